@@ -1,0 +1,12 @@
+//! Compiles the public API with protox (pure Rust, no protoc) and exports the file
+//! descriptor set for gRPC server reflection.
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    let file = root.join("hypersaga/v1/clusters.proto");
+    println!("cargo:rerun-if-changed={}", file.display());
+    let fds = protox::compile([&file], [&root])?;
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
+    std::fs::write(out.join("hypersaga_descriptor.bin"), prost::Message::encode_to_vec(&fds))?;
+    tonic_prost_build::configure().compile_fds(fds)?;
+    Ok(())
+}

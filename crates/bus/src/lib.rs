@@ -1,0 +1,2 @@
+//! The NATS JetStream bus: subjects, streams, KV buckets, envelopes, traceparent headers.
+#![forbid(unsafe_code)]

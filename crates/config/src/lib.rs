@@ -1,0 +1,2 @@
+//! Typed, layered configuration shared by every role.
+#![forbid(unsafe_code)]

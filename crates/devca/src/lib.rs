@@ -1,0 +1,142 @@
+//! A throw-away certificate authority for the local stand-ins.
+//!
+//! `azure_identity` refuses an `http` authority and `azure_core` refuses to send a bearer token
+//! to a non-`https` URL, so the ARM/Entra emulator and the management-cluster emulator must
+//! speak TLS. `hypersaga dev` generates one CA per state directory, writes its PEM as the CA
+//! bundle every client trusts, and issues a leaf certificate for `localhost`/`127.0.0.1` to
+//! each emulator.
+#![forbid(unsafe_code)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::{future::Future, io};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+
+/// Errors from generating or loading certificates.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("certificate generation failed")]
+    Generate(#[from] rcgen::Error),
+    #[error("TLS configuration is invalid")]
+    Tls(#[from] rustls::Error),
+    #[error("PEM material is invalid: {0}")]
+    Pem(String),
+    #[error("I/O error")]
+    Io(#[from] io::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A generated certificate authority: its certificate (the CA bundle clients trust) and the
+/// key that signs leaf certificates.
+pub struct DevCa {
+    params: CertificateParams,
+    key: KeyPair,
+    cert_pem: String,
+}
+
+/// A leaf certificate and its private key, both PEM.
+#[derive(Clone)]
+pub struct ServerCert {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+impl DevCa {
+    /// Generates a new CA valid for ten years.
+    pub fn generate() -> Result<Self> {
+        let mut params = CertificateParams::default();
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, "hypersaga dev CA");
+        dn.push(DnType::OrganizationName, "hypersaga");
+        params.distinguished_name = dn;
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        params.not_after = time_in_years(10);
+        let key = KeyPair::generate()?;
+        let cert = params.self_signed(&key)?;
+        Ok(Self { cert_pem: cert.pem(), params, key })
+    }
+
+    /// The CA certificate (PEM): the bundle clients add to their trust store.
+    pub fn cert_pem(&self) -> &str {
+        &self.cert_pem
+    }
+
+    /// Issues a server certificate for `names` (DNS names or IP literals).
+    pub fn issue_server_cert(&self, names: &[&str]) -> Result<ServerCert> {
+        let issuer = Issuer::from_params(&self.params, &self.key);
+        let mut params =
+            CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>())?;
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, names.first().copied().unwrap_or("localhost"));
+        params.distinguished_name = dn;
+        params.not_after = time_in_years(5);
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &issuer)?;
+        Ok(ServerCert { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+    }
+
+    /// A certificate for the loopback names every local emulator listens on.
+    pub fn issue_loopback_cert(&self) -> Result<ServerCert> {
+        self.issue_server_cert(&["localhost", "127.0.0.1", "::1"])
+    }
+}
+
+impl ServerCert {
+    /// A rustls server configuration presenting this certificate (HTTP/1.1 and HTTP/2).
+    pub fn rustls_server_config(&self) -> Result<Arc<rustls::ServerConfig>> {
+        let certs = rustls_pemfile::certs(&mut self.cert_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()?;
+        let key = rustls_pemfile::private_key(&mut self.key_pem.as_bytes())?
+            .ok_or_else(|| Error::Pem("no private key in PEM".into()))?;
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_no_client_auth()
+            .with_single_cert(certs, key)?;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(Arc::new(config))
+    }
+}
+
+/// Installs aws-lc-rs as the process-wide rustls provider. kube, async-nats, reqwest and
+/// azure_core all use rustls; with more than one provider compiled in, the first TLS call
+/// panics unless one is installed. Safe to call more than once.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+}
+
+/// Serves `router` over TLS on an already-bound listener until `shutdown` resolves.
+pub async fn serve_tls(
+    listener: std::net::TcpListener,
+    router: axum::Router,
+    cert: &ServerCert,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    listener.set_nonblocking(true)?;
+    let config = axum_server::tls_rustls::RustlsConfig::from_config(cert.rustls_server_config()?);
+    let handle = axum_server::Handle::new();
+    let h = handle.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        h.graceful_shutdown(Some(std::time::Duration::from_secs(2)));
+    });
+    axum_server::from_tcp_rustls(listener, config)?
+        .handle(handle)
+        .serve(router.into_make_service_with_connect_info::<SocketAddr>())
+        .await?;
+    Ok(())
+}
+
+fn time_in_years(years: i64) -> time::OffsetDateTime {
+    time::OffsetDateTime::now_utc() + time::Duration::days(365 * years)
+}

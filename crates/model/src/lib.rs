@@ -1,0 +1,18 @@
+//! Domain types of hypersaga: cluster specs, their validation with field paths, the names of
+//! everything a cluster creates, and the cluster and operation records kept on the bus.
+//!
+//! Pure data and pure functions: no I/O, so every rule here is unit-tested directly.
+#![forbid(unsafe_code)]
+
+pub mod identities;
+pub mod names;
+pub mod record;
+pub mod spec;
+pub mod tenant;
+pub mod validate;
+
+pub use names::Names;
+pub use record::{ClusterPhase, ClusterRecord, ErrorInfo};
+pub use spec::{ClusterSpec, NetworkSpec, NodePoolSpec};
+pub use tenant::TenantId;
+pub use validate::{FieldViolation, validate_create};

@@ -1,0 +1,151 @@
+//! The records users read: a cluster (spec + status) and a view of its current operation.
+//! The coordinator writes them to the `hcp_clusters` KV bucket after every saga transition,
+//! so `GetCluster` is one read and `WatchCluster` is one KV watch.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use crate::spec::ClusterSpec;
+use crate::tenant::TenantId;
+
+/// Schema version of [`ClusterRecord`].
+pub const CLUSTER_RECORD_VERSION: u32 = 1;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClusterPhase {
+    Accepted,
+    Provisioning,
+    Ready,
+    Compensating,
+    Failed,
+    Deleting,
+    Deleted,
+}
+
+impl ClusterPhase {
+    /// Phases in which nothing more happens until a user acts.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Ready | Self::Failed | Self::Deleted)
+    }
+}
+
+/// An error as users see it: Azure's code, message and target where Azure answered, and the
+/// saga step it came from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorInfo {
+    pub code: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    #[serde(default)]
+    pub retryable: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OperationKind {
+    Create,
+    Delete,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OperationState {
+    Running,
+    Compensating,
+    Succeeded,
+    Failed,
+}
+
+impl OperationState {
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Succeeded | Self::Failed)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepState {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Compensating,
+    Compensated,
+    Skipped,
+    Kept,
+}
+
+/// One step of an operation, as shown to users.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepView {
+    pub id: String,
+    pub service: String,
+    pub state: StepState,
+    pub attempts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<ErrorInfo>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub started_at: Option<OffsetDateTime>,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub ended_at: Option<OffsetDateTime>,
+}
+
+/// An operation (one saga), as shown to users.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperationView {
+    pub id: String,
+    pub cluster: String,
+    pub kind: OperationKind,
+    pub state: OperationState,
+    #[serde(with = "time::serde::rfc3339")]
+    pub started_at: OffsetDateTime,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub ended_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub deadline: OffsetDateTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorInfo>,
+    pub steps: Vec<StepView>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
+/// A cluster as stored in KV `hcp_clusters` under `<tenant>.<name>`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClusterRecord {
+    pub v: u32,
+    pub tenant: TenantId,
+    pub name: String,
+    pub uid: String,
+    pub infra_id: String,
+    pub spec: ClusterSpec,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create_request_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete_request_id: Option<String>,
+    pub phase: ClusterPhase,
+    #[serde(default)]
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorInfo>,
+    /// The operation running now, or the last one.
+    pub operation: OperationView,
+    /// What was created: ARM ids and Kubernetes references, by role (e.g. `vnet`).
+    #[serde(default)]
+    pub resources: BTreeMap<String, String>,
+    /// The saga journal sequence this snapshot reflects; older snapshots never overwrite newer.
+    #[serde(default)]
+    pub saga_seq: u64,
+}

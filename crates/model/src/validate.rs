@@ -1,0 +1,323 @@
+//! Validation of a create request. It never stops at the first problem: every violation is
+//! reported with the field path of the public API (`spec.node_pools[1].replicas`), so a user
+//! fixes a request in one round trip.
+
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+use ipnet::Ipv4Net;
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use crate::spec::{ClusterSpec, NetworkSpec, NodePoolSpec};
+
+/// Most node pools one cluster may have.
+pub const MAX_NODE_POOLS: usize = 10;
+/// Largest replica count accepted for one node pool.
+pub const MAX_REPLICAS: i32 = 100;
+/// Longest cluster name: Azure names derived from it (`NAME-image-registry-INFRA`, …) stay
+/// within Azure's limits.
+pub const MAX_CLUSTER_NAME: usize = 40;
+
+/// One thing wrong with a request, at a field path of the public API.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldViolation {
+    pub field: String,
+    pub description: String,
+}
+
+impl FieldViolation {
+    fn new(field: impl Into<String>, description: impl Into<String>) -> Self {
+        Self { field: field.into(), description: description.into() }
+    }
+}
+
+static DNS_LABEL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[a-z]([a-z0-9-]*[a-z0-9])?$").expect("static regex"));
+static LOCATION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[a-z][a-z0-9]{1,39}$").expect("static regex"));
+// HyperShift's NodePool.spec.platform.azure.vmSize pattern.
+static VM_SIZE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(Standard_|Basic_)?[A-Z]+[0-9]+(-[0-9]+)?[abdilmptsCNP]*(_[A-Z]*[0-9]+[A-Z]*)?(_v[0-9]+)?$")
+        .expect("static regex")
+});
+
+/// Validates a create request: the cluster `name` and its `spec`.
+pub fn validate_create(name: &str, spec: Option<&ClusterSpec>) -> Vec<FieldViolation> {
+    let mut v = Vec::new();
+    check_dns_label(&mut v, "name", name, MAX_CLUSTER_NAME);
+    let Some(spec) = spec else {
+        v.push(FieldViolation::new("spec", "is required"));
+        return v;
+    };
+    if spec.location.is_empty() {
+        v.push(FieldViolation::new("spec.location", "is required"));
+    } else if !LOCATION.is_match(&spec.location) {
+        v.push(FieldViolation::new(
+            "spec.location",
+            format!("{:?} is not an Azure region name (lower-case letters and digits, e.g. \"eastus\")", spec.location),
+        ));
+    }
+    check_base_domain(&mut v, &spec.base_domain);
+    check_release_image(&mut v, &spec.release_image);
+    check_node_pools(&mut v, &spec.node_pools);
+    check_network(&mut v, &spec.network);
+    v
+}
+
+fn check_dns_label(v: &mut Vec<FieldViolation>, field: &str, value: &str, max: usize) {
+    if value.is_empty() {
+        v.push(FieldViolation::new(field, "is required"));
+    } else if value.len() > max {
+        v.push(FieldViolation::new(field, format!("must be at most {max} characters, got {}", value.len())));
+    } else if !DNS_LABEL.is_match(value) {
+        v.push(FieldViolation::new(
+            field,
+            format!("{value:?} must be a DNS label: lower-case letters, digits and '-', starting with a letter and ending with a letter or digit"),
+        ));
+    }
+}
+
+fn check_base_domain(v: &mut Vec<FieldViolation>, bd: &str) {
+    const FIELD: &str = "spec.base_domain";
+    if bd.is_empty() {
+        v.push(FieldViolation::new(FIELD, "is required"));
+        return;
+    }
+    let labels: Vec<&str> = bd.split('.').collect();
+    let bad_label = labels.iter().any(|l| l.is_empty() || l.len() > 63 || !DNS_LABEL_LOOSE(l));
+    if bd.len() > 200 || labels.len() < 2 || bad_label {
+        v.push(FieldViolation::new(
+            FIELD,
+            format!("{bd:?} must be a DNS domain of at least two labels, e.g. \"example.com\""),
+        ));
+    }
+}
+
+#[allow(non_snake_case)]
+fn DNS_LABEL_LOOSE(l: &str) -> bool {
+    l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !l.starts_with('-')
+        && !l.ends_with('-')
+}
+
+fn check_release_image(v: &mut Vec<FieldViolation>, image: &str) {
+    const FIELD: &str = "spec.release_image";
+    if image.is_empty() {
+        v.push(FieldViolation::new(FIELD, "is required"));
+    } else if image.chars().any(char::is_whitespace) || !(image.contains(':') || image.contains('@')) {
+        v.push(FieldViolation::new(
+            FIELD,
+            format!("{image:?} must be an image reference with a tag or digest, e.g. \"quay.io/openshift-release-dev/ocp-release:4.21.0-multi\""),
+        ));
+    }
+}
+
+fn check_node_pools(v: &mut Vec<FieldViolation>, pools: &[NodePoolSpec]) {
+    if pools.len() > MAX_NODE_POOLS {
+        v.push(FieldViolation::new(
+            "spec.node_pools",
+            format!("at most {MAX_NODE_POOLS} node pools, got {}", pools.len()),
+        ));
+    }
+    let mut seen = HashSet::new();
+    for (i, p) in pools.iter().enumerate() {
+        let at = format!("spec.node_pools[{i}]");
+        check_dns_label(v, &format!("{at}.name"), &p.name, 30);
+        if !p.name.is_empty() && !seen.insert(p.name.as_str()) {
+            v.push(FieldViolation::new(format!("{at}.name"), format!("duplicate node pool name {:?}", p.name)));
+        }
+        if !(0..=MAX_REPLICAS).contains(&p.replicas) {
+            v.push(FieldViolation::new(
+                format!("{at}.replicas"),
+                format!("must be between 0 and {MAX_REPLICAS}, got {}", p.replicas),
+            ));
+        }
+        if p.vm_size.is_empty() {
+            v.push(FieldViolation::new(format!("{at}.vm_size"), "is required"));
+        } else if !VM_SIZE.is_match(&p.vm_size) {
+            v.push(FieldViolation::new(
+                format!("{at}.vm_size"),
+                format!("{:?} is not an Azure VM size, e.g. \"Standard_D4s_v5\"", p.vm_size),
+            ));
+        }
+    }
+}
+
+fn check_network(v: &mut Vec<FieldViolation>, n: &NetworkSpec) {
+    if n.is_user_brought() {
+        check_user_brought(v, n);
+        return;
+    }
+    let vnet = parse_cidr(v, "spec.network.vnet_cidr", n.vnet_cidr());
+    let subnet = parse_cidr(v, "spec.network.subnet_cidr", n.subnet_cidr());
+    if let Some(vnet) = vnet {
+        if !(8..=29).contains(&vnet.prefix_len()) {
+            v.push(FieldViolation::new(
+                "spec.network.vnet_cidr",
+                format!("prefix length must be between /8 and /29, got /{}", vnet.prefix_len()),
+            ));
+        }
+    }
+    if let Some(subnet) = subnet {
+        if subnet.prefix_len() > 29 {
+            v.push(FieldViolation::new(
+                "spec.network.subnet_cidr",
+                format!("prefix length must be at most /29 (Azure reserves 5 addresses per subnet), got /{}", subnet.prefix_len()),
+            ));
+        }
+        if let Some(vnet) = vnet {
+            if !vnet.contains(&subnet) {
+                v.push(FieldViolation::new(
+                    "spec.network.subnet_cidr",
+                    format!("{subnet} is not inside the VNet address space {vnet}"),
+                ));
+            }
+        }
+    }
+}
+
+fn parse_cidr(v: &mut Vec<FieldViolation>, field: &str, value: &str) -> Option<Ipv4Net> {
+    match value.parse::<Ipv4Net>() {
+        Ok(net) if net.trunc() == net => Some(net),
+        Ok(net) => {
+            v.push(FieldViolation::new(
+                field,
+                format!("{value:?} has host bits set; did you mean {}?", net.trunc()),
+            ));
+            None
+        }
+        Err(_) => {
+            v.push(FieldViolation::new(field, format!("{value:?} is not an IPv4 CIDR such as \"10.0.0.0/16\"")));
+            None
+        }
+    }
+}
+
+fn check_user_brought(v: &mut Vec<FieldViolation>, n: &NetworkSpec) {
+    if n.vnet_cidr.is_some() {
+        v.push(FieldViolation::new("spec.network.vnet_cidr", "must be empty when vnet_id/subnet_id/nsg_id are given"));
+    }
+    if n.subnet_cidr.is_some() {
+        v.push(FieldViolation::new("spec.network.subnet_cidr", "must be empty when vnet_id/subnet_id/nsg_id are given"));
+    }
+    let vnet = required_id(v, "spec.network.vnet_id", n.vnet_id.as_deref(), &["virtualNetworks"]);
+    let subnet = required_id(v, "spec.network.subnet_id", n.subnet_id.as_deref(), &["virtualNetworks", "subnets"]);
+    required_id(v, "spec.network.nsg_id", n.nsg_id.as_deref(), &["networkSecurityGroups"]);
+    if let (Some(vnet), Some(subnet)) = (vnet, subnet) {
+        if !subnet.to_ascii_lowercase().starts_with(&(vnet.to_ascii_lowercase() + "/subnets/")) {
+            v.push(FieldViolation::new("spec.network.subnet_id", "must be a subnet of spec.network.vnet_id"));
+        }
+    }
+}
+
+/// Checks an ARM id of `Microsoft.Network/<types…>` and returns it when well formed.
+fn required_id<'a>(v: &mut Vec<FieldViolation>, field: &str, id: Option<&'a str>, types: &[&str]) -> Option<&'a str> {
+    let Some(id) = id else {
+        v.push(FieldViolation::new(field, "is required when bringing your own network (vnet_id, subnet_id and nsg_id go together)"));
+        return None;
+    };
+    let parts: Vec<&str> = id.trim_start_matches('/').split('/').collect();
+    // subscriptions/{s}/resourceGroups/{rg}/providers/Microsoft.Network/{type}/{name}[/{type}/{name}]
+    let ok = parts.len() == 6 + 2 * types.len()
+        && parts[0].eq_ignore_ascii_case("subscriptions")
+        && !parts[1].is_empty()
+        && parts[2].eq_ignore_ascii_case("resourceGroups")
+        && !parts[3].is_empty()
+        && parts[4].eq_ignore_ascii_case("providers")
+        && parts[5].eq_ignore_ascii_case("Microsoft.Network")
+        && types.iter().enumerate().all(|(i, t)| {
+            parts[6 + 2 * i].eq_ignore_ascii_case(t) && !parts[7 + 2 * i].is_empty()
+        })
+        && id.starts_with('/');
+    if ok {
+        Some(id)
+    } else {
+        let example = format!(
+            "/subscriptions/<id>/resourceGroups/<rg>/providers/Microsoft.Network/{}",
+            types.iter().map(|t| format!("{t}/<name>")).collect::<Vec<_>>().join("/")
+        );
+        v.push(FieldViolation::new(field, format!("{id:?} is not an ARM id of the form {example}")));
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn good() -> ClusterSpec {
+        ClusterSpec {
+            location: "eastus".into(),
+            base_domain: "example.com".into(),
+            release_image: "quay.io/openshift-release-dev/ocp-release:4.21.0-multi".into(),
+            node_pools: vec![NodePoolSpec { name: "workers".into(), replicas: 2, vm_size: "Standard_D4s_v5".into() }],
+            network: NetworkSpec::default(),
+        }
+    }
+
+    fn fields(v: &[FieldViolation]) -> Vec<&str> {
+        v.iter().map(|f| f.field.as_str()).collect()
+    }
+
+    #[test]
+    fn a_good_request_has_no_violations() {
+        assert_eq!(validate_create("demo", Some(&good())), vec![]);
+    }
+
+    #[test]
+    fn every_violation_is_reported_with_its_path() {
+        let mut s = good();
+        s.location = String::new();
+        s.base_domain = "nodots".into();
+        s.release_image = "no tag".into();
+        s.node_pools.push(NodePoolSpec { name: "workers".into(), replicas: 500, vm_size: "huge".into() });
+        s.network.vnet_cidr = Some("10.0.0.0/33".into());
+        s.network.subnet_cidr = Some("192.168.0.0/24".into());
+        let v = validate_create("Bad_Name", Some(&s));
+        assert_eq!(
+            fields(&v),
+            vec![
+                "name",
+                "spec.location",
+                "spec.base_domain",
+                "spec.release_image",
+                "spec.node_pools[1].name",
+                "spec.node_pools[1].replicas",
+                "spec.node_pools[1].vm_size",
+                "spec.network.vnet_cidr",
+            ]
+        );
+    }
+
+    #[test]
+    fn subnet_must_nest_in_vnet() {
+        let mut s = good();
+        s.network.subnet_cidr = Some("10.1.0.0/24".into());
+        let v = validate_create("demo", Some(&s));
+        assert_eq!(fields(&v), vec!["spec.network.subnet_cidr"]);
+        assert!(v[0].description.contains("not inside"));
+    }
+
+    #[test]
+    fn host_bits_are_refused_with_a_hint() {
+        let mut s = good();
+        s.network.vnet_cidr = Some("10.0.0.1/16".into());
+        let v = validate_create("demo", Some(&s));
+        assert!(v[0].description.contains("10.0.0.0/16"));
+    }
+
+    #[test]
+    fn user_brought_network_needs_all_three_ids() {
+        let mut s = good();
+        s.network.vnet_id = Some("/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v".into());
+        s.network.subnet_id = Some("/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/other/subnets/x".into());
+        let v = validate_create("demo", Some(&s));
+        assert_eq!(fields(&v), vec!["spec.network.nsg_id", "spec.network.subnet_id"]);
+    }
+
+    #[test]
+    fn missing_spec_is_reported() {
+        assert_eq!(fields(&validate_create("", None)), vec!["name", "spec"]);
+    }
+}

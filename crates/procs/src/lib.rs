@@ -1,0 +1,2 @@
+//! Starting and stopping external processes: nats-server and Azurite, on free ports.
+#![forbid(unsafe_code)]

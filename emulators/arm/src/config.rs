@@ -1,0 +1,87 @@
+//! Emulator configuration: who may call, how slow Azure is, how hard ARM throttles.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::throttle::ThrottleConfig;
+
+/// Everything the emulator needs to start. `Config::default()` is a usable zero-latency setup
+/// with no principals (every ARM call then answers 401).
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Service principals the Entra endpoint knows, and the subscriptions each may call.
+    pub principals: Vec<Principal>,
+    /// How long asynchronous operations take server-side.
+    pub latency: LatencyModel,
+    /// Fixed server-side durations per resource type (full type name, case-insensitive, e.g.
+    /// `Microsoft.Network/privateDnsZones`), overriding `latency` for create and delete.
+    pub latency_overrides: BTreeMap<String, Duration>,
+    /// ARM gateway token buckets.
+    pub throttle: ThrottleConfig,
+    /// Page size of every list, kept small so clients' `nextLink` handling is exercised.
+    pub page_size: usize,
+    /// How many recent requests the admin API remembers.
+    pub request_log_size: usize,
+    /// `expires_in` of issued tokens (Entra answers 3599).
+    pub token_lifetime_secs: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            principals: Vec::new(),
+            latency: LatencyModel::Zero,
+            latency_overrides: BTreeMap::new(),
+            throttle: ThrottleConfig::default(),
+            page_size: 20,
+            request_log_size: 500,
+            token_lifetime_secs: 3599,
+        }
+    }
+}
+
+/// A service principal (app registration + secret) and the subscriptions it has RBAC on.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Principal {
+    pub azure_tenant_id: String,
+    pub client_id: String,
+    pub client_secret: String,
+    pub subscription_ids: Vec<String>,
+}
+
+impl fmt::Debug for Principal {
+    // The secret never reaches logs.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Principal")
+            .field("azure_tenant_id", &self.azure_tenant_id)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"<redacted>")
+            .field("subscription_ids", &self.subscription_ids)
+            .finish()
+    }
+}
+
+/// Server-side duration of asynchronous operations.
+///
+/// `Zero` still answers with the asynchronous shapes (`Updating`, `Azure-AsyncOperation`,
+/// 202 + `Location`), the operation is simply complete by the first poll.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LatencyModel {
+    Zero,
+    /// The realistic p50 durations of `azure-latencies.md` multiplied by this factor.
+    Scaled(f64),
+}
+
+impl LatencyModel {
+    /// Applies the model to a realistic base duration.
+    pub fn apply(&self, realistic: Duration) -> Duration {
+        match *self {
+            LatencyModel::Zero => Duration::ZERO,
+            LatencyModel::Scaled(f) if f.is_finite() && f > 0.0 => realistic.mul_f64(f),
+            LatencyModel::Scaled(_) => Duration::ZERO,
+        }
+    }
+}

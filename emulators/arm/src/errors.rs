@@ -1,0 +1,151 @@
+//! ARM's error body and the errors the emulator answers with.
+//!
+//! Clients branch on `error.code` (and sometimes on `x-ms-failure-cause`), so codes and
+//! messages follow what ARM and the resource providers really send.
+
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+/// An error answered in ARM's shape: `{"error":{"code","message","target"?,"details"?}}`.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{status} {code}: {message}")]
+pub struct ArmError {
+    pub status: StatusCode,
+    pub code: String,
+    pub message: String,
+    pub target: Option<String>,
+    /// `Retry-After` seconds (429s and injected faults).
+    pub retry_after: Option<u64>,
+    /// Extra headers, e.g. `x-ms-failure-cause: gateway` or `WWW-Authenticate`.
+    pub headers: Vec<(&'static str, String)>,
+}
+
+pub type Result<T, E = ArmError> = std::result::Result<T, E>;
+
+impl ArmError {
+    pub fn new(status: StatusCode, code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code: code.into(),
+            message: message.into(),
+            target: None,
+            retry_after: None,
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    pub fn with_target(mut self, target: impl Into<String>) -> Self {
+        self.target = Some(target.into());
+        self
+    }
+
+    pub fn bad_request(code: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    /// ARM's gateway answers this before the request reaches a resource provider.
+    pub fn resource_group_not_found(rg: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "ResourceGroupNotFound",
+            format!("Resource group '{rg}' could not be found."),
+        )
+        .with_header("x-ms-failure-cause", "gateway")
+    }
+
+    pub fn resource_group_being_deleted(rg: &str) -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "ResourceGroupBeingDeleted",
+            format!(
+                "The resource group '{rg}' is in deprovisioning state and cannot perform this operation."
+            ),
+        )
+    }
+
+    /// `type_and_name` is ARM's `Namespace/type/name[/childType/childName]` form.
+    pub fn resource_not_found(type_and_name: &str, rg: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "ResourceNotFound",
+            format!(
+                "The Resource '{type_and_name}' under resource group '{rg}' was not found. \
+                 For more details please go to https://aka.ms/ARMResourceNotFoundFix"
+            ),
+        )
+    }
+
+    pub fn parent_not_found(parent_type_and_name: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "ParentResourceNotFound",
+            format!(
+                "Failed to perform 'write' on resource(s) of type '{}', because the parent \
+                 resource '{parent_type_and_name}' could not be found.",
+                parent_type_and_name.rsplit_once('/').map_or("", |(t, _)| t)
+            ),
+        )
+    }
+
+    pub fn throttled(kind: &str, sub: &str, retry_after: u64) -> Self {
+        let mut e = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "SubscriptionRequestsThrottled",
+            format!(
+                "Number of '{kind}' requests for subscription '{sub}' exceeded. Please try again \
+                 after '{retry_after}' seconds after additional tokens are available. \
+                 Refer to https://aka.ms/arm-throttling"
+            ),
+        );
+        e.retry_after = Some(retry_after);
+        e
+    }
+
+    pub fn missing_api_version() -> Self {
+        Self::bad_request(
+            "MissingApiVersionParameter",
+            "The api-version query parameter (?api-version=) is required for all requests.",
+        )
+    }
+
+    pub fn invalid_api_version(given: &str, supported: &[&str]) -> Self {
+        Self::bad_request(
+            "InvalidApiVersionParameter",
+            format!(
+                "The api-version '{given}' is invalid. The supported versions are '{}'.",
+                supported.join(",")
+            ),
+        )
+    }
+
+    /// The JSON body, also used for failed operation status resources.
+    pub fn body(&self) -> Value {
+        let mut inner = json!({ "code": self.code, "message": self.message });
+        if let Some(t) = &self.target {
+            inner["target"] = json!(t);
+        }
+        json!({ "error": inner })
+    }
+}
+
+impl IntoResponse for ArmError {
+    fn into_response(self) -> Response {
+        let mut resp = (self.status, axum::Json(self.body())).into_response();
+        let h = resp.headers_mut();
+        if let Some(secs) = self.retry_after {
+            h.insert(axum::http::header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        for (name, value) in &self.headers {
+            if let Ok(v) = HeaderValue::from_str(value) {
+                h.insert(HeaderName::from_static(name), v);
+            }
+        }
+        resp
+    }
+}

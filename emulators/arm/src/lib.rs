@@ -1,0 +1,2 @@
+//! An ARM + Entra emulator speaking the real protocols over HTTPS.
+#![forbid(unsafe_code)]

@@ -1,0 +1,559 @@
+//! The resource-type table: one entry per ARM type the emulator serves.
+//!
+//! Everything type-specific lives here as data (namespace, type path, api-versions, response
+//! shapes, latencies) plus a few small hooks for read-only properties and referential checks.
+//! The request pipeline (`arm.rs`) is generic over these entries, so adding a type is adding
+//! a row, not a branch.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use crate::errors::{ArmError, Result};
+use crate::store::{Store, StoredResource};
+
+/// How a PUT answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PutShape {
+    /// `201`/`200`, `provisioningState: Succeeded` at once (RGs, identities, FICs, records).
+    Sync,
+    /// Network RP: `201`/`200` with `provisioningState: Updating` and `Azure-AsyncOperation`.
+    AsyncInBody,
+    /// Private DNS: `202`, empty body, `Azure-AsyncOperation` + `Location`, no `Retry-After`.
+    Accepted,
+}
+
+/// How a DELETE answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeleteShape {
+    /// `200` when deleted, `204` when absent.
+    Sync,
+    /// `202` + `Location` + `Azure-AsyncOperation`; `Deleting` meanwhile.
+    Async,
+    /// Resource groups: `202` + `Location` (ARM `operationresults`) + `Retry-After: 15`.
+    ResourceGroup,
+}
+
+/// Where the operation-status URLs of a type live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OperationUrls {
+    /// None: synchronous type.
+    None,
+    /// `/subscriptions/{s}/providers/Microsoft.Network/locations/{loc}/operations|operationResults/{id}`
+    NetworkLocation,
+    /// `/subscriptions/{s}/resourceGroups/{rg}/providers/Microsoft.Network/privateDnsOperationStatuses|privateDnsOperationResults/{id}`
+    PrivateDns,
+    /// `/subscriptions/{s}/operationresults/{id}` (resource-group delete).
+    Subscription,
+}
+
+/// The `location` rule of a type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocationRule {
+    /// Tracked resource: `location` required.
+    Required,
+    /// Always `global` (private/public DNS zones and links).
+    Global,
+    /// Proxy/child resource: no location.
+    None,
+}
+
+/// Where instances are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Storage {
+    /// Its own entry in the store.
+    Standalone,
+    /// An element of an array under the parent's `properties` (subnets of a VNet): Azure
+    /// shows them inline in the parent and as child resources, so one copy serves both.
+    Embedded { array: &'static str },
+}
+
+/// The `etag` a type carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Etag {
+    None,
+    /// Network RP style `W/"<guid>"`.
+    Weak,
+    /// DNS style `<guid>`.
+    Plain,
+}
+
+/// Context for filling read-only properties on PUT.
+pub struct FillCtx<'a> {
+    /// Canonical id of the resource being written.
+    pub id: &'a str,
+    /// Properties stored before this PUT (identity GUIDs must survive a re-PUT).
+    pub previous: Option<&'a Map<String, Value>>,
+    /// Tenant of the subscription (identities report it).
+    pub tenant_id: &'a str,
+    /// The resource name.
+    pub name: &'a str,
+}
+
+/// Context for referential checks on PUT.
+pub struct PutCheck<'a> {
+    pub key: &'a str,
+    pub parent_key: &'a str,
+    pub properties: &'a Map<String, Value>,
+}
+
+/// One row of the table.
+pub struct ResourceType {
+    /// e.g. `Microsoft.Network`.
+    pub namespace: &'static str,
+    /// e.g. `privateDnsZones/virtualNetworkLinks`; the parent type is this minus the last segment.
+    pub type_path: &'static str,
+    /// Every stable api-version Azure publishes for the type.
+    pub api_versions: &'static [&'static str],
+    pub put: PutShape,
+    pub delete: DeleteShape,
+    pub operation_urls: OperationUrls,
+    pub location: LocationRule,
+    pub storage: Storage,
+    pub etag: Etag,
+    /// Listed by `GET /subscriptions/{s}/resources` (ARM lists tracked resources and a few
+    /// nested ones such as virtual network links; not FICs, subnets or record sets).
+    pub in_inventory: bool,
+    /// Realistic server-side duration of create/update and of delete (azure-latencies.md §5).
+    pub create_latency: Duration,
+    pub delete_latency: Duration,
+    /// Synchronous types still take a moment; applied before answering under `Scaled`.
+    pub sync_latency: Duration,
+    /// Child types (last segment) that must be deleted first (`CannotDeleteResource`).
+    pub blocking_children: &'static [&'static str],
+    /// Arrays under `properties` holding inline sub-resources (ids and state filled in).
+    pub inline_children: &'static [&'static str],
+    /// Limit of instances per parent, with the error to answer beyond it.
+    pub max_per_parent: Option<(usize, &'static str, &'static str)>,
+    /// Fills read-only properties.
+    pub fill: Option<fn(&mut Map<String, Value>, &FillCtx<'_>)>,
+    /// Referential checks before a PUT is accepted.
+    pub check_put: Option<fn(&Store, &PutCheck<'_>) -> Result<()>>,
+    /// Referential checks before a DELETE is accepted.
+    pub check_delete: Option<fn(&Store, &StoredResource) -> Result<()>>,
+}
+
+impl ResourceType {
+    /// `Namespace/typePath`, the value of a resource's `type`.
+    pub fn full_name(&self) -> String {
+        format!("{}/{}", self.namespace, self.type_path)
+    }
+
+    pub fn segments(&self) -> impl Iterator<Item = &'static str> {
+        self.type_path.split('/')
+    }
+
+    pub fn depth(&self) -> usize {
+        self.type_path.split('/').count()
+    }
+
+    pub fn last_segment(&self) -> &'static str {
+        self.type_path.rsplit('/').next().unwrap_or(self.type_path)
+    }
+
+    pub fn is_resource_group(&self) -> bool {
+        std::ptr::eq(self, &TYPES[0])
+    }
+
+    pub fn supports(&self, api_version: &str) -> bool {
+        self.api_versions.iter().any(|v| v.eq_ignore_ascii_case(api_version))
+    }
+}
+
+/// `Microsoft.Resources` stable versions (learn.microsoft.com templates "allversions").
+pub const RESOURCES_VERSIONS: &[&str] = &[
+    "2015-11-01", "2016-02-01", "2016-07-01", "2016-09-01", "2017-05-10", "2018-02-01",
+    "2018-05-01", "2019-03-01", "2019-05-01", "2019-05-10", "2019-07-01", "2019-08-01",
+    "2019-10-01", "2020-06-01", "2020-08-01", "2020-10-01", "2021-01-01", "2021-04-01",
+    "2022-09-01", "2023-07-01", "2024-03-01", "2024-07-01", "2024-11-01", "2025-03-01",
+    "2025-04-01",
+];
+
+/// `Microsoft.Network` (NRP) stable versions: the template reference list up to 2024-03-01,
+/// plus 2024-05-01, 2024-07-01, 2025-01-01, 2025-05-01 (folders in azure-rest-api-specs).
+pub const NETWORK_VERSIONS: &[&str] = &[
+    "2015-06-15", "2016-03-30", "2016-06-01", "2016-09-01", "2016-12-01", "2017-03-01",
+    "2017-03-30", "2017-06-01", "2017-08-01", "2017-09-01", "2017-10-01", "2017-11-01",
+    "2018-01-01", "2018-02-01", "2018-04-01", "2018-06-01", "2018-07-01", "2018-08-01",
+    "2018-10-01", "2018-11-01", "2018-12-01", "2019-02-01", "2019-04-01", "2019-06-01",
+    "2019-07-01", "2019-08-01", "2019-09-01", "2019-11-01", "2019-12-01", "2020-03-01",
+    "2020-04-01", "2020-05-01", "2020-06-01", "2020-07-01", "2020-08-01", "2020-11-01",
+    "2021-02-01", "2021-03-01", "2021-05-01", "2021-08-01", "2022-01-01", "2022-05-01",
+    "2022-07-01", "2022-09-01", "2022-11-01", "2023-02-01", "2023-04-01", "2023-05-01",
+    "2023-06-01", "2023-09-01", "2023-11-01", "2024-01-01", "2024-03-01", "2024-05-01",
+    "2024-07-01", "2025-01-01", "2025-05-01",
+];
+
+/// Private DNS (`specification/privatedns/.../stable/`).
+pub const PRIVATE_DNS_VERSIONS: &[&str] = &["2018-09-01", "2020-01-01", "2020-06-01", "2024-06-01"];
+
+/// Public DNS (`specification/dns/.../stable/`).
+pub const DNS_VERSIONS: &[&str] = &["2016-04-01", "2017-09-01", "2017-10-01", "2018-05-01"];
+
+/// Managed identities (`specification/msi/.../stable/`).
+pub const MSI_VERSIONS: &[&str] = &["2018-11-30", "2023-01-31", "2024-11-30"];
+
+/// Federated identity credentials went GA in 2023-01-31.
+pub const FIC_VERSIONS: &[&str] = &["2023-01-31", "2024-11-30"];
+
+const fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+const fn ms(m: u64) -> Duration {
+    Duration::from_millis(m)
+}
+
+const NET: ResourceType = ResourceType {
+    namespace: "Microsoft.Network",
+    type_path: "",
+    api_versions: NETWORK_VERSIONS,
+    put: PutShape::AsyncInBody,
+    delete: DeleteShape::Async,
+    operation_urls: OperationUrls::NetworkLocation,
+    location: LocationRule::Required,
+    storage: Storage::Standalone,
+    etag: Etag::Weak,
+    in_inventory: true,
+    create_latency: secs(2),
+    delete_latency: secs(10),
+    sync_latency: Duration::ZERO,
+    blocking_children: &[],
+    inline_children: &[],
+    max_per_parent: None,
+    fill: None,
+    check_put: None,
+    check_delete: None,
+};
+
+const PDNS: ResourceType = ResourceType {
+    namespace: "Microsoft.Network",
+    type_path: "",
+    api_versions: PRIVATE_DNS_VERSIONS,
+    put: PutShape::Accepted,
+    delete: DeleteShape::Async,
+    operation_urls: OperationUrls::PrivateDns,
+    location: LocationRule::Global,
+    storage: Storage::Standalone,
+    etag: Etag::Plain,
+    in_inventory: true,
+    create_latency: secs(20),
+    delete_latency: secs(30),
+    sync_latency: Duration::ZERO,
+    blocking_children: &[],
+    inline_children: &[],
+    max_per_parent: None,
+    fill: None,
+    check_put: None,
+    check_delete: None,
+};
+
+const SYNC: ResourceType = ResourceType {
+    namespace: "",
+    type_path: "",
+    api_versions: &[],
+    put: PutShape::Sync,
+    delete: DeleteShape::Sync,
+    operation_urls: OperationUrls::None,
+    location: LocationRule::None,
+    storage: Storage::Standalone,
+    etag: Etag::None,
+    in_inventory: false,
+    create_latency: Duration::ZERO,
+    delete_latency: Duration::ZERO,
+    sync_latency: ms(500),
+    blocking_children: &[],
+    inline_children: &[],
+    max_per_parent: None,
+    fill: None,
+    check_put: None,
+    check_delete: None,
+};
+
+/// The table. Index 0 must stay the resource group.
+pub static TYPES: &[ResourceType] = &[
+    ResourceType {
+        namespace: "Microsoft.Resources",
+        type_path: "resourceGroups",
+        api_versions: RESOURCES_VERSIONS,
+        delete: DeleteShape::ResourceGroup,
+        operation_urls: OperationUrls::Subscription,
+        location: LocationRule::Required,
+        // 10-20 s empty, 2-3 min with contents: see `store::rg_delete_latency`.
+        delete_latency: secs(15),
+        ..SYNC
+    },
+    ResourceType {
+        type_path: "networkSecurityGroups",
+        inline_children: &["securityRules"],
+        create_latency: secs(2),
+        check_delete: Some(nsg_not_in_use),
+        ..NET
+    },
+    ResourceType {
+        type_path: "virtualNetworks",
+        inline_children: &["subnets"],
+        create_latency: ms(2500),
+        ..NET
+    },
+    ResourceType {
+        type_path: "virtualNetworks/subnets",
+        location: LocationRule::None,
+        storage: Storage::Embedded { array: "subnets" },
+        in_inventory: false,
+        create_latency: secs(2),
+        delete_latency: secs(2),
+        ..NET
+    },
+    ResourceType { type_path: "publicIPAddresses", create_latency: secs(2), ..NET },
+    ResourceType {
+        type_path: "loadBalancers",
+        inline_children: &[
+            "frontendIPConfigurations",
+            "backendAddressPools",
+            "probes",
+            "loadBalancingRules",
+            "outboundRules",
+            "inboundNatRules",
+        ],
+        create_latency: ms(1500),
+        ..NET
+    },
+    ResourceType {
+        type_path: "privateDnsZones",
+        blocking_children: &["virtualNetworkLinks"],
+        fill: Some(fill_private_zone),
+        ..PDNS
+    },
+    ResourceType {
+        type_path: "privateDnsZones/virtualNetworkLinks",
+        create_latency: secs(45),
+        fill: Some(fill_vnet_link),
+        check_put: Some(vnet_link_target_exists),
+        ..PDNS
+    },
+    ResourceType {
+        namespace: "Microsoft.Network",
+        type_path: "privateDnsZones/A",
+        api_versions: PRIVATE_DNS_VERSIONS,
+        etag: Etag::Plain,
+        fill: Some(fill_record_set),
+        ..SYNC
+    },
+    ResourceType {
+        namespace: "Microsoft.Network",
+        type_path: "privateDnsZones/CNAME",
+        api_versions: PRIVATE_DNS_VERSIONS,
+        etag: Etag::Plain,
+        fill: Some(fill_record_set),
+        ..SYNC
+    },
+    ResourceType {
+        namespace: "Microsoft.Network",
+        type_path: "privateDnsZones/TXT",
+        api_versions: PRIVATE_DNS_VERSIONS,
+        etag: Etag::Plain,
+        fill: Some(fill_record_set),
+        ..SYNC
+    },
+    ResourceType {
+        namespace: "Microsoft.Network",
+        type_path: "dnsZones",
+        api_versions: DNS_VERSIONS,
+        location: LocationRule::Global,
+        etag: Etag::Plain,
+        in_inventory: true,
+        fill: Some(fill_public_zone),
+        ..SYNC
+    },
+    ResourceType {
+        namespace: "Microsoft.Network",
+        type_path: "dnsZones/A",
+        api_versions: DNS_VERSIONS,
+        etag: Etag::Plain,
+        fill: Some(fill_record_set),
+        ..SYNC
+    },
+    ResourceType {
+        namespace: "Microsoft.Network",
+        type_path: "dnsZones/CNAME",
+        api_versions: DNS_VERSIONS,
+        etag: Etag::Plain,
+        fill: Some(fill_record_set),
+        ..SYNC
+    },
+    ResourceType {
+        namespace: "Microsoft.Network",
+        type_path: "dnsZones/NS",
+        api_versions: DNS_VERSIONS,
+        etag: Etag::Plain,
+        fill: Some(fill_record_set),
+        ..SYNC
+    },
+    ResourceType {
+        namespace: "Microsoft.Network",
+        type_path: "dnsZones/TXT",
+        api_versions: DNS_VERSIONS,
+        etag: Etag::Plain,
+        fill: Some(fill_record_set),
+        ..SYNC
+    },
+    ResourceType {
+        namespace: "Microsoft.ManagedIdentity",
+        type_path: "userAssignedIdentities",
+        api_versions: MSI_VERSIONS,
+        location: LocationRule::Required,
+        in_inventory: true,
+        sync_latency: secs(1),
+        fill: Some(fill_identity),
+        ..SYNC
+    },
+    ResourceType {
+        namespace: "Microsoft.ManagedIdentity",
+        type_path: "userAssignedIdentities/federatedIdentityCredentials",
+        api_versions: FIC_VERSIONS,
+        sync_latency: secs(1),
+        max_per_parent: Some((
+            20,
+            "BadRequest",
+            "Too many Federated Identity Credentials are written to this Managed Identity. \
+             A Managed Identity can have at most 20 Federated Identity Credentials.",
+        )),
+        check_put: Some(fic_issuer_subject_unique),
+        ..SYNC
+    },
+];
+
+/// Looks a type up by namespace and type segments, case-insensitively.
+pub fn lookup(namespace: &str, segments: &[&str]) -> Option<&'static ResourceType> {
+    TYPES.iter().find(|t| {
+        t.namespace.eq_ignore_ascii_case(namespace)
+            && t.depth() == segments.len()
+            && t.segments().zip(segments).all(|(a, b)| a.eq_ignore_ascii_case(b))
+    })
+}
+
+/// Looks a type up by its full name (`Microsoft.Network/virtualNetworks`).
+pub fn lookup_full(full: &str) -> Option<&'static ResourceType> {
+    let (ns, path) = full.split_once('/')?;
+    let segs: Vec<&str> = path.split('/').collect();
+    lookup(ns, &segs)
+}
+
+/// Whether a namespace is served at all (unknown namespaces answer differently).
+pub fn namespace_known(namespace: &str) -> bool {
+    TYPES.iter().any(|t| t.namespace.eq_ignore_ascii_case(namespace))
+}
+
+// ---- read-only property fillers -------------------------------------------------------------
+
+fn fill_identity(p: &mut Map<String, Value>, ctx: &FillCtx<'_>) {
+    // principalId/clientId are minted once and survive re-PUTs of the same identity.
+    for key in ["principalId", "clientId"] {
+        let kept = ctx.previous.and_then(|prev| prev.get(key)).cloned();
+        p.insert(key.into(), kept.unwrap_or_else(|| json!(uuid::Uuid::new_v4().to_string())));
+    }
+    p.insert("tenantId".into(), json!(ctx.tenant_id));
+}
+
+fn fill_private_zone(p: &mut Map<String, Value>, _ctx: &FillCtx<'_>) {
+    p.insert("maxNumberOfRecordSets".into(), json!(25000));
+    p.insert("maxNumberOfVirtualNetworkLinks".into(), json!(1000));
+    p.insert("maxNumberOfVirtualNetworkLinksWithRegistration".into(), json!(100));
+    p.entry("numberOfRecordSets").or_insert(json!(1));
+    p.entry("numberOfVirtualNetworkLinks").or_insert(json!(0));
+    p.entry("numberOfVirtualNetworkLinksWithRegistration").or_insert(json!(0));
+    p.insert("internalId".into(), json!(uuid::Uuid::new_v4().to_string()));
+}
+
+fn fill_public_zone(p: &mut Map<String, Value>, _ctx: &FillCtx<'_>) {
+    p.insert("maxNumberOfRecordSets".into(), json!(10000));
+    p.entry("numberOfRecordSets").or_insert(json!(2));
+    p.entry("zoneType").or_insert(json!("Public"));
+    p.insert(
+        "nameServers".into(),
+        json!(["ns1-01.azure-dns.com.", "ns2-01.azure-dns.net.", "ns3-01.azure-dns.org.", "ns4-01.azure-dns.info."]),
+    );
+}
+
+fn fill_vnet_link(p: &mut Map<String, Value>, _ctx: &FillCtx<'_>) {
+    p.entry("registrationEnabled").or_insert(json!(false));
+    // `virtualNetworkLinkState` is set from the operation state when rendered.
+}
+
+fn fill_record_set(p: &mut Map<String, Value>, ctx: &FillCtx<'_>) {
+    // fqdn = "<record>.<zone>." ; the zone name is the segment before the record type.
+    let mut parts = ctx.id.rsplit('/');
+    let record = parts.next().unwrap_or_default();
+    let _record_type = parts.next();
+    let zone = parts.next().unwrap_or_default();
+    let fqdn = if record == "@" { format!("{zone}.") } else { format!("{record}.{zone}.") };
+    p.insert("fqdn".into(), json!(fqdn));
+    p.entry("ttl").or_insert(json!(3600));
+    p.entry("isAutoRegistered").or_insert(json!(false));
+}
+
+// ---- referential checks -------------------------------------------------------------------
+
+/// NRP refuses to delete an NSG a subnet still references.
+fn nsg_not_in_use(store: &Store, nsg: &StoredResource) -> Result<()> {
+    let nsg_key = nsg.id.to_ascii_lowercase();
+    let users = store.subnets_referencing_nsg(&nsg_key);
+    if users.is_empty() {
+        return Ok(());
+    }
+    Err(ArmError::bad_request(
+        "InUseNetworkSecurityGroupCannotBeDeleted",
+        format!(
+            "Network security group {} cannot be deleted because it is in use by the following \
+             resources: {}. In order to delete the Network security group, remove the \
+             association with the resource(s). To learn how to do this, see aka.ms/deletensg.",
+            nsg.id,
+            users.join(", ")
+        ),
+    ))
+}
+
+/// The private DNS RP answers 400 `BadRequest` when the linked VNet does not exist.
+fn vnet_link_target_exists(store: &Store, put: &PutCheck<'_>) -> Result<()> {
+    let target = put
+        .properties
+        .get("virtualNetwork")
+        .and_then(|v| v.get("id"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if target.is_empty() {
+        return Err(ArmError::bad_request(
+            "BadRequest",
+            "The virtual network reference of the virtual network link is missing.",
+        ));
+    }
+    if store.get(&target.to_ascii_lowercase()).is_none() {
+        return Err(ArmError::bad_request(
+            "BadRequest",
+            format!("Virtual network resource not found for '{target}'"),
+        ));
+    }
+    Ok(())
+}
+
+/// One identity may not trust the same issuer+subject twice.
+fn fic_issuer_subject_unique(store: &Store, put: &PutCheck<'_>) -> Result<()> {
+    let field = |p: &Map<String, Value>, k: &str| {
+        p.get(k).and_then(Value::as_str).map(str::to_owned).unwrap_or_default()
+    };
+    let (issuer, subject) = (field(put.properties, "issuer"), field(put.properties, "subject"));
+    let clash = store.children_of(put.parent_key).any(|r| {
+        r.id.to_ascii_lowercase() != put.key
+            && r.rtype.last_segment() == "federatedIdentityCredentials"
+            && field(&r.properties, "issuer") == issuer
+            && field(&r.properties, "subject") == subject
+    });
+    if clash {
+        return Err(ArmError::new(
+            axum::http::StatusCode::CONFLICT,
+            "Conflict",
+            "Issuer and subject combination already exists for this Managed Identity.",
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,154 @@
+//! The table of served resource types.
+//!
+//! Storage, discovery, validation and the HTTP layer are all driven from this one table, so
+//! serving another kind is a new row, not new code paths.
+
+use crate::error::Cause;
+use serde_json::Value;
+
+/// A served resource type.
+#[derive(Debug)]
+pub struct ResourceDef {
+    /// API group; empty for the core group.
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub plural: &'static str,
+    pub singular: &'static str,
+    pub namespaced: bool,
+    pub short_names: &'static [&'static str],
+    /// Whether `/status` is a separate subresource (main writes keep status, status writes keep
+    /// everything else).
+    pub status_subresource: bool,
+    /// Whether `metadata.generation` tracks spec changes.
+    pub generation: bool,
+    /// Field-level checks run on every main-resource write (422 `Invalid` when non-empty).
+    pub validate: Option<fn(&Value) -> Vec<Cause>>,
+    /// Rewrites applied on every write (e.g. Secret `stringData` → `data`).
+    pub normalize: Option<fn(&mut Value)>,
+}
+
+impl ResourceDef {
+    /// `apiVersion` of objects of this kind.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_owned()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `plural.group` as in error messages (`hostedclusters.hypershift.openshift.io`).
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.to_owned()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    pub(crate) fn group_or_core(&self) -> &'static str {
+        if self.group.is_empty() { "core" } else { self.group }
+    }
+}
+
+/// Index of a row in [`KINDS`]; cheap to copy into keys and events.
+pub type ResourceId = usize;
+
+pub const NAMESPACES: ResourceId = 0;
+pub const SECRETS: ResourceId = 1;
+pub const CONFIGMAPS: ResourceId = 2;
+pub const HOSTED_CLUSTERS: ResourceId = 3;
+pub const NODE_POOLS: ResourceId = 4;
+
+/// Every served kind. The `*_ID` constants above index into it.
+pub static KINDS: [ResourceDef; 5] = [
+    ResourceDef {
+        group: "",
+        version: "v1",
+        kind: "Namespace",
+        plural: "namespaces",
+        singular: "namespace",
+        namespaced: false,
+        short_names: &["ns"],
+        status_subresource: true,
+        generation: false,
+        validate: None,
+        normalize: Some(crate::validate::normalize_namespace),
+    },
+    ResourceDef {
+        group: "",
+        version: "v1",
+        kind: "Secret",
+        plural: "secrets",
+        singular: "secret",
+        namespaced: true,
+        short_names: &[],
+        status_subresource: false,
+        generation: false,
+        validate: None,
+        normalize: Some(crate::validate::normalize_secret),
+    },
+    ResourceDef {
+        group: "",
+        version: "v1",
+        kind: "ConfigMap",
+        plural: "configmaps",
+        singular: "configmap",
+        namespaced: true,
+        short_names: &["cm"],
+        status_subresource: false,
+        generation: false,
+        validate: None,
+        normalize: None,
+    },
+    ResourceDef {
+        group: "hypershift.openshift.io",
+        version: "v1beta1",
+        kind: "HostedCluster",
+        plural: "hostedclusters",
+        singular: "hostedcluster",
+        namespaced: true,
+        short_names: &["hc", "hcs"],
+        status_subresource: true,
+        generation: true,
+        validate: Some(crate::validate::hosted_cluster),
+        normalize: None,
+    },
+    ResourceDef {
+        group: "hypershift.openshift.io",
+        version: "v1beta1",
+        kind: "NodePool",
+        plural: "nodepools",
+        singular: "nodepool",
+        namespaced: true,
+        short_names: &["np", "nps"],
+        status_subresource: true,
+        generation: true,
+        validate: Some(crate::validate::node_pool),
+        normalize: None,
+    },
+];
+
+/// The row serving `plural` in `group`/`version`.
+pub fn lookup(group: &str, version: &str, plural: &str) -> Option<ResourceId> {
+    KINDS
+        .iter()
+        .position(|d| d.group == group && d.version == version && d.plural == plural)
+}
+
+/// The row for `kind`.
+pub fn by_kind(kind: &str) -> Option<ResourceId> {
+    KINDS.iter().position(|d| d.kind == kind)
+}
+
+/// The distinct API groups served (excluding core), in table order.
+pub fn groups() -> Vec<(&'static str, &'static str)> {
+    let mut out: Vec<(&str, &str)> = Vec::new();
+    for d in KINDS.iter().filter(|d| !d.group.is_empty()) {
+        if !out.contains(&(d.group, d.version)) {
+            out.push((d.group, d.version));
+        }
+    }
+    out
+}

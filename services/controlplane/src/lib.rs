@@ -1,0 +1,2 @@
+//! The controlplane service.
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! The coordinator service.
+#![forbid(unsafe_code)]

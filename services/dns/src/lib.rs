@@ -1,0 +1,2 @@
+//! The dns service.
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! The gateway service.
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! The identity service.
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! The network service.
+#![forbid(unsafe_code)]

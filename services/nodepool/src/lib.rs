@@ -1,0 +1,2 @@
+//! The nodepool service.
+#![forbid(unsafe_code)]
