@@ -1,2 +1,128 @@
-//! Tracing set-up and W3C traceparent propagation over NATS headers.
+//! Tracing set-up and W3C trace context.
+//!
+//! Every bus message carries a `traceparent` header (W3C Trace Context), so one trace id
+//! follows a saga from the gateway through the coordinator into every service. Spans record
+//! the trace id as a field; exporting spans over OTLP is a later step (see ROADMAP) and will
+//! reuse these ids unchanged.
 #![forbid(unsafe_code)]
+
+use std::fmt;
+
+use rand::Rng;
+
+/// The NATS/HTTP header carrying the trace context.
+pub const TRACEPARENT: &str = "traceparent";
+
+/// A W3C `traceparent`: version 00, 16-byte trace id, 8-byte parent span id, flags.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct TraceParent {
+    trace_id: [u8; 16],
+    span_id: [u8; 8],
+    sampled: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("invalid traceparent {0:?}")]
+pub struct InvalidTraceParent(pub String);
+
+impl TraceParent {
+    /// Starts a new trace (a new operation).
+    pub fn new_root() -> Self {
+        let mut rng = rand::rng();
+        Self { trace_id: rng.random(), span_id: rng.random(), sampled: true }
+    }
+
+    /// A new span id in the same trace, for the next hop.
+    pub fn child(&self) -> Self {
+        Self { span_id: rand::rng().random(), ..*self }
+    }
+
+    /// Parses a `traceparent` header value.
+    pub fn parse(s: &str) -> Result<Self, InvalidTraceParent> {
+        let bad = || InvalidTraceParent(s.to_owned());
+        let parts: Vec<&str> = s.trim().split('-').collect();
+        if parts.len() != 4 || parts[0] != "00" {
+            return Err(bad());
+        }
+        let trace_id: [u8; 16] = hex(parts[1]).and_then(|v| v.try_into().ok()).ok_or_else(bad)?;
+        let span_id: [u8; 8] = hex(parts[2]).and_then(|v| v.try_into().ok()).ok_or_else(bad)?;
+        let flags = hex(parts[3]).and_then(|v| v.first().copied()).ok_or_else(bad)?;
+        if trace_id == [0; 16] || span_id == [0; 8] {
+            return Err(bad());
+        }
+        Ok(Self { trace_id, span_id, sampled: flags & 1 == 1 })
+    }
+
+    /// Parses, or starts a new trace when the header is absent or malformed.
+    pub fn parse_or_new(s: Option<&str>) -> Self {
+        s.and_then(|s| Self::parse(s).ok()).unwrap_or_else(Self::new_root)
+    }
+
+    /// The trace id as 32 lower-case hex digits.
+    pub fn trace_id(&self) -> String {
+        to_hex(&self.trace_id)
+    }
+}
+
+impl fmt::Display for TraceParent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "00-{}-{}-{:02x}", to_hex(&self.trace_id), to_hex(&self.span_id), u8::from(self.sampled))
+    }
+}
+
+fn to_hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn hex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 || !s.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()) {
+        return None;
+    }
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok()).collect()
+}
+
+/// Log output format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+/// Installs the global tracing subscriber: `RUST_LOG`-style `filter` (e.g. `info,hypersaga=debug`)
+/// and the chosen format, writing to stderr. Safe to call twice (the second call does nothing).
+pub fn init(filter: &str, format: LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.with_target(false).try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_children_keep_the_trace() {
+        let root = TraceParent::new_root();
+        let header = root.to_string();
+        assert_eq!(TraceParent::parse(&header).unwrap(), root);
+        let child = root.child();
+        assert_eq!(child.trace_id(), root.trace_id());
+        assert_ne!(child.to_string(), header);
+    }
+
+    #[test]
+    fn rejects_malformed_headers() {
+        for bad in ["", "00-xyz-abc-01", "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                    "00-00000000000000000000000000000000-00f067aa0ba902b7-01"] {
+            assert!(TraceParent::parse(bad).is_err(), "{bad}");
+        }
+        assert!(TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").is_ok());
+    }
+}

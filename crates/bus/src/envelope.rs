@@ -1,0 +1,227 @@
+//! Message envelopes. Every envelope carries `v` (its schema version) so old and new
+//! services can coexist during a rolling upgrade.
+
+use std::collections::BTreeMap;
+
+use hypersaga_model::{ClusterSpec, ErrorInfo, Names, TenantId};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use time::OffsetDateTime;
+
+/// Current version of the command and event envelopes.
+pub const ENVELOPE_VERSION: u32 = 1;
+/// Current version of the audit event schema (documented in docs/events.md).
+pub const AUDIT_VERSION: u32 = 1;
+
+/// Whether a step creates (`do`) or removes (`undo`) what it owns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    Do,
+    Undo,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Do => "do",
+            Self::Undo => "undo",
+        }
+    }
+}
+
+/// Outputs of one step: resource ids and values later steps need, by name.
+pub type Outputs = BTreeMap<String, Value>;
+
+/// Everything a service needs to run a step, so services keep no state of their own.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StepContext {
+    pub cluster_uid: String,
+    pub names: Names,
+    pub spec: ClusterSpec,
+    /// Outputs of the steps that have succeeded so far, by step id.
+    #[serde(default)]
+    pub outputs: BTreeMap<String, Outputs>,
+}
+
+impl StepContext {
+    /// One output of an earlier step, as a string.
+    pub fn output(&self, step: &str, key: &str) -> Option<&str> {
+        self.outputs.get(step).and_then(|o| o.get(key)).and_then(Value::as_str)
+    }
+}
+
+/// A command to one service: run `action` of `step`, attempt `attempt`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StepCommand {
+    pub v: u32,
+    pub saga_id: String,
+    pub tenant: TenantId,
+    pub cluster: String,
+    pub step: String,
+    pub action: Action,
+    pub attempt: u32,
+    /// A retry waits until then; the service holds the message back (NAK with delay) rather
+    /// than any process keeping a timer.
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub not_before: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub deadline: OffsetDateTime,
+    pub context: StepContext,
+}
+
+impl StepCommand {
+    /// `Nats-Msg-Id` of this command: one per (saga, step, action, attempt).
+    pub fn msg_id(&self) -> String {
+        format!("{}:{}:{}:{}", self.saga_id, self.step, self.action.as_str(), self.attempt)
+    }
+
+    /// The service owning a step id (`network.vnet` → `network`).
+    pub fn service(&self) -> &str {
+        self.step.split('.').next().unwrap_or(&self.step)
+    }
+}
+
+/// A failure, classified: retryable ones are retried with backoff; terminal ones start
+/// compensation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepError {
+    #[serde(flatten)]
+    pub info: ErrorInfo,
+    /// Azure's `Retry-After`, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+}
+
+impl StepError {
+    pub fn terminal(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            info: ErrorInfo { code: code.into(), message: message.into(), retryable: false, ..Default::default() },
+            retry_after_ms: None,
+        }
+    }
+
+    pub fn retryable(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            info: ErrorInfo { code: code.into(), message: message.into(), retryable: true, ..Default::default() },
+            retry_after_ms: None,
+        }
+    }
+
+    pub fn with_target(mut self, target: impl Into<String>) -> Self {
+        self.info.target = Some(target.into());
+        self
+    }
+
+    pub fn is_retryable(&self) -> bool {
+        self.info.retryable
+    }
+}
+
+impl std::fmt::Display for StepError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.info.code, self.info.message)?;
+        if let Some(t) = &self.info.target {
+            write!(f, " (target {t})")?;
+        }
+        Ok(())
+    }
+}
+
+/// What happened to a step attempt.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    Succeeded {
+        #[serde(default)]
+        outputs: Outputs,
+    },
+    Failed {
+        error: StepError,
+    },
+    /// Still working; `message` says on what (shown to users while they wait).
+    Progress {
+        message: String,
+    },
+}
+
+/// A service's report on a step attempt.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StepEvent {
+    pub v: u32,
+    pub saga_id: String,
+    pub tenant: TenantId,
+    pub cluster: String,
+    pub step: String,
+    pub action: Action,
+    pub attempt: u32,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    #[serde(with = "time::serde::rfc3339")]
+    pub time: OffsetDateTime,
+}
+
+impl StepEvent {
+    pub fn new(cmd: &StepCommand, outcome: Outcome) -> Self {
+        Self {
+            v: ENVELOPE_VERSION,
+            saga_id: cmd.saga_id.clone(),
+            tenant: cmd.tenant.clone(),
+            cluster: cmd.cluster.clone(),
+            step: cmd.step.clone(),
+            action: cmd.action,
+            attempt: cmd.attempt,
+            outcome,
+            time: OffsetDateTime::now_utc(),
+        }
+    }
+
+    /// `Nats-Msg-Id`: one result per attempt; progress notes are not de-duplicated.
+    pub fn msg_id(&self) -> String {
+        let kind = match &self.outcome {
+            Outcome::Succeeded { .. } | Outcome::Failed { .. } => "result".to_owned(),
+            Outcome::Progress { .. } => format!("progress-{}", self.time.unix_timestamp_nanos()),
+        };
+        format!("{}:{}:{}:{}:{kind}", self.saga_id, self.step, self.action.as_str(), self.attempt)
+    }
+}
+
+/// Wake-up for the coordinator: an operation was accepted (its saga record is in KV).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SagaWake {
+    pub v: u32,
+    pub tenant: TenantId,
+    pub saga_id: String,
+}
+
+/// A public lifecycle event on `<p>.<tenant>.audit.<cluster>`; schema in docs/events.md.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AuditEvent {
+    pub v: u32,
+    /// Position in the operation's journal: 1, 2, 3, … in causal order.
+    pub seq: u64,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub tenant: TenantId,
+    pub cluster: String,
+    pub operation: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<Action>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub time: OffsetDateTime,
+    pub actor: String,
+    pub trace_id: String,
+    #[serde(default)]
+    pub detail: Value,
+}
+
+impl AuditEvent {
+    /// `Nats-Msg-Id`: the journal position makes every event unique and retries idempotent.
+    pub fn msg_id(&self) -> String {
+        format!("{}:audit:{}", self.operation, self.seq)
+    }
+}

@@ -1,0 +1,63 @@
+//! Subject and key names. The tenant id is in every one of them, so per-tenant consumers,
+//! quotas and permissions can be added later without renaming anything.
+
+use hypersaga_model::TenantId;
+
+/// Subject builder for one prefix (default `hcp`).
+#[derive(Clone, Debug)]
+pub struct Subjects {
+    prefix: String,
+}
+
+impl Subjects {
+    pub fn new(prefix: &str) -> Self {
+        Self { prefix: prefix.to_owned() }
+    }
+
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Step commands for one service.
+    pub fn cmd(&self, tenant: &TenantId, service: &str) -> String {
+        format!("{}.{tenant}.cmd.{service}", self.prefix)
+    }
+
+    /// All tenants' commands for one service (a service's consumer filter).
+    pub fn cmd_filter(&self, service: &str) -> String {
+        format!("{}.*.cmd.{service}", self.prefix)
+    }
+
+    /// Completion events from one service.
+    pub fn evt(&self, tenant: &TenantId, service: &str) -> String {
+        format!("{}.{tenant}.evt.{service}", self.prefix)
+    }
+
+    /// Wake-up for a newly accepted operation.
+    pub fn saga_start(&self, tenant: &TenantId) -> String {
+        format!("{}.{tenant}.saga.start", self.prefix)
+    }
+
+    /// Public lifecycle events of one cluster.
+    pub fn audit(&self, tenant: &TenantId, cluster: &str) -> String {
+        format!("{}.{tenant}.audit.{cluster}", self.prefix)
+    }
+
+    /// Audit events of every cluster of one tenant, or of all tenants.
+    pub fn audit_filter(&self, tenant: Option<&TenantId>) -> String {
+        match tenant {
+            Some(t) => format!("{}.{t}.audit.>", self.prefix),
+            None => format!("{}.*.audit.>", self.prefix),
+        }
+    }
+}
+
+/// KV key of a cluster record.
+pub fn cluster_key(tenant: &TenantId, name: &str) -> String {
+    format!("{tenant}.{name}")
+}
+
+/// KV key of a saga (an operation).
+pub fn saga_key(tenant: &TenantId, saga_id: &str) -> String {
+    format!("{tenant}.{saga_id}")
+}

@@ -1,0 +1,68 @@
+//! Streams and KV buckets, created idempotently at start-up by whichever process comes first.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, kv, stream};
+
+use crate::{Error, Result, Subjects};
+
+pub const CMD_STREAM: &str = "HCP_CMD";
+pub const EVT_STREAM: &str = "HCP_EVT";
+pub const AUDIT_STREAM: &str = "HCP_AUDIT";
+pub const SAGAS_BUCKET: &str = "hcp_sagas";
+pub const CLUSTERS_BUCKET: &str = "hcp_clusters";
+
+/// How long a `Nats-Msg-Id` is remembered. JetStream's default; larger windows cost memory.
+const DEDUP_WINDOW: Duration = Duration::from_secs(120);
+
+pub(crate) async fn ensure(js: &jetstream::Context, s: &Subjects) -> Result<()> {
+    let p = s.prefix();
+    let streams = [
+        stream::Config {
+            name: CMD_STREAM.into(),
+            subjects: vec![format!("{p}.*.cmd.*")],
+            retention: stream::RetentionPolicy::WorkQueue,
+            duplicate_window: DEDUP_WINDOW,
+            storage: stream::StorageType::File,
+            ..Default::default()
+        },
+        stream::Config {
+            name: EVT_STREAM.into(),
+            subjects: vec![format!("{p}.*.evt.*"), format!("{p}.*.saga.*")],
+            retention: stream::RetentionPolicy::Limits,
+            max_age: Duration::from_secs(7 * 24 * 3600),
+            duplicate_window: DEDUP_WINDOW,
+            storage: stream::StorageType::File,
+            ..Default::default()
+        },
+        stream::Config {
+            name: AUDIT_STREAM.into(),
+            subjects: vec![format!("{p}.*.audit.>")],
+            retention: stream::RetentionPolicy::Limits,
+            max_age: Duration::from_secs(400 * 24 * 3600),
+            duplicate_window: DEDUP_WINDOW,
+            storage: stream::StorageType::File,
+            ..Default::default()
+        },
+    ];
+    for config in streams {
+        js.get_or_create_stream(config).await.map_err(|e| Error::js("create stream", e))?;
+    }
+    for (bucket, history) in [(SAGAS_BUCKET, 5), (CLUSTERS_BUCKET, 5)] {
+        if js.get_key_value(bucket).await.is_err() {
+            let created = js
+                .create_key_value(kv::Config {
+                    bucket: bucket.into(),
+                    history,
+                    storage: stream::StorageType::File,
+                    ..Default::default()
+                })
+                .await;
+            // Another process may have created it between our look and our create.
+            if let Err(e) = created {
+                js.get_key_value(bucket).await.map_err(|_| Error::js("create KV bucket", e))?;
+            }
+        }
+    }
+    Ok(())
+}
