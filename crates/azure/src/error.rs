@@ -34,11 +34,10 @@ impl ArmErrorBody {
     /// such as `InvalidTemplateDeployment`/`BadRequest` and a detail says more.
     fn effective_code(&self) -> Option<&str> {
         const GENERIC: &[&str] = &["BadRequest", "InvalidTemplateDeployment", "DeploymentFailed", "Failed"];
-        if GENERIC.iter().any(|g| g.eq_ignore_ascii_case(&self.code)) {
-            if let Some(d) = self.details.iter().find(|d| !d.code.is_empty()) {
+        if GENERIC.iter().any(|g| g.eq_ignore_ascii_case(&self.code))
+            && let Some(d) = self.details.iter().find(|d| !d.code.is_empty()) {
                 return Some(&d.code);
             }
-        }
         (!self.code.is_empty()).then_some(self.code.as_str())
     }
 }

@@ -139,7 +139,7 @@ impl ResourceId {
         if pairs.is_empty() {
             return Err(missing("resource type"));
         }
-        if pairs.len() % 2 != 0 {
+        if !pairs.len().is_multiple_of(2) {
             return Err(IdError::Malformed(id.to_owned()));
         }
         let mut types = Vec::with_capacity(pairs.len() / 2);
@@ -208,9 +208,7 @@ impl ResourceId {
     /// The parent resource for a child id (the VNet of a subnet); the resource group id's
     /// parse for a top-level resource; `None` for a resource group.
     pub fn parent(&self) -> Option<ResourceId> {
-        if self.provider.is_none() {
-            return None;
-        }
+        self.provider.as_ref()?;
         let mut parent = self.clone();
         parent.types.pop();
         if parent.types.is_empty() {

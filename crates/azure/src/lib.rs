@@ -1,2 +1,40 @@
-//! One ARM client for every service: azure_core pipeline, credentials, LRO polling, error classification.
+//! The Azure Resource Manager client every hypersaga service uses.
+//!
+//! One crate so that the pieces that must behave the same everywhere live once:
+//!
+//! * **the HTTP stack** — an `azure_core` [`Pipeline`](azure_core::http::Pipeline) over a
+//!   `reqwest`/rustls transport that trusts the dev CA, with an `azure_identity` credential
+//!   sharing that transport ([`ArmClient::new`]);
+//! * **long-running operations** — `Azure-AsyncOperation`, `Location` and
+//!   `provisioningState` polling with `Retry-After` honoured ([`ArmClient::put`],
+//!   [`ArmClient::delete`]);
+//! * **the error classifier** — [`ArmError::kind`] says retry / give up / absent, by type,
+//!   and every error keeps ARM's status, code, message, target, `Retry-After` and request id.
+//!
+//! The pipeline never retries on its own: the saga engine retries whole steps with visible,
+//! bounded backoff, using [`ArmError::retry_after`]. The one exception is a transient failure
+//! of a single LRO poll, retried a few times inside the poll loop.
+//!
+//! [`ids`] builds and parses resource ids.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+// `ArmError` keeps ARM's whole answer by value so handlers can match on it; an error costs
+// nothing next to an ARM round trip, so its size is not worth a Box.
+#![allow(clippy::result_large_err)]
+
+mod classify;
+mod client;
+mod config;
+mod error;
+pub mod ids;
+mod lro;
+mod request;
+mod retry_after;
+mod transport;
+
+pub use azure_core::credentials::{Secret, TokenCredential};
+pub use classify::{classify, ErrorKind};
+pub use client::ArmClient;
+pub use config::{ArmConfig, CredentialConfig};
+pub use error::{ArmError, ArmErrorBody, Result};
+pub use ids::{IdError, ResourceId};

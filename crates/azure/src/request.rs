@@ -76,11 +76,10 @@ impl Answer {
 fn parse_error_body(body: &[u8]) -> Option<ArmErrorBody> {
     if let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) {
         let obj = value.get("error").unwrap_or(&value);
-        if let Ok(e) = serde_json::from_value::<ArmErrorBody>(obj.clone()) {
-            if !e.code.is_empty() || !e.message.is_empty() {
+        if let Ok(e) = serde_json::from_value::<ArmErrorBody>(obj.clone())
+            && (!e.code.is_empty() || !e.message.is_empty()) {
                 return Some(e);
             }
-        }
     }
     let text = String::from_utf8_lossy(body);
     let text = text.trim();
@@ -164,11 +163,10 @@ fn map_pipeline_error(err: azure_core::Error, method: &Method, path: &str) -> Ar
 fn credential_status(err: &azure_core::Error) -> Option<u16> {
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(e) = current {
-        if let Some(az) = e.downcast_ref::<azure_core::Error>() {
-            if let Some(s) = az.http_status() {
+        if let Some(az) = e.downcast_ref::<azure_core::Error>()
+            && let Some(s) = az.http_status() {
                 return Some(u16::from(s));
             }
-        }
         current = e.source();
     }
     None

@@ -1,2 +1,321 @@
-//! Typed, layered configuration shared by every role.
+//! Typed, layered configuration shared by every role: built-in defaults, then a file
+//! (`--config`, TOML or JSON), then environment variables `HYPERSAGA_<SECTION>__<KEY>`, then
+//! command-line flags. Validated before any port is bound; secrets never print.
 #![forbid(unsafe_code)]
+
+mod secret;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Json, Serialized, Toml};
+use hypersaga_model::TenantId;
+use serde::{Deserialize, Serialize};
+
+pub use secret::Secret;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("configuration is invalid: {0}")]
+    Load(#[from] Box<figment::Error>),
+    #[error("configuration is invalid: {0}")]
+    Invalid(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The whole configuration. Every role reads the same shape and uses its own sections.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub nats: NatsConfig,
+    pub tenants: Vec<TenantConfig>,
+    pub azure: AzureConfig,
+    pub blob: BlobConfig,
+    pub kube: KubeConfig,
+    pub gateway: GatewayConfig,
+    pub coordinator: CoordinatorConfig,
+    pub worker: WorkerConfig,
+    pub log: LogConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            nats: NatsConfig::default(),
+            tenants: Vec::new(),
+            azure: AzureConfig::default(),
+            blob: BlobConfig::default(),
+            kube: KubeConfig::default(),
+            gateway: GatewayConfig::default(),
+            coordinator: CoordinatorConfig::default(),
+            worker: WorkerConfig::default(),
+            log: LogConfig::default(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NatsConfig {
+    pub url: String,
+    /// Subject prefix (`hcp` → `hcp.<tenant>.cmd.<service>`).
+    pub prefix: String,
+}
+
+impl Default for NatsConfig {
+    fn default() -> Self {
+        Self { url: "nats://127.0.0.1:4222".into(), prefix: "hcp".into() }
+    }
+}
+
+/// One tenant: the bearer token its callers present, and the Azure principal and subscription
+/// its clusters are built in.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantConfig {
+    pub id: TenantId,
+    pub token: Secret,
+    pub azure: TenantAzure,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantAzure {
+    /// Entra (AAD) tenant id.
+    pub tenant_id: String,
+    pub subscription_id: String,
+    pub client_id: String,
+    pub client_secret: Secret,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AzureConfig {
+    pub resource_manager_url: String,
+    pub authority_host: String,
+    /// Extra CA bundle to trust (the dev CA); system roots are always trusted.
+    pub ca_bundle: Option<PathBuf>,
+    /// LRO poll interval when Azure sends no `Retry-After` (Azure SDKs use 30 s).
+    pub lro_poll_interval_ms: u64,
+    pub lro_timeout_s: u64,
+}
+
+impl Default for AzureConfig {
+    fn default() -> Self {
+        Self {
+            resource_manager_url: "https://management.azure.com".into(),
+            authority_host: "https://login.microsoftonline.com".into(),
+            ca_bundle: None,
+            lro_poll_interval_ms: 30_000,
+            lro_timeout_s: 1800,
+        }
+    }
+}
+
+/// Blob storage hosting the tenants' OIDC issuer documents.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BlobConfig {
+    /// e.g. `http://127.0.0.1:10000/devstoreaccount1` (Azurite, path style).
+    pub endpoint: String,
+    pub account_name: String,
+    pub account_key: Secret,
+}
+
+impl Default for BlobConfig {
+    fn default() -> Self {
+        Self { endpoint: String::new(), account_name: String::new(), account_key: Secret::new("") }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KubeConfig {
+    /// Kubeconfig of the management cluster; empty = the usual inference (in-cluster, `~/.kube`).
+    pub kubeconfig: Option<PathBuf>,
+    /// Pull secret (dockerconfigjson) given to every HostedCluster.
+    pub pull_secret: Option<Secret>,
+    /// How long the control plane step waits for `Available` before failing retryably.
+    pub available_timeout_s: Option<u64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatewayConfig {
+    pub listen: SocketAddr,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        Self { listen: SocketAddr::from(([127, 0, 0, 1], 50051)) }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CoordinatorConfig {
+    pub max_attempts: u32,
+    pub base_delay_ms: u64,
+    pub max_delay_ms: u64,
+    pub create_timeout_s: u64,
+    pub delete_timeout_s: u64,
+    /// How often every unfinished saga is re-examined (deadlines, lost wake-ups).
+    pub resync_interval_ms: u64,
+    /// Events processed at once.
+    pub concurrency: usize,
+}
+
+impl Default for CoordinatorConfig {
+    fn default() -> Self {
+        Self {
+            max_attempts: 8,
+            base_delay_ms: 2_000,
+            max_delay_ms: 120_000,
+            create_timeout_s: 3600,
+            delete_timeout_s: 12 * 3600,
+            resync_interval_ms: 15_000,
+            concurrency: 64,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkerConfig {
+    /// Steps one service replica runs at once.
+    pub concurrency: usize,
+    /// JetStream ack wait; a replica that dies mid-step has its command redelivered after it.
+    pub ack_wait_s: u64,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        Self { concurrency: 16, ack_wait_s: 30 }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    pub filter: String,
+    /// `text` or `json`.
+    pub format: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self { filter: "info".into(), format: "text".into() }
+    }
+}
+
+impl Config {
+    /// Defaults, then `file` (TOML, or JSON when it ends in `.json`), then `HYPERSAGA_…`
+    /// environment variables (`HYPERSAGA_NATS__URL=nats://…`).
+    pub fn load(file: Option<&Path>) -> Result<Self> {
+        let mut fig = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(f) = file {
+            fig = if f.extension().is_some_and(|e| e == "json") {
+                fig.merge(Json::file_exact(f))
+            } else {
+                fig.merge(Toml::file_exact(f))
+            };
+        }
+        fig = fig.merge(Env::prefixed("HYPERSAGA_").split("__"));
+        let config: Config = fig.extract().map_err(Box::new)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks what types cannot: unique tenants and tokens, parsable URLs.
+    pub fn validate(&self) -> Result<()> {
+        let mut problems = Vec::new();
+        let mut ids = std::collections::HashSet::new();
+        let mut tokens = std::collections::HashSet::new();
+        for (i, t) in self.tenants.iter().enumerate() {
+            if !ids.insert(t.id.as_str()) {
+                problems.push(format!("tenants[{i}].id: duplicate tenant {}", t.id));
+            }
+            if t.token.expose().len() < 16 {
+                problems.push(format!("tenants[{i}].token: must be at least 16 characters"));
+            }
+            if !tokens.insert(t.token.expose()) {
+                problems.push(format!("tenants[{i}].token: shared with another tenant"));
+            }
+        }
+        for (field, value) in [
+            ("azure.resource_manager_url", &self.azure.resource_manager_url),
+            ("azure.authority_host", &self.azure.authority_host),
+        ] {
+            if url::Url::parse(value).is_err() {
+                problems.push(format!("{field}: {value:?} is not a URL"));
+            }
+        }
+        if problems.is_empty() { Ok(()) } else { Err(Error::Invalid(problems.join("; "))) }
+    }
+
+    /// The tenant a bearer token belongs to, compared in constant time.
+    pub fn tenant_by_token(&self, token: &str) -> Option<&TenantConfig> {
+        self.tenants.iter().find(|t| secret::constant_time_eq(t.token.expose().as_bytes(), token.as_bytes()))
+    }
+
+    pub fn tenant(&self, id: &TenantId) -> Option<&TenantConfig> {
+        self.tenants.iter().find(|t| &t.id == id)
+    }
+
+    /// The effective configuration as JSON with every secret replaced, for `--dump-config`.
+    pub fn redacted_json(&self) -> String {
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        secret::redact(&mut value, self);
+        serde_json::to_string_pretty(&value).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_then_env_override_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(
+            &path,
+            r#"
+[nats]
+url = "nats://10.0.0.1:4222"
+[[tenants]]
+id = "acme"
+token = "0123456789abcdef-acme"
+[tenants.azure]
+tenant_id = "t"
+subscription_id = "s"
+client_id = "c"
+client_secret = "shh"
+"#,
+        )
+        .unwrap();
+        let c = Config::load(Some(&path)).unwrap();
+        assert_eq!(c.nats.url, "nats://10.0.0.1:4222");
+        assert_eq!(c.nats.prefix, "hcp");
+        assert_eq!(c.tenant_by_token("0123456789abcdef-acme").unwrap().id.as_str(), "acme");
+        assert!(c.tenant_by_token("nope").is_none());
+        let dumped = c.redacted_json();
+        assert!(!dumped.contains("shh") && !dumped.contains("0123456789abcdef-acme"), "{dumped}");
+        assert!(!format!("{c:?}").contains("shh"));
+    }
+
+    #[test]
+    fn invalid_tenants_are_refused() {
+        let mut c = Config::default();
+        let t = TenantConfig {
+            id: TenantId::new("a").unwrap(),
+            token: Secret::new("short"),
+            azure: TenantAzure { tenant_id: "t".into(), subscription_id: "s".into(), client_id: "c".into(), client_secret: Secret::new("x") },
+        };
+        c.tenants = vec![t.clone(), t];
+        let err = c.validate().unwrap_err().to_string();
+        assert!(err.contains("duplicate tenant") && err.contains("at least 16"), "{err}");
+    }
+}

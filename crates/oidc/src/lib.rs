@@ -1,2 +1,29 @@
-//! OIDC issuer material: RSA signing keys, key ids, discovery document and JWKS.
+//! OIDC issuer material for a tenant, compatible with `ccoctl azure`:
+//!
+//! * [`SigningKey`] — the RSA 4096 service-account signing key (PKCS#1 PEM for HyperShift's
+//!   `serviceAccountSigningKey` Secret, PKIX public PEM, `kid` as kube-apiserver derives it);
+//! * [`discovery_document`] and [`jwks`] — the two documents Entra reads;
+//! * [`BlobPublisher`] — writes them to a public blob container (Azurite now, a storage
+//!   account on Azure later) and keeps signing keys in a private one so any replica can
+//!   reload them.
+//!
+//! Workload identity federation only works if the published `issuer` equals the token `iss`
+//! and each federated credential's `issuer` byte-for-byte, so everything here derives the
+//! issuer URL from one function ([`BlobPublisher::issuer_url`]).
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+// `Error::Blob` keeps the SDK error by value; errors are rare next to a storage round trip.
+#![allow(clippy::result_large_err)]
+
+mod blob;
+mod der;
+mod documents;
+mod error;
+mod key;
+mod pem;
+
+pub use azure_core::credentials::Secret;
+pub use blob::{BlobConfig, BlobPublisher};
+pub use documents::{discovery_document, jwks, DISCOVERY_PATH, JWKS_PATH};
+pub use error::{Error, Result};
+pub use key::{PublicKey, SigningKey};

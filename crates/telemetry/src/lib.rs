@@ -37,6 +37,14 @@ impl TraceParent {
         Self { span_id: rand::rng().random(), ..*self }
     }
 
+    /// A new span in the trace `trace_id` (32 hex digits), e.g. a saga's stored trace.
+    pub fn with_trace_id(trace_id: &str) -> Self {
+        match hex(trace_id).and_then(|v| <[u8; 16]>::try_from(v).ok()) {
+            Some(id) if id != [0; 16] => Self { trace_id: id, span_id: rand::rng().random(), sampled: true },
+            _ => Self::new_root(),
+        }
+    }
+
     /// Parses a `traceparent` header value.
     pub fn parse(s: &str) -> Result<Self, InvalidTraceParent> {
         let bad = || InvalidTraceParent(s.to_owned());

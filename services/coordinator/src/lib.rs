@@ -1,2 +1,161 @@
-//! The coordinator service.
+//! The saga coordinator: sequences every operation's steps and compensates on failure.
+//!
+//! Stateless between events: each saga lives in the `hcp_sagas` KV bucket and is changed only
+//! by compare-and-set on its revision, so any replica can handle any event and a crash at any
+//! instant loses nothing. Every transition writes the saga *with its outbox* (the commands and
+//! audit events it decided to send) in one CAS, then publishes the outbox with `Nats-Msg-Id`s,
+//! then clears it; a crash in between is repaired by whoever next touches the saga, and the
+//! event that caused the transition is acknowledged only at the very end.
 #![forbid(unsafe_code)]
+
+mod engine;
+mod snapshot;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::jetstream::consumer::{AckPolicy, pull};
+use futures::StreamExt;
+use hypersaga_bus::{Bus, EVT_STREAM, SagaWake, StepEvent};
+use hypersaga_config::Config;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+pub use engine::{Engine, Input};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Bus(#[from] hypersaga_bus::Error),
+    #[error("KV {what} failed: {message}")]
+    Kv { what: &'static str, message: String },
+    #[error("saga record {key} is unreadable")]
+    Decode { key: String, #[source] source: serde_json::Error },
+    #[error("saga {key} stayed contended after {tries} compare-and-set attempts")]
+    Contended { key: String, tries: u32 },
+}
+
+impl Error {
+    pub(crate) fn kv(what: &'static str, e: impl std::fmt::Display) -> Self {
+        Self::Kv { what, message: e.to_string() }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Runs a coordinator replica until `shutdown`.
+pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<()> {
+    let bus = Bus::connect(&config.nats.url, "hypersaga-coordinator", &config.nats.prefix).await?;
+    let engine = Arc::new(Engine::new(bus.clone()).await?);
+    let resync = tokio::spawn(resync_loop(
+        engine.clone(),
+        Duration::from_millis(config.coordinator.resync_interval_ms),
+        shutdown.clone(),
+    ));
+    let result = consume(bus, engine, config.coordinator.concurrency, shutdown.clone()).await;
+    shutdown.cancel();
+    let _ = resync.await;
+    result
+}
+
+/// Consumes completion events and wake-ups from `HCP_EVT` through one durable consumer shared
+/// by all coordinator replicas.
+async fn consume(bus: Bus, engine: Arc<Engine>, concurrency: usize, shutdown: CancellationToken) -> Result<()> {
+    let stream = bus.jetstream().get_stream(EVT_STREAM).await.map_err(|e| Error::kv("open HCP_EVT", e))?;
+    let consumer = stream
+        .get_or_create_consumer(
+            "coordinator",
+            pull::Config {
+                durable_name: Some("coordinator".into()),
+                ack_policy: AckPolicy::Explicit,
+                ack_wait: Duration::from_secs(30),
+                max_ack_pending: (concurrency * 4) as i64,
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| Error::kv("create coordinator consumer", e))?;
+    let mut messages = consumer
+        .stream()
+        .max_messages_per_batch(concurrency)
+        .messages()
+        .await
+        .map_err(|e| Error::kv("pull from HCP_EVT", e))?;
+    info!("coordinator consuming events");
+    let permits = Arc::new(Semaphore::new(concurrency));
+    let mut tasks = JoinSet::new();
+    loop {
+        let permit = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            p = permits.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
+        };
+        let msg = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            m = messages.next() => match m {
+                Some(Ok(m)) => m,
+                Some(Err(e)) => { warn!(error = %e, "pull failed"); tokio::time::sleep(Duration::from_millis(200)).await; continue }
+                None => break,
+            },
+        };
+        let engine = engine.clone();
+        tasks.spawn(async move {
+            let _permit = permit;
+            let input = decode(&msg.subject, &msg.payload);
+            let result = match &input {
+                Some((key, input)) => engine.process(key, input).await,
+                None => Ok(()),
+            };
+            match result {
+                Ok(()) => {
+                    if let Err(e) = msg.ack().await {
+                        warn!(error = %e, "ack failed; the event will be re-applied idempotently");
+                    }
+                }
+                Err(e) => {
+                    warn!(error = %e, subject = %msg.subject, "event not processed; retrying later");
+                    let _ = msg.ack_with(async_nats::jetstream::AckKind::Nak(Some(Duration::from_millis(500)))).await;
+                }
+            }
+        });
+        while tasks.try_join_next().is_some() {}
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(10), async { while tasks.join_next().await.is_some() {} }).await;
+    Ok(())
+}
+
+fn decode(subject: &str, payload: &[u8]) -> Option<(String, Input)> {
+    if subject.ends_with(".saga.start") {
+        match serde_json::from_slice::<SagaWake>(payload) {
+            Ok(w) => Some((hypersaga_bus::subjects::saga_key(&w.tenant, &w.saga_id), Input::Wake)),
+            Err(e) => {
+                warn!(error = %e, %subject, "undecodable wake-up dropped");
+                None
+            }
+        }
+    } else {
+        match serde_json::from_slice::<StepEvent>(payload) {
+            Ok(ev) => Some((hypersaga_bus::subjects::saga_key(&ev.tenant, &ev.saga_id), Input::Event(Box::new(ev)))),
+            Err(e) => {
+                warn!(error = %e, %subject, "undecodable event dropped");
+                None
+            }
+        }
+    }
+}
+
+/// Level-triggered safety net: re-examines every unfinished saga (deadlines, outboxes left by a
+/// crash, wake-ups that never arrived).
+async fn resync_loop(engine: Arc<Engine>, every: Duration, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        if let Err(e) = engine.resync().await {
+            warn!(error = %e, "resync failed");
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! [`ArmClient`]: GET / PUT / DELETE / list over ARM REST, LROs run to the end.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use azure_core::http::policies::auth::BearerTokenAuthorizationPolicy;
+use azure_core::http::policies::Policy;
+use azure_core::http::{Method, Pipeline};
+use url::Url;
+
+use crate::config::ArmConfig;
+use crate::error::{ArmError, Result};
+use crate::lro;
+use crate::request::{self, log_path, Answer};
+use crate::transport;
+
+/// The ARM REST client every service uses. Cheap to clone (one `Arc`); clones share the HTTP
+/// connection pool and the token cache.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), hypersaga_azure::ArmError> {
+/// use std::time::Duration;
+/// use hypersaga_azure::{ids, ArmClient, ArmConfig, CredentialConfig, Secret};
+///
+/// let arm = ArmClient::new(ArmConfig {
+///     resource_manager_url: "https://management.azure.com".parse().unwrap(),
+///     authority_host: "https://login.microsoftonline.com".parse().unwrap(),
+///     ca_bundle_pem: None,
+///     credential: CredentialConfig::ClientSecret {
+///         tenant_id: "00000000-0000-0000-0000-000000000000".into(),
+///         client_id: "11111111-1111-1111-1111-111111111111".into(),
+///         client_secret: Secret::new("…"),
+///     },
+///     lro_poll_interval: ArmConfig::DEFAULT_POLL_INTERVAL,
+///     lro_timeout: Duration::from_secs(15 * 60),
+/// })?;
+/// let rg = ids::resource_group_id("sub", "my-rg");
+/// let created = arm.put(&rg, "2024-03-01", &serde_json::json!({"location": "eastus"})).await?;
+/// assert_eq!(created["properties"]["provisioningState"], "Succeeded");
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct ArmClient {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub pipeline: Pipeline,
+    /// ARM base URL (origin plus optional path prefix).
+    pub base: Url,
+    pub poll_interval: Duration,
+    pub lro_timeout: Duration,
+}
+
+impl std::fmt::Debug for ArmClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArmClient").field("resource_manager_url", &self.inner.base.as_str()).finish_non_exhaustive()
+    }
+}
+
+impl ArmClient {
+    /// Builds the client: a TLS transport trusting `ca_bundle_pem`, the credential (using the
+    /// same transport), and a pipeline with bearer-token auth and no automatic retries.
+    /// Does no I/O; the first token is fetched on the first call.
+    pub fn new(config: ArmConfig) -> Result<Self> {
+        if config.resource_manager_url.scheme() != "https" {
+            // azure_core refuses to send a bearer token over plain HTTP; fail early and clearly.
+            return Err(ArmError::Config(format!(
+                "resource_manager_url must be https: {}",
+                config.resource_manager_url
+            )));
+        }
+        if config.lro_poll_interval.is_zero() {
+            return Err(ArmError::Config("lro_poll_interval must be > 0".into()));
+        }
+        let http = transport::http_client(config.ca_bundle_pem.as_deref())?;
+        let credential = transport::credential(&config, &http)?;
+        let auth: Arc<dyn Policy> =
+            Arc::new(BearerTokenAuthorizationPolicy::new(credential, [config.token_scope()]));
+        let pipeline = Pipeline::new(
+            option_env!("CARGO_PKG_NAME"),
+            option_env!("CARGO_PKG_VERSION"),
+            transport::client_options(&http),
+            Vec::new(),
+            vec![auth],
+            None,
+        );
+        let mut base = config.resource_manager_url.clone();
+        base.set_query(None);
+        base.set_fragment(None);
+        Ok(Self {
+            inner: Arc::new(Inner {
+                pipeline,
+                base,
+                poll_interval: config.lro_poll_interval,
+                lro_timeout: config.lro_timeout,
+            }),
+        })
+    }
+
+    /// Reads a resource. `Ok(None)` when ARM answers 404 (resource, parent or resource group
+    /// missing) — the "look" of look-then-adopt-or-create.
+    pub async fn get(&self, id: &str, api_version: &str) -> Result<Option<serde_json::Value>> {
+        let url = self.inner.url(id, api_version)?;
+        self.inner.get_url(&url).await
+    }
+
+    /// Creates or replaces a resource and waits for it: follows `Azure-AsyncOperation`,
+    /// `Location` or a non-terminal `provisioningState` until the operation ends, honouring
+    /// `Retry-After`, then returns the resource as a final GET shows it.
+    ///
+    /// A `Failed`/`Canceled` operation is [`ArmError::OperationFailed`] with the operation's
+    /// error code and message.
+    pub async fn put(&self, id: &str, api_version: &str, body: &serde_json::Value) -> Result<serde_json::Value> {
+        let url = self.inner.url(id, api_version)?;
+        lro::put(&self.inner, &url, body).await
+    }
+
+    /// Deletes a resource and waits until it is gone. Absent already (404, 204) is success,
+    /// so an undo step can run any number of times.
+    pub async fn delete(&self, id: &str, api_version: &str) -> Result<()> {
+        let url = self.inner.url(id, api_version)?;
+        lro::delete(&self.inner, &url).await
+    }
+
+    /// Lists a collection (`{"value":[…],"nextLink":…}`), following every `nextLink`.
+    /// `path` may carry its own query (`$filter=…`); `api-version` is added.
+    pub async fn list(&self, path: &str, api_version: &str) -> Result<Vec<serde_json::Value>> {
+        let mut url = self.inner.url(path, api_version)?;
+        let mut items = Vec::new();
+        loop {
+            let answer = self.inner.send(Method::Get, &url, None, 1).await?;
+            if !answer.is_success() {
+                return Err(answer.into_error(&Method::Get, &log_path(&url)));
+            }
+            let page = answer.json(&log_path(&url))?.unwrap_or_default();
+            match page.get("value") {
+                Some(serde_json::Value::Array(values)) => items.extend(values.iter().cloned()),
+                None | Some(serde_json::Value::Null) => {}
+                Some(_) => {
+                    return Err(ArmError::InvalidResponse {
+                        path: log_path(&url),
+                        message: "list `value` is not an array".into(),
+                    })
+                }
+            }
+            match page.get("nextLink").and_then(|v| v.as_str()).filter(|s| !s.is_empty()) {
+                Some(next) => url = self.inner.trusted_url(next)?,
+                None => return Ok(items),
+            }
+        }
+    }
+}
+
+impl Inner {
+    /// `base + path_and_query + api-version`.
+    pub fn url(&self, path_and_query: &str, api_version: &str) -> Result<Url> {
+        if !path_and_query.starts_with('/') {
+            return Err(ArmError::Config(format!("ARM path must start with '/': {path_and_query:?}")));
+        }
+        let (path, query) = match path_and_query.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (path_and_query, None),
+        };
+        let mut url = self.base.clone();
+        url.set_path(&format!("{}{}", self.base.path().trim_end_matches('/'), path));
+        url.set_query(query);
+        if !url.query_pairs().any(|(k, _)| k == "api-version") {
+            url.query_pairs_mut().append_pair("api-version", api_version);
+        }
+        Ok(url)
+    }
+
+    /// Parses a URL ARM handed us (nextLink, Azure-AsyncOperation, Location) and checks it
+    /// points at the same ARM origin, so the bearer token never goes to another host.
+    pub fn trusted_url(&self, link: &str) -> Result<Url> {
+        let url = self.base.join(link).map_err(|e| ArmError::InvalidResponse {
+            path: log_path(&self.base),
+            message: format!("bad link from ARM: {e}"),
+        })?;
+        if url.origin() != self.base.origin() {
+            return Err(ArmError::InvalidResponse {
+                path: log_path(&url),
+                message: format!("ARM pointed at another origin ({}); refusing to send the token there", url.origin().ascii_serialization()),
+            });
+        }
+        Ok(url)
+    }
+
+    pub async fn send(&self, method: Method, url: &Url, body: Option<&serde_json::Value>, attempt: u32) -> Result<Answer> {
+        request::send(&self.pipeline, method, url, body, attempt).await
+    }
+
+    /// GET returning `None` on 404.
+    pub async fn get_url(&self, url: &Url) -> Result<Option<serde_json::Value>> {
+        let answer = self.send(Method::Get, url, None, 1).await?;
+        match answer.status {
+            404 => Ok(None),
+            s if (200..300).contains(&s) => answer.json(&log_path(url)),
+            _ => Err(answer.into_error(&Method::Get, &log_path(url))),
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! BlobPublisher against a real Azurite (npm `azurite@3.35.0`, blob service only, in memory).
+//!
+//! Azurite is started per test on a free loopback port from `<workspace>/node_modules/.bin/
+//! azurite-blob` (run `npm install --no-save azurite@3.35.0` in the workspace root first), or
+//! through `npx --yes azurite@3.35.0` when that is missing. The tests then read the published
+//! documents anonymously, as Entra does, and verify a service-account-style JWT against them.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use hypersaga_oidc::{BlobConfig, BlobPublisher, Secret, SigningKey, DISCOVERY_PATH, JWKS_PATH};
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+use tokio::process::{Child, Command};
+
+const ACCOUNT: &str = "devstoreaccount1";
+const KEY: &str = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+struct Azurite {
+    endpoint: String,
+    _child: Child,
+}
+
+async fn start_azurite() -> Azurite {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let local = root.join("node_modules/.bin/azurite-blob");
+    let mut cmd = if local.exists() {
+        Command::new(local)
+    } else {
+        let mut c = Command::new("npx");
+        c.args(["--yes", "--package", "azurite@3.35.0", "azurite-blob"]);
+        c
+    };
+    let port_arg = port.to_string();
+    cmd.args([
+        "--blobHost",
+        "127.0.0.1",
+        "--blobPort",
+        &port_arg,
+        "--inMemoryPersistence",
+        "--loose",
+        "--skipApiVersionCheck",
+        "--disableTelemetry",
+        "--silent",
+    ])
+    .current_dir(&root)
+    .stdout(Stdio::null())
+    .stderr(Stdio::inherit())
+    .kill_on_drop(true);
+    let child = cmd.spawn().expect("start azurite-blob (npm install --no-save azurite@3.35.0)");
+    // Wait for the port to accept connections.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "azurite did not start on port {port}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Azurite { endpoint: format!("http://127.0.0.1:{port}/{ACCOUNT}"), _child: child }
+}
+
+fn publisher(az: &Azurite) -> BlobPublisher {
+    BlobPublisher::new(BlobConfig {
+        blob_endpoint: az.endpoint.parse().unwrap(),
+        account_name: ACCOUNT.into(),
+        account_key: Secret::new(KEY),
+    })
+    .unwrap()
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Claims {
+    iss: String,
+    sub: String,
+    aud: String,
+    exp: u64,
+}
+
+#[tokio::test]
+async fn publishes_issuer_that_verifies_tokens() {
+    let az = start_azurite().await;
+    let publisher = publisher(&az);
+    let key = SigningKey::generate().unwrap();
+
+    let issuer = publisher.publish_issuer("tenant-a", &[key.public_key()]).await.unwrap();
+    assert_eq!(issuer, format!("{}/tenant-a", az.endpoint));
+    // Idempotent re-publish (container exists, blobs overwritten).
+    assert_eq!(publisher.publish_issuer("tenant-a", &[key.public_key()]).await.unwrap(), issuer);
+
+    // Anonymous reads, as Entra does them.
+    let http = reqwest::Client::new();
+    let discovery = http.get(format!("{issuer}/{DISCOVERY_PATH}")).send().await.unwrap();
+    assert_eq!(discovery.status(), 200);
+    assert_eq!(discovery.headers()["content-type"], "application/json");
+    let discovery: serde_json::Value = discovery.json().await.unwrap();
+    assert_eq!(discovery["issuer"], issuer.as_str());
+    assert_eq!(discovery["jwks_uri"], format!("{issuer}/{JWKS_PATH}"));
+    assert_eq!(discovery["id_token_signing_alg_values_supported"], serde_json::json!(["RS256"]));
+
+    let jwks_url = discovery["jwks_uri"].as_str().unwrap();
+    let jwks: JwkSet = http.get(jwks_url).send().await.unwrap().json().await.unwrap();
+    assert_eq!(jwks.keys.len(), 1);
+
+    // A token signed with the key verifies against the published JWKS, found by kid.
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = Some(key.kid());
+    let claims = Claims {
+        iss: issuer.clone(),
+        sub: "system:serviceaccount:ns:sa".into(),
+        aud: "openshift".into(),
+        exp: 4_000_000_000,
+    };
+    let token = jsonwebtoken::encode(&header, &claims, &EncodingKey::from_rsa_pem(key.private_key_pem().as_bytes()).unwrap())
+        .unwrap();
+    let kid = jsonwebtoken::decode_header(&token).unwrap().kid.unwrap();
+    let jwk = jwks.find(&kid).expect("kid published");
+    let mut validation = Validation::new(Algorithm::RS256);
+    validation.set_issuer(&[issuer.as_str()]);
+    validation.set_audience(&["openshift"]);
+    let decoded = jsonwebtoken::decode::<Claims>(&token, &DecodingKey::from_jwk(jwk).unwrap(), &validation).unwrap();
+    assert_eq!(decoded.claims.sub, "system:serviceaccount:ns:sa");
+
+    // A token from another key does not verify.
+    let other = SigningKey::generate().unwrap();
+    let forged =
+        jsonwebtoken::encode(&header, &claims, &EncodingKey::from_rsa_pem(other.private_key_pem().as_bytes()).unwrap())
+            .unwrap();
+    assert!(jsonwebtoken::decode::<Claims>(&forged, &DecodingKey::from_jwk(jwk).unwrap(), &validation).is_err());
+
+    // Anonymous listing of the issuer container is refused (access level `blob`).
+    let list = http.get(format!("{issuer}?restype=container&comp=list")).send().await.unwrap();
+    assert!(list.status().is_client_error(), "listing answered {}", list.status());
+}
+
+#[tokio::test]
+async fn signing_keys_round_trip_in_a_private_container() {
+    let az = start_azurite().await;
+    let publisher = publisher(&az);
+    assert!(publisher.load_signing_key("tenant-b").await.unwrap().is_none());
+
+    let key = SigningKey::generate().unwrap();
+    publisher.store_signing_key("tenant-b", &key).await.unwrap();
+    publisher.store_signing_key("tenant-b", &key).await.unwrap();
+    let loaded = publisher.load_signing_key("tenant-b").await.unwrap().expect("stored key");
+    assert_eq!(loaded.kid(), key.kid());
+    assert_eq!(loaded.private_key_pem(), key.private_key_pem());
+
+    // Anonymous read of the private container is refused.
+    let url = format!("{}/{}/tenant-b/sa-signer.key", az.endpoint, BlobPublisher::KEY_CONTAINER);
+    let anon = reqwest::get(url).await.unwrap();
+    assert!(anon.status().is_client_error(), "anonymous read answered {}", anon.status());
+
+    // The private container cannot be "ensured" public by mistake, nor the reverse.
+    assert!(publisher.ensure_public_container(BlobPublisher::KEY_CONTAINER).await.is_err());
+    publisher.ensure_public_container("issuer-c").await.unwrap();
+    assert!(publisher.ensure_private_container("issuer-c").await.is_err());
+
+    // A wrong account key is refused by the service.
+    let wrong = BlobPublisher::new(BlobConfig {
+        blob_endpoint: az.endpoint.parse().unwrap(),
+        account_name: ACCOUNT.into(),
+        account_key: Secret::new("d3Jvbmcga2V5"),
+    })
+    .unwrap();
+    let err = wrong.put_blob("issuer-c", "x", b"x".to_vec(), "text/plain").await.unwrap_err();
+    assert_eq!(err_status(&err), Some(403), "{err}");
+}
+
+fn err_status(err: &hypersaga_oidc::Error) -> Option<u16> {
+    match err {
+        hypersaga_oidc::Error::Blob { status, .. } => *status,
+        _ => None,
+    }
+}

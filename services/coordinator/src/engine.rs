@@ -1,0 +1,150 @@
+//! One saga transition: load, repair, apply, compare-and-set with outbox, publish, clear.
+
+use async_nats::jetstream::kv;
+use futures::TryStreamExt;
+use hypersaga_bus::{Bus, StepEvent};
+use hypersaga_saga::{Applied, Effect, Saga};
+use hypersaga_telemetry::TraceParent;
+use time::OffsetDateTime;
+use tracing::{Instrument, debug, info, info_span};
+
+use crate::snapshot;
+use crate::{Error, Result};
+
+/// What woke a saga up.
+#[derive(Debug)]
+pub enum Input {
+    /// A new operation was accepted: start dispatching.
+    Wake,
+    /// A service reported on a step.
+    Event(Box<StepEvent>),
+    /// Periodic re-examination (deadlines).
+    Tick,
+}
+
+/// Compare-and-set attempts before giving up (the event is then redelivered).
+const MAX_CAS_TRIES: u32 = 16;
+
+pub struct Engine {
+    bus: Bus,
+    sagas: kv::Store,
+    clusters: kv::Store,
+}
+
+impl Engine {
+    pub async fn new(bus: Bus) -> Result<Self> {
+        let sagas = bus.sagas().await?;
+        let clusters = bus.clusters().await?;
+        Ok(Self { bus, sagas, clusters })
+    }
+
+    /// Applies `input` to the saga at `key`. Safe to call any number of times with the same
+    /// input: duplicates are recognised by the saga itself (attempt numbers, step states).
+    pub async fn process(&self, key: &str, input: &Input) -> Result<()> {
+        let span = info_span!("saga", saga = %key, input = input_name(input), step = tracing::field::Empty, attempt = tracing::field::Empty);
+        if let Input::Event(ev) = input {
+            span.record("step", ev.step.as_str());
+            span.record("attempt", ev.attempt);
+        }
+        self.process_inner(key, input).instrument(span).await
+    }
+
+    async fn process_inner(&self, key: &str, input: &Input) -> Result<()> {
+        for _ in 0..MAX_CAS_TRIES {
+            let Some(entry) = self.sagas.entry(key).await.map_err(|e| Error::kv("read saga", e))? else {
+                debug!("no such saga; ignoring");
+                return Ok(());
+            };
+            let mut saga: Saga = serde_json::from_slice(&entry.value)
+                .map_err(|source| Error::Decode { key: key.to_owned(), source })?;
+            let mut revision = entry.revision;
+
+            // Repair: an earlier transition's outbox that was written but maybe not published.
+            if !saga.outbox.is_empty() {
+                self.publish_outbox(&saga).await?;
+                snapshot::update_cluster(&self.clusters, &saga).await?;
+                saga.outbox.clear();
+                match self.write(key, &saga, revision).await {
+                    Some(r) => revision = r,
+                    None => continue,
+                }
+            }
+
+            let now = OffsetDateTime::now_utc();
+            let applied = match input {
+                Input::Wake => saga.advance(now),
+                Input::Event(ev) => saga.apply(ev, now),
+                Input::Tick => saga.tick(now),
+            };
+            if let Applied::Ignored(why) = applied {
+                debug!(why, "nothing to do");
+                return Ok(());
+            }
+            let Some(revision) = self.write(key, &saga, revision).await else { continue };
+            self.publish_outbox(&saga).await?;
+            snapshot::update_cluster(&self.clusters, &saga).await?;
+            if saga.state.is_terminal() {
+                info!(state = ?saga.state, "operation finished");
+            }
+            saga.outbox.clear();
+            // Losing this race is fine: whoever won has published or will publish the outbox.
+            let _ = self.write(key, &saga, revision).await;
+            return Ok(());
+        }
+        Err(Error::Contended { key: key.to_owned(), tries: MAX_CAS_TRIES })
+    }
+
+    /// Compare-and-set; `None` when someone else changed the saga first.
+    async fn write(&self, key: &str, saga: &Saga, revision: u64) -> Option<u64> {
+        let bytes = serde_json::to_vec(saga).ok()?;
+        self.sagas.update(key, bytes.into(), revision).await.ok()
+    }
+
+    /// Publishes the outbox in order, each with its de-duplication id, awaiting every ack so
+    /// audit events land in causal order.
+    async fn publish_outbox(&self, saga: &Saga) -> Result<()> {
+        let subjects = self.bus.subjects();
+        let trace = TraceParent::with_trace_id(&saga.trace_id);
+        for effect in &saga.outbox {
+            match effect {
+                Effect::Command(cmd) => {
+                    let subject = subjects.cmd(&cmd.tenant, cmd.service());
+                    self.bus.publish_json(&subject, &cmd.msg_id(), &trace, cmd).await?;
+                }
+                Effect::Audit(ev) => {
+                    let subject = subjects.audit(&ev.tenant, &ev.cluster);
+                    self.bus.publish_json(&subject, &ev.msg_id(), &trace, ev).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Ticks every saga that is unfinished or still has an outbox.
+    pub async fn resync(&self) -> Result<()> {
+        let keys: Vec<String> = self
+            .sagas
+            .keys()
+            .await
+            .map_err(|e| Error::kv("list sagas", e))?
+            .try_collect()
+            .await
+            .map_err(|e| Error::kv("list sagas", e))?;
+        for key in keys {
+            let Some(entry) = self.sagas.entry(&key).await.map_err(|e| Error::kv("read saga", e))? else { continue };
+            let Ok(saga) = serde_json::from_slice::<Saga>(&entry.value) else { continue };
+            if !saga.state.is_terminal() || !saga.outbox.is_empty() {
+                self.process(&key, &Input::Tick).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn input_name(input: &Input) -> &'static str {
+    match input {
+        Input::Wake => "wake",
+        Input::Event(_) => "event",
+        Input::Tick => "tick",
+    }
+}
