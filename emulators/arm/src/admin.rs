@@ -1,0 +1,67 @@
+//! The admin API (plain HTTP, never exposed beyond loopback): fault injection, request
+//! counts, a dump of every stored resource, reset. Used by tests, `hypersaga emulator …` and
+//! operators rehearsing failures.
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::Emulator;
+use crate::faults::FaultSpec;
+
+pub(crate) fn router(emu: Emulator) -> Router {
+    Router::new()
+        .route("/health", get(|| async { "ok" }))
+        .route(
+            "/faults",
+            post(add_fault).get(list_faults).delete(clear_faults),
+        )
+        .route("/requests", get(requests))
+        .route("/resources", get(resources))
+        .route("/reset", post(reset))
+        .with_state(emu)
+}
+
+async fn add_fault(State(emu): State<Emulator>, Json(spec): Json<FaultSpec>) -> Response {
+    match emu.lock().faults.add(spec) {
+        Ok(fault) => (StatusCode::CREATED, Json(fault)).into_response(),
+        Err(e) => (
+            StatusCode::BAD_REQUEST,
+            Json(json!({ "error": e.to_string() })),
+        )
+            .into_response(),
+    }
+}
+
+async fn list_faults(State(emu): State<Emulator>) -> Response {
+    Json(emu.lock().faults.list()).into_response()
+}
+
+async fn clear_faults(State(emu): State<Emulator>) -> StatusCode {
+    emu.lock().faults.clear();
+    StatusCode::NO_CONTENT
+}
+
+async fn requests(State(emu): State<Emulator>) -> Response {
+    Json(emu.lock().requests.stats()).into_response()
+}
+
+#[derive(Deserialize)]
+struct ResourcesQuery {
+    subscription: Option<String>,
+}
+
+async fn resources(State(emu): State<Emulator>, Query(q): Query<ResourcesQuery>) -> Response {
+    let mut st = emu.lock();
+    st.store.settle(time::OffsetDateTime::now_utc());
+    Json(st.store.dump(q.subscription.as_deref())).into_response()
+}
+
+async fn reset(State(emu): State<Emulator>) -> StatusCode {
+    emu.reset();
+    StatusCode::NO_CONTENT
+}

@@ -1,0 +1,115 @@
+//! A typed client for the admin API, used by the CLI (`hypersaga emulator fault add …`,
+//! `emulator requests`) and by tests.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), hypersaga_emulator_arm::admin_client::Error> {
+//! use hypersaga_emulator_arm::{FaultSpec, admin_client::AdminClient};
+//! let admin = AdminClient::new("http://127.0.0.1:9090".parse().expect("url"));
+//! admin.add_fault(&FaultSpec {
+//!     method: "PUT".into(),
+//!     resource_type: "Microsoft.Network/privateDnsZones".into(),
+//!     name_contains: None,
+//!     status: 403,
+//!     code: "AuthorizationFailed".into(),
+//!     message: None,
+//!     retry_after_secs: None,
+//!     count: Some(1),
+//! }).await?;
+//! # Ok(()) }
+//! ```
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use url::Url;
+
+use crate::faults::{Fault, FaultSpec};
+use crate::requests::RequestStats;
+
+/// Errors talking to the admin API.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("admin API request failed")]
+    Http(#[from] reqwest::Error),
+    #[error("admin API answered {status}: {body}")]
+    Status { status: u16, body: String },
+    #[error("invalid admin URL")]
+    Url(#[from] url::ParseError),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Client for one emulator's admin API.
+#[derive(Clone, Debug)]
+pub struct AdminClient {
+    http: reqwest::Client,
+    base: Url,
+}
+
+impl AdminClient {
+    /// `base` is the admin listener, e.g. `http://127.0.0.1:9090`.
+    pub fn new(base: Url) -> Self {
+        Self {
+            http: reqwest::Client::new(),
+            base,
+        }
+    }
+
+    pub fn with_client(base: Url, http: reqwest::Client) -> Self {
+        Self { http, base }
+    }
+
+    async fn check(resp: reqwest::Response) -> Result<reqwest::Response> {
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let body = resp.text().await.unwrap_or_default();
+        Err(Error::Status {
+            status: status.as_u16(),
+            body,
+        })
+    }
+
+    async fn json<T: DeserializeOwned>(resp: reqwest::Response) -> Result<T> {
+        Ok(Self::check(resp).await?.json().await?)
+    }
+
+    /// Installs a fault; answers it with its id.
+    pub async fn add_fault(&self, spec: &FaultSpec) -> Result<Fault> {
+        Self::json(
+            self.http
+                .post(self.base.join("faults")?)
+                .json(spec)
+                .send()
+                .await?,
+        )
+        .await
+    }
+
+    pub async fn faults(&self) -> Result<Vec<Fault>> {
+        Self::json(self.http.get(self.base.join("faults")?).send().await?).await
+    }
+
+    pub async fn clear_faults(&self) -> Result<()> {
+        Self::check(self.http.delete(self.base.join("faults")?).send().await?).await?;
+        Ok(())
+    }
+
+    pub async fn requests(&self) -> Result<RequestStats> {
+        Self::json(self.http.get(self.base.join("requests")?).send().await?).await
+    }
+
+    /// Every stored resource (children included), optionally of one subscription.
+    pub async fn resources(&self, subscription: Option<&str>) -> Result<Vec<Value>> {
+        let mut url = self.base.join("resources")?;
+        if let Some(s) = subscription {
+            url.query_pairs_mut().append_pair("subscription", s);
+        }
+        Self::json(self.http.get(url).send().await?).await
+    }
+
+    pub async fn reset(&self) -> Result<()> {
+        Self::check(self.http.post(self.base.join("reset")?).send().await?).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,306 @@
+//! Generic resource storage and the lazy lifecycle of asynchronous operations.
+//!
+//! Resources are keyed by their lower-cased ARM id (ARM compares ids case-insensitively) and
+//! keep the id casing they were created with. Nothing runs in the background: every request
+//! first calls [`Store::settle`], which completes the operations whose deadline has passed.
+//! That keeps the emulator deterministic under `LatencyModel::Zero` and free of timers.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{Map, Value, json};
+use time::OffsetDateTime;
+
+use crate::types::{Etag, ResourceType, Storage};
+
+/// A stored resource.
+#[derive(Clone, Debug)]
+pub struct StoredResource {
+    /// Canonical id, casing as created.
+    pub id: String,
+    pub parent_key: String,
+    pub rtype: &'static ResourceType,
+    pub name: String,
+    pub sub: String,
+    pub rg: String,
+    pub location: Option<String>,
+    pub tags: Option<Value>,
+    /// Includes `provisioningState`.
+    pub properties: Map<String, Value>,
+    /// Other top-level fields the caller sent (`sku`, `zones`, `kind`, `identity`, …).
+    pub extra: Map<String, Value>,
+    pub etag: Option<String>,
+    pub pending: Option<Pending>,
+    pub created: OffsetDateTime,
+}
+
+/// An operation in flight on a resource.
+#[derive(Clone, Debug)]
+pub struct Pending {
+    pub op_id: String,
+    pub kind: OpKind,
+    pub done_at: OffsetDateTime,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    Write,
+    Delete,
+}
+
+/// An operation status resource, answered from its timestamps.
+#[derive(Clone, Debug)]
+pub struct Operation {
+    pub id: String,
+    pub sub: String,
+    pub resource_key: String,
+    pub kind: OpKind,
+    pub rtype: &'static ResourceType,
+    pub start: OffsetDateTime,
+    pub done_at: OffsetDateTime,
+    /// Path (no host) of the `Azure-AsyncOperation` URL, used as the status body's `id`.
+    pub status_path: Option<String>,
+    /// Absolute `Location` URL, repeated on 202 answers.
+    pub result_url: Option<String>,
+    pub retry_after: Option<u64>,
+}
+
+impl Operation {
+    pub fn done(&self, now: OffsetDateTime) -> bool {
+        now >= self.done_at
+    }
+}
+
+/// All resources and operations.
+#[derive(Default)]
+pub struct Store {
+    resources: BTreeMap<String, StoredResource>,
+    ops: HashMap<String, Operation>,
+}
+
+pub fn new_etag(kind: Etag) -> Option<String> {
+    let g = uuid::Uuid::new_v4();
+    match kind {
+        Etag::None => None,
+        Etag::Weak => Some(format!("W/\"{g}\"")),
+        Etag::Plain => Some(g.to_string()),
+    }
+}
+
+pub fn rfc3339(t: OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+impl Store {
+    pub fn clear(&mut self) {
+        self.resources.clear();
+        self.ops.clear();
+    }
+
+    pub fn get(&self, key: &str) -> Option<&StoredResource> {
+        self.resources.get(key)
+    }
+
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut StoredResource> {
+        self.resources.get_mut(key)
+    }
+
+    pub fn insert(&mut self, r: StoredResource) {
+        self.resources.insert(r.id.to_ascii_lowercase(), r);
+    }
+
+    pub fn all(&self) -> impl Iterator<Item = &StoredResource> {
+        self.resources.values()
+    }
+
+    /// The resource and everything nested under it (ids are hierarchical).
+    pub fn descendants<'a>(&'a self, key: &str) -> impl Iterator<Item = &'a StoredResource> + 'a {
+        let prefix = format!("{key}/");
+        self.resources
+            .range(prefix.clone()..)
+            .take_while(move |(k, _)| k.starts_with(&prefix))
+            .map(|(_, v)| v)
+    }
+
+    pub fn children_of<'a>(
+        &'a self,
+        parent_key: &'a str,
+    ) -> impl Iterator<Item = &'a StoredResource> + 'a {
+        self.descendants(parent_key)
+            .filter(move |r| r.parent_key == parent_key)
+    }
+
+    /// Removes a resource and its descendants; returns how many were removed.
+    pub fn remove_tree(&mut self, key: &str) -> usize {
+        let prefix = format!("{key}/");
+        let doomed: Vec<String> = self
+            .resources
+            .range(key.to_owned()..)
+            .take_while(|(k, _)| k.as_str() == key || k.starts_with(&prefix))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in &doomed {
+            self.resources.remove(k);
+        }
+        doomed.len()
+    }
+
+    /// Ids of subnets (inline in VNets) whose `networkSecurityGroup.id` is `nsg_key`.
+    pub fn subnets_referencing_nsg(&self, nsg_key: &str) -> Vec<String> {
+        let mut users = Vec::new();
+        for vnet in self.resources.values() {
+            let Storage::Standalone = vnet.rtype.storage else {
+                continue;
+            };
+            let Some(subnets) = vnet.properties.get("subnets").and_then(Value::as_array) else {
+                continue;
+            };
+            for s in subnets {
+                let nsg = s
+                    .pointer("/properties/networkSecurityGroup/id")
+                    .and_then(Value::as_str)
+                    .map(str::to_ascii_lowercase);
+                if nsg.as_deref() == Some(nsg_key) {
+                    let id = s.get("id").and_then(Value::as_str).unwrap_or_default();
+                    users.push(id.to_owned());
+                }
+            }
+        }
+        users
+    }
+
+    pub fn add_op(&mut self, op: Operation) {
+        self.ops.insert(op.id.to_ascii_lowercase(), op);
+    }
+
+    pub fn op(&self, id: &str) -> Option<&Operation> {
+        self.ops.get(&id.to_ascii_lowercase())
+    }
+
+    /// Completes every operation whose deadline has passed.
+    pub fn settle(&mut self, now: OffsetDateTime) {
+        let mut finished_writes = Vec::new();
+        let mut finished_deletes = Vec::new();
+        for (key, r) in &self.resources {
+            if let Some(p) = &r.pending
+                && p.done_at <= now
+            {
+                match p.kind {
+                    OpKind::Write => finished_writes.push(key.clone()),
+                    OpKind::Delete => finished_deletes.push(key.clone()),
+                }
+            }
+        }
+        for key in finished_writes {
+            if let Some(r) = self.resources.get_mut(&key) {
+                r.pending = None;
+                r.properties
+                    .insert("provisioningState".into(), json!("Succeeded"));
+            }
+        }
+        for key in finished_deletes {
+            self.remove_tree(&key);
+        }
+    }
+
+    /// The resource as ARM returns it.
+    pub fn render(&self, r: &StoredResource) -> Value {
+        let mut obj = r.extra.clone();
+        obj.insert("id".into(), json!(r.id));
+        obj.insert("name".into(), json!(r.name));
+        obj.insert("type".into(), json!(r.rtype.full_name()));
+        if let Some(loc) = &r.location {
+            obj.insert("location".into(), json!(loc));
+        }
+        if let Some(tags) = &r.tags {
+            obj.insert("tags".into(), tags.clone());
+        }
+        if let Some(etag) = &r.etag {
+            obj.insert("etag".into(), json!(etag));
+        }
+        let mut props = r.properties.clone();
+        let state = props
+            .get("provisioningState")
+            .cloned()
+            .unwrap_or(json!("Succeeded"));
+        for array in r.rtype.inline_children {
+            if let Some(items) = props.get_mut(*array).and_then(Value::as_array_mut) {
+                for item in items {
+                    if let Some(p) = item.get_mut("properties").and_then(Value::as_object_mut) {
+                        p.insert("provisioningState".into(), state.clone());
+                    }
+                }
+            }
+        }
+        if r.rtype
+            .type_path
+            .eq_ignore_ascii_case("privateDnsZones/virtualNetworkLinks")
+        {
+            let link_state = if r.pending.is_some() {
+                "InProgress"
+            } else {
+                "Completed"
+            };
+            props.insert("virtualNetworkLinkState".into(), json!(link_state));
+        }
+        if r.rtype.type_path.eq_ignore_ascii_case("privateDnsZones") {
+            let links = self
+                .children_of(&r.id.to_ascii_lowercase())
+                .filter(|c| c.rtype.last_segment() == "virtualNetworkLinks")
+                .count();
+            props.insert("numberOfVirtualNetworkLinks".into(), json!(links));
+        }
+        if r.rtype
+            .type_path
+            .eq_ignore_ascii_case("networkSecurityGroups")
+        {
+            let users = self.subnets_referencing_nsg(&r.id.to_ascii_lowercase());
+            if !users.is_empty() {
+                let refs: Vec<Value> = users.into_iter().map(|id| json!({ "id": id })).collect();
+                props.insert("subnets".into(), Value::Array(refs));
+            }
+        }
+        obj.insert("properties".into(), Value::Object(props));
+        Value::Object(obj)
+    }
+
+    /// The short form ARM's `/resources` inventory lists.
+    pub fn render_inventory(&self, r: &StoredResource) -> Value {
+        let mut obj = Map::new();
+        obj.insert("id".into(), json!(r.id));
+        obj.insert("name".into(), json!(r.name));
+        obj.insert("type".into(), json!(r.rtype.full_name()));
+        if let Some(loc) = &r.location {
+            obj.insert("location".into(), json!(loc));
+        }
+        if let Some(tags) = &r.tags {
+            obj.insert("tags".into(), tags.clone());
+        }
+        for k in ["sku", "kind", "managedBy"] {
+            if let Some(v) = r.extra.get(k) {
+                obj.insert(k.into(), v.clone());
+            }
+        }
+        Value::Object(obj)
+    }
+
+    /// Every stored resource, for admin assertions, with its internal state.
+    pub fn dump(&self, sub: Option<&str>) -> Vec<Value> {
+        self.resources
+            .values()
+            .filter(|r| sub.is_none_or(|s| r.sub.eq_ignore_ascii_case(s)))
+            .map(|r| {
+                let mut v = self.render(r);
+                v["pendingOperation"] = match &r.pending {
+                    Some(p) => json!({
+                        "id": p.op_id,
+                        "kind": format!("{:?}", p.kind),
+                        "doneAt": rfc3339(p.done_at),
+                    }),
+                    None => Value::Null,
+                };
+                v
+            })
+            .collect()
+    }
+}

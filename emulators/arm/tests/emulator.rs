@@ -1,0 +1,923 @@
+//! End-to-end tests: a real TLS server on 127.0.0.1:0, clients trusting the dev CA.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hypersaga_emulator_arm::admin_client::AdminClient;
+use hypersaga_emulator_arm::{
+    BucketConfig, Config, Emulator, FaultSpec, LatencyModel, Principal, ThrottleConfig,
+};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+const TENANT: &str = "72f988bf-86f1-41af-91ab-2d7cd011db47";
+const SUB: &str = "11111111-2222-3333-4444-555555555555";
+const OTHER_SUB: &str = "99999999-2222-3333-4444-555555555555";
+const CLIENT: &str = "0ad2e8a1-0000-4000-8000-00000000c1e7";
+const SECRET: &str = "s3cret";
+const NET: &str = "2023-11-01";
+const PDNS: &str = "2024-06-01";
+const MSI: &str = "2024-11-30";
+const RES: &str = "2021-04-01";
+
+struct TestEmu {
+    base: String,
+    ca_pem: String,
+    http: reqwest::Client,
+    admin: AdminClient,
+    token: String,
+    _stop: oneshot::Sender<()>,
+}
+
+fn principal() -> Principal {
+    Principal {
+        azure_tenant_id: TENANT.into(),
+        client_id: CLIENT.into(),
+        client_secret: SECRET.into(),
+        subscription_ids: vec![SUB.into()],
+    }
+}
+
+fn config() -> Config {
+    Config {
+        principals: vec![principal()],
+        latency: LatencyModel::Zero,
+        ..Config::default()
+    }
+}
+
+async fn spawn(config: Config) -> TestEmu {
+    hypersaga_devca::install_crypto_provider();
+    let emu = Emulator::new(config);
+    let ca = hypersaga_devca::DevCa::generate().expect("ca");
+    let cert = ca.issue_loopback_cert().expect("cert");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let router = emu.router();
+    tokio::spawn(async move {
+        let _ = hypersaga_devca::serve_tls(listener, router, &cert, async {
+            let _ = stopped.await;
+        })
+        .await;
+    });
+    let admin_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind admin");
+    let admin_addr = admin_listener.local_addr().expect("admin addr");
+    let admin_router = emu.admin_router();
+    tokio::spawn(async move {
+        let _ = axum::serve(admin_listener, admin_router).await;
+    });
+    let ca_pem = ca.cert_pem().to_owned();
+    let http = client(&ca_pem);
+    let base = format!("https://127.0.0.1:{port}");
+    let admin = AdminClient::new(format!("http://{admin_addr}/").parse().expect("url"));
+    let token = token(&http, &base, SECRET).await.expect("token");
+    TestEmu {
+        base,
+        ca_pem,
+        http,
+        admin,
+        token,
+        _stop: stop,
+    }
+}
+
+fn client(ca_pem: &str) -> reqwest::Client {
+    let ca = reqwest::Certificate::from_pem(ca_pem.as_bytes()).expect("ca pem");
+    reqwest::Client::builder()
+        .tls_certs_only([ca])
+        .build()
+        .expect("client")
+}
+
+async fn token(
+    http: &reqwest::Client,
+    base: &str,
+    secret: &str,
+) -> Result<String, (StatusCode, Value)> {
+    let resp = http
+        .post(format!("{base}/{TENANT}/oauth2/v2.0/token"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(
+            url::form_urlencoded::Serializer::new(String::new())
+                .append_pair("grant_type", "client_credentials")
+                .append_pair("client_id", CLIENT)
+                .append_pair("client_secret", secret)
+                .append_pair("scope", "https://management.azure.com/.default")
+                .finish(),
+        )
+        .send()
+        .await
+        .expect("send");
+    let status = resp.status();
+    let body: Value = resp.json().await.expect("json");
+    if status.is_success() {
+        Ok(body["access_token"]
+            .as_str()
+            .expect("access_token")
+            .to_owned())
+    } else {
+        Err((status, body))
+    }
+}
+
+struct Resp {
+    status: StatusCode,
+    headers: reqwest::header::HeaderMap,
+    body: Value,
+}
+
+impl Resp {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+    fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or_default()
+    }
+}
+
+impl TestEmu {
+    async fn call(&self, method: Method, path_or_url: &str, body: Option<Value>) -> Resp {
+        let url = if path_or_url.starts_with("https://") {
+            path_or_url.to_owned()
+        } else {
+            format!("{}{path_or_url}", self.base)
+        };
+        let mut req = self.http.request(method, url).bearer_auth(&self.token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.expect("send");
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let text = resp.text().await.expect("text");
+        let body = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        Resp {
+            status,
+            headers,
+            body,
+        }
+    }
+    async fn put(&self, path: &str, v: &str, body: Value) -> Resp {
+        self.call(Method::PUT, &format!("{path}?api-version={v}"), Some(body))
+            .await
+    }
+    async fn get(&self, path: &str, v: &str) -> Resp {
+        self.call(Method::GET, &format!("{path}?api-version={v}"), None)
+            .await
+    }
+    async fn delete(&self, path: &str, v: &str) -> Resp {
+        self.call(Method::DELETE, &format!("{path}?api-version={v}"), None)
+            .await
+    }
+    async fn rg(&self, name: &str) -> String {
+        let path = format!("/subscriptions/{SUB}/resourcegroups/{name}");
+        let r = self.put(&path, RES, json!({ "location": "eastus" })).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+        path
+    }
+}
+
+fn net(rg: &str, rest: &str) -> String {
+    format!("/subscriptions/{SUB}/resourceGroups/{rg}/providers/Microsoft.Network/{rest}")
+}
+
+fn msi(rg: &str, rest: &str) -> String {
+    format!("/subscriptions/{SUB}/resourceGroups/{rg}/providers/Microsoft.ManagedIdentity/{rest}")
+}
+
+#[tokio::test]
+async fn azure_identity_client_secret_credential_gets_a_token_that_arm_accepts() {
+    use azure_core::cloud::{CloudConfiguration, CustomConfiguration};
+    use azure_core::credentials::{Secret, TokenCredential};
+    use azure_core::http::{ClientOptions, Transport};
+    use azure_identity::{ClientSecretCredential, ClientSecretCredentialOptions};
+
+    let emu = spawn(config()).await;
+    let options = |secret: &str| {
+        let mut cloud = CustomConfiguration::default();
+        cloud.authority_host = emu.base.clone();
+        let opts = ClientSecretCredentialOptions {
+            client_options: ClientOptions {
+                transport: Some(Transport::new(Arc::new(client(&emu.ca_pem)))),
+                cloud: Some(Arc::new(CloudConfiguration::Custom(cloud))),
+                ..Default::default()
+            },
+        };
+        (secret.to_owned(), opts)
+    };
+    let (secret, opts) = options(SECRET);
+    let cred = ClientSecretCredential::new(TENANT, CLIENT.into(), Secret::new(secret), Some(opts))
+        .expect("credential");
+    let access = cred
+        .get_token(&["https://management.azure.com/.default"], None)
+        .await
+        .expect("token");
+    let resp = emu
+        .http
+        .get(format!(
+            "{}/subscriptions/{SUB}/resourcegroups?api-version={RES}",
+            emu.base
+        ))
+        .bearer_auth(access.token.secret())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), StatusCode::OK);
+
+    let (_, opts) = options("wrong");
+    let bad = ClientSecretCredential::new(
+        TENANT,
+        CLIENT.into(),
+        Secret::new("wrong".to_owned()),
+        Some(opts),
+    )
+    .expect("credential");
+    let err = bad
+        .get_token(&["https://management.azure.com/.default"], None)
+        .await
+        .expect_err("bad secret");
+    assert!(err.to_string().contains("AADSTS7000215"), "{err}");
+
+    let (status, body) = token(&emu.http, &emu.base, "wrong").await.expect_err("401");
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(body["error"], "invalid_client");
+    assert_eq!(body["error_codes"], json!([7000215]));
+}
+
+#[tokio::test]
+async fn arm_requires_a_valid_token_and_rbac_on_the_subscription() {
+    let emu = spawn(config()).await;
+    let path = format!("/subscriptions/{SUB}/resourcegroups?api-version={RES}");
+    let r = emu
+        .http
+        .get(format!("{}{path}", emu.base))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(r.headers().contains_key("www-authenticate"));
+    let body: Value = r.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "AuthenticationFailed");
+
+    let r = emu
+        .http
+        .get(format!("{}{path}", emu.base))
+        .bearer_auth("garbage")
+        .send()
+        .await
+        .expect("send");
+    let body: Value = r.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "InvalidAuthenticationToken");
+
+    let other = emu
+        .get(&format!("/subscriptions/{OTHER_SUB}/resourcegroups"), RES)
+        .await;
+    assert_eq!(other.status, StatusCode::FORBIDDEN);
+    assert_eq!(other.code(), "AuthorizationFailed");
+}
+
+#[tokio::test]
+async fn every_response_carries_arm_headers() {
+    let emu = spawn(config()).await;
+    let resp = emu
+        .http
+        .get(format!(
+            "{}/subscriptions/{SUB}/resourcegroups?api-version={RES}",
+            emu.base
+        ))
+        .bearer_auth(&emu.token)
+        .header("x-ms-client-request-id", "abc-123")
+        .header("x-ms-correlation-request-id", "corr-1")
+        .send()
+        .await
+        .expect("send");
+    let h = resp.headers();
+    assert!(h.contains_key("x-ms-request-id"));
+    assert_eq!(h["x-ms-correlation-request-id"], "corr-1");
+    assert_eq!(h["x-ms-client-request-id"], "abc-123");
+    assert_eq!(h["x-ms-ratelimit-remaining-subscription-reads"], "249");
+}
+
+#[tokio::test]
+async fn api_version_is_validated_per_type() {
+    let emu = spawn(config()).await;
+    emu.rg("rg1").await;
+    let r = emu
+        .call(
+            Method::GET,
+            &format!("/subscriptions/{SUB}/resourcegroups/rg1"),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.code(), "MissingApiVersionParameter");
+    let r = emu
+        .get(&net("rg1", "networkSecurityGroups/n"), "2099-01-01")
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.code(), "InvalidApiVersionParameter");
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("2023-11-01")
+    );
+    // Other published versions are accepted too.
+    for v in ["2018-11-30", "2023-01-31", "2024-11-30"] {
+        let r = emu
+            .put(
+                &msi("rg1", "userAssignedIdentities/id1"),
+                v,
+                json!({"location": "eastus"}),
+            )
+            .await;
+        assert!(r.status.is_success(), "{v}: {:?}", r.body);
+    }
+    let r = emu
+        .get(&net("rg1", "privateDnsZones/z.example.com"), NET)
+        .await;
+    assert_eq!(r.code(), "InvalidApiVersionParameter");
+}
+
+#[tokio::test]
+async fn resource_group_lifecycle_and_cascading_delete() {
+    let emu = spawn(config()).await;
+    let rg = emu.rg("MyRG").await;
+    let r = emu
+        .get(&format!("/subscriptions/{SUB}/resourceGroups/myrg"), RES)
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        r.body["id"],
+        format!("/subscriptions/{SUB}/resourceGroups/MyRG")
+    );
+    assert_eq!(r.body["properties"]["provisioningState"], "Succeeded");
+    let again = emu
+        .put(&rg, RES, json!({"location": "eastus", "tags": {"a": "b"}}))
+        .await;
+    assert_eq!(again.status, StatusCode::OK);
+    assert_eq!(again.body["tags"]["a"], "b");
+
+    emu.put(
+        &net("MyRG", "networkSecurityGroups/nsg"),
+        NET,
+        json!({"location": "eastus"}),
+    )
+    .await;
+    emu.put(
+        &msi("MyRG", "userAssignedIdentities/mi"),
+        MSI,
+        json!({"location": "eastus"}),
+    )
+    .await;
+    emu.put(
+        &msi(
+            "MyRG",
+            "userAssignedIdentities/mi/federatedIdentityCredentials/f",
+        ),
+        MSI,
+        json!({"properties": {"issuer": "https://i", "subject": "s", "audiences": ["openshift"]}}),
+    )
+    .await;
+    assert_eq!(emu.admin.resources(Some(SUB)).await.expect("dump").len(), 4);
+
+    let del = emu.delete(&rg, RES).await;
+    assert_eq!(del.status, StatusCode::ACCEPTED);
+    assert_eq!(del.header("retry-after"), Some("15"));
+    let location = del.header("location").expect("location").to_owned();
+    assert!(location.starts_with(&emu.base));
+    let done = emu.call(Method::GET, &location, None).await;
+    assert_eq!(done.status, StatusCode::OK);
+    assert!(
+        emu.admin
+            .resources(Some(SUB))
+            .await
+            .expect("dump")
+            .is_empty()
+    );
+    let gone = emu.get(&rg, RES).await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND);
+    assert_eq!(gone.code(), "ResourceGroupNotFound");
+    assert_eq!(emu.delete(&rg, RES).await.status, StatusCode::NO_CONTENT);
+}
+
+#[tokio::test]
+async fn writes_into_a_deleting_resource_group_conflict() {
+    let mut cfg = config();
+    cfg.latency_overrides = BTreeMap::from([(
+        "Microsoft.Resources/resourceGroups".to_owned(),
+        Duration::from_secs(60),
+    )]);
+    let emu = spawn(cfg).await;
+    let rg = emu.rg("rg").await;
+    let del = emu.delete(&rg, RES).await;
+    assert_eq!(del.status, StatusCode::ACCEPTED);
+    let loc = del.header("location").expect("location").to_owned();
+    assert_eq!(
+        emu.call(Method::GET, &loc, None).await.status,
+        StatusCode::ACCEPTED
+    );
+    assert_eq!(
+        emu.get(&rg, RES).await.body["properties"]["provisioningState"],
+        "Deleting"
+    );
+    let w = emu
+        .put(
+            &net("rg", "networkSecurityGroups/n"),
+            NET,
+            json!({"location": "eastus"}),
+        )
+        .await;
+    assert_eq!(w.status, StatusCode::CONFLICT);
+    assert_eq!(w.code(), "ResourceGroupBeingDeleted");
+}
+
+#[tokio::test]
+async fn network_put_is_async_with_azure_asyncoperation() {
+    let emu = spawn(config()).await;
+    emu.rg("rg").await;
+    let nsg_path = net("rg", "networkSecurityGroups/nsg1");
+    let r = emu
+        .put(
+            &nsg_path,
+            NET,
+            json!({"location": "eastus", "properties": {}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    assert_eq!(r.body["properties"]["provisioningState"], "Updating");
+    let aao = r.header("azure-asyncoperation").expect("aao").to_owned();
+    assert!(
+        aao.starts_with(&format!(
+            "{}/subscriptions/{SUB}/providers/Microsoft.Network/locations/eastus/operations/",
+            emu.base
+        )),
+        "{aao}"
+    );
+    assert!(aao.contains("api-version=2023-11-01"));
+    let op = emu.call(Method::GET, &aao, None).await;
+    assert_eq!(op.status, StatusCode::OK);
+    assert_eq!(op.body["status"], "Succeeded");
+    assert!(op.body["startTime"].is_string() && op.body["endTime"].is_string());
+    let g = emu.get(&nsg_path, NET).await;
+    assert_eq!(g.body["properties"]["provisioningState"], "Succeeded");
+    assert!(
+        g.body["etag"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("W/\"")
+    );
+
+    // VNet with an inline subnet referencing the NSG, then the subnet as a child resource.
+    let nsg_id = g.body["id"].as_str().expect("id").to_owned();
+    let vnet = emu
+        .put(
+            &net("rg", "virtualNetworks/vnet"),
+            NET,
+            json!({"location": "eastus", "properties": {
+                "addressSpace": {"addressPrefixes": ["10.0.0.0/16"]},
+                "subnets": [{"name": "default", "properties": {"addressPrefix": "10.0.0.0/24", "networkSecurityGroup": {"id": nsg_id}}}]
+            }}),
+        )
+        .await;
+    assert_eq!(vnet.status, StatusCode::CREATED);
+    let subnet = emu
+        .get(&net("rg", "virtualNetworks/VNET/subnets/Default"), NET)
+        .await;
+    assert_eq!(subnet.status, StatusCode::OK, "{:?}", subnet.body);
+    assert_eq!(
+        subnet.body["id"],
+        format!(
+            "/subscriptions/{SUB}/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default"
+        )
+    );
+    assert_eq!(subnet.body["properties"]["provisioningState"], "Succeeded");
+
+    // The NSG cannot go while the subnet uses it.
+    let del = emu.delete(&nsg_path, NET).await;
+    assert_eq!(del.status, StatusCode::BAD_REQUEST);
+    assert_eq!(del.code(), "InUseNetworkSecurityGroupCannotBeDeleted");
+
+    // Delete the VNet (async), then the NSG.
+    let d = emu.delete(&net("rg", "virtualNetworks/vnet"), NET).await;
+    assert_eq!(d.status, StatusCode::ACCEPTED);
+    assert!(d.header("azure-asyncoperation").is_some());
+    let loc = d.header("location").expect("location").to_owned();
+    assert_eq!(
+        emu.call(Method::GET, &loc, None).await.status,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        emu.delete(&nsg_path, NET).await.status,
+        StatusCode::ACCEPTED
+    );
+
+    // PIP + LB with inline children get ids.
+    let pip = emu.put(&net("rg", "publicIPAddresses/ip"), NET, json!({"location": "eastus", "sku": {"name": "Standard"}, "properties": {"publicIPAllocationMethod": "Static"}})).await;
+    assert_eq!(pip.status, StatusCode::CREATED);
+    let lb = emu
+        .put(
+            &net("rg", "loadBalancers/lb"),
+            NET,
+            json!({"location": "eastus", "sku": {"name": "Standard"}, "properties": {
+                "frontendIPConfigurations": [{"name": "fe", "properties": {"publicIPAddress": {"id": pip.body["id"]}}}],
+                "backendAddressPools": [{"name": "be"}],
+                "probes": [{"name": "p", "properties": {"protocol": "Http", "port": 30595, "requestPath": "/healthz"}}],
+                "outboundRules": [{"name": "o", "properties": {"protocol": "All", "allocatedOutboundPorts": 1024}}]
+            }}),
+        )
+        .await;
+    assert_eq!(lb.status, StatusCode::CREATED);
+    let lbg = emu.get(&net("rg", "loadBalancers/lb"), NET).await;
+    assert_eq!(
+        lbg.body["properties"]["backendAddressPools"][0]["id"],
+        format!(
+            "{}/backendAddressPools/be",
+            lbg.body["id"].as_str().unwrap_or_default()
+        )
+    );
+    assert_eq!(lbg.body["sku"]["name"], "Standard");
+}
+
+#[tokio::test]
+async fn latency_keeps_operations_in_progress_until_due() {
+    let mut cfg = config();
+    cfg.latency = LatencyModel::Scaled(0.1); // NSG: 2 s * 0.1 = 200 ms
+    let emu = spawn(cfg).await;
+    emu.rg("rg").await;
+    let r = emu
+        .put(
+            &net("rg", "networkSecurityGroups/n"),
+            NET,
+            json!({"location": "eastus"}),
+        )
+        .await;
+    let aao = r.header("azure-asyncoperation").expect("aao").to_owned();
+    assert_eq!(
+        emu.call(Method::GET, &aao, None).await.body["status"],
+        "InProgress"
+    );
+    assert_eq!(
+        emu.get(&net("rg", "networkSecurityGroups/n"), NET)
+            .await
+            .body["properties"]["provisioningState"],
+        "Updating"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        emu.call(Method::GET, &aao, None).await.body["status"],
+        "Succeeded"
+    );
+}
+
+#[tokio::test]
+async fn private_dns_zone_link_and_records() {
+    let emu = spawn(config()).await;
+    emu.rg("rg").await;
+    let zone = net("rg", "privateDnsZones/c1.example.com");
+    let r = emu.put(&zone, PDNS, json!({"location": "global"})).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    assert!(r.body.is_null());
+    assert!(r.header("retry-after").is_none());
+    let aao = r.header("azure-asyncoperation").expect("aao").to_owned();
+    let loc = r.header("location").expect("location").to_owned();
+    assert_eq!(
+        emu.call(Method::GET, &aao, None).await.body["status"],
+        "Succeeded"
+    );
+    let fin = emu.call(Method::GET, &loc, None).await;
+    assert_eq!(fin.status, StatusCode::OK);
+    assert_eq!(fin.body["location"], "global");
+    assert_eq!(fin.body["type"], "Microsoft.Network/privateDnsZones");
+
+    // A link to a VNet that does not exist.
+    let link = format!("{zone}/virtualNetworkLinks/l1");
+    let missing_vnet = net("rg", "virtualNetworks/nope");
+    let bad = emu
+        .put(&link, PDNS, json!({"location": "global", "properties": {"registrationEnabled": false, "virtualNetwork": {"id": missing_vnet}}}))
+        .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+
+    let vnet = emu.put(&net("rg", "virtualNetworks/v"), NET, json!({"location": "eastus", "properties": {"addressSpace": {"addressPrefixes": ["10.0.0.0/16"]}}})).await;
+    let ok = emu
+        .put(&link, PDNS, json!({"location": "global", "properties": {"registrationEnabled": false, "virtualNetwork": {"id": vnet.body["id"]}}}))
+        .await;
+    assert_eq!(ok.status, StatusCode::ACCEPTED);
+    let l = emu.get(&link, PDNS).await;
+    assert_eq!(l.body["properties"]["virtualNetworkLinkState"], "Completed");
+
+    let a = emu
+        .put(
+            &format!("{zone}/A/api"),
+            PDNS,
+            json!({"properties": {"ttl": 300, "aRecords": [{"ipv4Address": "10.0.0.4"}]}}),
+        )
+        .await;
+    assert_eq!(a.status, StatusCode::CREATED);
+    assert_eq!(a.body["properties"]["fqdn"], "api.c1.example.com.");
+    assert_eq!(a.body["properties"]["provisioningState"], "Succeeded");
+
+    // Zone with a link cannot be deleted.
+    let d = emu.delete(&zone, PDNS).await;
+    assert_eq!(d.status, StatusCode::CONFLICT);
+    assert_eq!(d.code(), "CannotDeleteResource");
+    assert_eq!(emu.delete(&link, PDNS).await.status, StatusCode::ACCEPTED);
+    let d = emu.delete(&zone, PDNS).await;
+    assert_eq!(d.status, StatusCode::ACCEPTED);
+    assert!(d.header("location").is_some() && d.header("azure-asyncoperation").is_some());
+    assert_eq!(emu.get(&zone, PDNS).await.status, StatusCode::NOT_FOUND);
+    // Records went with the zone.
+    assert_eq!(
+        emu.get(&format!("{zone}/A/api"), PDNS).await.status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn referential_integrity_errors() {
+    let emu = spawn(config()).await;
+    let r = emu
+        .put(
+            &net("nope", "networkSecurityGroups/n"),
+            NET,
+            json!({"location": "eastus"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(r.code(), "ResourceGroupNotFound");
+    assert_eq!(r.header("x-ms-failure-cause"), Some("gateway"));
+
+    emu.rg("rg").await;
+    let r = emu
+        .put(
+            &msi(
+                "rg",
+                "userAssignedIdentities/ghost/federatedIdentityCredentials/f",
+            ),
+            MSI,
+            json!({"properties": {"issuer": "i", "subject": "s", "audiences": ["a"]}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(r.code(), "ParentResourceNotFound");
+
+    let r = emu.get(&net("rg", "virtualNetworks/missing"), NET).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(r.code(), "ResourceNotFound");
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("'Microsoft.Network/virtualNetworks/missing' under resource group 'rg'")
+    );
+
+    let r = emu
+        .put(&net("rg", "networkSecurityGroups/n"), NET, json!({}))
+        .await;
+    assert_eq!(r.code(), "LocationRequired");
+    assert_eq!(
+        emu.delete(&net("rg", "networkSecurityGroups/absent"), NET)
+            .await
+            .status,
+        StatusCode::NO_CONTENT
+    );
+}
+
+#[tokio::test]
+async fn identities_and_federated_credentials() {
+    let emu = spawn(config()).await;
+    emu.rg("rg").await;
+    let mi = msi("rg", "userAssignedIdentities/c1-disk-infra");
+    let first = emu.put(&mi, MSI, json!({"location": "eastus"})).await;
+    assert_eq!(first.status, StatusCode::CREATED);
+    let p = &first.body["properties"];
+    assert_eq!(p["tenantId"], TENANT);
+    assert_eq!(p["provisioningState"], "Succeeded");
+    let again = emu
+        .put(&mi, MSI, json!({"location": "eastus", "tags": {"x": "y"}}))
+        .await;
+    assert_eq!(again.status, StatusCode::OK);
+    assert_eq!(again.body["properties"]["principalId"], p["principalId"]);
+    assert_eq!(again.body["properties"]["clientId"], p["clientId"]);
+
+    let fic = |n: usize, subject: &str| {
+        (
+            format!("{mi}/federatedIdentityCredentials/fic{n}"),
+            json!({"properties": {"issuer": "https://issuer", "subject": subject, "audiences": ["openshift"]}}),
+        )
+    };
+    for n in 0..20 {
+        let (path, body) = fic(n, &format!("system:serviceaccount:ns:sa{n}"));
+        assert_eq!(emu.put(&path, MSI, body).await.status, StatusCode::CREATED);
+    }
+    let (path, body) = fic(99, "system:serviceaccount:ns:sa0");
+    let dup = emu.put(&path, MSI, body).await;
+    assert_eq!(dup.status, StatusCode::CONFLICT);
+    let (path, body) = fic(20, "system:serviceaccount:ns:other");
+    let over = emu.put(&path, MSI, body).await;
+    assert_eq!(over.status, StatusCode::BAD_REQUEST);
+    // Re-PUT of an existing FIC is fine at the limit.
+    let (path, body) = fic(3, "system:serviceaccount:ns:sa3");
+    assert_eq!(emu.put(&path, MSI, body).await.status, StatusCode::OK);
+
+    // List FICs (paged at 20 by default → all in one page).
+    let list = emu
+        .get(&format!("{mi}/federatedIdentityCredentials"), MSI)
+        .await;
+    assert_eq!(list.body["value"].as_array().map(Vec::len), Some(20));
+    assert!(list.body.get("nextLink").is_none());
+    assert_eq!(emu.delete(&mi, MSI).await.status, StatusCode::OK);
+    assert_eq!(
+        emu.get(&format!("{mi}/federatedIdentityCredentials/fic1"), MSI)
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn faults_fire_count_times_and_are_counted() {
+    let emu = spawn(config()).await;
+    emu.rg("rg").await;
+    emu.admin
+        .add_fault(&FaultSpec {
+            method: "PUT".into(),
+            resource_type: "Microsoft.Network/privateDnsZones".into(),
+            name_contains: Some("example".into()),
+            status: 403,
+            code: "AuthorizationFailed".into(),
+            message: None,
+            retry_after_secs: Some(7),
+            count: Some(1),
+        })
+        .await
+        .expect("add fault");
+    assert_eq!(emu.admin.faults().await.expect("faults").len(), 1);
+    let zone = net("rg", "privateDnsZones/x.example.com");
+    let r = emu.put(&zone, PDNS, json!({"location": "global"})).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(r.code(), "AuthorizationFailed");
+    assert_eq!(r.header("retry-after"), Some("7"));
+    assert_eq!(
+        emu.put(&zone, PDNS, json!({"location": "global"}))
+            .await
+            .status,
+        StatusCode::ACCEPTED
+    );
+    assert!(emu.admin.faults().await.expect("faults").is_empty());
+
+    let stats = emu.admin.requests().await.expect("requests");
+    assert_eq!(stats.count("PUT", "Microsoft.Network/privateDnsZones"), 2);
+    assert!(
+        stats
+            .counts
+            .iter()
+            .any(|c| c.status == 403 && c.resource_type == "Microsoft.Network/privateDnsZones")
+    );
+    assert!(
+        stats
+            .recent
+            .iter()
+            .any(|r| r.path.contains("x.example.com"))
+    );
+
+    emu.admin.reset().await.expect("reset");
+    assert!(emu.admin.resources(None).await.expect("dump").is_empty());
+}
+
+#[tokio::test]
+async fn throttling_answers_429_with_retry_after() {
+    let mut cfg = config();
+    cfg.throttle = ThrottleConfig {
+        enabled: true,
+        reads: BucketConfig {
+            capacity: 3.0,
+            refill_per_sec: 0.5,
+        },
+        ..ThrottleConfig::default()
+    };
+    let emu = spawn(cfg).await;
+    let path = format!("/subscriptions/{SUB}/resourcegroups");
+    for left in ["2", "1", "0"] {
+        let r = emu.get(&path, RES).await;
+        assert_eq!(r.status, StatusCode::OK);
+        assert_eq!(
+            r.header("x-ms-ratelimit-remaining-subscription-reads"),
+            Some(left)
+        );
+    }
+    let r = emu.get(&path, RES).await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(r.code(), "SubscriptionRequestsThrottled");
+    assert_eq!(r.header("retry-after"), Some("2"));
+    // Writes draw from another bucket.
+    assert_eq!(
+        emu.put(&format!("{path}/rg"), RES, json!({"location": "eastus"}))
+            .await
+            .status,
+        StatusCode::CREATED
+    );
+}
+
+#[tokio::test]
+async fn inventory_pages_and_filters() {
+    let mut cfg = config();
+    cfg.page_size = 2;
+    let emu = spawn(cfg).await;
+    emu.rg("rg").await;
+    for n in 0..3 {
+        emu.put(
+            &net("rg", &format!("networkSecurityGroups/n{n}")),
+            NET,
+            json!({"location": "eastus"}),
+        )
+        .await;
+    }
+    let mi = msi("rg", "userAssignedIdentities/mi");
+    emu.put(&mi, MSI, json!({"location": "eastus"})).await;
+    emu.put(
+        &format!("{mi}/federatedIdentityCredentials/f"),
+        MSI,
+        json!({"properties": {"issuer": "i", "subject": "s", "audiences": ["a"]}}),
+    )
+    .await;
+    let vnet = emu
+        .put(
+            &net("rg", "virtualNetworks/v"),
+            NET,
+            json!({"location": "eastus"}),
+        )
+        .await;
+    let zone = net("rg", "privateDnsZones/z.local");
+    emu.put(&zone, PDNS, json!({"location": "global"})).await;
+    emu.put(
+        &format!("{zone}/virtualNetworkLinks/l"),
+        PDNS,
+        json!({"location": "global", "properties": {"virtualNetwork": {"id": vnet.body["id"]}}}),
+    )
+    .await;
+    emu.put(
+        &format!("{zone}/A/a"),
+        PDNS,
+        json!({"properties": {"aRecords": []}}),
+    )
+    .await;
+
+    let mut url = format!("/subscriptions/{SUB}/resources?api-version={RES}");
+    let mut types = Vec::new();
+    let mut pages = 0;
+    loop {
+        let r = emu.call(Method::GET, &url, None).await;
+        assert_eq!(r.status, StatusCode::OK);
+        pages += 1;
+        for v in r.body["value"].as_array().expect("value") {
+            types.push(v["type"].as_str().expect("type").to_owned());
+        }
+        match r.body["nextLink"].as_str() {
+            Some(next) => url = next.to_owned(),
+            None => break,
+        }
+    }
+    types.sort();
+    assert_eq!(pages, 4);
+    assert_eq!(
+        types,
+        vec![
+            "Microsoft.ManagedIdentity/userAssignedIdentities",
+            "Microsoft.Network/networkSecurityGroups",
+            "Microsoft.Network/networkSecurityGroups",
+            "Microsoft.Network/networkSecurityGroups",
+            "Microsoft.Network/privateDnsZones",
+            "Microsoft.Network/privateDnsZones/virtualNetworkLinks",
+            "Microsoft.Network/virtualNetworks",
+        ]
+    );
+    let filtered = emu
+        .call(Method::GET, &format!("/subscriptions/{SUB}/resources?api-version={RES}&$filter=resourceType eq 'Microsoft.Network/networkSecurityGroups'"), None)
+        .await;
+    assert_eq!(filtered.body["value"].as_array().map(Vec::len), Some(2));
+    assert!(
+        filtered.body["nextLink"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("filter")
+    );
+
+    // The admin dump includes children (FICs, record sets).
+    let dump = emu.admin.resources(Some(SUB)).await.expect("dump");
+    assert!(dump.iter().any(|r| r["type"]
+        == "Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials"));
+    assert!(
+        dump.iter()
+            .any(|r| r["type"] == "Microsoft.Network/privateDnsZones/A")
+    );
+}
