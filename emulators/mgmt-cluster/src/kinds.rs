@@ -57,7 +57,7 @@ pub type ResourceId = usize;
 
 pub const NAMESPACES: ResourceId = 0;
 pub const SECRETS: ResourceId = 1;
-pub const CONFIGMAPS: ResourceId = 2;
+// 2: configmaps (no code refers to it by index)
 pub const HOSTED_CLUSTERS: ResourceId = 3;
 pub const NODE_POOLS: ResourceId = 4;
 

@@ -1,2 +1,147 @@
-//! A management-cluster emulator: a Kubernetes API subset plus a simulated HyperShift operator.
+//! Management-cluster emulator: a subset of the Kubernetes API server over HTTPS plus a
+//! simulated HyperShift operator.
+//!
+//! No kube-apiserver can run on our machines, yet the controlplane and nodepool services must
+//! be exercised with the real `kube` client and operators want `kubectl`. This crate serves
+//! discovery, namespaces, secrets, configmaps and `hypershift.openshift.io/v1beta1`
+//! HostedClusters and NodePools with the behaviours clients depend on — resourceVersions and
+//! conflicts, the status subresource, finalizers, merge/JSON patch, server-side apply, list
+//! and watch — and moves HostedCluster/NodePool conditions the way HyperShift does, after
+//! configurable delays, with injectable failures. `hypersaga dev` runs it; so do tests.
 #![forbid(unsafe_code)]
+
+mod api;
+mod admin;
+pub mod admin_client;
+mod config;
+mod error;
+mod faults;
+mod kinds;
+mod kubeconfig;
+mod meta;
+mod operator;
+mod patch;
+mod selectors;
+mod store;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+pub use config::Config;
+pub use error::ApiError;
+pub use faults::{Fault, FaultKind};
+pub use kubeconfig::{CONTEXT, kubeconfig_yaml};
+
+use store::Store;
+
+/// The emulator: one object store, one simulated operator. Cheap to clone (shared state).
+#[derive(Clone)]
+pub struct Emulator {
+    shared: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    pub(crate) store: Store,
+    pub(crate) faults: Mutex<Vec<Fault>>,
+    pub(crate) requests: Mutex<BTreeMap<String, u64>>,
+    operator_started: AtomicBool,
+}
+
+impl Emulator {
+    /// A fresh emulator with the configured initial namespaces.
+    pub fn new(config: Config) -> Self {
+        let store = Store::new(config.watch_history);
+        for ns in &config.initial_namespaces {
+            let obj = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            if let Err(e) = store.create(kinds::NAMESPACES, "", obj) {
+                tracing::warn!(namespace = %ns, error = %e, "initial namespace rejected");
+            }
+        }
+        Self {
+            shared: Arc::new(Shared {
+                config,
+                store,
+                faults: Mutex::new(Vec::new()),
+                requests: Mutex::new(BTreeMap::new()),
+                operator_started: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// The configuration this emulator runs with.
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// The Kubernetes API (serve it over TLS with `hypersaga_devca::serve_tls`). Starts the
+    /// simulated operator on the current Tokio runtime if it is not running yet; it stops when
+    /// the last clone of this emulator is dropped.
+    pub fn router(&self) -> axum::Router {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.spawn_operator(std::future::pending::<()>());
+        }
+        api::router(self.clone())
+    }
+
+    /// The admin API (plain HTTP): fault injection, object dump, request counts.
+    pub fn admin_router(&self) -> axum::Router {
+        admin::router(self.clone())
+    }
+
+    /// Starts the simulated HyperShift operator — one task for all objects — unless already
+    /// running. It stops at `shutdown` or when every clone of the emulator is gone. Returns
+    /// `None` when it was already started.
+    pub fn spawn_operator(
+        &self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        if self.shared.operator_started.swap(true, Ordering::SeqCst) {
+            return None;
+        }
+        Some(tokio::spawn(operator::run(Arc::downgrade(&self.shared), self.shared.store.changed.clone(), shutdown)))
+    }
+
+    /// Every stored object (what `GET /objects` on the admin API returns).
+    pub fn objects(&self) -> Vec<serde_json::Value> {
+        self.shared.store.dump()
+    }
+
+    /// Request counts keyed `"<verb> <resource>"`, e.g. `"patch hostedclusters/status"`.
+    pub fn request_counts(&self) -> BTreeMap<String, u64> {
+        lock(&self.shared.requests).clone()
+    }
+
+    /// Adds a fault (same as `POST /faults`).
+    pub fn inject_fault(&self, fault: Fault) {
+        lock(&self.shared.faults).push(fault);
+        self.shared.store.changed.notify_one();
+    }
+
+    /// Removes every fault (same as `DELETE /faults`).
+    pub fn clear_faults(&self) {
+        lock(&self.shared.faults).clear();
+        self.shared.store.changed.notify_one();
+    }
+
+    /// The active faults.
+    pub fn faults(&self) -> Vec<Fault> {
+        lock(&self.shared.faults).clone()
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    pub(crate) fn count_request(&self, key: String) {
+        *lock(&self.shared.requests).entry(key).or_default() += 1;
+    }
+}
+
+/// Locks a mutex, tolerating poisoning (the guarded data stays consistent per operation).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,122 @@
+//! The Kubernetes HTTP API: routing, authentication and URL parsing.
+
+mod discovery;
+mod openapi;
+mod resources;
+mod table;
+mod watch;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+
+use crate::Emulator;
+use crate::error::{ApiError, ApiResult};
+use crate::kinds::{self, KINDS, ResourceId};
+
+pub(crate) fn router(emu: Emulator) -> Router {
+    Router::new()
+        .route("/version", get(discovery::version))
+        .route("/api", get(discovery::core_versions))
+        .route("/api/v1", get(discovery::core_resources))
+        .route("/api/v1/{*rest}", any(resources::core))
+        .route("/apis", get(discovery::groups))
+        .route("/apis/{group}", get(discovery::group))
+        .route("/apis/{group}/{version}", get(discovery::group_resources))
+        .route("/apis/{group}/{version}/{*rest}", any(resources::grouped))
+        .route("/openapi/v3", get(openapi::root))
+        .route("/openapi/v3/{*rest}", get(openapi::group_version))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(emu.clone(), authenticate))
+        .route("/healthz", get(ok))
+        .route("/readyz", get(ok))
+        .route("/livez", get(ok))
+        .with_state(emu)
+}
+
+async fn ok() -> &'static str {
+    "ok"
+}
+
+async fn not_found(req: Request) -> Response {
+    ApiError::resource_not_found(req.uri().path()).into_response()
+}
+
+/// Bearer-token check. Constant-time comparison is unnecessary for a local emulator token.
+async fn authenticate(State(emu): State<Emulator>, req: Request, next: Next) -> Response {
+    let expected = format!("Bearer {}", emu.shared().config.token);
+    let authorized = req
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v == expected);
+    if !authorized {
+        return ApiError::unauthorized().into_response();
+    }
+    next.run(req).await
+}
+
+/// What a resource URL addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Target {
+    pub res: ResourceId,
+    /// Namespace from the URL; `None` for cluster-scoped kinds or all-namespace lists.
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub subresource: Option<String>,
+}
+
+/// Parses the part of a resource URL after `/api/v1/` or `/apis/{g}/{v}/`:
+/// `{plural}[/{name}[/{sub}]]` or `namespaces/{ns}/{plural}[/{name}[/{sub}]]`.
+pub(crate) fn parse_target(group: &str, version: &str, rest: &str) -> ApiResult<Target> {
+    let segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    let missing = || ApiError::resource_not_found(rest);
+    let namespaced_path = segs.len() >= 3
+        && segs[0] == "namespaces"
+        && kinds::lookup(group, version, segs[2]).is_some_and(|r| KINDS[r].namespaced);
+    let (namespace, tail) = if namespaced_path { (Some(segs[1]), &segs[2..]) } else { (None, &segs[..]) };
+    let (plural, name, sub) = match tail {
+        [p] => (*p, None, None),
+        [p, n] => (*p, Some(*n), None),
+        [p, n, s] => (*p, Some(*n), Some(*s)),
+        _ => return Err(missing()),
+    };
+    let res = kinds::lookup(group, version, plural).ok_or_else(missing)?;
+    let def = &KINDS[res];
+    if sub.is_some_and(|s| s != "status" || !def.status_subresource) {
+        return Err(missing());
+    }
+    if def.namespaced && namespace.is_none() && name.is_some() {
+        return Err(missing());
+    }
+    Ok(Target {
+        res,
+        namespace: namespace.map(str::to_owned),
+        name: name.map(str::to_owned),
+        subresource: sub.map(str::to_owned),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_paths() {
+        let t = parse_target("", "v1", "namespaces/foo").unwrap();
+        assert_eq!((t.res, t.name.as_deref()), (kinds::NAMESPACES, Some("foo")));
+        let t = parse_target("", "v1", "namespaces/foo/status").unwrap();
+        assert_eq!(t.subresource.as_deref(), Some("status"));
+        let t = parse_target("", "v1", "namespaces/foo/secrets/bar").unwrap();
+        assert_eq!((t.res, t.namespace.as_deref(), t.name.as_deref()), (kinds::SECRETS, Some("foo"), Some("bar")));
+        let t = parse_target("hypershift.openshift.io", "v1beta1", "namespaces/c/hostedclusters/x/status").unwrap();
+        assert_eq!(t.res, kinds::HOSTED_CLUSTERS);
+        let t = parse_target("hypershift.openshift.io", "v1beta1", "nodepools").unwrap();
+        assert_eq!((t.res, t.namespace), (kinds::NODE_POOLS, None));
+        assert!(parse_target("", "v1", "secrets/x").is_err());
+        assert!(parse_target("", "v1", "namespaces/foo/secrets/bar/status").is_err());
+        assert!(parse_target("", "v1", "pods").is_err());
+    }
+}

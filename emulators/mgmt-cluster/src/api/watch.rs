@@ -1,0 +1,135 @@
+//! Watch streams: newline-delimited `{"type": …, "object": …}` events, as `kube::runtime::watcher`
+//! and `kubectl get -w`/`kubectl wait` consume them.
+//!
+//! Each watch is one small task forwarding matching store events into the response body; it
+//! ends at `timeoutSeconds`, when the client goes away, or when it falls too far behind (then
+//! it sends a 410 `Expired` ERROR event, which makes clients re-list, as the real server does).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::response::Response;
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+use tokio_stream::wrappers::ReceiverStream;
+
+use super::table;
+use crate::Emulator;
+use crate::error::{ApiError, ApiResult};
+use crate::kinds::{KINDS, ResourceId};
+use crate::selectors::Selectors;
+use crate::store::Event;
+
+/// Watch parameters from the query string.
+pub(super) struct Options {
+    pub res: ResourceId,
+    pub namespace: Option<String>,
+    pub selectors: Selectors,
+    pub resource_version: Option<String>,
+    pub timeout_seconds: Option<u64>,
+    pub bookmarks: bool,
+    pub table: bool,
+}
+
+/// Without `timeoutSeconds` the real server picks 30–60 min.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
+
+pub(super) fn respond(emu: &Emulator, opts: Options) -> ApiResult<Response> {
+    let from = match opts.resource_version.as_deref() {
+        None | Some("") | Some("0") => None,
+        Some(rv) => Some(rv.parse::<u64>().map_err(|_| {
+            ApiError::bad_request(format!("invalid resourceVersion {rv:?}"))
+        })?),
+    };
+    let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(256);
+    match emu.shared().store.subscribe(opts.res, from) {
+        Ok(sub) => {
+            let bookmark_every = emu.shared().config.bookmark_interval;
+            tokio::spawn(forward(opts, sub, tx, bookmark_every));
+        }
+        Err(err) => {
+            // The real server answers 200 and sends the error as the first event.
+            let line = line("ERROR", err.to_status());
+            let _ = tx.try_send(Ok(line));
+        }
+    }
+    Response::builder()
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Body::from_stream(ReceiverStream::new(rx)))
+        .map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+fn line(type_: &str, object: Value) -> Bytes {
+    let mut bytes = serde_json::to_vec(&json!({"type": type_, "object": object})).unwrap_or_default();
+    bytes.push(b'\n');
+    Bytes::from(bytes)
+}
+
+impl Options {
+    fn wants(&self, ev: &Event) -> bool {
+        ev.resource == self.res
+            && self.namespace.as_deref().is_none_or(|ns| ns == ev.namespace)
+            && self.selectors.matches(&ev.object)
+    }
+
+    fn render(&self, ev: &Event) -> Bytes {
+        let object = if self.table {
+            table::table(&KINDS[self.res], std::slice::from_ref(&ev.object))
+        } else {
+            ev.object.clone()
+        };
+        line(ev.type_.as_str(), object)
+    }
+}
+
+async fn forward(
+    opts: Options,
+    sub: crate::store::Subscription,
+    tx: mpsc::Sender<Result<Bytes, Infallible>>,
+    bookmark_every: Duration,
+) {
+    let def = &KINDS[opts.res];
+    let mut receiver = sub.receiver;
+    let mut position = sub.start_rv;
+    for ev in sub.backlog.iter().filter(|e| opts.wants(e)) {
+        if tx.send(Ok(opts.render(ev))).await.is_err() {
+            return;
+        }
+    }
+    let timeout = opts.timeout_seconds.map_or(DEFAULT_TIMEOUT, Duration::from_secs);
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(deadline);
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + bookmark_every, bookmark_every);
+    loop {
+        tokio::select! {
+            _ = &mut deadline => return,
+            _ = tx.closed() => return,
+            _ = ticker.tick(), if opts.bookmarks => {
+                let bookmark = json!({"kind": def.kind, "apiVersion": def.api_version(),
+                    "metadata": {"resourceVersion": position.to_string()}});
+                if tx.send(Ok(line("BOOKMARK", bookmark))).await.is_err() {
+                    return;
+                }
+            }
+            received = receiver.recv() => match received {
+                Ok(ev) => {
+                    if ev.rv <= position {
+                        continue;
+                    }
+                    position = ev.rv;
+                    if opts.wants(&ev) && tx.send(Ok(opts.render(&Arc::clone(&ev)))).await.is_err() {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    let err = ApiError::expired("watch fell behind; re-list required");
+                    let _ = tx.send(Ok(line("ERROR", err.to_status()))).await;
+                    return;
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! Emulator settings.
+
+use std::time::Duration;
+
+/// How the emulator behaves: who may call it and how fast the simulated operator converges.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Bearer token every API request must carry.
+    pub token: String,
+    /// Time from HostedCluster creation (or a release change) to `Available=True`.
+    /// Real self-managed Azure: 3–6 min, up to 20–30 (reference latencies row 13a).
+    pub hosted_cluster_available_after: Duration,
+    /// Time from "HostedCluster available" (or a replica change) to the NodePool's nodes
+    /// being ready. Real: 6–9 min after `Available` (row 13d).
+    pub node_pool_ready_after: Duration,
+    /// Time the operator's finalizer holds a deleted object (row 13e: ~11 min real). A
+    /// HostedCluster also waits for its NodePools to go.
+    pub deletion_after: Duration,
+    /// Watch events kept for resumption; older resourceVersions get 410 `Expired`.
+    pub watch_history: usize,
+    /// Interval of BOOKMARK events on watches that allow them.
+    pub bookmark_interval: Duration,
+    /// Namespaces that exist from the start (`default`, `kube-system`, …).
+    pub initial_namespaces: Vec<String>,
+}
+
+impl Default for Config {
+    /// Settings for `hypersaga dev`: a few seconds per step, so a demo shows progress.
+    fn default() -> Self {
+        Self {
+            token: "hypersaga-dev-token".into(),
+            hosted_cluster_available_after: Duration::from_secs(5),
+            node_pool_ready_after: Duration::from_secs(5),
+            deletion_after: Duration::from_secs(3),
+            watch_history: 1000,
+            bookmark_interval: Duration::from_secs(5),
+            initial_namespaces: ["default", "kube-system", "kube-public", "kube-node-lease"]
+                .map(String::from)
+                .to_vec(),
+        }
+    }
+}
+
+impl Config {
+    /// Settings for tests: `token`, and every simulated delay set to `delay`.
+    pub fn fast(token: impl Into<String>, delay: Duration) -> Self {
+        Self {
+            token: token.into(),
+            hosted_cluster_available_after: delay,
+            node_pool_ready_after: delay,
+            deletion_after: delay,
+            bookmark_interval: Duration::from_millis(500),
+            ..Self::default()
+        }
+    }
+}

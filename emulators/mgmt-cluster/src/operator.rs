@@ -1,0 +1,359 @@
+//! The simulated HyperShift operator.
+//!
+//! One task serves every object: it wakes on each store change or at the earliest pending
+//! deadline, and reconciles level-triggered from the stored objects plus a little private
+//! timing state (when it first saw each object, when a rollout or scale started, when a
+//! deletion began). It writes only what differs, so its own writes settle in one extra pass.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use hypersaga_hypershift::{HYPERSHIFT_FINALIZER, release_version};
+
+use crate::faults::{Fault, FaultKind};
+use crate::kinds::{HOSTED_CLUSTERS, NODE_POOLS, ResourceId, SECRETS};
+use crate::meta::{finalizers, is_deleting, meta_str, now_rfc3339, set_finalizers};
+use crate::store::{Scope, Store};
+use crate::{Shared, lock};
+
+/// Port of the hosted kube-apiserver load balancer on Azure (6443 collides with the
+/// management cluster's own rule).
+const KAS_PORT: i64 = 7443;
+
+/// Runs until `shutdown` or until the emulator is dropped.
+pub(crate) async fn run(shared: Weak<Shared>, changed: Arc<Notify>, shutdown: impl Future<Output = ()>) {
+    tokio::pin!(shutdown);
+    let mut op = Operator::default();
+    loop {
+        let now = Instant::now();
+        let next = {
+            let Some(shared) = shared.upgrade() else { return };
+            op.reconcile(&shared, now)
+        };
+        // Wake at least every second to notice the emulator being dropped.
+        let wait = next.map_or(Duration::from_secs(1), |d| d.saturating_duration_since(now)).min(Duration::from_secs(1));
+        tokio::select! {
+            _ = &mut shutdown => return,
+            _ = changed.notified() => {}
+            _ = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+#[derive(Default)]
+struct Track {
+    /// When the current release rollout started (HostedCluster) and for which image.
+    rollout: Option<(String, Instant)>,
+    first_seen: Option<Instant>,
+    /// NodePool: replica target being converged and since when.
+    scale: Option<(i64, Instant)>,
+    deleting_since: Option<Instant>,
+}
+
+#[derive(Default)]
+struct Operator {
+    tracks: HashMap<String, Track>,
+}
+
+/// Earliest of the pending deadlines.
+#[derive(Default)]
+struct Deadline(Option<Instant>);
+
+impl Deadline {
+    fn at(&mut self, t: Instant) {
+        self.0 = Some(self.0.map_or(t, |d| d.min(t)));
+    }
+}
+
+impl Operator {
+    fn reconcile(&mut self, shared: &Shared, now: Instant) -> Option<Instant> {
+        let faults = lock(&shared.faults).clone();
+        let mut deadline = Deadline::default();
+        let (clusters, _) = shared.store.list(HOSTED_CLUSTERS, None);
+        let (pools, _) = shared.store.list(NODE_POOLS, None);
+        let mut live = Vec::new();
+        for hc in &clusters {
+            live.push(uid(hc));
+            self.hosted_cluster(shared, hc, &pools, &faults, now, &mut deadline);
+        }
+        for np in &pools {
+            live.push(uid(np));
+            self.node_pool(shared, np, &faults, now, &mut deadline);
+        }
+        self.tracks.retain(|k, _| live.contains(k));
+        shared.store.finalize_namespaces();
+        deadline.0
+    }
+
+    fn hosted_cluster(&mut self, shared: &Shared, hc: &Value, pools: &[Value], faults: &[Fault], now: Instant, deadline: &mut Deadline) {
+        let store = &shared.store;
+        let (ns, name) = ns_name(hc);
+        let track = self.tracks.entry(uid(hc)).or_default();
+        let cfg = &shared.config;
+        if is_deleting(hc) {
+            let since = *track.deleting_since.get_or_insert(now);
+            let mut own_pools = 0;
+            for np in pools.iter().filter(|np| meta_str(np, "namespace") == Some(ns) && np.pointer("/spec/clusterName").and_then(Value::as_str) == Some(name)) {
+                own_pools += 1;
+                let _ = store.delete(NODE_POOLS, ns, meta_str(np, "name").unwrap_or_default());
+            }
+            if own_pools == 0 {
+                remove_finalizer_after(store, HOSTED_CLUSTERS, hc, since + cfg.deletion_after, now, deadline);
+            }
+            return;
+        }
+        if ensure_finalizer(store, HOSTED_CLUSTERS, hc) {
+            return; // the write wakes us again
+        }
+        let image = hc.pointer("/spec/release/image").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let first_seen = *track.first_seen.get_or_insert(now);
+        if track.rollout.as_ref().is_none_or(|(i, _)| *i != image) {
+            track.rollout = Some((image.clone(), now));
+        }
+        let rollout_started = track.rollout.as_ref().map_or(now, |(_, t)| *t);
+        let available_at = first_seen + cfg.hosted_cluster_available_after;
+        let rolled_out_at = rollout_started + cfg.hosted_cluster_available_after;
+        let fault = faults.iter().find(|f| f.matches(FaultKind::HostedCluster, name));
+        let generation = hc.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+        let version = release_version(&image).unwrap_or_default();
+
+        let mut status = hc.get("status").cloned().unwrap_or_else(|| json!({}));
+        let conds = conditions_mut(&mut status);
+        let available = fault.is_none() && now >= available_at;
+        let rolled_out = fault.is_none() && now >= rolled_out_at;
+        match fault {
+            Some(f) => {
+                set_condition(conds, "Available", false, &f.reason, &f.message, generation);
+                set_condition(conds, "Degraded", true, &f.reason, &f.message, generation);
+                set_condition(conds, "Progressing", false, &f.reason, &f.message, generation);
+            }
+            None => {
+                let (reason, message) = if available {
+                    ("AsExpected", "The hosted control plane is available")
+                } else {
+                    ("WaitingForAvailable", "Waiting for hosted control plane to be healthy")
+                };
+                set_condition(conds, "Available", available, reason, message, generation);
+                set_condition(conds, "Degraded", false, "AsExpected", "The hosted cluster is not degraded", generation);
+                if rolled_out {
+                    set_condition(conds, "Progressing", false, "AsExpected", "HostedCluster is at expected version", generation);
+                } else {
+                    let msg = format!("HostedCluster is deploying, upgrading, or reconfiguring to {version}");
+                    set_condition(conds, "Progressing", true, "Progressing", &msg, generation);
+                    deadline.at(rolled_out_at.max(available_at));
+                }
+            }
+        }
+        set_version(&mut status, &image, &version, rolled_out, generation);
+        if available {
+            let host = endpoint_ip(ns, name);
+            status["controlPlaneEndpoint"] = json!({"host": host, "port": KAS_PORT});
+            let secret = format!("{name}-admin-kubeconfig");
+            ensure_kubeconfig_secret(store, ns, &secret, &host);
+            status["kubeconfig"] = json!({"name": secret});
+        }
+        write_status(store, HOSTED_CLUSTERS, hc, status);
+    }
+
+    fn node_pool(&mut self, shared: &Shared, np: &Value, faults: &[Fault], now: Instant, deadline: &mut Deadline) {
+        let store = &shared.store;
+        let cfg = &shared.config;
+        let (ns, name) = ns_name(np);
+        let track = self.tracks.entry(uid(np)).or_default();
+        if is_deleting(np) {
+            let since = *track.deleting_since.get_or_insert(now);
+            remove_finalizer_after(store, NODE_POOLS, np, since + cfg.deletion_after, now, deadline);
+            return;
+        }
+        if ensure_finalizer(store, NODE_POOLS, np) {
+            return;
+        }
+        let generation = np.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+        let target = np
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .or_else(|| np.pointer("/spec/autoScaling/min").and_then(Value::as_i64))
+            .unwrap_or(0);
+        let cluster = np.pointer("/spec/clusterName").and_then(Value::as_str).unwrap_or_default();
+        let hc_available = store.get(HOSTED_CLUSTERS, ns, cluster).is_ok_and(|hc| {
+            !is_deleting(&hc)
+                && hc.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|cs| {
+                    cs.iter().any(|c| c["type"] == "Available" && c["status"] == "True")
+                })
+        });
+        let image = np.pointer("/spec/release/image").and_then(Value::as_str).unwrap_or_default();
+        let mut status = np.get("status").cloned().unwrap_or_else(|| json!({}));
+        let current = status.get("replicas").and_then(Value::as_i64).unwrap_or(0);
+        let conds = conditions_mut(&mut status);
+        let fault = faults.iter().find(|f| f.matches(FaultKind::NodePool, name));
+        let mut ready_now = false;
+        if let Some(f) = fault {
+            set_condition(conds, "Ready", false, &f.reason, &f.message, generation);
+            set_condition(conds, "AllMachinesReady", false, &f.reason, &f.message, generation);
+            track.scale = None;
+        } else if !hc_available {
+            let msg = format!("Waiting for HostedCluster {cluster} to be available");
+            set_condition(conds, "Ready", false, "WaitingForAvailableHostedCluster", &msg, generation);
+            set_condition(conds, "AllMachinesReady", false, "WaitingForAvailableHostedCluster", &msg, generation);
+            track.scale = None;
+        } else {
+            if track.scale.is_none_or(|(t, _)| t != target) {
+                track.scale = Some((target, now));
+            }
+            let since = track.scale.map_or(now, |(_, t)| t);
+            if current == target || now >= since + cfg.node_pool_ready_after {
+                ready_now = true;
+                set_condition(conds, "Ready", true, "AsExpected", "", generation);
+                set_condition(conds, "AllMachinesReady", true, "AsExpected", "All is well", generation);
+                set_condition(conds, "AllNodesHealthy", true, "AsExpected", "All is well", generation);
+            } else {
+                let msg = format!("Minimum availability requires {target} replicas, current {current} available");
+                set_condition(conds, "Ready", false, "WaitingForNodes", &msg, generation);
+                set_condition(conds, "AllMachinesReady", false, "WaitingForMachines", &msg, generation);
+                deadline.at(since + cfg.node_pool_ready_after);
+            }
+        }
+        if ready_now {
+            status["replicas"] = json!(target);
+            if let Some(v) = release_version(image) {
+                status["version"] = json!(v);
+            }
+        } else if status.get("replicas").is_none() {
+            status["replicas"] = json!(0);
+        }
+        write_status(store, NODE_POOLS, np, status);
+    }
+}
+
+fn uid(obj: &Value) -> String {
+    meta_str(obj, "uid").unwrap_or_default().to_owned()
+}
+
+fn ns_name(obj: &Value) -> (&str, &str) {
+    (meta_str(obj, "namespace").unwrap_or_default(), meta_str(obj, "name").unwrap_or_default())
+}
+
+/// Adds the HyperShift finalizer; true when a write happened.
+fn ensure_finalizer(store: &Store, res: ResourceId, obj: &Value) -> bool {
+    let mut list = finalizers(obj);
+    if list.iter().any(|f| f == HYPERSHIFT_FINALIZER) {
+        return false;
+    }
+    list.push(HYPERSHIFT_FINALIZER.to_owned());
+    let (ns, name) = ns_name(obj);
+    store
+        .modify(res, ns, name, Scope::Main, false, |cur| {
+            let mut next = cur.cloned().unwrap_or_default();
+            let mut fins = finalizers(&next);
+            if !fins.iter().any(|f| f == HYPERSHIFT_FINALIZER) {
+                fins.push(HYPERSHIFT_FINALIZER.to_owned());
+            }
+            set_finalizers(&mut next, fins);
+            Ok(next)
+        })
+        .is_ok()
+}
+
+fn remove_finalizer_after(store: &Store, res: ResourceId, obj: &Value, at: Instant, now: Instant, deadline: &mut Deadline) {
+    if now < at {
+        deadline.at(at);
+        return;
+    }
+    let (ns, name) = ns_name(obj);
+    let _ = store.modify(res, ns, name, Scope::Main, false, |cur| {
+        let mut next = cur.cloned().unwrap_or_default();
+        let fins = finalizers(&next).into_iter().filter(|f| f != HYPERSHIFT_FINALIZER).collect();
+        set_finalizers(&mut next, fins);
+        Ok(next)
+    });
+}
+
+fn write_status(store: &Store, res: ResourceId, obj: &Value, status: Value) {
+    if obj.get("status") == Some(&status) {
+        return;
+    }
+    let (ns, name) = ns_name(obj);
+    let rv = meta_str(obj, "resourceVersion").unwrap_or_default().to_owned();
+    // Written against the version we read: if a client changed the object meanwhile, the
+    // conflict is ignored and the change's wake-up reconciles again.
+    let _ = store.modify(res, ns, name, Scope::Status, false, |_| {
+        Ok(json!({"metadata": {"resourceVersion": rv}, "status": status}))
+    });
+}
+
+fn conditions_mut(status: &mut Value) -> &mut Vec<Value> {
+    if !status.get("conditions").is_some_and(Value::is_array) {
+        status["conditions"] = json!([]);
+    }
+    match status.get_mut("conditions") {
+        Some(Value::Array(list)) => list,
+        _ => unreachable!("just set to an array"),
+    }
+}
+
+/// Sets a condition, keeping `lastTransitionTime` unless the status flips (metav1 semantics).
+fn set_condition(list: &mut Vec<Value>, type_: &str, status: bool, reason: &str, message: &str, generation: i64) {
+    let status = if status { "True" } else { "False" };
+    let existing = list.iter_mut().find(|c| c["type"] == type_);
+    let transition = match &existing {
+        Some(c) if c["status"] == status => c["lastTransitionTime"].clone(),
+        _ => json!(now_rfc3339()),
+    };
+    let cond = json!({
+        "type": type_, "status": status, "reason": reason, "message": message,
+        "lastTransitionTime": transition, "observedGeneration": generation,
+    });
+    match existing {
+        Some(c) => *c = cond,
+        None => list.push(cond),
+    }
+}
+
+fn set_version(status: &mut Value, image: &str, version: &str, completed: bool, generation: i64) {
+    let mut history: Vec<Value> =
+        status.pointer("/version/history").and_then(Value::as_array).cloned().unwrap_or_default();
+    if history.first().is_none_or(|h| h["image"] != image) {
+        history.insert(0, json!({"state": "Partial", "image": image, "version": version, "startedTime": now_rfc3339(), "verified": false}));
+    }
+    if completed && let Some(h) = history.first_mut() && h["state"] != "Completed" {
+        h["state"] = json!("Completed");
+        h["completionTime"] = json!(now_rfc3339());
+    }
+    status["version"] = json!({
+        "desired": {"image": image, "version": version},
+        "history": history,
+        "observedGeneration": generation,
+    });
+}
+
+/// A stable private address per cluster, like the internal LB IP the real one gets.
+fn endpoint_ip(ns: &str, name: &str) -> String {
+    let mut h: u32 = 2166136261;
+    for b in ns.bytes().chain([b'/']).chain(name.bytes()) {
+        h = (h ^ u32::from(b)).wrapping_mul(16777619);
+    }
+    let [a, b, c, _] = h.to_be_bytes();
+    format!("10.{a}.{b}.{}", c.max(1))
+}
+
+fn ensure_kubeconfig_secret(store: &Store, ns: &str, name: &str, host: &str) {
+    if store.get(SECRETS, ns, name).is_ok() {
+        return;
+    }
+    let kubeconfig = crate::kubeconfig::kubeconfig_yaml(&format!("https://{host}:{KAS_PORT}"), "", "simulated-admin-token");
+    let secret = json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name, "namespace": ns,
+            "labels": {"hypershift.openshift.io/safe-to-delete-with-cluster": "true"}},
+        "type": "Opaque",
+        "stringData": {"kubeconfig": kubeconfig},
+    });
+    if let Err(e) = store.create(SECRETS, ns, secret) {
+        tracing::debug!(error = %e, "kubeconfig secret not created");
+    }
+}

@@ -1,0 +1,154 @@
+//! Test harness: a real emulator over TLS on 127.0.0.1:0 and a kube client from its kubeconfig.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use hypersaga_emulator_mgmt::admin_client::AdminClient;
+use hypersaga_emulator_mgmt::{Config, Emulator, kubeconfig_yaml};
+use hypersaga_hypershift::*;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use tokio::sync::oneshot;
+
+pub const TOKEN: &str = "test-token";
+
+pub struct Harness {
+    pub emulator: Emulator,
+    pub client: kube::Client,
+    pub admin: AdminClient,
+    pub url: String,
+    pub ca_pem: String,
+    _stop: oneshot::Sender<()>,
+}
+
+impl Harness {
+    pub async fn start(config: Config) -> Self {
+        hypersaga_devca::install_crypto_provider();
+        let emulator = Emulator::new(config);
+        let ca = hypersaga_devca::DevCa::generate().expect("CA");
+        let cert = ca.issue_loopback_cert().expect("cert");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("https://127.0.0.1:{}", listener.local_addr().expect("addr").port());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let router = emulator.router();
+        tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stopped.await;
+            };
+            hypersaga_devca::serve_tls(listener, router, &cert, shutdown).await.expect("serve");
+        });
+        let admin_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind admin");
+        let admin_url = format!("http://{}", admin_listener.local_addr().expect("addr"));
+        let admin_router = emulator.admin_router();
+        tokio::spawn(async move { axum::serve(admin_listener, admin_router).await.expect("admin") });
+        let ca_pem = ca.cert_pem().to_owned();
+        let client = client_for(&url, &ca_pem, TOKEN).await;
+        Self { emulator, client, admin: AdminClient::new(admin_url), url, ca_pem, _stop: stop }
+    }
+
+    pub async fn fast() -> Self {
+        Self::start(Config::fast(TOKEN, Duration::from_millis(150))).await
+    }
+}
+
+pub async fn client_for(url: &str, ca_pem: &str, token: &str) -> kube::Client {
+    let yaml = kubeconfig_yaml(url, ca_pem, token);
+    let kubeconfig = Kubeconfig::from_yaml(&yaml).expect("kubeconfig parses");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("kube config");
+    kube::Client::try_from(config).expect("client")
+}
+
+pub const IMAGE: &str = "quay.io/openshift-release-dev/ocp-release:4.19.0-x86_64";
+
+fn wi(id: &str) -> WorkloadIdentity {
+    WorkloadIdentity { client_id: format!("00000000-0000-0000-0000-00000000000{id}") }
+}
+
+pub fn hosted_cluster(name: &str, ns: &str) -> HostedCluster {
+    let sub = "11111111-1111-1111-1111-111111111111";
+    let rg = format!("/subscriptions/{sub}/resourceGroups/{name}-rg");
+    let mut hc = HostedCluster::new(
+        name,
+        HostedClusterSpec {
+            release: Release { image: IMAGE.into() },
+            infra_id: format!("{name}-abcde"),
+            issuer_url: Some("https://issuer.example/demo".into()),
+            pull_secret: Some(LocalObjectReference { name: format!("{name}-pull-secret") }),
+            dns: Some(DnsSpec { base_domain: "example.com".into(), ..Default::default() }),
+            platform: PlatformSpec {
+                type_: "Azure".into(),
+                azure: Some(AzurePlatformSpec {
+                    location: "eastus".into(),
+                    resource_group: format!("{name}-rg"),
+                    vnet_id: format!("{rg}/providers/Microsoft.Network/virtualNetworks/vnet"),
+                    subnet_id: format!("{rg}/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default"),
+                    subscription_id: sub.into(),
+                    security_group_id: format!("{rg}/providers/Microsoft.Network/networkSecurityGroups/nsg"),
+                    tenant_id: "22222222-2222-2222-2222-222222222222".into(),
+                    topology: Some("Public".into()),
+                    azure_authentication_config: AzureAuthenticationConfig {
+                        azure_authentication_config_type: AzureAuthenticationConfig::WORKLOAD_IDENTITIES.into(),
+                        workload_identities: Some(AzureWorkloadIdentities {
+                            image_registry: wi("1"),
+                            ingress: wi("2"),
+                            file: wi("3"),
+                            disk: wi("4"),
+                            node_pool_management: wi("5"),
+                            cloud_provider: wi("6"),
+                            network: wi("7"),
+                            control_plane_operator: None,
+                        }),
+                    },
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        },
+    );
+    hc.metadata.namespace = Some(ns.into());
+    hc
+}
+
+pub fn node_pool(name: &str, ns: &str, cluster: &str, replicas: i32) -> NodePool {
+    let mut np = NodePool::new(
+        name,
+        NodePoolSpec {
+            cluster_name: cluster.into(),
+            replicas: Some(replicas),
+            release: Release { image: IMAGE.into() },
+            management: Some(NodePoolManagement { upgrade_type: "Replace".into(), auto_repair: None }),
+            platform: NodePoolPlatform {
+                type_: "Azure".into(),
+                azure: Some(AzureNodePoolPlatform {
+                    vm_size: "Standard_D4s_v5".into(),
+                    image: AzureVmImage {
+                        type_: "AzureMarketplace".into(),
+                        azure_marketplace: Some(AzureMarketplaceImage { image_generation: Some("Gen2".into()), ..Default::default() }),
+                        ..Default::default()
+                    },
+                    os_disk: AzureNodePoolOsDisk { size_gib: 120, disk_storage_account_type: Some("Premium_LRS".into()), ..Default::default() },
+                    subnet_id: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/default".into(),
+                    ..Default::default()
+                }),
+            },
+            auto_scaling: None,
+        },
+    );
+    np.metadata.namespace = Some(ns.into());
+    np
+}
+
+/// Creates a namespace.
+pub async fn namespace(client: &kube::Client, name: &str) {
+    use k8s_openapi::api::core::v1::Namespace;
+    let api: kube::Api<Namespace> = kube::Api::all(client.clone());
+    let mut ns = Namespace::default();
+    ns.metadata.name = Some(name.into());
+    api.create(&Default::default(), &ns).await.expect("namespace created");
+}
+
+/// Bounds every wait so a regression fails fast instead of hanging.
+pub async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(10), fut).await.unwrap_or_else(|_| panic!("timed out: {what}"))
+}
