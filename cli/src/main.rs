@@ -1,1 +1,25 @@
-fn main() {}
+//! `hypersaga`: one binary for the whole system — `dev` runs everything locally, `serve <role>`
+//! runs one service, and the client commands talk to the gRPC API.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    hypersaga_devca::install_crypto_provider();
+    let cli = hypersaga::cli::Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(hypersaga::cli::run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

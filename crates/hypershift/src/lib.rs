@@ -8,6 +8,7 @@
 //! Field names are camelCase exactly as in `api/hypershift/v1beta1`.
 #![forbid(unsafe_code)]
 
+pub mod client;
 mod common;
 mod condition;
 mod hosted_cluster;

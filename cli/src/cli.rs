@@ -1,0 +1,95 @@
+//! Command-line definitions and dispatch.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::commands;
+use crate::dev::{self, DevArgs};
+use crate::output::Format;
+use crate::serve::{self, ServeArgs};
+
+/// hypersaga provisions hosted OpenShift control planes (HyperShift) on Azure for many tenants,
+/// as sagas over NATS JetStream.
+///
+/// Start the whole system locally with `hypersaga dev`, then use the client commands
+/// (`cluster`, `operation`, `audit`, `emulator`), which read the endpoints file `dev` writes.
+#[derive(Parser, Debug)]
+#[command(name = "hypersaga", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the whole system locally: nats-server, Azurite, the ARM/Entra and management-cluster
+    /// emulators, and every service as its own supervised process.
+    Dev(DevArgs),
+    /// Run one service (for containers and Kubernetes).
+    Serve(ServeArgs),
+    /// Create, inspect, watch and delete clusters.
+    #[command(subcommand)]
+    Cluster(commands::cluster::ClusterCommand),
+    /// Inspect operations (the sagas behind create and delete).
+    #[command(subcommand)]
+    Operation(commands::operation::OperationCommand),
+    /// Follow the public audit stream.
+    #[command(subcommand)]
+    Audit(commands::audit::AuditCommand),
+    /// Drive the local emulators: inject faults, read request counts.
+    #[command(subcommand)]
+    Emulator(commands::emulator::EmulatorCommand),
+}
+
+/// How client commands find and authenticate to the API.
+#[derive(Args, Debug, Clone)]
+pub struct ClientArgs {
+    /// Endpoints file written by `hypersaga dev` [default: $HYPERSAGA_ENDPOINTS or .hypersaga/endpoints.json].
+    #[arg(long, global = true, env = "HYPERSAGA_ENDPOINTS")]
+    pub endpoints: Option<PathBuf>,
+    /// Which dev tenant of the endpoints file to act as [default: the first].
+    #[arg(long, global = true)]
+    pub tenant: Option<String>,
+    /// gRPC server URL (overrides the endpoints file).
+    #[arg(long, global = true, env = "HYPERSAGA_SERVER")]
+    pub server: Option<String>,
+    /// Bearer token (overrides the endpoints file).
+    #[arg(long, global = true, env = "HYPERSAGA_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = Format::Text)]
+    pub output: Format,
+}
+
+impl ClientArgs {
+    pub fn endpoints(&self) -> anyhow::Result<crate::endpoints::Endpoints> {
+        let path = self.endpoints.clone().unwrap_or_else(crate::endpoints::Endpoints::default_path);
+        crate::endpoints::Endpoints::load(&path)
+    }
+
+    /// Connects as the chosen tenant.
+    pub async fn client(&self) -> anyhow::Result<crate::client::Client> {
+        let (server, token) = match (&self.server, &self.token) {
+            (Some(s), Some(t)) => (s.clone(), t.clone()),
+            _ => {
+                let e = self.endpoints()?;
+                let t = e.tenant(self.tenant.as_deref())?;
+                (self.server.clone().unwrap_or(e.grpc.clone()), self.token.clone().unwrap_or(t.token.clone()))
+            }
+        };
+        crate::client::connect(&server, &token).await
+    }
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Dev(args) => dev::run(args).await,
+        Command::Serve(args) => serve::run(args).await,
+        Command::Cluster(c) => commands::cluster::run(c).await,
+        Command::Operation(c) => commands::operation::run(c).await,
+        Command::Audit(c) => commands::audit::run(c).await,
+        Command::Emulator(c) => commands::emulator::run(c).await,
+    }
+}

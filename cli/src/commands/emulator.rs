@@ -1,0 +1,144 @@
+//! `hypersaga emulator …`: drive the local ARM emulator (faults, request counts).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use hypersaga_emulator_arm::FaultSpec;
+use hypersaga_emulator_arm::admin_client::AdminClient;
+
+use crate::endpoints::Endpoints;
+use crate::output::Format;
+
+#[derive(Subcommand, Debug)]
+pub enum EmulatorCommand {
+    /// Inject or clear ARM faults.
+    #[command(subcommand)]
+    Fault(FaultCommand),
+    /// Request counts per method, resource type and status, and the latest requests.
+    Requests {
+        #[command(flatten)]
+        target: Target,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct Target {
+    /// Endpoints file written by `hypersaga dev`.
+    #[arg(long, env = "HYPERSAGA_ENDPOINTS")]
+    endpoints: Option<PathBuf>,
+    /// Admin URL of the ARM emulator (overrides the endpoints file).
+    #[arg(long)]
+    admin_url: Option<String>,
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Text)]
+    output: Format,
+}
+
+impl Target {
+    fn client(&self) -> anyhow::Result<AdminClient> {
+        let url = match &self.admin_url {
+            Some(u) => u.clone(),
+            None => Endpoints::load(&self.endpoints.clone().unwrap_or_else(Endpoints::default_path))?.emulator_admin_url,
+        };
+        Ok(AdminClient::new(url.parse().with_context(|| format!("{url:?} is not a URL"))?))
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum FaultCommand {
+    /// Answer matching ARM requests with an error instead of serving them.
+    ///
+    /// Example: `hypersaga emulator fault add --method PUT --type Microsoft.Network/privateDnsZones
+    /// --status 403 --code AuthorizationFailed --count 1`
+    Add {
+        /// HTTP method to match (`*` for any).
+        #[arg(long)]
+        method: String,
+        /// Full resource type, e.g. `Microsoft.Network/privateDnsZones` (`*` for any).
+        #[arg(long = "type")]
+        resource_type: String,
+        /// Only resources whose name contains this.
+        #[arg(long)]
+        name_contains: Option<String>,
+        /// HTTP status to answer.
+        #[arg(long)]
+        status: u16,
+        /// ARM error code, e.g. `AuthorizationFailed`.
+        #[arg(long)]
+        code: String,
+        #[arg(long)]
+        message: Option<String>,
+        /// Seconds to put in `Retry-After`.
+        #[arg(long)]
+        retry_after: Option<u64>,
+        /// Fail this many matching requests, then serve normally [default: until cleared].
+        #[arg(long)]
+        count: Option<u32>,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Remove every fault.
+    Clear {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// List the faults in force.
+    List {
+        #[command(flatten)]
+        target: Target,
+    },
+}
+
+pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        EmulatorCommand::Fault(FaultCommand::Add { method, resource_type, name_contains, status, code, message, retry_after, count, target }) => {
+            let spec = FaultSpec { method, resource_type, name_contains, status, code, message, retry_after_secs: retry_after, count };
+            let fault = target.client()?.add_fault(&spec).await?;
+            match target.output {
+                Format::Json => println!("{}", serde_json::to_string_pretty(&fault)?),
+                Format::Text => println!(
+                    "fault {} added: {} {} → {} {}{}",
+                    fault.id,
+                    fault.spec.method,
+                    fault.spec.resource_type,
+                    fault.spec.status,
+                    fault.spec.code,
+                    fault.spec.count.map(|n| format!(" ({n} times)")).unwrap_or_default()
+                ),
+            }
+        }
+        EmulatorCommand::Fault(FaultCommand::Clear { target }) => {
+            target.client()?.clear_faults().await?;
+            if target.output == Format::Text {
+                println!("all faults cleared");
+            }
+        }
+        EmulatorCommand::Fault(FaultCommand::List { target }) => {
+            let faults = target.client()?.faults().await?;
+            match target.output {
+                Format::Json => println!("{}", serde_json::to_string_pretty(&faults)?),
+                Format::Text => {
+                    println!("{:<10} {:<7} {:<45} {:>6} {:<28} {:>9} {:>5}", "ID", "METHOD", "TYPE", "STATUS", "CODE", "REMAINING", "HITS");
+                    for f in faults {
+                        let remaining = f.remaining.map(|n| n.to_string()).unwrap_or_else(|| "∞".into());
+                        println!("{:<10} {:<7} {:<45} {:>6} {:<28} {:>9} {:>5}", f.id, f.spec.method, f.spec.resource_type, f.spec.status, f.spec.code, remaining, f.hits);
+                    }
+                }
+            }
+        }
+        EmulatorCommand::Requests { target } => {
+            let stats = target.client()?.requests().await?;
+            match target.output {
+                Format::Json => println!("{}", serde_json::to_string_pretty(&stats)?),
+                Format::Text => {
+                    println!("{:<7} {:<60} {:>6} {:>7}", "METHOD", "TYPE", "STATUS", "COUNT");
+                    for c in &stats.counts {
+                        println!("{:<7} {:<60} {:>6} {:>7}", c.method, c.resource_type, c.status, c.count);
+                    }
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

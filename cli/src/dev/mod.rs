@@ -1,0 +1,284 @@
+//! `hypersaga dev`: the whole system on one machine.
+//!
+//! Real servers for what is real (nats-server, Azurite), the project's emulators for Azure
+//! Resource Manager + Entra and for the management cluster (in this process), and every service
+//! as its own supervised child process — the same binary, `hypersaga serve <role>`, that a
+//! container would run. Writes `endpoints.json` for the client commands and stops everything
+//! cleanly on Ctrl-C or SIGTERM.
+
+mod profile;
+mod supervisor;
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use hypersaga_config::{AzureConfig, BlobConfig, Config, GatewayConfig, KubeConfig, LogConfig, NatsConfig, Secret, TenantAzure, TenantConfig};
+use hypersaga_devca::{DevCa, ServerCert};
+use hypersaga_model::TenantId;
+use hypersaga_procs::{AZURITE_ACCOUNT, AZURITE_KEY, Azurite, NatsServer};
+use rand::Rng;
+use tokio_util::sync::CancellationToken;
+
+pub use profile::Profile;
+use supervisor::{ChildSpec, Supervisor};
+
+use crate::endpoints::{DevTenant, ENDPOINTS_VERSION, Endpoints, write_private};
+use crate::serve::{Role, shutdown_on_signals};
+
+#[derive(Args, Debug)]
+pub struct DevArgs {
+    /// Where to keep state: endpoints.json, config, CA, logs, NATS data. Wiped at start.
+    #[arg(long, default_value = crate::endpoints::DEFAULT_STATE_DIR)]
+    pub state_dir: PathBuf,
+    /// Replicas of each service (the gateway's replicas listen on their own ports).
+    #[arg(long, default_value_t = 1)]
+    pub replicas: usize,
+    /// gRPC listen address of the (first) gateway; port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:50051")]
+    pub grpc_listen: SocketAddr,
+    /// Timing profile of the emulators and retries.
+    #[arg(long, value_enum, default_value_t = Profile::Demo)]
+    pub profile: Profile,
+    /// Log filter for the services (RUST_LOG syntax).
+    #[arg(long, default_value = "info")]
+    pub log: String,
+}
+
+const TENANT_NAMES: [&str; 2] = ["acme", "globex"];
+
+pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
+    hypersaga_telemetry::init("warn", hypersaga_telemetry::LogFormat::Text);
+    let shutdown = shutdown_on_signals()?;
+    let state = prepare_state_dir(&args.state_dir)?;
+    let timings = args.profile.timings();
+
+    let ca = DevCa::generate()?;
+    let ca_path = state.join("ca.pem");
+    std::fs::write(&ca_path, ca.cert_pem())?;
+    let cert = ca.issue_loopback_cert()?;
+
+    let nats = NatsServer::start(&state.join("nats")).await.context("starting nats-server")?;
+    let azurite = Azurite::start().await.context("starting Azurite")?;
+    let tenants: Vec<DevTenant> = TENANT_NAMES.iter().map(|n| new_tenant(n)).collect();
+
+    // The outside world: ARM + Entra, and the management cluster.
+    let arm = hypersaga_emulator_arm::Emulator::new(hypersaga_emulator_arm::Config {
+        principals: tenants
+            .iter()
+            .map(|t| hypersaga_emulator_arm::Principal {
+                azure_tenant_id: t.azure_tenant_id.clone(),
+                client_id: t.client_id.clone(),
+                client_secret: t.client_secret.clone(),
+                subscription_ids: vec![t.subscription_id.clone()],
+            })
+            .collect(),
+        latency: timings.arm_latency,
+        ..Default::default()
+    });
+    let arm_url = serve_tls(arm.router(), &cert, shutdown.clone())?;
+    let arm_admin_url = serve_http(arm.admin_router(), shutdown.clone())?;
+
+    let mgmt_token = random_hex(24);
+    let mgmt = hypersaga_emulator_mgmt::Emulator::new(hypersaga_emulator_mgmt::Config {
+        token: mgmt_token.clone(),
+        hosted_cluster_available_after: timings.hosted_cluster_available_after,
+        node_pool_ready_after: timings.node_pool_ready_after,
+        deletion_after: timings.deletion_after,
+        ..Default::default()
+    });
+    let s = shutdown.clone();
+    mgmt.spawn_operator(async move { s.cancelled().await });
+    let mgmt_url = serve_tls(mgmt.router(), &cert, shutdown.clone())?;
+    let mgmt_admin_url = serve_http(mgmt.admin_router(), shutdown.clone())?;
+    let kubeconfig = state.join("kubeconfig");
+    write_private(&kubeconfig, hypersaga_emulator_mgmt::kubeconfig_yaml(&mgmt_url, ca.cert_pem(), &mgmt_token).as_bytes())?;
+
+    // One configuration for every service.
+    let grpc = match args.grpc_listen.port() {
+        0 => SocketAddr::from(([127, 0, 0, 1], hypersaga_procs::free_port()?)),
+        _ => args.grpc_listen,
+    };
+    let config = Config {
+        nats: NatsConfig { url: nats.url().to_owned(), prefix: "hcp".into() },
+        tenants: tenants
+            .iter()
+            .map(|t| -> anyhow::Result<TenantConfig> {
+                Ok(TenantConfig {
+                    id: TenantId::new(t.name.clone())?,
+                    token: Secret::new(t.token.clone()),
+                    azure: TenantAzure {
+                        tenant_id: t.azure_tenant_id.clone(),
+                        subscription_id: t.subscription_id.clone(),
+                        client_id: t.client_id.clone(),
+                        client_secret: Secret::new(t.client_secret.clone()),
+                    },
+                })
+            })
+            .collect::<anyhow::Result<_>>()?,
+        azure: AzureConfig {
+            resource_manager_url: arm_url.clone(),
+            authority_host: arm_url.clone(),
+            ca_bundle: Some(ca_path.clone()),
+            lro_poll_interval_ms: timings.lro_poll_interval_ms,
+            lro_timeout_s: 600,
+        },
+        blob: BlobConfig {
+            endpoint: azurite.blob_endpoint(),
+            account_name: AZURITE_ACCOUNT.into(),
+            account_key: Secret::new(AZURITE_KEY),
+        },
+        kube: KubeConfig {
+            kubeconfig: Some(kubeconfig.clone()),
+            pull_secret: Some(Secret::new(r#"{"auths":{"registry.example.com":{"auth":"ZGV2OmRldg=="}}}"#)),
+            available_timeout_s: Some(600),
+        },
+        gateway: GatewayConfig { listen: grpc },
+        coordinator: timings.coordinator,
+        worker: timings.worker,
+        log: LogConfig { filter: args.log.clone(), format: "text".into() },
+    };
+    config.validate()?;
+    let config_path = state.join("config.json");
+    write_private(&config_path, serde_json::to_string_pretty(&config)?.as_bytes())?;
+
+    // Every service, supervised.
+    let mut sup = Supervisor::new(&state);
+    let config_arg = config_path.to_string_lossy().into_owned();
+    for role in Role::ALL {
+        for i in 0..args.replicas.max(1) {
+            let mut a = vec!["serve".to_owned(), role.name().to_owned(), "--config".to_owned(), config_arg.clone()];
+            if role == Role::Gateway && i > 0 {
+                a.push("--listen".into());
+                a.push(format!("127.0.0.1:{}", hypersaga_procs::free_port()?));
+            }
+            sup.spawn(ChildSpec { name: format!("{}-{i}", role.name()), args: a })?;
+        }
+    }
+
+    let endpoints = Endpoints {
+        version: ENDPOINTS_VERSION,
+        grpc: format!("http://{grpc}"),
+        nats_url: nats.url().to_owned(),
+        arm_url: arm_url.clone(),
+        entra_url: arm_url.clone(),
+        emulator_admin_url: arm_admin_url,
+        mgmt_admin_url,
+        kubeconfig: absolute(&kubeconfig),
+        azurite_blob_url: azurite.blob_endpoint(),
+        ca_bundle: absolute(&ca_path),
+        tenants,
+        state_dir: absolute(&state),
+    };
+    let ready = wait_for_gateway(&endpoints, &shutdown).await;
+    if ready {
+        endpoints.save(&state.join("endpoints.json"))?;
+        print_banner(&endpoints, &args);
+        shutdown.cancelled().await;
+        eprintln!("[dev] stopping…");
+    } else if !shutdown.is_cancelled() {
+        eprintln!("[dev] the gateway did not come up; see {}", state.join("logs/gateway-0.log").display());
+    }
+    sup.stop_all().await;
+    shutdown.cancel();
+    let _ = std::fs::remove_file(state.join("endpoints.json"));
+    nats.stop().await;
+    azurite.stop().await;
+    eprintln!("[dev] stopped");
+    Ok(if ready { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Fresh state each run: the emulators keep theirs in memory, so old bus state would only
+/// describe resources that no longer exist.
+fn prepare_state_dir(dir: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for sub in ["nats", "logs"] {
+        let p = dir.join(sub);
+        if p.exists() {
+            std::fs::remove_dir_all(&p)?;
+        }
+    }
+    for f in ["endpoints.json", "pids.json"] {
+        let _ = std::fs::remove_file(dir.join(f));
+    }
+    Ok(dir.to_owned())
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_owned())
+}
+
+fn random_hex(bytes: usize) -> String {
+    let mut rng = rand::rng();
+    (0..bytes).map(|_| format!("{:02x}", rng.random::<u8>())).collect()
+}
+
+fn new_tenant(name: &str) -> DevTenant {
+    DevTenant {
+        name: name.to_owned(),
+        token: format!("hs_{name}_{}", random_hex(16)),
+        azure_tenant_id: uuid::Uuid::new_v4().to_string(),
+        subscription_id: uuid::Uuid::new_v4().to_string(),
+        client_id: uuid::Uuid::new_v4().to_string(),
+        client_secret: random_hex(20),
+    }
+}
+
+/// Serves `router` over TLS on a free loopback port; returns its `https://` URL.
+fn serve_tls(router: axum::Router, cert: &ServerCert, shutdown: CancellationToken) -> anyhow::Result<String> {
+    let listener = TcpListener::bind(("127.0.0.1", 0))?;
+    let url = format!("https://127.0.0.1:{}", listener.local_addr()?.port());
+    let cert = cert.clone();
+    tokio::spawn(async move {
+        if let Err(e) = hypersaga_devca::serve_tls(listener, router, &cert, async move { shutdown.cancelled().await }).await {
+            eprintln!("[dev] emulator server failed: {e}");
+        }
+    });
+    Ok(url)
+}
+
+/// Serves an admin `router` over plain HTTP on a free loopback port.
+fn serve_http(router: axum::Router, shutdown: CancellationToken) -> anyhow::Result<String> {
+    let listener = TcpListener::bind(("127.0.0.1", 0))?;
+    listener.set_nonblocking(true)?;
+    let url = format!("http://127.0.0.1:{}", listener.local_addr()?.port());
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).with_graceful_shutdown(async move { shutdown.cancelled().await }).await;
+    });
+    Ok(url)
+}
+
+async fn wait_for_gateway(e: &Endpoints, shutdown: &CancellationToken) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let token = &e.tenants[0].token;
+    while Instant::now() < deadline && !shutdown.is_cancelled() {
+        if let Ok(mut c) = crate::client::connect(&e.grpc, token).await {
+            if c.list_clusters(hypersaga_api::v1::ListClustersRequest {}).await.is_ok() {
+                return true;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    false
+}
+
+fn print_banner(e: &Endpoints, args: &DevArgs) {
+    let d = args.state_dir.display();
+    println!("hypersaga dev is running ({} replica(s) of each service, profile {:?}; state in {d})", args.replicas.max(1), args.profile);
+    println!("  gRPC API          {}", e.grpc);
+    println!("  NATS              {}", e.nats_url);
+    println!("  ARM / Entra       {}", e.arm_url);
+    println!("  emulator admin    {} (ARM)   {} (management cluster)", e.emulator_admin_url, e.mgmt_admin_url);
+    println!("  kubeconfig        {}", e.kubeconfig.display());
+    println!("  Azurite blob      {}", e.azurite_blob_url);
+    println!("  CA bundle         {}", e.ca_bundle.display());
+    for t in &e.tenants {
+        println!("  tenant {:<10} token {}  subscription {}", t.name, t.token, t.subscription_id);
+    }
+    println!("  endpoints file    {d}/endpoints.json   logs {d}/logs/");
+    println!("Try: hypersaga cluster create demo --wait      (Ctrl-C stops everything)");
+}

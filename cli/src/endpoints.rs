@@ -1,0 +1,87 @@
+//! `endpoints.json`: what `hypersaga dev` started and how to reach it. Client commands read it
+//! by default, so a user of the local system never copies an address or a token by hand.
+//! Versioned: fields are only added.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+pub const ENDPOINTS_VERSION: u32 = 1;
+/// Default state directory of `hypersaga dev`, relative to the working directory.
+pub const DEFAULT_STATE_DIR: &str = ".hypersaga";
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Endpoints {
+    pub version: u32,
+    /// gRPC API, e.g. `http://127.0.0.1:50051`.
+    pub grpc: String,
+    pub nats_url: String,
+    /// ARM and Entra (one HTTPS emulator).
+    pub arm_url: String,
+    pub entra_url: String,
+    /// Admin API of the ARM emulator (faults, request counts, inventory dump).
+    pub emulator_admin_url: String,
+    /// Admin API of the management-cluster emulator (faults, object dump).
+    pub mgmt_admin_url: String,
+    pub kubeconfig: PathBuf,
+    pub azurite_blob_url: String,
+    pub ca_bundle: PathBuf,
+    pub tenants: Vec<DevTenant>,
+    pub state_dir: PathBuf,
+}
+
+/// A development tenant: its API token and its Azure identity in the emulator.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DevTenant {
+    pub name: String,
+    pub token: String,
+    pub azure_tenant_id: String,
+    pub subscription_id: String,
+    pub client_id: String,
+    pub client_secret: String,
+}
+
+impl Endpoints {
+    /// The path used when none is given: `$HYPERSAGA_ENDPOINTS`, else `.hypersaga/endpoints.json`.
+    pub fn default_path() -> PathBuf {
+        std::env::var_os("HYPERSAGA_ENDPOINTS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(DEFAULT_STATE_DIR).join("endpoints.json"))
+    }
+
+    pub fn load(path: &Path) -> anyhow::Result<Self> {
+        let bytes = std::fs::read(path).with_context(|| {
+            format!("cannot read {} — is `hypersaga dev` running? (or pass --endpoints / --server and --token)", path.display())
+        })?;
+        let e: Self = serde_json::from_slice(&bytes).with_context(|| format!("{} is not a valid endpoints file", path.display()))?;
+        Ok(e)
+    }
+
+    /// Writes atomically (temp file + rename), readable only by the owner: it holds tokens.
+    pub fn save(&self, path: &Path) -> anyhow::Result<()> {
+        write_private(path, &serde_json::to_vec_pretty(self)?)
+    }
+
+    pub fn tenant(&self, name: Option<&str>) -> anyhow::Result<&DevTenant> {
+        match name {
+            None => self.tenants.first().context("endpoints file lists no tenants"),
+            Some(n) => self.tenants.iter().find(|t| t.name == n).with_context(|| {
+                let known: Vec<&str> = self.tenants.iter().map(|t| t.name.as_str()).collect();
+                format!("no dev tenant {n:?}; known: {}", known.join(", "))
+            }),
+        }
+    }
+}
+
+/// Atomic, owner-only file write.
+pub fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}

@@ -1,0 +1,11 @@
+//! The `hypersaga` command line, as a library so the end-to-end tests can share its pieces
+//! (the endpoints file, the authenticated client).
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod client;
+pub mod commands;
+pub mod dev;
+pub mod endpoints;
+pub mod output;
+pub mod serve;

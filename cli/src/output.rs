@@ -1,0 +1,220 @@
+//! What the CLI prints: human tables and progress by default, stable JSON with `-o json`.
+
+use std::collections::BTreeMap;
+
+use hypersaga_api::v1 as pb;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Tables and progress lines for people.
+    #[default]
+    Text,
+    /// One JSON document (or one per line for streams), for scripts.
+    Json,
+}
+
+/// `CLUSTER_PHASE_READY` → `ready`.
+fn enum_name(full: &str, prefix: &str) -> String {
+    full.strip_prefix(prefix).unwrap_or(full).to_ascii_lowercase()
+}
+
+pub fn phase(p: i32) -> String {
+    pb::ClusterPhase::try_from(p).map(|p| enum_name(p.as_str_name(), "CLUSTER_PHASE_")).unwrap_or_else(|_| p.to_string())
+}
+
+pub fn step_state(s: i32) -> String {
+    pb::StepState::try_from(s).map(|s| enum_name(s.as_str_name(), "STEP_STATE_")).unwrap_or_else(|_| s.to_string())
+}
+
+pub fn op_state(s: i32) -> String {
+    pb::OperationState::try_from(s).map(|s| enum_name(s.as_str_name(), "OPERATION_STATE_")).unwrap_or_else(|_| s.to_string())
+}
+
+pub fn op_kind(k: i32) -> String {
+    pb::OperationKind::try_from(k).map(|k| enum_name(k.as_str_name(), "OPERATION_KIND_")).unwrap_or_else(|_| k.to_string())
+}
+
+fn time(t: &Option<prost_types::Timestamp>) -> Value {
+    t.as_ref()
+        .and_then(|t| OffsetDateTime::from_unix_timestamp(t.seconds).ok())
+        .and_then(|t| t.format(&Rfc3339).ok())
+        .map(Value::from)
+        .unwrap_or(Value::Null)
+}
+
+fn error_json(e: &Option<pb::ErrorDetail>) -> Value {
+    match e {
+        Some(e) => json!({ "code": e.code, "message": e.message, "target": e.target, "step": e.step, "retryable": e.retryable }),
+        None => Value::Null,
+    }
+}
+
+pub fn operation_json(o: &pb::Operation) -> Value {
+    json!({
+        "id": o.id,
+        "cluster": o.cluster,
+        "kind": op_kind(o.kind),
+        "state": op_state(o.state),
+        "start_time": time(&o.start_time),
+        "end_time": time(&o.end_time),
+        "deadline": time(&o.deadline),
+        "request_id": o.request_id,
+        "error": error_json(&o.error),
+        "steps": o.steps.iter().map(|s| json!({
+            "id": s.id,
+            "service": s.service,
+            "state": step_state(s.state),
+            "attempts": s.attempts,
+            "message": s.message,
+            "depends_on": s.depends_on,
+            "last_error": error_json(&s.last_error),
+            "start_time": time(&s.start_time),
+            "end_time": time(&s.end_time),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+pub fn cluster_json(c: &pb::Cluster) -> Value {
+    let spec = c.spec.clone().unwrap_or_default();
+    let net = spec.network.clone().unwrap_or_default();
+    let status = c.status.clone().unwrap_or_default();
+    let resources: BTreeMap<String, String> = status.resources.into_iter().collect();
+    json!({
+        "name": c.name,
+        "uid": c.uid,
+        "etag": c.etag,
+        "create_time": time(&c.create_time),
+        "spec": {
+            "location": spec.location,
+            "base_domain": spec.base_domain,
+            "release_image": spec.release_image,
+            "node_pools": spec.node_pools.iter().map(|p| json!({"name": p.name, "replicas": p.replicas, "vm_size": p.vm_size})).collect::<Vec<_>>(),
+            "network": {"vnet_cidr": net.vnet_cidr, "subnet_cidr": net.subnet_cidr, "vnet_id": net.vnet_id, "subnet_id": net.subnet_id, "nsg_id": net.nsg_id},
+        },
+        "status": {
+            "phase": phase(status.phase),
+            "message": status.message,
+            "infra_id": status.infra_id,
+            "resources": resources,
+            "error": error_json(&status.error),
+            "operation": status.operation.as_ref().map(operation_json).unwrap_or(Value::Null),
+        },
+    })
+}
+
+/// A human table of clusters.
+pub fn clusters_table(clusters: &[pb::Cluster]) -> String {
+    let mut out = format!("{:<24} {:<13} {:<14} {}\n", "NAME", "PHASE", "INFRA ID", "MESSAGE");
+    for c in clusters {
+        let s = c.status.clone().unwrap_or_default();
+        out.push_str(&format!("{:<24} {:<13} {:<14} {}\n", c.name, phase(s.phase), s.infra_id, s.message));
+    }
+    out
+}
+
+/// A human view of one cluster: phase, operation, every step, what exists.
+pub fn cluster_text(c: &pb::Cluster) -> String {
+    let s = c.status.clone().unwrap_or_default();
+    let spec = c.spec.clone().unwrap_or_default();
+    let mut out = String::new();
+    out.push_str(&format!("Cluster:   {}  ({})\n", c.name, c.uid));
+    out.push_str(&format!("Phase:     {}  — {}\n", phase(s.phase), s.message));
+    out.push_str(&format!("Location:  {}   Base domain: {}   Infra ID: {}\n", spec.location, spec.base_domain, s.infra_id));
+    if let Some(e) = &s.error {
+        out.push_str(&format!("Error:     {} at step {}: {}{}\n", e.code, e.step, e.message, if e.target.is_empty() { String::new() } else { format!(" (target {})", e.target) }));
+    }
+    if let Some(op) = &s.operation {
+        out.push_str(&operation_text(op));
+    }
+    if !s.resources.is_empty() {
+        out.push_str("Resources:\n");
+        let r: BTreeMap<_, _> = s.resources.iter().collect();
+        for (k, v) in r {
+            out.push_str(&format!("  {k:<22} {v}\n"));
+        }
+    }
+    out
+}
+
+pub fn operation_text(op: &pb::Operation) -> String {
+    let mut out = format!("Operation: {} ({}) {}\n", op.id, op_kind(op.kind), op_state(op.state));
+    out.push_str(&format!("  {:<30} {:<13} {:>8}  {}\n", "STEP", "STATE", "ATTEMPTS", "DETAIL"));
+    for st in &op.steps {
+        let detail = match (&st.last_error, st.message.is_empty()) {
+            (Some(e), _) if step_state(st.state) != "succeeded" && step_state(st.state) != "compensated" => {
+                format!("{}: {}", e.code, e.message)
+            }
+            (_, false) => st.message.clone(),
+            _ => String::new(),
+        };
+        out.push_str(&format!("  {:<30} {:<13} {:>8}  {}\n", st.id, step_state(st.state), st.attempts, detail));
+    }
+    out
+}
+
+/// Remembers what was shown, to print only what changed while watching.
+#[derive(Default)]
+pub struct Progress {
+    seen: BTreeMap<String, (i32, u32, String)>,
+    phase: i32,
+    started: Option<std::time::Instant>,
+}
+
+impl Progress {
+    /// Lines describing what changed since the last snapshot.
+    pub fn changes(&mut self, c: &pb::Cluster) -> Vec<String> {
+        let started = *self.started.get_or_insert_with(std::time::Instant::now);
+        let stamp = {
+            let e = started.elapsed().as_secs();
+            format!("[{:02}:{:02}]", e / 60, e % 60)
+        };
+        let mut lines = Vec::new();
+        let s = c.status.clone().unwrap_or_default();
+        if s.phase != self.phase {
+            self.phase = s.phase;
+            lines.push(format!("{stamp} cluster {} is {}", c.name, phase(s.phase)));
+        }
+        for st in s.operation.iter().flat_map(|o| o.steps.iter()) {
+            let key = (st.state, st.attempts, st.message.clone());
+            if self.seen.get(&st.id) == Some(&key) {
+                continue;
+            }
+            let state = step_state(st.state);
+            if self.seen.is_empty() && state == "pending" {
+                self.seen.insert(st.id.clone(), key);
+                continue;
+            }
+            let mut line = format!("{stamp}   {:<30} {state}", st.id);
+            if st.attempts > 1 {
+                line.push_str(&format!(" (attempt {})", st.attempts));
+            }
+            if let Some(e) = &st.last_error {
+                if matches!(state.as_str(), "running" | "failed" | "compensating") {
+                    line.push_str(&format!(" — {}: {}", e.code, e.message));
+                }
+            }
+            if !st.message.is_empty() {
+                line.push_str(&format!(" — {}", st.message));
+            }
+            lines.push(line);
+            self.seen.insert(st.id.clone(), key);
+        }
+        lines
+    }
+}
+
+/// Renders a gRPC error for people, with every field violation on its own line.
+pub fn status_text(status: &tonic::Status) -> String {
+    use tonic_types::StatusExt;
+    let mut out = format!("{:?}: {}", status.code(), status.message());
+    if let Some(bad) = status.get_details_bad_request() {
+        out = format!("{:?}: the request is invalid:", status.code());
+        for v in bad.field_violations {
+            out.push_str(&format!("\n  - {}: {}", v.field, v.description));
+        }
+    }
+    out
+}

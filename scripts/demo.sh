@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Sets up (idempotently), starts the whole system locally with `hypersaga dev`, and runs a demo
+# cluster's life through the CLI: create (showing each step) → ready → delete → deleted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+source scripts/env.sh
+
+echo "==> building hypersaga"
+cargo build --quiet -p hypersaga
+hs=target/debug/hypersaga
+state=.hypersaga
+mkdir -p "$state"
+
+echo "==> starting the local system (hypersaga dev)"
+"$hs" dev --state-dir "$state" >"$state/dev.log" 2>&1 &
+dev=$!
+trap 'kill -TERM $dev 2>/dev/null; wait $dev 2>/dev/null || true' EXIT
+for _ in $(seq 1 600); do
+  [ -f "$state/endpoints.json" ] && break
+  kill -0 $dev 2>/dev/null || { cat "$state/dev.log"; exit 1; }
+  sleep 0.2
+done
+[ -f "$state/endpoints.json" ] || { echo "hypersaga dev did not start"; cat "$state/dev.log"; exit 1; }
+cat "$state/dev.log"
+export HYPERSAGA_ENDPOINTS="$state/endpoints.json"
+
+echo; echo "==> hypersaga cluster create demo --wait"
+"$hs" cluster create demo --node-pool-replicas 2 --wait
+echo; echo "==> hypersaga cluster list"
+"$hs" cluster list
+echo; echo "==> hypersaga emulator requests (what was asked of Azure)"
+"$hs" emulator requests
+echo; echo "==> hypersaga cluster delete demo --wait"
+"$hs" cluster delete demo --wait
+echo; echo "==> hypersaga audit tail --cluster demo --from-start (first 12 of the public audit events)"
+"$hs" audit tail --cluster demo --from-start --count 12
+echo; echo "demo finished: the cluster was created, became ready and was deleted."

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Sets up (idempotently) and runs every test: unit, integration (real Azurite, real emulators)
+# and end-to-end (the whole system on a real nats-server, one isolated system per test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+source scripts/env.sh
+cargo nextest run --workspace --no-fail-fast "$@"

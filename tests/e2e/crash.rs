@@ -1,0 +1,68 @@
+//! `kill -9` of the coordinator and of a service in the middle of a saga: the supervisor
+//! restarts them, the saga finishes, and nothing is created twice.
+
+use std::collections::BTreeMap;
+
+use hypersaga_emulator_arm::FaultSpec;
+
+use crate::support::*;
+
+#[tokio::test]
+async fn sigkill_of_coordinator_and_a_service_mid_saga_loses_nothing() {
+    let system = System::start().await;
+    // Hold the saga in the middle: the load balancer fails (retryably) three times.
+    system
+        .arm_admin()
+        .add_fault(&FaultSpec {
+            method: "PUT".into(),
+            resource_type: "Microsoft.Network/loadBalancers".into(),
+            name_contains: None,
+            status: 503,
+            code: "ServiceUnavailable".into(),
+            message: None,
+            retry_after_secs: None,
+            count: Some(3),
+        })
+        .await
+        .unwrap();
+    system.create("acme", "phoenix", 2).await;
+    system
+        .wait_until("acme", "phoenix", "the load balancer to be retried", |c| {
+            steps(c).get("network.load-balancer").is_some_and(|(s, a)| s == "running" && *a >= 2)
+        })
+        .await;
+
+    let before = system.pids();
+    let coordinator = system.kill9("coordinator-0");
+    let network = system.kill9("network-0");
+
+    let ready = system.watch_to_end("acme", "phoenix").await;
+    assert_eq!(phase(&ready), "ready", "{ready:#?}");
+    let after = system.pids();
+    assert_ne!(after["coordinator-0"], coordinator, "the coordinator was restarted");
+    assert_ne!(after["network-0"], network, "the network service was restarted");
+    assert_eq!(before["dns-0"], after["dns-0"], "others untouched");
+
+    // Nothing exists twice: one of each, seven identities.
+    let mut per_type: BTreeMap<String, usize> = BTreeMap::new();
+    for r in system.inventory("acme").await {
+        let ty = r["type"].as_str().unwrap_or("?").to_owned();
+        if !ty.contains('/') || ty.ends_with("resourceGroups") {
+            continue;
+        }
+        *per_type.entry(ty).or_default() += 1;
+    }
+    for (ty, n) in [
+        ("Microsoft.Network/networkSecurityGroups", 1),
+        ("Microsoft.Network/virtualNetworks", 1),
+        ("Microsoft.Network/publicIPAddresses", 1),
+        ("Microsoft.Network/loadBalancers", 1),
+        ("Microsoft.Network/privateDnsZones", 1),
+        ("Microsoft.ManagedIdentity/userAssignedIdentities", 7),
+    ] {
+        assert_eq!(per_type.get(ty).copied().unwrap_or(0), n, "{ty}: {per_type:#?}");
+    }
+    let objects = system.mgmt_admin().objects().await.unwrap();
+    assert_eq!(objects.iter().filter(|o| o["kind"] == "HostedCluster").count(), 1);
+    assert_eq!(objects.iter().filter(|o| o["kind"] == "NodePool").count(), 1);
+}

@@ -1,0 +1,70 @@
+//! Azure failures: a terminal one compensates; retryable ones are retried to success.
+
+use hypersaga_emulator_arm::FaultSpec;
+
+use crate::support::*;
+
+fn fault(method: &str, ty: &str, status: u16, code: &str, count: Option<u32>, retry_after: Option<u64>) -> FaultSpec {
+    FaultSpec {
+        method: method.into(),
+        resource_type: ty.into(),
+        name_contains: None,
+        status,
+        code: code.into(),
+        message: Some(format!("injected {code}")),
+        retry_after_secs: retry_after,
+        count,
+    }
+}
+
+#[tokio::test]
+async fn a_terminal_fault_compensates_and_keeps_only_identities() {
+    let system = System::start().await;
+    system
+        .arm_admin()
+        .add_fault(&fault("PUT", "Microsoft.Network/privateDnsZones", 403, "AuthorizationFailed", None, None))
+        .await
+        .expect("fault");
+    system.create("acme", "doomed", 1).await;
+    let failed = system.watch_to_end("acme", "doomed").await;
+    assert_eq!(phase(&failed), "failed", "{failed:#?}");
+    let status = failed.status.clone().unwrap();
+    let error = status.error.clone().expect("error");
+    assert_eq!(error.step, "dns.private-zone");
+    assert_eq!(error.code, "AuthorizationFailed");
+    assert!(status.message.contains("AuthorizationFailed"), "{}", status.message);
+
+    let s = steps(&failed);
+    assert_eq!(s["dns.private-zone"].0, "compensated", "the failed step's partial work is undone too");
+    assert_eq!(s["network.vnet"].0, "compensated");
+    assert_eq!(s["network.resource-groups"].0, "compensated");
+    assert_eq!(s["identity.workload"].0, "kept");
+    assert_eq!(s["controlplane.hostedcluster"].0, "skipped");
+
+    // Everything created was removed, except the workload identities.
+    let left = system.resource_names("acme").await;
+    assert!(!left.is_empty());
+    for r in &left {
+        assert!(
+            r.starts_with("Microsoft.ManagedIdentity/userAssignedIdentities") || r.starts_with("Microsoft.Resources/resourceGroups hcp-acme-identities")
+                || r.contains("/federatedIdentityCredentials"),
+            "left behind: {r} (all: {left:#?})"
+        );
+    }
+}
+
+#[tokio::test]
+async fn retryable_faults_are_retried_until_success() {
+    let system = System::start().await;
+    let admin = system.arm_admin();
+    admin.add_fault(&fault("PUT", "Microsoft.Network/networkSecurityGroups", 500, "InternalServerError", Some(2), None)).await.unwrap();
+    admin.add_fault(&fault("PUT", "Microsoft.Network/virtualNetworks", 429, "SubscriptionRequestsThrottled", Some(2), Some(1))).await.unwrap();
+    system.create("acme", "bumpy", 1).await;
+    let ready = system.watch_to_end("acme", "bumpy").await;
+    assert_eq!(phase(&ready), "ready", "{ready:#?}");
+    let s = steps(&ready);
+    assert_eq!(s["network.nsg"], ("succeeded".to_string(), 3));
+    assert_eq!(s["network.vnet"], ("succeeded".to_string(), 3));
+    let faults = admin.faults().await.unwrap();
+    assert!(faults.iter().all(|f| f.remaining == Some(0)), "every injected failure was hit: {faults:?}");
+}

@@ -1,0 +1,10 @@
+//! End-to-end tests: each starts the real system (`hypersaga dev --profile fast`: nats-server,
+//! Azurite, both emulators, every service as its own process) in a temporary directory and acts
+//! through the public API, as a user would.
+
+mod support;
+
+mod audit_and_lifecycle;
+mod crash;
+mod faults;
+mod tenants_and_validation;

@@ -1,0 +1,203 @@
+//! Starting and driving one isolated system per test.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use hypersaga::client::Client;
+use hypersaga::endpoints::Endpoints;
+use hypersaga_api::v1 as pb;
+use serde_json::Value;
+use tokio::process::{Child, Command};
+
+pub const TIMEOUT: Duration = Duration::from_secs(120);
+
+pub struct System {
+    child: Option<Child>,
+    pub dir: tempfile::TempDir,
+    pub endpoints: Endpoints,
+}
+
+impl System {
+    /// Starts `hypersaga dev` and waits until it has written its endpoints file.
+    pub async fn start() -> System {
+        hypersaga_devca::install_crypto_provider();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = dir.path().join("state");
+        let log = std::fs::File::create(dir.path().join("dev.log")).expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_hypersaga"))
+            .args(["dev", "--profile", "fast", "--grpc-listen", "127.0.0.1:0", "--log", "info,hypersaga=debug", "--state-dir"])
+            .arg(&state)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start hypersaga dev");
+        let path = state.join("endpoints.json");
+        let deadline = Instant::now() + TIMEOUT;
+        let endpoints = loop {
+            if let Ok(e) = Endpoints::load(&path) {
+                break e;
+            }
+            assert!(Instant::now() < deadline, "hypersaga dev did not start; see {}", dir.path().join("dev.log").display());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        System { child: Some(child), dir, endpoints }
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    pub fn token(&self, tenant: &str) -> String {
+        self.endpoints.tenant(Some(tenant)).expect("tenant").token.clone()
+    }
+
+    pub fn subscription(&self, tenant: &str) -> String {
+        self.endpoints.tenant(Some(tenant)).expect("tenant").subscription_id.clone()
+    }
+
+    pub async fn client(&self, tenant: &str) -> Client {
+        hypersaga::client::connect(&self.endpoints.grpc, &self.token(tenant)).await.expect("connect")
+    }
+
+    pub fn arm_admin(&self) -> hypersaga_emulator_arm::admin_client::AdminClient {
+        hypersaga_emulator_arm::admin_client::AdminClient::new(self.endpoints.emulator_admin_url.parse().expect("url"))
+    }
+
+    pub fn mgmt_admin(&self) -> hypersaga_emulator_mgmt::admin_client::AdminClient {
+        hypersaga_emulator_mgmt::admin_client::AdminClient::new(self.endpoints.mgmt_admin_url.clone())
+    }
+
+    /// Current pids of the supervised services, e.g. `coordinator-0`.
+    pub fn pids(&self) -> BTreeMap<String, u32> {
+        let bytes = std::fs::read(self.state_dir().join("pids.json")).expect("pids.json");
+        serde_json::from_slice(&bytes).expect("pids")
+    }
+
+    /// `kill -9` of one supervised service.
+    pub fn kill9(&self, name: &str) -> u32 {
+        let pid = self.pids()[name];
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).expect("kill -9");
+        pid
+    }
+
+    /// Top-level ARM resources of a subscription, as the inventory API lists them.
+    pub async fn inventory(&self, tenant: &str) -> Vec<Value> {
+        let all = self.arm_admin().resources(Some(&self.subscription(tenant))).await.expect("resources");
+        all.into_iter().filter(|r| r.get("id").is_some()).collect()
+    }
+
+    /// `type name` of every stored ARM resource (children included), sorted.
+    pub async fn resource_names(&self, tenant: &str) -> BTreeSet<String> {
+        self.inventory(tenant)
+            .await
+            .iter()
+            .map(|r| format!("{} {}", r["type"].as_str().unwrap_or("?"), r["name"].as_str().unwrap_or("?")))
+            .collect()
+    }
+
+    /// Follows `WatchCluster` until the stream ends; returns the last state.
+    pub async fn watch_to_end(&self, tenant: &str, name: &str) -> pb::Cluster {
+        let mut c = self.client(tenant).await;
+        let mut stream = c.watch_cluster(pb::WatchClusterRequest { name: name.into() }).await.expect("watch").into_inner();
+        let mut last = None;
+        let fut = async {
+            while let Some(item) = stream.next().await {
+                last = Some(item.expect("watch item"));
+            }
+        };
+        tokio::time::timeout(TIMEOUT, fut).await.unwrap_or_else(|_| panic!("{name} did not finish in time; last {last:?}"));
+        last.expect("at least one state")
+    }
+
+    pub async fn create(&self, tenant: &str, name: &str, replicas: i32) -> pb::Operation {
+        let mut c = self.client(tenant).await;
+        c.create_cluster(create_request(name, replicas)).await.expect("create").into_inner()
+    }
+
+    pub async fn delete(&self, tenant: &str, name: &str) -> pb::Operation {
+        let mut c = self.client(tenant).await;
+        c.delete_cluster(pb::DeleteClusterRequest { name: name.into(), request_id: String::new() }).await.expect("delete").into_inner()
+    }
+
+    /// Waits until `pred` holds for the cluster (polling GetCluster).
+    pub async fn wait_until(&self, tenant: &str, name: &str, what: &str, pred: impl Fn(&pb::Cluster) -> bool) -> pb::Cluster {
+        let mut c = self.client(tenant).await;
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Ok(r) = c.get_cluster(pb::GetClusterRequest { name: name.into() }).await {
+                let cl = r.into_inner();
+                if pred(&cl) {
+                    return cl;
+                }
+                assert!(Instant::now() < deadline, "timed out waiting for {what}: {cl:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub fn dump_logs(&self) {
+        let logs = self.state_dir().join("logs");
+        if let Ok(entries) = std::fs::read_dir(&logs) {
+            for e in entries.flatten() {
+                let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(40).collect();
+                eprintln!("==== {} (last 40 lines)", e.path().display());
+                for l in tail.into_iter().rev() {
+                    eprintln!("{l}");
+                }
+            }
+        }
+    }
+}
+
+impl Drop for System {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.dump_logs();
+        }
+        if let Some(mut child) = self.child.take() {
+            if let Some(pid) = child.id() {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGTERM);
+                let deadline = Instant::now() + Duration::from_secs(20);
+                while Instant::now() < deadline {
+                    if let Ok(Some(_)) = child.try_wait() {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+            let _ = child.start_kill();
+        }
+    }
+}
+
+pub fn create_request(name: &str, replicas: i32) -> pb::CreateClusterRequest {
+    pb::CreateClusterRequest {
+        name: name.into(),
+        request_id: uuid::Uuid::new_v4().to_string(),
+        spec: Some(pb::ClusterSpec {
+            location: "eastus".into(),
+            base_domain: "example.com".into(),
+            release_image: "quay.io/openshift-release-dev/ocp-release:4.21.0-multi".into(),
+            node_pools: vec![pb::NodePoolSpec { name: "workers".into(), replicas, vm_size: "Standard_D4s_v5".into() }],
+            network: Some(pb::NetworkSpec::default()),
+        }),
+    }
+}
+
+pub fn phase(c: &pb::Cluster) -> String {
+    hypersaga::output::phase(c.status.as_ref().map(|s| s.phase).unwrap_or_default())
+}
+
+pub fn steps(c: &pb::Cluster) -> BTreeMap<String, (String, u32)> {
+    c.status
+        .as_ref()
+        .and_then(|s| s.operation.as_ref())
+        .map(|o| o.steps.iter().map(|s| (s.id.clone(), (hypersaga::output::step_state(s.state), s.attempts))).collect())
+        .unwrap_or_default()
+}

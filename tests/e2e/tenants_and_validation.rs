@@ -1,0 +1,66 @@
+//! Tenants are isolated; invalid requests are refused with every violation.
+
+use hypersaga_api::v1 as pb;
+use tonic_types::StatusExt;
+
+use crate::support::*;
+
+#[tokio::test]
+async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
+    let system = System::start().await;
+    system.create("acme", "alpha", 0).await;
+    system.create("globex", "beta", 0).await;
+
+    let mut acme = system.client("acme").await;
+    let mut globex = system.client("globex").await;
+    let names = |r: pb::ListClustersResponse| r.clusters.into_iter().map(|c| c.name).collect::<Vec<_>>();
+    assert_eq!(names(acme.list_clusters(pb::ListClustersRequest {}).await.unwrap().into_inner()), vec!["alpha"]);
+    assert_eq!(names(globex.list_clusters(pb::ListClustersRequest {}).await.unwrap().into_inner()), vec!["beta"]);
+
+    // Another tenant's cluster does not exist for you.
+    let e = globex.get_cluster(pb::GetClusterRequest { name: "alpha".into() }).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::NotFound);
+    let e = globex.delete_cluster(pb::DeleteClusterRequest { name: "alpha".into(), request_id: String::new() }).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::NotFound);
+    let e = globex.watch_cluster(pb::WatchClusterRequest { name: "alpha".into() }).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::NotFound);
+
+    // No or unknown token.
+    let mut stranger = hypersaga::client::connect(&system.endpoints.grpc, "not-a-real-token-at-all").await.unwrap();
+    let e = stranger.list_clusters(pb::ListClustersRequest {}).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Unauthenticated);
+
+    // The same request id returns the same operation.
+    let req = create_request("gamma", 0);
+    let a = acme.create_cluster(req.clone()).await.unwrap().into_inner();
+    let b = acme.create_cluster(req).await.unwrap().into_inner();
+    assert_eq!(a.id, b.id);
+    let e = acme.create_cluster(create_request("gamma", 0)).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::AlreadyExists);
+
+    // Invalid: every violation, with its field path; nothing is created.
+    let before = system.resource_names("acme").await;
+    let mut bad = create_request("Bad_Name", 500);
+    let spec = bad.spec.as_mut().unwrap();
+    spec.location.clear();
+    spec.node_pools[0].vm_size = "huge".into();
+    spec.network = Some(pb::NetworkSpec { vnet_cidr: "10.0.0.0/16".into(), subnet_cidr: "192.168.0.0/24".into(), ..Default::default() });
+    let e = acme.create_cluster(bad).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    let fields: Vec<String> = e.get_details_bad_request().expect("BadRequest details").field_violations.into_iter().map(|v| v.field).collect();
+    assert_eq!(
+        fields,
+        vec!["name", "spec.location", "spec.node_pools[0].replicas", "spec.node_pools[0].vm_size", "spec.network.subnet_cidr"]
+    );
+    let e = acme.create_cluster(pb::CreateClusterRequest { name: "nospec".into(), ..Default::default() }).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    let listed = names(acme.list_clusters(pb::ListClustersRequest {}).await.unwrap().into_inner());
+    assert!(!listed.iter().any(|n| n == "Bad_Name" || n == "nospec"), "{listed:?}");
+    // Let the valid clusters settle, then check the invalid ones left no trace in Azure.
+    for (t, n) in [("acme", "alpha"), ("globex", "beta"), ("acme", "gamma")] {
+        assert_eq!(phase(&system.watch_to_end(t, n).await), "ready");
+    }
+    let after = system.resource_names("acme").await;
+    assert!(after.iter().all(|r| !r.contains("Bad_Name") && !r.contains("nospec")), "{after:#?}");
+    assert!(before.len() <= after.len());
+}
