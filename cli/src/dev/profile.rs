@@ -54,6 +54,7 @@ impl Profile {
                     base_delay_ms: 200,
                     max_delay_ms: 2_000,
                     resync_interval_ms: 1_000,
+                    ack_wait_s: 3,
                     ..CoordinatorConfig::default()
                 },
                 worker: WorkerConfig { concurrency: 16, ack_wait_s: 3 },

@@ -165,6 +165,8 @@ pub struct CoordinatorConfig {
     pub resync_interval_ms: u64,
     /// Events processed at once.
     pub concurrency: usize,
+    /// An event not acknowledged within this (its coordinator died) goes to another replica.
+    pub ack_wait_s: u64,
 }
 
 impl Default for CoordinatorConfig {
@@ -177,6 +179,7 @@ impl Default for CoordinatorConfig {
             delete_timeout_s: 12 * 3600,
             resync_interval_ms: 15_000,
             concurrency: 64,
+            ack_wait_s: 30,
         }
     }
 }

@@ -54,7 +54,7 @@ pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<()> {
         Duration::from_millis(config.coordinator.resync_interval_ms),
         shutdown.clone(),
     ));
-    let result = consume(bus, engine, config.coordinator.concurrency, shutdown.clone()).await;
+    let result = consume(bus, engine, &config.coordinator, shutdown.clone()).await;
     shutdown.cancel();
     let _ = resync.await;
     result
@@ -62,7 +62,8 @@ pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<()> {
 
 /// Consumes completion events and wake-ups from `HCP_EVT` through one durable consumer shared
 /// by all coordinator replicas.
-async fn consume(bus: Bus, engine: Arc<Engine>, concurrency: usize, shutdown: CancellationToken) -> Result<()> {
+async fn consume(bus: Bus, engine: Arc<Engine>, config: &hypersaga_config::CoordinatorConfig, shutdown: CancellationToken) -> Result<()> {
+    let concurrency = config.concurrency;
     let stream = bus.jetstream().get_stream(EVT_STREAM).await.map_err(|e| Error::kv("open HCP_EVT", e))?;
     let consumer = stream
         .get_or_create_consumer(
@@ -70,7 +71,7 @@ async fn consume(bus: Bus, engine: Arc<Engine>, concurrency: usize, shutdown: Ca
             pull::Config {
                 durable_name: Some("coordinator".into()),
                 ack_policy: AckPolicy::Explicit,
-                ack_wait: Duration::from_secs(30),
+                ack_wait: Duration::from_secs(config.ack_wait_s),
                 max_ack_pending: (concurrency * 4) as i64,
                 ..Default::default()
             },
