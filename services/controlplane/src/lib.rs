@@ -1,2 +1,52 @@
-//! The controlplane service.
+//! The controlplane service: owns step `controlplane.hostedcluster`.
+//!
+//! **Do** puts a hosted control plane on the management cluster the way
+//! `hypershift create cluster azure` does — namespace, pull secret, service-account signing
+//! key secret (the tenant's OIDC key, so tokens verify against the published JWKS), cloud
+//! credentials secret, then the `HostedCluster` — and waits, with a kube watch, until the
+//! operator reports `Available=True`. **Undo** deletes the HostedCluster, waits until the
+//! operator's finalizer has torn it down, then removes the secrets and the namespace.
+//!
+//! Every write is a server-side apply (`fieldManager=hypersaga`, forced) of the full intent,
+//! and every delete treats 404 as success, so any attempt may be repeated at any point. The
+//! [`kube_ops`] module (apply, watch-waits, error mapping) is shared with the nodepool
+//! service.
 #![forbid(unsafe_code)]
+
+mod handler;
+pub mod kube_ops;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hypersaga_config::Config;
+use tokio_util::sync::CancellationToken;
+
+pub use handler::ControlPlaneHandler;
+
+/// Service name: consumes `<prefix>.*.cmd.controlplane`.
+pub const SERVICE: &str = "controlplane";
+/// Default wait for `Available=True` (HyperShift's docs wait 30 min).
+pub const DEFAULT_AVAILABLE_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// Errors starting or running the service.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("management cluster client: {0}")]
+    Kube(#[from] hypersaga_hypershift::client::Error),
+    #[error("signing key store: {0}")]
+    Blob(#[from] hypersaga_oidc::Error),
+    #[error("blob endpoint {endpoint:?} is not a URL: {message}")]
+    BlobEndpoint { endpoint: String, message: String },
+    #[error(transparent)]
+    Service(#[from] hypersaga_stepkit::Error),
+}
+
+/// Runs the controlplane service until `shutdown`: builds the handler (one kube client, one
+/// blob client), connects to the bus and serves the service's commands
+/// ([`hypersaga_stepkit::run_service`]).
+pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<(), Error> {
+    let handler = Arc::new(ControlPlaneHandler::new(config).await?);
+    hypersaga_stepkit::run_service(config, SERVICE, handler, shutdown).await?;
+    Ok(())
+}

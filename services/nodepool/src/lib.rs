@@ -1,2 +1,43 @@
-//! The nodepool service.
+//! The nodepool service: owns steps `nodepool.<pool name>`.
+//!
+//! **Do** server-side applies the pool's `NodePool` (Azure marketplace Gen2 image, 120 GiB
+//! Premium_LRS OS disk, the cluster's subnet, `Replace` upgrades) next to its HostedCluster and
+//! waits, with a kube watch, until every desired node has joined and `Ready=True`. **Undo**
+//! deletes the NodePool and waits until the operator's finalizer has released it.
+//!
+//! Management-cluster plumbing (apply, watch-waits, error mapping) is shared with the
+//! controlplane service through [`hypersaga_controlplane::kube_ops`].
 #![forbid(unsafe_code)]
+
+mod handler;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hypersaga_config::Config;
+use tokio_util::sync::CancellationToken;
+
+pub use handler::NodePoolHandler;
+
+/// Service name: consumes `<prefix>.*.cmd.nodepool`.
+pub const SERVICE: &str = "nodepool";
+/// Default wait for the pool's nodes (shares `kube.available_timeout_s`).
+pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// Errors starting or running the service.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("management cluster client: {0}")]
+    Kube(#[from] hypersaga_hypershift::client::Error),
+    #[error(transparent)]
+    Service(#[from] hypersaga_stepkit::Error),
+}
+
+/// Runs the nodepool service until `shutdown`: builds the handler (one kube client),
+/// connects to the bus and serves the service's commands
+/// ([`hypersaga_stepkit::run_service`]).
+pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<(), Error> {
+    let handler = Arc::new(NodePoolHandler::new(config).await?);
+    hypersaga_stepkit::run_service(config, SERVICE, handler, shutdown).await?;
+    Ok(())
+}

@@ -1,0 +1,403 @@
+//! The `controlplane.hostedcluster` step handler.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
+use hypersaga_config::{Config, TenantConfig};
+use hypersaga_hypershift::{
+    AzureAuthenticationConfig, AzurePlatformSpec, AzureWorkloadIdentities, ClusterNetworkEntry, ClusterNetworking,
+    Condition, DnsSpec, HostedCluster, HostedClusterSpec, LocalObjectReference, NetworkEntry, PlatformSpec, Release,
+    ServicePublishingStrategy, ServicePublishingStrategyMapping, conditions,
+};
+use hypersaga_oidc::{BlobConfig, BlobPublisher};
+use hypersaga_worker::{Progress, StepHandler};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::api::ObjectMeta;
+use kube::{Api, Resource};
+use serde_json::{Value, json};
+use tracing::info;
+
+use crate::kube_ops::{self, Check, Notes, WaitError, target};
+use crate::{DEFAULT_AVAILABLE_TIMEOUT, Error};
+
+const STEP: &str = "controlplane.hostedcluster";
+const LABEL_TENANT: &str = "hypersaga.io/tenant";
+const LABEL_CLUSTER: &str = "hypersaga.io/cluster";
+const LABEL_SAGA: &str = "hypersaga.io/saga";
+const SAFE_TO_DELETE: &str = "hypershift.openshift.io/safe-to-delete-with-cluster";
+const CLUSTER_NETWORK: &str = "10.132.0.0/14";
+const SERVICE_NETWORK: &str = "172.31.0.0/16";
+const EMPTY_PULL_SECRET: &str = r#"{"auths":{}}"#;
+
+/// Runs `controlplane.hostedcluster`.
+///
+/// Idempotent: every object has a deterministic name (from [`hypersaga_model::Names`]) and is
+/// written by a forced server-side apply of the full intent, so a repeated `do` converges the
+/// same objects (no new resourceVersion when nothing differs) and then simply observes that
+/// the HostedCluster is already `Available`; `undo` treats 404 as success at every stage and
+/// waits by watch, so it may be resumed after a crash at any point.
+pub struct ControlPlaneHandler {
+    client: kube::Client,
+    keys: BlobPublisher,
+    config: Config,
+    available_timeout: Duration,
+}
+
+impl ControlPlaneHandler {
+    /// Builds the management-cluster client (from `config.kube.kubeconfig`, else inferred)
+    /// and the signing-key store client (`config.blob`) once, for every step it will run.
+    pub async fn new(config: &Config) -> Result<Self, Error> {
+        let client = hypersaga_hypershift::client::client(config.kube.kubeconfig.as_deref()).await?;
+        let blob_endpoint = config.blob.endpoint.parse().map_err(|e: url::ParseError| Error::BlobEndpoint {
+            endpoint: config.blob.endpoint.clone(),
+            message: e.to_string(),
+        })?;
+        let keys = BlobPublisher::new(BlobConfig {
+            blob_endpoint,
+            account_name: config.blob.account_name.clone(),
+            account_key: hypersaga_oidc::Secret::new(config.blob.account_key.expose().to_owned()),
+        })?;
+        let available_timeout =
+            config.kube.available_timeout_s.map(Duration::from_secs).unwrap_or(DEFAULT_AVAILABLE_TIMEOUT);
+        Ok(Self { client, keys, config: config.clone(), available_timeout })
+    }
+
+    /// Runs one attempt of the step, reporting progress to `notes` (what
+    /// [`StepHandler::run`] does with the worker's [`Progress`]).
+    pub async fn execute(&self, cmd: &StepCommand, notes: &dyn Notes) -> Result<Outputs, StepError> {
+        if cmd.step != STEP {
+            return Err(StepError::terminal("UnknownStep", format!("the controlplane service has no step {:?}", cmd.step)));
+        }
+        match cmd.action {
+            Action::Do => self.create(cmd, notes).await,
+            Action::Undo => self.delete(cmd, notes).await.map(|()| Outputs::new()),
+        }
+    }
+
+    async fn create(&self, cmd: &StepCommand, notes: &dyn Notes) -> Result<Outputs, StepError> {
+        let names = &cmd.context.names;
+        let ns = names.namespace.as_str();
+        let tenant = self.config.tenant(&cmd.tenant).ok_or_else(|| {
+            StepError::terminal("UnknownTenant", format!("tenant {} is not configured", cmd.tenant))
+        })?;
+        // Everything we need is gathered before anything is written.
+        let inputs = Inputs::from_command(cmd, tenant)?;
+        let key = self
+            .keys
+            .load_signing_key(cmd.tenant.as_str())
+            .await
+            .map_err(|e| {
+                let (code, msg) = ("SigningKeyStoreError", format!("loading the signing key of tenant {}: {e}", cmd.tenant));
+                if e.is_retryable() { StepError::retryable(code, msg) } else { StepError::terminal(code, msg) }
+            })?
+            .ok_or_else(|| {
+                StepError::retryable(
+                    "SigningKeyNotFound",
+                    format!("no service-account signing key stored for tenant {} (identity.oidc creates it)", cmd.tenant),
+                )
+            })?;
+
+        // Namespace.
+        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        let namespace = Namespace {
+            metadata: ObjectMeta { name: Some(ns.to_owned()), labels: Some(base_labels(cmd)), ..Default::default() },
+            ..Default::default()
+        };
+        kube_ops::apply(&namespaces, ns, &namespace, &target("Namespace", None, ns)).await?;
+
+        // Secrets.
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), ns);
+        let pull = self.config.kube.pull_secret.as_ref().map_or(EMPTY_PULL_SECRET, |s| s.expose());
+        let mut data = BTreeMap::new();
+        data.insert(".dockerconfigjson".to_owned(), ByteString(pull.as_bytes().to_vec()));
+        self.apply_secret(&secrets, cmd, &names.pull_secret, "kubernetes.io/dockerconfigjson", data, false).await?;
+
+        let mut data = BTreeMap::new();
+        data.insert("key".to_owned(), ByteString(key.private_key_pem().into_bytes()));
+        self.apply_secret(&secrets, cmd, &names.signing_key_secret, "Opaque", data, false).await?;
+
+        let mut data = BTreeMap::new();
+        data.insert("AZURE_SUBSCRIPTION_ID".to_owned(), ByteString(inputs.subscription_id.as_bytes().to_vec()));
+        data.insert("AZURE_TENANT_ID".to_owned(), ByteString(inputs.azure_tenant_id.as_bytes().to_vec()));
+        self.apply_secret(&secrets, cmd, &names.cloud_credentials_secret, "Opaque", data, true).await?;
+
+        // The HostedCluster.
+        let name = cmd.cluster.as_str();
+        let hc_target = target("HostedCluster", Some(ns), name);
+        let clusters: Api<HostedCluster> = Api::namespaced(self.client.clone(), ns);
+        let hc = hosted_cluster(cmd, &inputs);
+        kube_ops::apply(&clusters, name, &hc, &hc_target).await?;
+
+        // Wait for Available=True (or Degraded=True).
+        let check_target = hc_target.clone();
+        let waited = kube_ops::wait_for(clusters, name, &hc_target, self.available_timeout, notes, move |obj| {
+            check_available(obj, &check_target)
+        })
+        .await;
+        let (host, port) = match waited {
+            Ok(endpoint) => endpoint,
+            Err(WaitError::Failed(e)) => return Err(e),
+            Err(WaitError::TimedOut { last }) => {
+                return Err(StepError::retryable(
+                    "HostedClusterNotAvailable",
+                    format!("HostedCluster not Available after {} s: {last}", self.available_timeout.as_secs()),
+                )
+                .with_target(hc_target));
+            }
+        };
+        info!(object = %hc_target, %host, port, "HostedCluster available");
+        let mut outputs = Outputs::new();
+        outputs.insert("hosted_cluster_id".into(), json!(format!("hostedclusters.hypershift.openshift.io/{ns}/{name}")));
+        outputs.insert("namespace_id".into(), json!(format!("namespaces/{ns}")));
+        outputs.insert("control_plane_host".into(), json!(host));
+        outputs.insert("control_plane_port".into(), json!(port));
+        Ok(outputs)
+    }
+
+    async fn apply_secret(
+        &self,
+        api: &Api<Secret>,
+        cmd: &StepCommand,
+        name: &str,
+        type_: &str,
+        data: BTreeMap<String, ByteString>,
+        safe_to_delete: bool,
+    ) -> Result<(), StepError> {
+        let mut labels = base_labels(cmd);
+        if safe_to_delete {
+            labels.insert(SAFE_TO_DELETE.to_owned(), "true".to_owned());
+        }
+        let secret = Secret {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                namespace: Some(cmd.context.names.namespace.clone()),
+                labels: Some(labels),
+                ..Default::default()
+            },
+            type_: Some(type_.to_owned()),
+            data: Some(data),
+            ..Default::default()
+        };
+        kube_ops::apply(api, name, &secret, &target("Secret", Some(&cmd.context.names.namespace), name)).await?;
+        Ok(())
+    }
+
+    async fn delete(&self, cmd: &StepCommand, notes: &dyn Notes) -> Result<(), StepError> {
+        let names = &cmd.context.names;
+        let ns = names.namespace.as_str();
+        let name = cmd.cluster.as_str();
+        let timeout = self.available_timeout;
+        let timed_out = |code: &str, what: &str, last: String| {
+            StepError::retryable(code, format!("{what} still present after {} s: {last}", timeout.as_secs()))
+                .with_target(what)
+        };
+
+        let hc_target = target("HostedCluster", Some(ns), name);
+        let clusters: Api<HostedCluster> = Api::namespaced(self.client.clone(), ns);
+        kube_ops::delete_and_wait(clusters, name, &hc_target, timeout, notes).await.map_err(|e| match e {
+            WaitError::Failed(e) => e,
+            WaitError::TimedOut { last } => timed_out("HostedClusterDeletionPending", &hc_target, last),
+        })?;
+
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), ns);
+        for secret in [&names.pull_secret, &names.signing_key_secret, &names.cloud_credentials_secret] {
+            if kube_ops::delete(&secrets, secret, &target("Secret", Some(ns), secret)).await? {
+                info!(object = %target("Secret", Some(ns), secret), "deleted");
+            }
+        }
+
+        let ns_target = target("Namespace", None, ns);
+        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        kube_ops::delete_and_wait(namespaces, ns, &ns_target, timeout, notes).await.map_err(|e| match e {
+            WaitError::Failed(e) => e,
+            WaitError::TimedOut { last } => timed_out("NamespaceDeletionPending", &ns_target, last),
+        })?;
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl StepHandler for ControlPlaneHandler {
+    async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<Outputs, StepError> {
+        self.execute(cmd, progress).await
+    }
+}
+
+/// What the HostedCluster needs from earlier steps and the tenant's configuration.
+struct Inputs {
+    issuer_url: String,
+    workload_identities: AzureWorkloadIdentities,
+    vnet_id: String,
+    subnet_id: String,
+    nsg_id: String,
+    private_zone_id: String,
+    subscription_id: String,
+    azure_tenant_id: String,
+}
+
+impl Inputs {
+    fn from_command(cmd: &StepCommand, tenant: &TenantConfig) -> Result<Self, StepError> {
+        let ctx = &cmd.context;
+        let net = &ctx.spec.network;
+        Ok(Self {
+            issuer_url: required(cmd, "identity.oidc", "issuer_url", None)?,
+            workload_identities: workload_identities(cmd)?,
+            vnet_id: required(cmd, "network.vnet", "vnet_id", net.vnet_id.as_deref())?,
+            subnet_id: required(cmd, "network.vnet", "subnet_id", net.subnet_id.as_deref())?,
+            nsg_id: required(cmd, "network.nsg", "nsg_id", net.nsg_id.as_deref())?,
+            private_zone_id: required(cmd, "dns.private-zone", "private_zone_id", None)?,
+            subscription_id: tenant.azure.subscription_id.clone(),
+            azure_tenant_id: tenant.azure.tenant_id.clone(),
+        })
+    }
+}
+
+fn missing(step: &str, key: &str) -> StepError {
+    StepError::terminal("MissingInput", format!("output {key:?} of step {step} is missing")).with_target(format!("{step}.{key}"))
+}
+
+/// An earlier step's output, else what the user brought (`fallback`), else `MissingInput`.
+fn required(cmd: &StepCommand, step: &str, key: &str, fallback: Option<&str>) -> Result<String, StepError> {
+    cmd.context
+        .output(step, key)
+        .or(fallback)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| missing(step, key))
+}
+
+/// `identity.workload` → `workload_identities`, as a JSON object or a string holding one.
+fn workload_identities(cmd: &StepCommand) -> Result<AzureWorkloadIdentities, StepError> {
+    const STEP: &str = "identity.workload";
+    const KEY: &str = "workload_identities";
+    let value = cmd.context.outputs.get(STEP).and_then(|o| o.get(KEY)).ok_or_else(|| missing(STEP, KEY))?;
+    let parsed = match value {
+        Value::String(s) => serde_json::from_str(s),
+        other => serde_json::from_value(other.clone()),
+    };
+    parsed.map_err(|e| {
+        StepError::terminal("InvalidInput", format!("output {KEY:?} of step {STEP} is not HyperShift's workloadIdentities: {e}"))
+            .with_target(format!("{STEP}.{KEY}"))
+    })
+}
+
+fn base_labels(cmd: &StepCommand) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (LABEL_TENANT.to_owned(), cmd.tenant.to_string()),
+        (LABEL_CLUSTER.to_owned(), cmd.cluster.clone()),
+    ])
+}
+
+fn route(service: &str, type_: &str) -> ServicePublishingStrategyMapping {
+    ServicePublishingStrategyMapping {
+        service: service.to_owned(),
+        service_publishing_strategy: ServicePublishingStrategy { type_: type_.to_owned(), ..Default::default() },
+    }
+}
+
+/// The HostedCluster of `cmd`, as `hypershift create cluster azure` would build it.
+fn hosted_cluster(cmd: &StepCommand, inputs: &Inputs) -> HostedCluster {
+    let names = &cmd.context.names;
+    let spec = &cmd.context.spec;
+    let machine_network = if spec.network.is_user_brought() {
+        Vec::new()
+    } else {
+        vec![NetworkEntry { cidr: spec.network.vnet_cidr().to_owned() }]
+    };
+    let mut hc = HostedCluster::new(
+        &cmd.cluster,
+        HostedClusterSpec {
+            release: Release { image: spec.release_image.clone() },
+            infra_id: names.infra_id.clone(),
+            issuer_url: Some(inputs.issuer_url.clone()),
+            pull_secret: Some(LocalObjectReference { name: names.pull_secret.clone() }),
+            service_account_signing_key: Some(LocalObjectReference { name: names.signing_key_secret.clone() }),
+            ssh_key: None,
+            dns: Some(DnsSpec {
+                base_domain: spec.base_domain.clone(),
+                base_domain_prefix: None,
+                public_zone_id: None,
+                private_zone_id: Some(inputs.private_zone_id.clone()),
+            }),
+            networking: Some(ClusterNetworking {
+                cluster_network: vec![ClusterNetworkEntry { cidr: CLUSTER_NETWORK.to_owned(), host_prefix: None }],
+                service_network: vec![NetworkEntry { cidr: SERVICE_NETWORK.to_owned() }],
+                machine_network,
+                network_type: Some("OVNKubernetes".to_owned()),
+            }),
+            services: vec![
+                route("APIServer", "LoadBalancer"),
+                route("OAuthServer", "Route"),
+                route("Konnectivity", "Route"),
+                route("Ignition", "Route"),
+            ],
+            platform: PlatformSpec {
+                type_: "Azure".to_owned(),
+                azure: Some(AzurePlatformSpec {
+                    cloud: Some("AzurePublicCloud".to_owned()),
+                    location: spec.location.clone(),
+                    resource_group: names.managed_rg.clone(),
+                    vnet_id: inputs.vnet_id.clone(),
+                    subnet_id: inputs.subnet_id.clone(),
+                    subscription_id: inputs.subscription_id.clone(),
+                    security_group_id: inputs.nsg_id.clone(),
+                    tenant_id: inputs.azure_tenant_id.clone(),
+                    topology: Some("Public".to_owned()),
+                    azure_authentication_config: AzureAuthenticationConfig {
+                        azure_authentication_config_type: AzureAuthenticationConfig::WORKLOAD_IDENTITIES.to_owned(),
+                        workload_identities: Some(inputs.workload_identities.clone()),
+                    },
+                }),
+            },
+            secret_encryption: None,
+        },
+    );
+    let mut labels = base_labels(cmd);
+    labels.insert(LABEL_SAGA.to_owned(), cmd.saga_id.clone());
+    hc.metadata.namespace = Some(names.namespace.clone());
+    hc.metadata.labels = Some(labels);
+    hc
+}
+
+fn describe(c: Option<&Condition>, type_: &str) -> String {
+    match c {
+        None => format!("{type_}=Unknown"),
+        Some(c) if c.message.is_empty() => format!("{type_}={} ({})", c.status, c.reason),
+        Some(c) => format!("{type_}={} ({}): {}", c.status, c.reason, c.message),
+    }
+}
+
+/// `Available=True` with a published endpoint → done; `Degraded=True` (for the current
+/// generation) → terminal; otherwise wait, saying what Progressing/Available report.
+fn check_available(obj: Option<&HostedCluster>, hc_target: &str) -> Check<(String, i32)> {
+    let Some(hc) = obj else {
+        return Check::Fail(
+            StepError::retryable("HostedClusterGone", "the HostedCluster disappeared while waiting for it").with_target(hc_target),
+        );
+    };
+    let generation = hc.meta().generation;
+    if let Some(d) = hc.condition(conditions::DEGRADED).filter(|c| c.is_true())
+        && d.observed_generation.is_none_or(|g| generation.is_none_or(|cur| g >= cur))
+    {
+        let reason = if d.reason.is_empty() { "Unknown" } else { d.reason.as_str() };
+        return Check::Fail(
+            StepError::terminal("HostedClusterDegraded", format!("HostedCluster is Degraded: {reason}: {}", d.message))
+                .with_target(hc_target),
+        );
+    }
+    if hc.is_available()
+        && let Some(ep) = hc.control_plane_endpoint()
+    {
+        return Check::Done((ep.host.clone(), ep.port));
+    }
+    if hc.status.as_ref().is_none_or(|s| s.conditions.is_empty()) {
+        return Check::Wait("waiting for the HyperShift operator to report HostedCluster status".to_owned());
+    }
+    Check::Wait(format!(
+        "{}; {}",
+        describe(hc.condition(conditions::PROGRESSING), conditions::PROGRESSING),
+        describe(hc.condition(conditions::AVAILABLE), conditions::AVAILABLE)
+    ))
+}

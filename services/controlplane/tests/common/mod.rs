@@ -1,0 +1,229 @@
+//! Test harness: the real management-cluster emulator in-process over TLS, a real Azurite for
+//! the signing keys, and hand-built step commands.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use hypersaga_bus::{Action, ENVELOPE_VERSION, Outputs, StepCommand, StepContext};
+use hypersaga_config::{Config, Secret, TenantAzure, TenantConfig};
+use hypersaga_controlplane::kube_ops::Notes;
+use hypersaga_emulator_mgmt::{Emulator, kubeconfig_yaml};
+use hypersaga_model::names::infra_id;
+use hypersaga_model::{ClusterSpec, Names, NodePoolSpec, TenantId};
+use serde_json::json;
+use tokio::process::{Child, Command};
+use tokio::sync::oneshot;
+
+pub const TOKEN: &str = "test-token";
+pub const ACCOUNT: &str = "devstoreaccount1";
+pub const ACCOUNT_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+pub const SUBSCRIPTION: &str = "11111111-1111-1111-1111-111111111111";
+pub const AZURE_TENANT: &str = "22222222-2222-2222-2222-222222222222";
+pub const IMAGE: &str = "quay.io/openshift-release-dev/ocp-release:4.19.0-x86_64";
+
+/// The emulator serving the Kubernetes API over TLS, and a kubeconfig file for it.
+pub struct Mgmt {
+    pub emulator: Emulator,
+    pub client: kube::Client,
+    pub kubeconfig: PathBuf,
+    _dir: tempfile::TempDir,
+    _stop: oneshot::Sender<()>,
+}
+
+pub async fn mgmt(delay: Duration) -> Mgmt {
+    hypersaga_devca::install_crypto_provider();
+    let emulator = Emulator::new(hypersaga_emulator_mgmt::Config::fast(TOKEN, delay));
+    let ca = hypersaga_devca::DevCa::generate().expect("CA");
+    let cert = ca.issue_loopback_cert().expect("cert");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("https://127.0.0.1:{}", listener.local_addr().expect("addr").port());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let router = emulator.router();
+    tokio::spawn(async move {
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        hypersaga_devca::serve_tls(listener, router, &cert, shutdown).await.expect("serve");
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, kubeconfig_yaml(&url, ca.cert_pem(), TOKEN)).expect("write kubeconfig");
+    let client = hypersaga_hypershift::client::client(Some(&kubeconfig)).await.expect("client");
+    Mgmt { emulator, client, kubeconfig, _dir: dir, _stop: stop }
+}
+
+/// A real Azurite blob service (npm `azurite@3.35.0`) on a free loopback port.
+pub struct Azurite {
+    pub endpoint: String,
+    _child: Child,
+}
+
+pub async fn azurite() -> Azurite {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let local = root.join("node_modules/.bin/azurite-blob");
+    let mut cmd = if local.exists() {
+        Command::new(local)
+    } else {
+        let mut c = Command::new("npx");
+        c.args(["--yes", "--package", "azurite@3.35.0", "azurite-blob"]);
+        c
+    };
+    let port_arg = port.to_string();
+    cmd.args([
+        "--blobHost",
+        "127.0.0.1",
+        "--blobPort",
+        &port_arg,
+        "--inMemoryPersistence",
+        "--loose",
+        "--skipApiVersionCheck",
+        "--disableTelemetry",
+        "--silent",
+    ])
+    .current_dir(&root)
+    .stdout(Stdio::null())
+    .stderr(Stdio::inherit())
+    .kill_on_drop(true);
+    let child = cmd.spawn().expect("start azurite-blob (npm install --no-save azurite@3.35.0)");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        assert!(tokio::time::Instant::now() < deadline, "azurite did not start on port {port}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Azurite { endpoint: format!("http://127.0.0.1:{port}/{ACCOUNT}"), _child: child }
+}
+
+pub fn publisher(az: &Azurite) -> hypersaga_oidc::BlobPublisher {
+    hypersaga_oidc::BlobPublisher::new(hypersaga_oidc::BlobConfig {
+        blob_endpoint: az.endpoint.parse().expect("url"),
+        account_name: ACCOUNT.into(),
+        account_key: hypersaga_oidc::Secret::new(ACCOUNT_KEY),
+    })
+    .expect("publisher")
+}
+
+pub fn tenant_config(id: &str) -> TenantConfig {
+    TenantConfig {
+        id: TenantId::new(id).expect("tenant id"),
+        token: Secret::new(format!("0123456789abcdef-{id}")),
+        azure: TenantAzure {
+            tenant_id: AZURE_TENANT.into(),
+            subscription_id: SUBSCRIPTION.into(),
+            client_id: "client".into(),
+            client_secret: Secret::new("secret"),
+        },
+    }
+}
+
+pub fn config(mgmt: &Mgmt, az: Option<&Azurite>, tenants: &[&str]) -> Config {
+    let mut c = Config { tenants: tenants.iter().map(|t| tenant_config(t)).collect(), ..Default::default() };
+    c.kube.kubeconfig = Some(mgmt.kubeconfig.clone());
+    c.kube.available_timeout_s = Some(20);
+    if let Some(az) = az {
+        c.blob.endpoint = az.endpoint.clone();
+        c.blob.account_name = ACCOUNT.into();
+        c.blob.account_key = Secret::new(ACCOUNT_KEY);
+    }
+    c
+}
+
+pub fn rg_id(rg: &str) -> String {
+    format!("/subscriptions/{SUBSCRIPTION}/resourceGroups/{rg}")
+}
+
+/// A step command as the coordinator would send it, with the outputs of every step the
+/// control plane depends on.
+pub fn command(tenant: &str, cluster: &str, step: &str, action: Action, pools: Vec<NodePoolSpec>) -> StepCommand {
+    let tenant = TenantId::new(tenant).expect("tenant");
+    let uid = format!("uid-{cluster}");
+    let infra = infra_id(cluster, &uid);
+    let names = Names::new(&tenant, cluster, &infra, "example.com");
+    let spec = ClusterSpec {
+        location: "eastus".into(),
+        base_domain: "example.com".into(),
+        release_image: IMAGE.into(),
+        node_pools: pools,
+        network: Default::default(),
+    };
+    let vnet = format!("{}/providers/Microsoft.Network/virtualNetworks/{}", rg_id(&names.vnet_rg), names.vnet);
+    let mut outputs: BTreeMap<String, Outputs> = BTreeMap::new();
+    let mut put = |step: &str, key: &str, value: serde_json::Value| {
+        outputs.entry(step.to_owned()).or_default().insert(key.to_owned(), value);
+    };
+    put("identity.oidc", "issuer_url", json!(format!("http://127.0.0.1:10000/{ACCOUNT}/oidc-{tenant}")));
+    let wi = |n: u8| json!({"clientID": format!("00000000-0000-0000-0000-0000000000{n:02}")});
+    put(
+        "identity.workload",
+        "workload_identities",
+        json!({
+            "imageRegistry": wi(1), "ingress": wi(2), "file": wi(3), "disk": wi(4),
+            "nodePoolManagement": wi(5), "cloudProvider": wi(6), "network": wi(7),
+        }),
+    );
+    put("network.vnet", "vnet_id", json!(vnet));
+    put("network.vnet", "subnet_id", json!(format!("{vnet}/subnets/{}", names.subnet)));
+    put(
+        "network.nsg",
+        "nsg_id",
+        json!(format!("{}/providers/Microsoft.Network/networkSecurityGroups/{}", rg_id(&names.nsg_rg), names.nsg)),
+    );
+    put("network.resource-groups", "managed_rg_id", json!(rg_id(&names.managed_rg)));
+    put(
+        "dns.private-zone",
+        "private_zone_id",
+        json!(format!("{}/providers/Microsoft.Network/privateDnsZones/{}", rg_id(&names.managed_rg), names.private_zone)),
+    );
+    StepCommand {
+        v: ENVELOPE_VERSION,
+        saga_id: format!("saga-{cluster}"),
+        tenant,
+        cluster: cluster.into(),
+        step: step.into(),
+        action,
+        attempt: 1,
+        not_before: None,
+        deadline: time::OffsetDateTime::now_utc() + time::Duration::hours(1),
+        context: StepContext { cluster_uid: uid, names, spec, outputs },
+    }
+}
+
+/// Collects progress notes.
+#[derive(Default)]
+pub struct Collect(pub Mutex<Vec<String>>);
+
+#[async_trait::async_trait]
+impl Notes for Collect {
+    async fn note(&self, message: String) {
+        self.0.lock().expect("lock").push(message);
+    }
+}
+
+impl Collect {
+    pub fn notes(&self) -> Vec<String> {
+        self.0.lock().expect("lock").clone()
+    }
+}
+
+/// Bounds every step so a regression fails fast instead of hanging.
+pub async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(30), fut).await.unwrap_or_else(|_| panic!("timed out: {what}"))
+}
+
+/// Objects the emulator holds in `namespace` (any kind), as `kind/name`.
+pub fn objects_in(emulator: &Emulator, namespace: &str) -> Vec<String> {
+    emulator
+        .objects()
+        .into_iter()
+        .filter(|o| {
+            o.pointer("/metadata/namespace").and_then(|v| v.as_str()) == Some(namespace)
+                || (o["kind"] == "Namespace" && o.pointer("/metadata/name").and_then(|v| v.as_str()) == Some(namespace))
+        })
+        .map(|o| format!("{}/{}", o["kind"].as_str().unwrap_or("?"), o["metadata"]["name"].as_str().unwrap_or("?")))
+        .collect()
+}
