@@ -5,6 +5,7 @@
 mod support;
 
 mod audit_and_lifecycle;
+mod cli;
 mod crash;
 mod faults;
 mod tenants_and_validation;

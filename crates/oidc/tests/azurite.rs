@@ -176,3 +176,20 @@ fn err_status(err: &hypersaga_oidc::Error) -> Option<u16> {
         _ => None,
     }
 }
+
+#[tokio::test]
+async fn signing_key_creation_is_first_writer_wins() {
+    let az = start_azurite().await;
+    let publisher = publisher(&az);
+    let first = SigningKey::generate().unwrap();
+    let second = SigningKey::generate().unwrap();
+    assert!(publisher.create_signing_key("tenant-r", &first).await.unwrap());
+    assert!(!publisher.create_signing_key("tenant-r", &second).await.unwrap(), "second writer must lose");
+    let loaded = publisher.load_signing_key("tenant-r").await.unwrap().expect("stored key");
+    assert_eq!(loaded.kid(), first.kid());
+    assert!(publisher.create_blob("issuer-r", "x", b"1".to_vec(), "text/plain").await.is_err(), "no container yet");
+    publisher.ensure_public_container("issuer-r").await.unwrap();
+    assert!(publisher.create_blob("issuer-r", "x", b"1".to_vec(), "text/plain").await.unwrap());
+    assert!(!publisher.create_blob("issuer-r", "x", b"2".to_vec(), "text/plain").await.unwrap());
+    assert_eq!(publisher.get_blob("issuer-r", "x").await.unwrap().unwrap(), b"1");
+}

@@ -361,7 +361,7 @@ fn start_op(
     let status_url = status_path.as_ref().map(|p| format!("{}{p}{q}", ctx.base));
     let result_url = result_path.as_ref().map(|p| format!("{}{p}{q}", ctx.base));
     let done_at = ctx.now + duration;
-    let retry_after = (r.rtype.delete == DeleteShape::ResourceGroup).then_some(15);
+    let retry_after = (r.rtype.delete == DeleteShape::ResourceGroup).then(|| ctx.emu.config().latency.retry_after(15)).flatten();
     store.add_op(Operation {
         id: op_id.clone(),
         sub: r.sub.clone(),
@@ -846,7 +846,7 @@ fn delete_resource(ctx: &Ctx<'_>, store: &mut Store, r: &ResourceRef) -> Result<
             let loc = existing.location.clone().unwrap_or_else(|| "global".into());
             let (pending, status_url, result_url) =
                 start_op(ctx, store, r, &key, &loc, OpKind::Delete, duration);
-            let retry = (rtype.delete == DeleteShape::ResourceGroup).then_some(15);
+            let retry = (rtype.delete == DeleteShape::ResourceGroup).then(|| ctx.emu.config().latency.retry_after(15)).flatten();
             if let Some(res) = store.get_mut(&key) {
                 res.properties
                     .insert("provisioningState".into(), json!("Deleting"));

@@ -76,6 +76,15 @@ pub enum LatencyModel {
 }
 
 impl LatencyModel {
+    /// The `Retry-After` (whole seconds) to advertise where Azure advertises `realistic_secs`:
+    /// none when operations complete at once, so fast tests are not told to wait 15 s.
+    pub fn retry_after(&self, realistic_secs: u64) -> Option<u64> {
+        match self {
+            LatencyModel::Zero => None,
+            LatencyModel::Scaled(f) => Some(((realistic_secs as f64 * f).ceil() as u64).max(1)),
+        }
+    }
+
     /// Applies the model to a realistic base duration.
     pub fn apply(&self, realistic: Duration) -> Duration {
         match *self {

@@ -1,2 +1,147 @@
-//! The dns service.
+//! The dns service: the hosted cluster's private DNS (hypershift-azure.md §1.1 rows 8–9, §4.1).
+//!
+//! | step | do | undo |
+//! |---|---|---|
+//! | `dns.private-zone` | private zone `NAME.BD` in the managed RG | delete it (links go first, by the DAG) |
+//! | `dns.vnet-link` | link the zone to the cluster's VNet, no auto-registration | delete the link |
+//! | `dns.records` | `api` → the control plane endpoint (A for an IPv4 address, else CNAME) | delete the record |
+//!
+//! The zone and its link are Azure's slowest network operations (30–60 s each, answered 202
+//! with no `Retry-After`, azure-latencies.md rows 6a–6b), so both say so in a progress note.
 #![forbid(unsafe_code)]
+
+mod records;
+mod vnet_link;
+mod zone;
+
+use std::sync::Arc;
+
+use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
+use hypersaga_config::Config;
+use hypersaga_stepkit::{ArmClients, Notes, TenantArm, unknown_step};
+use hypersaga_worker::{Progress, StepHandler};
+use tokio_util::sync::CancellationToken;
+
+/// Private DNS api-version HyperShift uses for zones, links and record sets.
+pub const PRIVATE_DNS_API: &str = "2024-06-01";
+
+/// Step ids this service owns.
+pub mod steps {
+    /// The private DNS zone.
+    pub const PRIVATE_ZONE: &str = "dns.private-zone";
+    /// The zone's link to the cluster VNet.
+    pub const VNET_LINK: &str = "dns.vnet-link";
+    /// The `api` record.
+    pub const RECORDS: &str = "dns.records";
+    /// Step whose `vnet_id` output the link points at.
+    pub const NETWORK_VNET: &str = "network.vnet";
+    /// Step whose `control_plane_host` output the `api` record points at.
+    pub const HOSTED_CLUSTER: &str = "controlplane.hostedcluster";
+}
+
+/// Why the service could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bus, worker or configuration failure.
+    #[error(transparent)]
+    Stepkit(#[from] hypersaga_stepkit::Error),
+}
+
+/// Runs the dns service until `shutdown`.
+pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<(), Error> {
+    let handler = Arc::new(DnsHandler::new(config)?);
+    hypersaga_stepkit::run_service(config, "dns", handler, shutdown).await?;
+    Ok(())
+}
+
+/// Runs the `dns.*` steps.
+///
+/// Idempotent, as every handler must be: each step looks first, adopts a zone, link or record
+/// that already says the right thing, and only then creates; names are deterministic, so a
+/// redelivered command finds what the first attempt made.
+pub struct DnsHandler {
+    arm: ArmClients,
+}
+
+impl DnsHandler {
+    /// Builds the handler from the configuration (endpoints, tenants, CA bundle).
+    pub fn new(config: &Config) -> Result<Self, Error> {
+        Ok(Self {
+            arm: ArmClients::new(config)?,
+        })
+    }
+
+    /// Runs one step; `notes` receives progress messages. What the worker calls, and what
+    /// tests call directly.
+    pub async fn execute(
+        &self,
+        cmd: &StepCommand,
+        notes: &dyn Notes,
+    ) -> Result<Outputs, StepError> {
+        if !matches!(
+            cmd.step.as_str(),
+            steps::PRIVATE_ZONE | steps::VNET_LINK | steps::RECORDS
+        ) {
+            return Err(unknown_step(cmd));
+        }
+        let arm = self.arm.tenant(&cmd.tenant)?;
+        match (cmd.step.as_str(), cmd.action) {
+            (steps::PRIVATE_ZONE, Action::Do) => zone::create(&arm, cmd, notes).await,
+            (steps::PRIVATE_ZONE, Action::Undo) => zone::delete(&arm, cmd, notes).await,
+            (steps::VNET_LINK, Action::Do) => vnet_link::create(&arm, cmd, notes).await,
+            (steps::VNET_LINK, Action::Undo) => vnet_link::delete(&arm, cmd, notes).await,
+            (steps::RECORDS, Action::Do) => records::create(&arm, cmd).await,
+            (steps::RECORDS, Action::Undo) => records::delete(&arm, cmd).await,
+            _ => Err(unknown_step(cmd)),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl StepHandler for DnsHandler {
+    async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<Outputs, StepError> {
+        self.execute(cmd, progress).await
+    }
+}
+
+/// The cluster's private zone id (deterministic, so every step derives the same one).
+pub(crate) fn zone_id(arm: &TenantArm, cmd: &StepCommand) -> String {
+    let n = &cmd.context.names;
+    arm.resource_id(&n.managed_rg, zone::TYPE, &n.private_zone)
+}
+
+/// One string output.
+pub(crate) fn output(key: &str, value: impl Into<String>) -> (String, serde_json::Value) {
+    (key.to_owned(), serde_json::Value::String(value.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use hypersaga_bus::Action;
+    use hypersaga_stepkit::testing::{command, spec};
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn zone_and_link_bodies() {
+        let cmd = command("demo", spec(), steps::PRIVATE_ZONE, Action::Do, []);
+        let tags = json!({"hypersaga.io_tenant": "acme", "hypersaga.io_cluster": "demo", "hypersaga.io_saga": "saga-demo"});
+        assert_eq!(
+            zone::body(&cmd),
+            json!({"location": "global", "tags": tags})
+        );
+        let vnet =
+            "/subscriptions/s/resourceGroups/r/providers/Microsoft.Network/virtualNetworks/v";
+        let link = vnet_link::body(&cmd, vnet);
+        assert_eq!(
+            link,
+            json!({"location": "global", "tags": tags, "properties": {"registrationEnabled": false, "virtualNetwork": {"id": vnet}}})
+        );
+        assert!(vnet_link::matches(&link, &vnet.to_uppercase()));
+        assert!(!vnet_link::matches(&link, "/other"));
+        let mut registering = link.clone();
+        registering["properties"]["registrationEnabled"] = json!(true);
+        assert!(!vnet_link::matches(&registering, vnet));
+    }
+}

@@ -1,2 +1,113 @@
-//! The identity service.
+//! The identity service: who the hosted cluster's components are in Azure.
+//!
+//! | step | do | undo |
+//! |---|---|---|
+//! | `identity.oidc` | the tenant's OIDC issuer (signing key, discovery document, JWKS), shared by all its clusters | nothing |
+//! | `identity.workload` | the tenant's identity RG, 7 user-assigned identities, their 12 federated credentials | nothing |
+//!
+//! Both undos are no-ops by design (DESIGN.md "Compensation"): the issuer is shared by every
+//! cluster of the tenant, and workload identities outlive a cluster unless a purge is asked
+//! for — deleting them in a compensation would break a re-created cluster's federation.
 #![forbid(unsafe_code)]
+
+mod blob;
+mod issuer;
+mod workload;
+
+use std::sync::Arc;
+
+use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
+use hypersaga_config::Config;
+use hypersaga_oidc::{BlobConfig, BlobPublisher, Secret};
+use hypersaga_stepkit::{ArmClients, Notes, unknown_step};
+use hypersaga_worker::{Progress, StepHandler};
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+pub use workload::{FIC_API, MSI_API, RESOURCES_API};
+
+/// Step ids this service owns.
+pub mod steps {
+    /// The tenant's shared OIDC issuer.
+    pub const OIDC: &str = "identity.oidc";
+    /// The cluster's workload identities and federated credentials.
+    pub const WORKLOAD: &str = "identity.workload";
+}
+
+/// Why the service could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bus, worker or ARM configuration failure.
+    #[error(transparent)]
+    Stepkit(#[from] hypersaga_stepkit::Error),
+    /// The `[blob]` section is unusable.
+    #[error("blob configuration: {0}")]
+    Blob(String),
+}
+
+/// Runs the identity service until `shutdown`.
+pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<(), Error> {
+    let handler = Arc::new(IdentityHandler::new(config)?);
+    hypersaga_stepkit::run_service(config, "identity", handler, shutdown).await?;
+    Ok(())
+}
+
+/// Runs the `identity.*` steps.
+///
+/// Idempotent, as every handler must be: each step looks first and adopts what exists (the
+/// tenant's stored signing key, an identity, a federated credential that already says the
+/// right thing), and only then creates; names are deterministic, so a redelivered command
+/// finds what the first attempt made.
+pub struct IdentityHandler {
+    arm: ArmClients,
+    publisher: BlobPublisher,
+}
+
+impl IdentityHandler {
+    /// Builds the handler: ARM clients from `config.azure`/`config.tenants`, the issuer
+    /// publisher from `config.blob`. Does no I/O beyond reading the CA bundle.
+    pub fn new(config: &Config) -> Result<Self, Error> {
+        let endpoint =
+            config.blob.endpoint.parse().map_err(|e| {
+                Error::Blob(format!("blob.endpoint {:?}: {e}", config.blob.endpoint))
+            })?;
+        let publisher = BlobPublisher::new(BlobConfig {
+            blob_endpoint: endpoint,
+            account_name: config.blob.account_name.clone(),
+            account_key: Secret::new(config.blob.account_key.expose().to_owned()),
+        })
+        .map_err(|e| Error::Blob(e.to_string()))?;
+        Ok(Self {
+            arm: ArmClients::new(config)?,
+            publisher,
+        })
+    }
+
+    /// Runs one step; `notes` receives progress messages. What the worker calls, and what
+    /// tests call directly.
+    pub async fn execute(
+        &self,
+        cmd: &StepCommand,
+        notes: &dyn Notes,
+    ) -> Result<Outputs, StepError> {
+        match (cmd.step.as_str(), cmd.action) {
+            (steps::OIDC, Action::Do) => issuer::ensure(&self.publisher, cmd, notes).await,
+            (steps::WORKLOAD, Action::Do) => {
+                let arm = self.arm.tenant(&cmd.tenant)?;
+                workload::ensure(&arm, cmd, notes).await
+            }
+            (steps::OIDC | steps::WORKLOAD, Action::Undo) => {
+                info!(step = %cmd.step, "persistent by design; undo leaves it in place");
+                Ok(Outputs::new())
+            }
+            _ => Err(unknown_step(cmd)),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl StepHandler for IdentityHandler {
+    async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<Outputs, StepError> {
+        self.execute(cmd, progress).await
+    }
+}

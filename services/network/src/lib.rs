@@ -1,2 +1,313 @@
-//! The network service.
+//! The network service: the Azure network of a hosted cluster, as
+//! `hypershift create infra azure` builds it (hypershift-azure.md §1.1–§1.2).
+//!
+//! | step | do | undo |
+//! |---|---|---|
+//! | `network.resource-groups` | managed RG; VNet and NSG RGs unless the network is the user's | delete managed, then VNet, then NSG RG |
+//! | `network.nsg` | NSG (empty rules), or look up the user's | delete ours |
+//! | `network.vnet` | VNet + inline subnet `default` with the NSG, or look up the user's | delete ours |
+//! | `network.public-ip` | Standard static IPv4 public IP | delete |
+//! | `network.load-balancer` | Standard egress LB, everything named `INFRA` | delete |
+//!
+//! Nothing the user brought (VNet, subnet, NSG, their resource groups) is ever written or
+//! deleted: it is only read, to check it exists and to pass its id on.
 #![forbid(unsafe_code)]
+
+mod load_balancer;
+mod nsg;
+mod public_ip;
+mod resource_groups;
+mod user_network;
+mod vnet;
+
+use std::sync::Arc;
+
+use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
+use hypersaga_config::Config;
+use hypersaga_stepkit::{ArmClients, Notes, unknown_step};
+use hypersaga_worker::{Progress, StepHandler};
+use tokio_util::sync::CancellationToken;
+
+/// `Microsoft.Resources` api-version HyperShift uses for resource groups.
+pub const RESOURCES_API: &str = "2021-04-01";
+/// `Microsoft.Network` api-version HyperShift uses for NSG, VNet, public IP and LB.
+pub const NETWORK_API: &str = "2023-11-01";
+
+/// Step ids this service owns.
+pub mod steps {
+    /// Managed, VNet and NSG resource groups.
+    pub const RESOURCE_GROUPS: &str = "network.resource-groups";
+    /// Network security group.
+    pub const NSG: &str = "network.nsg";
+    /// Virtual network and its subnet.
+    pub const VNET: &str = "network.vnet";
+    /// Public IP of the egress load balancer.
+    pub const PUBLIC_IP: &str = "network.public-ip";
+    /// Egress load balancer.
+    pub const LOAD_BALANCER: &str = "network.load-balancer";
+}
+
+/// Why the service could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bus, worker or configuration failure.
+    #[error(transparent)]
+    Stepkit(#[from] hypersaga_stepkit::Error),
+}
+
+/// Runs the network service until `shutdown`.
+pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<(), Error> {
+    let handler = Arc::new(NetworkHandler::new(config)?);
+    hypersaga_stepkit::run_service(config, "network", handler, shutdown).await?;
+    Ok(())
+}
+
+/// Runs the `network.*` steps.
+///
+/// Idempotent, as every handler must be: each step looks first, adopts what an earlier
+/// attempt (or a replica that died before acknowledging) created, and only then creates.
+/// Names are deterministic, so a retry finds exactly what the first attempt made.
+pub struct NetworkHandler {
+    arm: ArmClients,
+}
+
+impl NetworkHandler {
+    /// Builds the handler from the configuration (endpoints, tenants, CA bundle).
+    pub fn new(config: &Config) -> Result<Self, Error> {
+        Ok(Self {
+            arm: ArmClients::new(config)?,
+        })
+    }
+
+    /// Runs one step; `notes` receives progress messages. What the worker calls, and what
+    /// tests call directly.
+    pub async fn execute(
+        &self,
+        cmd: &StepCommand,
+        notes: &dyn Notes,
+    ) -> Result<Outputs, StepError> {
+        let known = matches!(
+            cmd.step.as_str(),
+            steps::RESOURCE_GROUPS
+                | steps::NSG
+                | steps::VNET
+                | steps::PUBLIC_IP
+                | steps::LOAD_BALANCER
+        );
+        if !known {
+            return Err(unknown_step(cmd));
+        }
+        let arm = self.arm.tenant(&cmd.tenant)?;
+        match (cmd.step.as_str(), cmd.action) {
+            (steps::RESOURCE_GROUPS, Action::Do) => resource_groups::create(&arm, cmd).await,
+            (steps::RESOURCE_GROUPS, Action::Undo) => {
+                resource_groups::delete(&arm, cmd, notes).await
+            }
+            (steps::NSG, Action::Do) => nsg::create(&arm, cmd).await,
+            (steps::NSG, Action::Undo) => nsg::delete(&arm, cmd).await,
+            (steps::VNET, Action::Do) => vnet::create(&arm, cmd).await,
+            (steps::VNET, Action::Undo) => vnet::delete(&arm, cmd).await,
+            (steps::PUBLIC_IP, Action::Do) => public_ip::create(&arm, cmd).await,
+            (steps::PUBLIC_IP, Action::Undo) => public_ip::delete(&arm, cmd).await,
+            (steps::LOAD_BALANCER, Action::Do) => load_balancer::create(&arm, cmd).await,
+            (steps::LOAD_BALANCER, Action::Undo) => load_balancer::delete(&arm, cmd).await,
+            _ => Err(unknown_step(cmd)),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl StepHandler for NetworkHandler {
+    async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<Outputs, StepError> {
+        self.execute(cmd, progress).await
+    }
+}
+
+/// One string output.
+pub(crate) fn output(key: &str, value: impl Into<String>) -> (String, serde_json::Value) {
+    (key.to_owned(), serde_json::Value::String(value.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use hypersaga_bus::Action;
+    use hypersaga_stepkit::testing::{command, spec};
+    use serde_json::json;
+
+    use super::*;
+
+    const SUB: &str = "/subscriptions/s/resourceGroups";
+
+    fn byo() -> hypersaga_model::ClusterSpec {
+        let mut s = spec();
+        s.network.vnet_id = Some("/subscriptions/s/resourceGroups/user-net/providers/Microsoft.Network/virtualNetworks/v".into());
+        s.network.subnet_id = Some("/subscriptions/s/resourceGroups/user-net/providers/Microsoft.Network/virtualNetworks/v/subnets/a".into());
+        s.network.nsg_id = Some("/subscriptions/s/resourceGroups/user-sec/providers/Microsoft.Network/networkSecurityGroups/n".into());
+        s
+    }
+
+    fn tags() -> serde_json::Value {
+        json!({"hypersaga.io_tenant": "acme", "hypersaga.io_cluster": "demo", "hypersaga.io_saga": "saga-demo"})
+    }
+
+    #[test]
+    fn resource_group_body() {
+        let cmd = command("demo", spec(), steps::RESOURCE_GROUPS, Action::Do, []);
+        assert_eq!(
+            resource_groups::body(&cmd),
+            json!({"location": "eastus", "tags": tags()})
+        );
+    }
+
+    #[test]
+    fn nsg_body_has_empty_rules() {
+        let cmd = command("demo", spec(), steps::NSG, Action::Do, []);
+        assert_eq!(
+            nsg::body(&cmd),
+            json!({"location": "eastus", "tags": tags(), "properties": {"securityRules": []}})
+        );
+    }
+
+    #[test]
+    fn vnet_body_and_adoption() {
+        let mut s = spec();
+        s.network.vnet_cidr = Some("10.1.0.0/16".into());
+        s.network.subnet_cidr = Some("10.1.2.0/24".into());
+        let cmd = command("demo", s, steps::VNET, Action::Do, []);
+        let nsg = format!(
+            "{SUB}/demo-nsg-x/providers/Microsoft.Network/networkSecurityGroups/demo-x-nsg"
+        );
+        let body = vnet::body(&cmd, &nsg);
+        assert_eq!(
+            body,
+            json!({
+                "location": "eastus",
+                "tags": tags(),
+                "properties": {
+                    "addressSpace": {"addressPrefixes": ["10.1.0.0/16"]},
+                    "subnets": [{"name": "default", "properties": {
+                        "addressPrefix": "10.1.2.0/24",
+                        "networkSecurityGroup": {"id": nsg},
+                    }}],
+                },
+            })
+        );
+        // What ARM answers (extra read-only fields, other casing of the NSG id) is adopted.
+        let mut existing = body.clone();
+        existing["properties"]["subnets"][0]["properties"]["networkSecurityGroup"]["id"] =
+            json!(nsg.to_uppercase());
+        existing["properties"]["provisioningState"] = json!("Succeeded");
+        assert!(vnet::matches(&existing, &cmd, &nsg));
+        // Another NSG, or another prefix, is rewritten.
+        assert!(!vnet::matches(&body, &cmd, "/other"));
+        let mut other = body.clone();
+        other["properties"]["addressSpace"]["addressPrefixes"] = json!(["10.9.0.0/16"]);
+        assert!(!vnet::matches(&other, &cmd, &nsg));
+    }
+
+    #[test]
+    fn default_cidrs_follow_hypershift() {
+        let cmd = command("demo", spec(), steps::VNET, Action::Do, []);
+        let body = vnet::body(&cmd, "/nsg");
+        assert_eq!(
+            body["properties"]["addressSpace"]["addressPrefixes"],
+            json!(["10.0.0.0/16"])
+        );
+        assert_eq!(
+            body["properties"]["subnets"][0]["properties"]["addressPrefix"],
+            "10.0.0.0/24"
+        );
+    }
+
+    #[test]
+    fn public_ip_body() {
+        let cmd = command("demo", spec(), steps::PUBLIC_IP, Action::Do, []);
+        assert_eq!(
+            public_ip::body(&cmd),
+            json!({
+                "location": "eastus",
+                "tags": tags(),
+                "sku": {"name": "Standard"},
+                "properties": {
+                    "publicIPAllocationMethod": "Static",
+                    "publicIPAddressVersion": "IPv4",
+                    "idleTimeoutInMinutes": 4,
+                },
+            })
+        );
+    }
+
+    #[test]
+    fn load_balancer_body_matches_hypershift() {
+        let cmd = command("demo", spec(), steps::LOAD_BALANCER, Action::Do, []);
+        let infra = cmd.context.names.infra_id.clone();
+        let lb = format!("{SUB}/rg/providers/Microsoft.Network/loadBalancers/{infra}");
+        let pip = format!("{SUB}/rg/providers/Microsoft.Network/publicIPAddresses/{infra}");
+        let body = load_balancer::body(&cmd, &lb, &pip);
+        assert_eq!(
+            body,
+            json!({
+                "location": "eastus",
+                "tags": tags(),
+                "sku": {"name": "Standard"},
+                "properties": {
+                    "frontendIPConfigurations": [{"name": infra, "properties": {
+                        "privateIPAllocationMethod": "Dynamic",
+                        "publicIPAddress": {"id": pip},
+                    }}],
+                    "backendAddressPools": [{"name": infra}],
+                    "probes": [{"name": infra, "properties": {
+                        "protocol": "Http", "port": 30595, "requestPath": "/healthz",
+                        "intervalInSeconds": 5, "probeThreshold": 2,
+                    }}],
+                    "outboundRules": [{"name": infra, "properties": {
+                        "protocol": "All",
+                        "allocatedOutboundPorts": 1024,
+                        "enableTcpReset": true,
+                        "idleTimeoutInMinutes": 4,
+                        "frontendIPConfigurations": [{"id": format!("{lb}/frontendIPConfigurations/{infra}")}],
+                        "backendAddressPool": {"id": format!("{lb}/backendAddressPools/{infra}")},
+                    }}],
+                },
+            })
+        );
+        assert!(load_balancer::matches(&body, &cmd));
+        // Rules the cloud provider added do not stop adoption; a missing outbound rule does.
+        let mut extended = body.clone();
+        extended["properties"]["loadBalancingRules"] = json!([{"name": "a1b2-TCP-443"}]);
+        assert!(load_balancer::matches(&extended, &cmd));
+        let mut partial = body;
+        partial["properties"]["outboundRules"] = json!([]);
+        assert!(!load_balancer::matches(&partial, &cmd));
+    }
+
+    #[test]
+    fn user_brought_resource_groups_are_recognised() {
+        let cmd = command("demo", byo(), steps::RESOURCE_GROUPS, Action::Undo, []);
+        assert_eq!(
+            user_network::user_resource_groups(&cmd),
+            vec![
+                "/subscriptions/s/resourcegroups/user-net",
+                "/subscriptions/s/resourcegroups/user-net",
+                "/subscriptions/s/resourcegroups/user-sec"
+            ]
+        );
+        assert!(
+            user_network::user_resource_groups(&command(
+                "demo",
+                spec(),
+                steps::RESOURCE_GROUPS,
+                Action::Undo,
+                []
+            ))
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn missing_user_id_is_terminal_with_target() {
+        let e = user_network::given("nsg_id", None).unwrap_err();
+        assert!(!e.is_retryable());
+        assert_eq!(e.info.target.as_deref(), Some("spec.network.nsg_id"));
+    }
+}

@@ -105,6 +105,27 @@ impl BlobPublisher {
         Ok(())
     }
 
+    /// Uploads one blob only if none exists at `path` (`If-None-Match: *`). `Ok(false)` when
+    /// one already does: another writer got there first, and its blob is left untouched.
+    /// For values that must be chosen once, such as a tenant's signing key.
+    pub async fn create_blob(&self, container: &str, path: &str, bytes: Vec<u8>, content_type: &str) -> Result<bool> {
+        let client = self.blob_client(container, path)?;
+        let options = BlobClientUploadOptions { blob_content_type: Some(content_type.to_owned()), ..Default::default() }
+            .if_not_exists();
+        match client.upload(Bytes::from(bytes).into(), Some(options)).await {
+            Ok(_) => {
+                tracing::debug!(container, path, "blob created");
+                Ok(true)
+            }
+            // 409 BlobAlreadyExists (412 ConditionNotMet on some service versions).
+            Err(e) if matches!(e.http_status(), Some(StatusCode::Conflict) | Some(StatusCode::PreconditionFailed)) => {
+                tracing::debug!(container, path, "blob already exists; not overwritten");
+                Ok(false)
+            }
+            Err(e) => Err(Error::blob(format!("create {container}/{path}"), e)),
+        }
+    }
+
     /// Reads one blob; `None` when it (or its container) does not exist.
     pub async fn get_blob(&self, container: &str, path: &str) -> Result<Option<Vec<u8>>> {
         let client = self.blob_client(container, path)?;
@@ -134,6 +155,16 @@ impl BlobPublisher {
     pub async fn store_signing_key(&self, tenant: &str, key: &SigningKey) -> Result<()> {
         self.ensure_private_container(Self::KEY_CONTAINER).await?;
         self.put_blob(Self::KEY_CONTAINER, &key_blob(tenant), key.private_key_pem().into_bytes(), "application/x-pem-file")
+            .await
+    }
+
+    /// Saves `key` for `tenant` only if the tenant has no key yet. `Ok(false)` when another
+    /// writer stored one first (two clusters of a tenant racing to create the shared issuer):
+    /// the caller must then use that key ([`Self::load_signing_key`]), never its own, or the
+    /// published JWKS and the tokens would disagree.
+    pub async fn create_signing_key(&self, tenant: &str, key: &SigningKey) -> Result<bool> {
+        self.ensure_private_container(Self::KEY_CONTAINER).await?;
+        self.create_blob(Self::KEY_CONTAINER, &key_blob(tenant), key.private_key_pem().into_bytes(), "application/x-pem-file")
             .await
     }
 

@@ -1,0 +1,195 @@
+//! [`ArmClients`]: one ARM client per tenant, built on first use.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use hypersaga_azure::{ArmClient, ArmConfig, CredentialConfig, Secret, ids};
+use hypersaga_bus::StepError;
+use hypersaga_config::{Config, TenantAzure};
+use hypersaga_model::TenantId;
+use url::Url;
+
+use crate::Error;
+use crate::errors::step_error;
+
+/// A tenant's ARM client and the subscription its clusters live in.
+#[derive(Clone, Debug)]
+pub struct TenantArm {
+    /// Authenticated as the tenant's service principal.
+    pub client: ArmClient,
+    /// The tenant's subscription id.
+    pub subscription_id: String,
+}
+
+impl TenantArm {
+    /// `/subscriptions/{sub}/resourceGroups/{rg}`.
+    pub fn resource_group_id(&self, rg: &str) -> String {
+        ids::resource_group_id(&self.subscription_id, rg)
+    }
+
+    /// `/subscriptions/{sub}/resourceGroups/{rg}/providers/{resource_type}/{name}`.
+    pub fn resource_id(&self, rg: &str, resource_type: &str, name: &str) -> String {
+        ids::resource_id(&self.subscription_id, rg, resource_type, name)
+    }
+}
+
+/// Per-tenant ARM clients. Each tenant has its own service principal and subscription, so
+/// each gets its own client (its own token cache); clients are built on the first step of a
+/// tenant and reused, since building one per step would fetch a token per step.
+pub struct ArmClients {
+    resource_manager_url: Url,
+    authority_host: Url,
+    ca_bundle_pem: Option<String>,
+    lro_poll_interval: Duration,
+    lro_timeout: Duration,
+    tenants: HashMap<TenantId, TenantAzure>,
+    cache: Mutex<HashMap<TenantId, TenantArm>>,
+}
+
+impl std::fmt::Debug for ArmClients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArmClients")
+            .field("resource_manager_url", &self.resource_manager_url.as_str())
+            .field("tenants", &self.tenants.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ArmClients {
+    /// Reads the endpoints, tenants and CA bundle from `config`. The CA bundle is read here,
+    /// once, so a wrong path stops the service at start-up instead of failing every step.
+    pub fn new(config: &Config) -> Result<Self, Error> {
+        let url = |field: &str, value: &str| {
+            Url::parse(value).map_err(|e| Error::Config(format!("{field}: {value:?}: {e}")))
+        };
+        let ca_bundle_pem = match &config.azure.ca_bundle {
+            Some(path) => {
+                Some(
+                    std::fs::read_to_string(path).map_err(|source| Error::CaBundle {
+                        path: path.clone(),
+                        source,
+                    })?,
+                )
+            }
+            None => None,
+        };
+        Ok(Self {
+            resource_manager_url: url(
+                "azure.resource_manager_url",
+                &config.azure.resource_manager_url,
+            )?,
+            authority_host: url("azure.authority_host", &config.azure.authority_host)?,
+            ca_bundle_pem,
+            // A zero interval would make the client refuse to build; 1 ms is "as fast as ARM allows".
+            lro_poll_interval: Duration::from_millis(config.azure.lro_poll_interval_ms.max(1)),
+            lro_timeout: Duration::from_secs(config.azure.lro_timeout_s),
+            tenants: config
+                .tenants
+                .iter()
+                .map(|t| (t.id.clone(), t.azure.clone()))
+                .collect(),
+            cache: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The client of `tenant`. A tenant missing from the configuration is terminal
+    /// (`TenantNotConfigured`): retrying cannot make it appear.
+    pub fn tenant(&self, tenant: &TenantId) -> Result<TenantArm, StepError> {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = cache.get(tenant) {
+            return Ok(t.clone());
+        }
+        let Some(azure) = self.tenants.get(tenant) else {
+            return Err(StepError::terminal(
+                "TenantNotConfigured",
+                format!("tenant {tenant} has no Azure service principal configured"),
+            )
+            .with_target("tenants"));
+        };
+        let client = ArmClient::new(ArmConfig {
+            resource_manager_url: self.resource_manager_url.clone(),
+            authority_host: self.authority_host.clone(),
+            ca_bundle_pem: self.ca_bundle_pem.clone(),
+            credential: CredentialConfig::ClientSecret {
+                tenant_id: azure.tenant_id.clone(),
+                client_id: azure.client_id.clone(),
+                client_secret: Secret::new(azure.client_secret.expose().to_owned()),
+            },
+            lro_poll_interval: self.lro_poll_interval,
+            lro_timeout: self.lro_timeout,
+        })
+        .map_err(step_error)?;
+        let arm = TenantArm {
+            client,
+            subscription_id: azure.subscription_id.clone(),
+        };
+        cache.insert(tenant.clone(), arm.clone());
+        Ok(arm)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hypersaga_config::{Secret as ConfigSecret, TenantConfig};
+
+    use super::*;
+
+    fn config() -> Config {
+        Config {
+            tenants: vec![TenantConfig {
+                id: TenantId::new("acme").expect("tenant"),
+                token: ConfigSecret::new("0123456789abcdef-acme"),
+                azure: TenantAzure {
+                    tenant_id: "t".into(),
+                    subscription_id: "sub-1".into(),
+                    client_id: "c".into(),
+                    client_secret: ConfigSecret::new("s"),
+                },
+            }],
+            ..Config::default()
+        }
+    }
+
+    #[test]
+    fn clients_are_per_tenant_and_cached() {
+        let clients = ArmClients::new(&config()).expect("clients");
+        let acme = clients
+            .tenant(&TenantId::new("acme").unwrap())
+            .expect("acme");
+        assert_eq!(acme.subscription_id, "sub-1");
+        assert_eq!(
+            acme.resource_group_id("rg"),
+            "/subscriptions/sub-1/resourceGroups/rg"
+        );
+        assert_eq!(clients.cache.lock().unwrap().len(), 1);
+        clients
+            .tenant(&TenantId::new("acme").unwrap())
+            .expect("cached");
+        assert_eq!(clients.cache.lock().unwrap().len(), 1);
+        let e = clients
+            .tenant(&TenantId::new("other").unwrap())
+            .expect_err("unknown tenant");
+        assert_eq!(e.info.code, "TenantNotConfigured");
+        assert!(!e.is_retryable());
+    }
+
+    #[test]
+    fn unreadable_ca_bundle_fails_at_start() {
+        let mut c = config();
+        c.azure.ca_bundle = Some("/nonexistent/ca.pem".into());
+        assert!(matches!(ArmClients::new(&c), Err(Error::CaBundle { .. })));
+    }
+
+    #[test]
+    fn plain_http_arm_is_a_terminal_step_error() {
+        let mut c = config();
+        c.azure.resource_manager_url = "http://127.0.0.1:1".into();
+        let clients = ArmClients::new(&c).expect("parsed");
+        let e = clients
+            .tenant(&TenantId::new("acme").unwrap())
+            .expect_err("http refused");
+        assert_eq!(e.info.code, "AzureClientMisconfigured");
+        assert!(!e.is_retryable());
+    }
+}

@@ -1,0 +1,104 @@
+//! "Look, adopt, then create" and "delete, absent is fine": the two moves of every handler.
+
+use hypersaga_azure::ArmClient;
+use hypersaga_bus::StepError;
+use serde_json::Value;
+use tracing::info;
+
+use crate::errors::step_error;
+
+/// What [`ensure`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ensured {
+    /// It existed, finished and matching: used as is (no write).
+    Adopted(Value),
+    /// It did not exist: created.
+    Created(Value),
+    /// It existed but did not match (or had failed): rewritten with the desired body.
+    Updated(Value),
+}
+
+impl Ensured {
+    /// The resource as ARM last showed it.
+    pub fn resource(&self) -> &Value {
+        match self {
+            Self::Adopted(v) | Self::Created(v) | Self::Updated(v) => v,
+        }
+    }
+
+    /// True unless adopted.
+    pub fn wrote(&self) -> bool {
+        !matches!(self, Self::Adopted(_))
+    }
+}
+
+/// `properties.provisioningState`, or `Succeeded` for types that have none (identities, FICs):
+/// those are created synchronously, so existing means done.
+pub fn provisioning_state(resource: &Value) -> &str {
+    resource
+        .pointer("/properties/provisioningState")
+        .and_then(Value::as_str)
+        .unwrap_or("Succeeded")
+}
+
+/// Makes the resource `id` exist as `body` describes, without writing when it already does.
+///
+/// GET first: a finished resource for which `adoptable` says yes is adopted untouched — that
+/// is what makes a redelivered command cheap, and it keeps what others added later (rules the
+/// in-cluster cloud provider puts on the NSG and load balancer) instead of wiping them with a
+/// re-PUT. Otherwise PUT `body` and wait for it. A resource being deleted (a compensation, or
+/// an earlier cluster of the same name, still in flight) is a retryable
+/// `ResourceBeingDeleted`: writing now would only fail with a conflict.
+///
+/// `what` names the resource kind in logs ("network security group").
+pub async fn ensure(
+    arm: &ArmClient,
+    what: &str,
+    id: &str,
+    api_version: &str,
+    body: &Value,
+    adoptable: impl Fn(&Value) -> bool,
+) -> Result<Ensured, StepError> {
+    let existing = arm.get(id, api_version).await.map_err(step_error)?;
+    if let Some(existing) = &existing {
+        let state = provisioning_state(existing);
+        if state.eq_ignore_ascii_case("Deleting") {
+            return Err(StepError::retryable(
+                "ResourceBeingDeleted",
+                format!("{what} {id} is being deleted; it will be created again once it is gone"),
+            )
+            .with_target(id.to_owned()));
+        }
+        if state.eq_ignore_ascii_case("Succeeded") && adoptable(existing) {
+            info!(resource = what, %id, "adopted");
+            return Ok(Ensured::Adopted(existing.clone()));
+        }
+    }
+    let written = arm.put(id, api_version, body).await.map_err(step_error)?;
+    if existing.is_some() {
+        info!(resource = what, %id, "updated");
+        Ok(Ensured::Updated(written))
+    } else {
+        info!(resource = what, %id, "created");
+        Ok(Ensured::Created(written))
+    }
+}
+
+/// Deletes `id` and waits until it is gone; already absent is success, so an undo can run any
+/// number of times.
+pub async fn remove(
+    arm: &ArmClient,
+    what: &str,
+    id: &str,
+    api_version: &str,
+) -> Result<(), StepError> {
+    arm.delete(id, api_version).await.map_err(step_error)?;
+    info!(resource = what, %id, "deleted");
+    Ok(())
+}
+
+/// Always adopt an existing, finished resource (resource groups, zones, identities: nothing
+/// of ours to reconcile).
+pub fn any(_: &Value) -> bool {
+    true
+}

@@ -1,0 +1,136 @@
+//! Failures as the saga sees them.
+
+use hypersaga_azure::{ArmError, ErrorKind};
+use hypersaga_bus::{StepCommand, StepError};
+
+/// An ARM failure as a [`StepError`]: Azure's code, message and target are kept verbatim
+/// (users and operators act on them), retryability comes from the one ARM classifier, and
+/// `Retry-After` is passed on so the coordinator waits at least that long.
+///
+/// A 404 that reaches a handler (a PUT whose resource group is missing, a GET of a parent) is
+/// reported retryable: the DAG creates parents first, so it means ARM's read replicas have not
+/// caught up yet, which clears by itself; bounded retries pause the saga if it does not.
+pub fn step_error(e: ArmError) -> StepError {
+    let retryable = match e.kind() {
+        ErrorKind::Terminal => false,
+        ErrorKind::Retryable | ErrorKind::NotFound => true,
+        // A kind this crate does not know yet: let the retry budget decide.
+        _ => true,
+    };
+    let code = e
+        .code()
+        .map(str::to_owned)
+        .unwrap_or_else(|| fallback_code(&e));
+    let message = e.message();
+    let mut out = if retryable {
+        StepError::retryable(code, message)
+    } else {
+        StepError::terminal(code, message)
+    };
+    if let Some(target) = e.target() {
+        out = out.with_target(target);
+    }
+    out.retry_after_ms = e
+        .retry_after()
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    out
+}
+
+/// A code for failures ARM gave none for (no answer, no error body).
+fn fallback_code(e: &ArmError) -> String {
+    match e {
+        ArmError::Http { status, .. } => format!("Http{status}"),
+        ArmError::OperationFailed { .. } => "OperationFailed".into(),
+        ArmError::Transport { .. } => "AzureUnreachable".into(),
+        ArmError::Credential { .. } => "CredentialFailed".into(),
+        ArmError::LroTimeout { .. } => "OperationTimedOut".into(),
+        ArmError::InvalidResponse { .. } => "InvalidAzureResponse".into(),
+        ArmError::Config(_) => "AzureClientMisconfigured".into(),
+        ArmError::InvalidId(_) => "InvalidResourceId".into(),
+        _ => "AzureError".into(),
+    }
+}
+
+/// A step id (or action) this service does not own: terminal, since redelivering the same
+/// command cannot change that. It means the coordinator and the service disagree on the
+/// plan (a version skew during an upgrade, or a misrouted command).
+pub fn unknown_step(cmd: &StepCommand) -> StepError {
+    StepError::terminal(
+        "UnknownStep",
+        format!(
+            "service {} has no step {:?} ({})",
+            cmd.service(),
+            cmd.step,
+            cmd.action.as_str()
+        ),
+    )
+    .with_target(cmd.step.clone())
+}
+
+/// An output of an earlier step that this step needs is missing. Terminal: the DAG runs that
+/// step first, so its absence is a plan bug, not something time heals.
+pub fn missing_output(step: &str, key: &str) -> StepError {
+    StepError::terminal(
+        "MissingStepOutput",
+        format!("step {step} did not provide output {key:?}"),
+    )
+    .with_target(format!("{step}.{key}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use hypersaga_azure::ArmErrorBody;
+
+    use super::*;
+
+    fn http(status: u16, code: &str, retry_after: Option<Duration>) -> ArmError {
+        ArmError::Http {
+            method: "PUT".into(),
+            path: "/x".into(),
+            status,
+            error: Some(ArmErrorBody {
+                code: code.into(),
+                message: "msg".into(),
+                target: Some("properties.x".into()),
+                details: vec![],
+            }),
+            retry_after,
+            request_id: None,
+        }
+    }
+
+    #[test]
+    fn keeps_azure_words() {
+        let e = step_error(http(403, "AuthorizationFailed", None));
+        assert!(!e.is_retryable());
+        assert_eq!(e.info.code, "AuthorizationFailed");
+        assert_eq!(e.info.message, "msg");
+        assert_eq!(e.info.target.as_deref(), Some("properties.x"));
+        assert_eq!(e.retry_after_ms, None);
+    }
+
+    #[test]
+    fn throttling_is_retryable_with_delay() {
+        let e = step_error(http(429, "TooManyRequests", Some(Duration::from_secs(6))));
+        assert!(e.is_retryable());
+        assert_eq!(e.retry_after_ms, Some(6000));
+        assert!(step_error(http(500, "InternalServerError", None)).is_retryable());
+        assert!(step_error(http(404, "ResourceGroupNotFound", None)).is_retryable());
+    }
+
+    #[test]
+    fn no_body_gets_a_code() {
+        let e = step_error(ArmError::Http {
+            method: "GET".into(),
+            path: "/x".into(),
+            status: 502,
+            error: None,
+            retry_after: None,
+            request_id: None,
+        });
+        assert_eq!(e.info.code, "Http502");
+        assert!(e.is_retryable());
+    }
+}

@@ -1,0 +1,40 @@
+//! Running a step service: bus + worker, configured from [`Config`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hypersaga_bus::Bus;
+use hypersaga_config::Config;
+use hypersaga_worker::{StepHandler, WorkerOptions};
+use tokio_util::sync::CancellationToken;
+
+use crate::Error;
+
+/// How long in-flight steps may finish after shutdown before they are left to redelivery.
+/// Short on purpose: every step is idempotent, so an unfinished one is simply re-run (and its
+/// work adopted) by another replica.
+const DRAIN_GRACE: Duration = Duration::from_secs(10);
+
+/// Connects to the bus as `hypersaga-<service>` and runs `handler` on the service's commands
+/// until `shutdown`.
+pub async fn run_service(
+    config: &Config,
+    service: &str,
+    handler: Arc<dyn StepHandler>,
+    shutdown: CancellationToken,
+) -> Result<(), Error> {
+    let bus = Bus::connect(
+        &config.nats.url,
+        &format!("hypersaga-{service}"),
+        &config.nats.prefix,
+    )
+    .await?;
+    let opts = WorkerOptions {
+        service: service.to_owned(),
+        concurrency: config.worker.concurrency.max(1),
+        ack_wait: Duration::from_secs(config.worker.ack_wait_s.max(1)),
+        drain_grace: DRAIN_GRACE,
+    };
+    hypersaga_worker::run(bus, handler, opts, shutdown).await?;
+    Ok(())
+}

@@ -1,0 +1,272 @@
+//! The dns steps against the real ARM emulator.
+
+use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
+use hypersaga_dns::{DnsHandler, PRIVATE_DNS_API, steps};
+use hypersaga_model::TenantId;
+use hypersaga_stepkit::testing::{SUBSCRIPTION, TestArm, command, names_of, spec};
+use hypersaga_stepkit::{ArmClients, LogNotes, TenantArm};
+use serde_json::{Value, json};
+
+const ZONE: &str = "Microsoft.Network/privateDnsZones";
+const LINK: &str = "Microsoft.Network/privateDnsZones/virtualNetworkLinks";
+
+async fn exec(h: &DnsHandler, cmd: &StepCommand) -> Result<Outputs, StepError> {
+    h.execute(cmd, &LogNotes).await
+}
+
+fn s(o: &Outputs, key: &str) -> String {
+    o.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("output {key} in {o:?}"))
+        .to_owned()
+}
+
+/// What the network service would have made: the managed RG and a VNet. Returns the VNet id.
+async fn network(arm: &TenantArm, cluster: &str) -> String {
+    let names = names_of(cluster, &spec());
+    arm.client
+        .put(
+            &arm.resource_group_id(&names.managed_rg),
+            "2021-04-01",
+            &json!({"location": "eastus"}),
+        )
+        .await
+        .expect("rg");
+    arm.client
+        .put(
+            &arm.resource_group_id(&names.vnet_rg),
+            "2021-04-01",
+            &json!({"location": "eastus"}),
+        )
+        .await
+        .expect("vnet rg");
+    let vnet = arm.resource_id(
+        &names.vnet_rg,
+        "Microsoft.Network/virtualNetworks",
+        &names.vnet,
+    );
+    arm.client
+        .put(&vnet, "2023-11-01", &json!({"location": "eastus", "properties": {"addressSpace": {"addressPrefixes": ["10.0.0.0/16"]}}}))
+        .await
+        .expect("vnet");
+    vnet
+}
+
+fn prior(vnet: &str, host: Option<&str>) -> Vec<(String, Outputs)> {
+    let mut v = vec![(
+        steps::NETWORK_VNET.to_owned(),
+        Outputs::from([("vnet_id".to_owned(), json!(vnet))]),
+    )];
+    if let Some(h) = host {
+        v.push((
+            steps::HOSTED_CLUSTER.to_owned(),
+            Outputs::from([("control_plane_host".to_owned(), json!(h))]),
+        ));
+    }
+    v
+}
+
+async fn setup() -> (TestArm, DnsHandler, TenantArm) {
+    hypersaga_devca::install_crypto_provider();
+    let arm = TestArm::start().await;
+    let config = arm.config(None);
+    let h = DnsHandler::new(&config).expect("handler");
+    let tenant = ArmClients::new(&config)
+        .unwrap()
+        .tenant(&TenantId::new("acme").unwrap())
+        .unwrap();
+    (arm, h, tenant)
+}
+
+#[tokio::test]
+async fn zone_link_and_records_lifecycle() {
+    let (arm, h, tenant) = setup().await;
+    let vnet = network(&tenant, "demo").await;
+    let names = names_of("demo", &spec());
+    let run = |step: &str, action: Action, host: Option<&str>| {
+        command("demo", spec(), step, action, prior(&vnet, host))
+    };
+
+    // Zone.
+    let zone_out = exec(&h, &run(steps::PRIVATE_ZONE, Action::Do, None))
+        .await
+        .expect("zone");
+    let zone_id = s(&zone_out, "private_zone_id");
+    assert_eq!(
+        zone_id,
+        format!(
+            "/subscriptions/{SUBSCRIPTION}/resourceGroups/{}/providers/{ZONE}/{}",
+            names.managed_rg, names.private_zone
+        )
+    );
+    assert_eq!(names.private_zone, "demo.example.com");
+    let zone = arm.resource(&zone_id).await.expect("zone stored");
+    assert_eq!(zone["location"], "global");
+    assert_eq!(zone["tags"]["hypersaga.io_saga"], "saga-demo");
+    assert_eq!(
+        exec(&h, &run(steps::PRIVATE_ZONE, Action::Do, None))
+            .await
+            .expect("again"),
+        zone_out
+    );
+    assert_eq!(arm.requests().await.count("PUT", ZONE), 1, "adopted");
+
+    // Link.
+    let link_out = exec(&h, &run(steps::VNET_LINK, Action::Do, None))
+        .await
+        .expect("link");
+    let link_id = s(&link_out, "vnet_link_id");
+    assert_eq!(
+        link_id,
+        format!("{zone_id}/virtualNetworkLinks/{}", names.vnet_link)
+    );
+    let link = arm.resource(&link_id).await.expect("link stored");
+    assert_eq!(link["location"], "global");
+    assert_eq!(link["properties"]["registrationEnabled"], false);
+    assert!(
+        link["properties"]["virtualNetwork"]["id"]
+            .as_str()
+            .unwrap()
+            .eq_ignore_ascii_case(&vnet)
+    );
+    assert_eq!(
+        exec(&h, &run(steps::VNET_LINK, Action::Do, None))
+            .await
+            .expect("again"),
+        link_out
+    );
+    assert_eq!(arm.requests().await.count("PUT", LINK), 1, "adopted");
+
+    // The zone cannot go while linked: retryable, not terminal (the DAG removes the link first).
+    let e = exec(&h, &run(steps::PRIVATE_ZONE, Action::Undo, None))
+        .await
+        .expect_err("linked zone");
+    assert!(e.is_retryable(), "{e}");
+
+    // Records: IPv4 → A.
+    let rec = exec(&h, &run(steps::RECORDS, Action::Do, Some("20.30.40.50")))
+        .await
+        .expect("A");
+    let a_id = s(&rec, "api_record_id");
+    assert_eq!(a_id, format!("{zone_id}/A/api"));
+    let a = tenant
+        .client
+        .get(&a_id, PRIVATE_DNS_API)
+        .await
+        .unwrap()
+        .expect("A record");
+    assert_eq!(a["properties"]["ttl"], 300);
+    assert_eq!(
+        a["properties"]["aRecords"],
+        json!([{"ipv4Address": "20.30.40.50"}])
+    );
+    exec(&h, &run(steps::RECORDS, Action::Do, Some("20.30.40.50")))
+        .await
+        .expect("A again");
+    assert_eq!(
+        arm.requests()
+            .await
+            .count("PUT", "Microsoft.Network/privateDnsZones/A"),
+        1,
+        "adopted"
+    );
+
+    // The endpoint becomes a host name → the A record is replaced by a CNAME.
+    let rec = exec(
+        &h,
+        &run(steps::RECORDS, Action::Do, Some("kas.demo.example.net")),
+    )
+    .await
+    .expect("CNAME");
+    let cname_id = s(&rec, "api_record_id");
+    assert_eq!(cname_id, format!("{zone_id}/CNAME/api"));
+    assert!(
+        tenant
+            .client
+            .get(&a_id, PRIVATE_DNS_API)
+            .await
+            .unwrap()
+            .is_none(),
+        "A removed"
+    );
+    let c = tenant
+        .client
+        .get(&cname_id, PRIVATE_DNS_API)
+        .await
+        .unwrap()
+        .expect("CNAME record");
+    assert_eq!(
+        c["properties"]["cnameRecord"]["cname"],
+        "kas.demo.example.net"
+    );
+
+    // Undo in reverse order, then again (404 is success).
+    for _ in 0..2 {
+        for step in [steps::RECORDS, steps::VNET_LINK, steps::PRIVATE_ZONE] {
+            exec(&h, &run(step, Action::Undo, None))
+                .await
+                .unwrap_or_else(|e| panic!("undo {step}: {e}"));
+        }
+    }
+    assert!(
+        tenant
+            .client
+            .get(&cname_id, PRIVATE_DNS_API)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(arm.resource(&link_id).await.is_none());
+    assert!(arm.resource(&zone_id).await.is_none());
+}
+
+#[tokio::test]
+async fn dns_errors_are_classified() {
+    let (arm, h, tenant) = setup().await;
+    let vnet = network(&tenant, "flt").await;
+    let run = |step: &str, action: Action, host: Option<&str>| {
+        command("flt", spec(), step, action, prior(&vnet, host))
+    };
+
+    arm.fault("PUT", ZONE, 403, "AuthorizationFailed", 1).await;
+    let e = exec(&h, &run(steps::PRIVATE_ZONE, Action::Do, None))
+        .await
+        .expect_err("403");
+    assert_eq!(e.info.code, "AuthorizationFailed");
+    assert!(!e.is_retryable());
+
+    arm.fault("PUT", ZONE, 500, "InternalServerError", 1).await;
+    let e = exec(&h, &run(steps::PRIVATE_ZONE, Action::Do, None))
+        .await
+        .expect_err("500");
+    assert!(e.is_retryable());
+    exec(&h, &run(steps::PRIVATE_ZONE, Action::Do, None))
+        .await
+        .expect("retry");
+
+    // 409 Conflict "already linked" counts as success, as in HyperShift.
+    arm.fault("PUT", LINK, 409, "Conflict", 1).await;
+    let out = exec(&h, &run(steps::VNET_LINK, Action::Do, None))
+        .await
+        .expect("already linked is success");
+    let names = names_of("flt", &spec());
+    assert!(s(&out, "vnet_link_id").ends_with(&format!(
+        "/privateDnsZones/{}/virtualNetworkLinks/{}",
+        names.private_zone, names.vnet_link
+    )));
+    assert_eq!(arm.count_status("PUT", LINK, 409).await, 1);
+
+    // Records need the control plane's endpoint.
+    let e = exec(&h, &run(steps::RECORDS, Action::Do, None))
+        .await
+        .expect_err("no host");
+    assert_eq!(e.info.code, "MissingStepOutput");
+    assert_eq!(
+        e.info.target.as_deref(),
+        Some("controlplane.hostedcluster.control_plane_host")
+    );
+    let e = exec(&h, &run("dns.public-zone", Action::Do, None))
+        .await
+        .expect_err("unknown");
+    assert_eq!(e.info.code, "UnknownStep");
+}

@@ -1,0 +1,83 @@
+//! `identity.oidc`: the tenant's OIDC issuer (hypershift-azure.md §3), created once and
+//! shared by all the tenant's clusters.
+//!
+//! The signing key is chosen exactly once per tenant: it is stored create-only, so when two
+//! clusters of a tenant race, one key wins and both use it — a second key would leave the
+//! published JWKS and the tokens of one of the clusters disagreeing.
+
+use hypersaga_bus::{Outputs, StepCommand, StepError};
+use hypersaga_model::names::oidc_container;
+use hypersaga_oidc::{BlobPublisher, SigningKey};
+use hypersaga_stepkit::Notes;
+use serde_json::Value;
+use tracing::info;
+
+use crate::blob::step_error;
+
+/// Loads or creates the tenant's signing key, then (re)publishes the discovery document and
+/// JWKS to the tenant's public container. Publishing every time is cheap (two small blobs) and
+/// heals a document someone deleted. Outputs `issuer_url` (what every FIC's `issuer` and the
+/// HostedCluster's `issuerURL` must equal byte for byte) and `kid`.
+pub(crate) async fn ensure(
+    publisher: &BlobPublisher,
+    cmd: &StepCommand,
+    notes: &dyn Notes,
+) -> Result<Outputs, StepError> {
+    let tenant = cmd.tenant.as_str();
+    let key = match publisher
+        .load_signing_key(tenant)
+        .await
+        .map_err(step_error)?
+    {
+        Some(key) => {
+            info!(kid = %key.kid(), "adopted the tenant's signing key");
+            key
+        }
+        None => {
+            notes
+                .note("generating the tenant's OIDC signing key (RSA 4096)".to_owned())
+                .await;
+            let generated = tokio::task::spawn_blocking(SigningKey::generate)
+                .await
+                .map_err(|e| {
+                    StepError::retryable(
+                        "InternalError",
+                        format!("key generation task failed: {e}"),
+                    )
+                })?
+                .map_err(step_error)?;
+            if publisher
+                .create_signing_key(tenant, &generated)
+                .await
+                .map_err(step_error)?
+            {
+                info!(kid = %generated.kid(), "created the tenant's signing key");
+                generated
+            } else {
+                // Another cluster of the tenant stored its key first: that one is the key.
+                let winner = publisher
+                    .load_signing_key(tenant)
+                    .await
+                    .map_err(step_error)?
+                    .ok_or_else(|| {
+                        StepError::retryable(
+                            "SigningKeyRace",
+                            "signing key was stored concurrently but cannot be read yet",
+                        )
+                    })?;
+                info!(kid = %winner.kid(), "adopted the signing key another writer stored first");
+                winner
+            }
+        }
+    };
+    let container = oidc_container(&cmd.tenant);
+    let issuer = publisher
+        .publish_issuer(&container, &[key.public_key()])
+        .await
+        .map_err(step_error)?;
+    info!(%issuer, "OIDC issuer published");
+    Ok(Outputs::from([
+        ("issuer_url".to_owned(), Value::String(issuer)),
+        ("kid".to_owned(), Value::String(key.kid())),
+    ]))
+}

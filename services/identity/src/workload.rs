@@ -1,0 +1,272 @@
+//! `identity.workload`: the cluster's 7 user-assigned managed identities and their federated
+//! credentials, in the tenant's persistent identity resource group (hypershift-azure.md §2.1–2.3).
+
+use futures::future::join_all;
+use hypersaga_azure::ids;
+use hypersaga_bus::{Outputs, StepCommand, StepError};
+use hypersaga_model::identities::{AUDIENCE, WORKLOAD_IDENTITIES, WorkloadIdentity};
+use hypersaga_stepkit::{Notes, TenantArm, any, ensure as ensure_resource, missing_output, tags};
+use serde_json::{Map, Value, json};
+
+use crate::steps;
+
+/// `Microsoft.Resources` api-version HyperShift uses for the identity RG.
+pub const RESOURCES_API: &str = "2021-04-01";
+/// `Microsoft.ManagedIdentity/userAssignedIdentities` api-version HyperShift uses.
+pub const MSI_API: &str = "2024-11-30";
+/// Federated identity credentials: same provider and api-version as the identities.
+pub const FIC_API: &str = "2024-11-30";
+
+const MSI_TYPE: &str = "Microsoft.ManagedIdentity/userAssignedIdentities";
+
+/// A managed identity as it ended up.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Identity {
+    /// Key in `workloadIdentities` (`disk`, `imageRegistry`, …).
+    pub key: &'static str,
+    pub id: String,
+    pub client_id: String,
+    pub principal_id: String,
+}
+
+/// Body of an identity: location and tags only (the identity has no settable properties).
+pub(crate) fn identity_body(cmd: &StepCommand) -> Value {
+    json!({ "location": cmd.context.spec.location, "tags": tags(cmd) })
+}
+
+/// Body of a federated credential. Proxy resources carry no tags.
+pub(crate) fn credential_body(issuer: &str, subject: &str) -> Value {
+    json!({ "properties": { "issuer": issuer, "subject": subject, "audiences": [AUDIENCE] } })
+}
+
+/// An existing credential is kept only when issuer, subject and audiences are exactly ours:
+/// token exchange compares them byte for byte, so "almost" is a broken credential.
+pub(crate) fn credential_matches(existing: &Value, issuer: &str, subject: &str) -> bool {
+    let p = &existing["properties"];
+    p["issuer"].as_str() == Some(issuer)
+        && p["subject"].as_str() == Some(subject)
+        && p["audiences"] == json!([AUDIENCE])
+}
+
+/// The step's outputs: `workload_identities` as HyperShift's
+/// `azureAuthenticationConfig.workloadIdentities` takes it, each identity's ARM id as
+/// `<key>_identity_id`, their principal (object) ids for role assignments as
+/// `workload_principals` (not `_id`-suffixed: they are not ARM resources), and `identity_rg_id`.
+pub(crate) fn outputs(identity_rg_id: &str, identities: &[Identity]) -> Outputs {
+    let mut workload = Map::new();
+    let mut principals = Map::new();
+    let mut out = Outputs::new();
+    for i in identities {
+        workload.insert(i.key.to_owned(), json!({ "clientID": i.client_id }));
+        principals.insert(i.key.to_owned(), json!(i.principal_id));
+        out.insert(format!("{}_identity_id", i.key), json!(i.id));
+    }
+    out.insert("workload_identities".into(), Value::Object(workload));
+    out.insert("workload_principals".into(), Value::Object(principals));
+    out.insert("identity_rg_id".into(), json!(identity_rg_id));
+    out
+}
+
+/// Creates or adopts the identity RG (GET, create only when absent, as HyperShift does), then
+/// every identity in parallel, each with its credentials one after another.
+pub(crate) async fn ensure(
+    arm: &TenantArm,
+    cmd: &StepCommand,
+    notes: &dyn Notes,
+) -> Result<Outputs, StepError> {
+    let issuer = cmd
+        .context
+        .output(steps::OIDC, "issuer_url")
+        .ok_or_else(|| missing_output(steps::OIDC, "issuer_url"))?;
+    let rg_id = arm.resource_group_id(&cmd.context.names.identity_rg);
+    let rg_body = json!({ "location": cmd.context.spec.location, "tags": tags(cmd) });
+    ensure_resource(
+        &arm.client,
+        "resource group",
+        &rg_id,
+        RESOURCES_API,
+        &rg_body,
+        any,
+    )
+    .await?;
+
+    let credentials: usize = WORKLOAD_IDENTITIES
+        .iter()
+        .map(|w| w.credentials.len())
+        .sum();
+    notes
+        .note(format!(
+            "ensuring {} workload identities and {credentials} federated credentials",
+            WORKLOAD_IDENTITIES.len()
+        ))
+        .await;
+    let results = join_all(
+        WORKLOAD_IDENTITIES
+            .iter()
+            .map(|w| ensure_identity(arm, cmd, w, issuer)),
+    )
+    .await;
+    // Every identity ran to the end; report a terminal failure before a retryable one, since
+    // retrying cannot fix the terminal one.
+    let mut identities = Vec::with_capacity(results.len());
+    let mut first_error: Option<StepError> = None;
+    for r in results {
+        match r {
+            Ok(i) => identities.push(i),
+            Err(e) => {
+                let replace = match &first_error {
+                    None => true,
+                    Some(prev) => prev.is_retryable() && !e.is_retryable(),
+                };
+                if replace {
+                    first_error = Some(e);
+                }
+            }
+        }
+    }
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    Ok(outputs(&rg_id, &identities))
+}
+
+/// One identity, then its credentials strictly one at a time: Azure refuses concurrent
+/// credential writes on one identity
+/// (`ConcurrentFederatedIdentityCredentialsWritesForSingleManagedIdentity`).
+async fn ensure_identity(
+    arm: &TenantArm,
+    cmd: &StepCommand,
+    w: &WorkloadIdentity,
+    issuer: &str,
+) -> Result<Identity, StepError> {
+    let names = &cmd.context.names;
+    let id = arm.resource_id(&names.identity_rg, MSI_TYPE, &names.identity(w.suffix));
+    let mi = ensure_resource(
+        &arm.client,
+        "managed identity",
+        &id,
+        MSI_API,
+        &identity_body(cmd),
+        any,
+    )
+    .await?;
+    let field = |name: &str| {
+        mi.resource()
+            .pointer(&format!("/properties/{name}"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| {
+                StepError::retryable(
+                    "InvalidAzureResponse",
+                    format!("managed identity {id} has no properties.{name} yet"),
+                )
+                .with_target(id.clone())
+            })
+    };
+    let (client_id, principal_id) = (field("clientId")?, field("principalId")?);
+    for (suffix, subject) in w.credentials {
+        let fic_id = ids::child_id(
+            &id,
+            "federatedIdentityCredentials",
+            &names.federated_credential(suffix),
+        );
+        ensure_resource(
+            &arm.client,
+            "federated identity credential",
+            &fic_id,
+            FIC_API,
+            &credential_body(issuer, subject),
+            |v| credential_matches(v, issuer, subject),
+        )
+        .await?;
+    }
+    Ok(Identity {
+        key: w.key,
+        id,
+        client_id,
+        principal_id,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credential_body_is_hypershifts() {
+        assert_eq!(
+            credential_body(
+                "https://x/oidc-acme",
+                "system:serviceaccount:kube-system:capi-provider"
+            ),
+            json!({"properties": {
+                "issuer": "https://x/oidc-acme",
+                "subject": "system:serviceaccount:kube-system:capi-provider",
+                "audiences": ["openshift"],
+            }})
+        );
+    }
+
+    #[test]
+    fn credentials_match_exactly() {
+        let mut existing = credential_body("https://x/i", "s");
+        existing["properties"]["provisioningState"] = json!("Succeeded");
+        assert!(credential_matches(&existing, "https://x/i", "s"));
+        assert!(
+            !credential_matches(&existing, "https://x/i/", "s"),
+            "trailing slash is another issuer"
+        );
+        assert!(!credential_matches(&existing, "https://x/i", "t"));
+        existing["properties"]["audiences"] = json!(["api://AzureADTokenExchange"]);
+        assert!(!credential_matches(&existing, "https://x/i", "s"));
+    }
+
+    #[test]
+    fn identity_body_is_location_and_tags() {
+        let cmd = hypersaga_stepkit::testing::command(
+            "demo",
+            hypersaga_stepkit::testing::spec(),
+            steps::WORKLOAD,
+            hypersaga_bus::Action::Do,
+            [],
+        );
+        assert_eq!(
+            identity_body(&cmd),
+            json!({"location": "eastus", "tags": {
+                "hypersaga.io_tenant": "acme", "hypersaga.io_cluster": "demo", "hypersaga.io_saga": "saga-demo",
+            }})
+        );
+    }
+
+    #[test]
+    fn outputs_shape() {
+        let ids = [
+            Identity {
+                key: "disk",
+                id: "/d".into(),
+                client_id: "c1".into(),
+                principal_id: "p1".into(),
+            },
+            Identity {
+                key: "imageRegistry",
+                id: "/r".into(),
+                client_id: "c2".into(),
+                principal_id: "p2".into(),
+            },
+        ];
+        let out = outputs("/rg", &ids);
+        assert_eq!(
+            out["workload_identities"],
+            json!({"disk": {"clientID": "c1"}, "imageRegistry": {"clientID": "c2"}})
+        );
+        assert_eq!(
+            out["workload_principals"],
+            json!({"disk": "p1", "imageRegistry": "p2"})
+        );
+        assert_eq!(out["disk_identity_id"], "/d");
+        assert_eq!(out["imageRegistry_identity_id"], "/r");
+        assert_eq!(out["identity_rg_id"], "/rg");
+        // Only ARM resource ids end in `_id`.
+        assert_eq!(out.keys().filter(|k| k.ends_with("_id")).count(), 3);
+    }
+}

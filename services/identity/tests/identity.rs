@@ -1,0 +1,306 @@
+//! The identity steps against real Azurite (issuer) and the real ARM emulator (identities).
+
+use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
+use hypersaga_config::Config;
+use hypersaga_identity::{FIC_API, IdentityHandler, steps};
+use hypersaga_model::TenantId;
+use hypersaga_model::identities::WORKLOAD_IDENTITIES;
+use hypersaga_stepkit::testing::{Azurite, SUBSCRIPTION, TestArm, command, names_of, spec};
+use hypersaga_stepkit::{ArmClients, LogNotes};
+use serde_json::{Value, json};
+
+const MSI: &str = "Microsoft.ManagedIdentity/userAssignedIdentities";
+const FIC: &str = "Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials";
+
+async fn exec(h: &IdentityHandler, cmd: &StepCommand) -> Result<Outputs, StepError> {
+    h.execute(cmd, &LogNotes).await
+}
+
+/// Blob settings that are never contacted (the workload step needs no storage).
+fn without_blob(arm: &TestArm) -> Config {
+    let mut c = arm.config(None);
+    c.blob.endpoint = "http://127.0.0.1:9/devstoreaccount1".into();
+    c.blob.account_name = "devstoreaccount1".into();
+    c.blob.account_key = hypersaga_config::Secret::new(hypersaga_stepkit::testing::azurite_key());
+    c
+}
+
+fn oidc_outputs(issuer: &str) -> Vec<(String, Outputs)> {
+    vec![(
+        steps::OIDC.to_owned(),
+        Outputs::from([
+            ("issuer_url".to_owned(), json!(issuer)),
+            ("kid".to_owned(), json!("k")),
+        ]),
+    )]
+}
+
+#[tokio::test]
+async fn issuer_is_published_once_per_tenant_and_shared() {
+    hypersaga_devca::install_crypto_provider();
+    let az = Azurite::start().await;
+    let arm = TestArm::start().await;
+    let config = arm.config(Some(&az));
+    let h = IdentityHandler::new(&config).expect("handler");
+
+    // Two clusters of the tenant race to create the issuer: one key wins, both use it.
+    let a = command("one", spec(), steps::OIDC, Action::Do, []);
+    let b = command("two", spec(), steps::OIDC, Action::Do, []);
+    let (ra, rb) = tokio::join!(exec(&h, &a), exec(&h, &b));
+    let (oa, ob) = (ra.expect("oidc one"), rb.expect("oidc two"));
+    assert_eq!(oa, ob, "both clusters share the tenant's issuer and key");
+    let issuer = oa["issuer_url"].as_str().expect("issuer_url").to_owned();
+    let kid = oa["kid"].as_str().expect("kid").to_owned();
+    assert_eq!(issuer, format!("{}/oidc-acme", az.endpoint));
+
+    // Entra's view: anonymous reads of discovery and JWKS.
+    let http = reqwest::Client::new();
+    let discovery: Value = http
+        .get(format!("{issuer}/.well-known/openid-configuration"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(discovery["issuer"], issuer.as_str());
+    let jwks: Value = http
+        .get(discovery["jwks_uri"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(jwks["keys"].as_array().map(Vec::len), Some(1));
+    assert_eq!(jwks["keys"][0]["kid"], kid.as_str());
+
+    // Again: the stored key is adopted (same kid), documents republished identically.
+    let again = exec(&h, &command("three", spec(), steps::OIDC, Action::Do, []))
+        .await
+        .expect("oidc again");
+    assert_eq!(again, oa);
+
+    // Undo is a no-op: the issuer is shared.
+    exec(&h, &command("one", spec(), steps::OIDC, Action::Undo, []))
+        .await
+        .expect("undo");
+    let still = http
+        .get(format!("{issuer}/openid/v1/jwks"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(still.status(), 200);
+    // No ARM call was made for the issuer.
+    assert!(
+        arm.requests()
+            .await
+            .counts
+            .iter()
+            .all(|c| c.resource_type == "Entra" || c.count == 0)
+    );
+}
+
+#[tokio::test]
+async fn workload_identities_are_created_adopted_and_kept() {
+    hypersaga_devca::install_crypto_provider();
+    let arm = TestArm::start().await;
+    let h = IdentityHandler::new(&without_blob(&arm)).expect("handler");
+    let issuer = "https://issuer.example/oidc-acme";
+    let cmd = command(
+        "demo",
+        spec(),
+        steps::WORKLOAD,
+        Action::Do,
+        oidc_outputs(issuer),
+    );
+    let out = exec(&h, &cmd).await.expect("workload");
+    let names = names_of("demo", &spec());
+
+    let rg_id = format!("/subscriptions/{SUBSCRIPTION}/resourceGroups/hcp-acme-identities");
+    assert_eq!(out["identity_rg_id"], rg_id.as_str());
+    let rg = arm.resource(&rg_id).await.expect("identity rg");
+    assert_eq!(rg["location"], "eastus");
+
+    // The controlplane service puts this object into the HostedCluster as is.
+    let typed: hypersaga_hypershift::AzureWorkloadIdentities =
+        serde_json::from_value(out["workload_identities"].clone())
+            .expect("HyperShift's workloadIdentities shape");
+    assert_eq!(
+        typed.disk.client_id,
+        out["workload_identities"]["disk"]["clientID"]
+            .as_str()
+            .unwrap()
+    );
+    let workload = out["workload_identities"].as_object().expect("object");
+    assert_eq!(workload.len(), 7);
+    let inventory = arm.resources().await;
+    for w in WORKLOAD_IDENTITIES {
+        let id = format!("{rg_id}/providers/{MSI}/{}", names.identity(w.suffix));
+        assert_eq!(
+            out[&format!("{}_identity_id", w.key)],
+            id.as_str(),
+            "{}",
+            w.key
+        );
+        let mi = inventory
+            .iter()
+            .find(|r| {
+                r["id"]
+                    .as_str()
+                    .is_some_and(|i| i.eq_ignore_ascii_case(&id))
+            })
+            .expect("mi");
+        assert_eq!(
+            workload[w.key]["clientID"], mi["properties"]["clientId"],
+            "{}",
+            w.key
+        );
+        assert_eq!(
+            out["workload_principals"][w.key],
+            mi["properties"]["principalId"]
+        );
+        assert_eq!(mi["tags"]["hypersaga.io_cluster"], "demo");
+        for (suffix, subject) in w.credentials {
+            let fic_id = format!(
+                "{id}/federatedIdentityCredentials/{}",
+                names.federated_credential(suffix)
+            );
+            let fic = inventory
+                .iter()
+                .find(|r| {
+                    r["id"]
+                        .as_str()
+                        .is_some_and(|i| i.eq_ignore_ascii_case(&fic_id))
+                })
+                .unwrap_or_else(|| panic!("fic {fic_id}"));
+            assert_eq!(fic["properties"]["issuer"], issuer);
+            assert_eq!(fic["properties"]["subject"], *subject);
+            assert_eq!(fic["properties"]["audiences"], json!(["openshift"]));
+        }
+    }
+    let stats = arm.requests().await;
+    assert_eq!(stats.count("PUT", MSI), 7);
+    assert_eq!(stats.count("PUT", FIC), 12);
+    assert_eq!(stats.count("PUT", "Microsoft.Resources/resourceGroups"), 1);
+
+    // Do again: adopted, no writes, same outputs.
+    assert_eq!(exec(&h, &cmd).await.expect("again"), out);
+    let stats = arm.requests().await;
+    assert_eq!((stats.count("PUT", MSI), stats.count("PUT", FIC)), (7, 12));
+    assert_eq!(stats.count("PUT", "Microsoft.Resources/resourceGroups"), 1);
+
+    // A credential whose subject drifted is replaced; the others are left alone.
+    let tenant = ArmClients::new(&without_blob(&arm))
+        .unwrap()
+        .tenant(&TenantId::new("acme").unwrap())
+        .unwrap();
+    let disk = WORKLOAD_IDENTITIES[0];
+    let fic_id = format!(
+        "{}/federatedIdentityCredentials/{}",
+        out["disk_identity_id"].as_str().unwrap(),
+        names.federated_credential(disk.credentials[0].0)
+    );
+    tenant
+        .client
+        .put(&fic_id, FIC_API, &json!({"properties": {"issuer": issuer, "subject": "system:serviceaccount:x:y", "audiences": ["openshift"]}}))
+        .await
+        .expect("tamper");
+    exec(&h, &cmd).await.expect("repair");
+    let fixed = tenant
+        .client
+        .get(&fic_id, FIC_API)
+        .await
+        .unwrap()
+        .expect("fic");
+    assert_eq!(fixed["properties"]["subject"], disk.credentials[0].1);
+    assert_eq!(
+        arm.requests().await.count("PUT", FIC),
+        12 + 2,
+        "the tamper and its repair only"
+    );
+
+    // A new issuer URL rewrites every credential, verbatim.
+    let moved = command(
+        "demo",
+        spec(),
+        steps::WORKLOAD,
+        Action::Do,
+        oidc_outputs("https://other.example/oidc-acme"),
+    );
+    exec(&h, &moved).await.expect("new issuer");
+    assert_eq!(arm.requests().await.count("PUT", FIC), 14 + 12);
+    let fic = tenant
+        .client
+        .get(&fic_id, FIC_API)
+        .await
+        .unwrap()
+        .expect("fic");
+    assert_eq!(
+        fic["properties"]["issuer"],
+        "https://other.example/oidc-acme"
+    );
+
+    // Undo keeps everything: identities are persistent by design.
+    exec(
+        &h,
+        &command("demo", spec(), steps::WORKLOAD, Action::Undo, []),
+    )
+    .await
+    .expect("undo");
+    let stats = arm.requests().await;
+    assert!(
+        stats.counts.iter().all(|c| c.method != "DELETE"),
+        "nothing deleted"
+    );
+    assert!(
+        arm.resource(out["disk_identity_id"].as_str().unwrap())
+            .await
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn identity_errors_are_classified() {
+    hypersaga_devca::install_crypto_provider();
+    let arm = TestArm::start().await;
+    let h = IdentityHandler::new(&without_blob(&arm)).expect("handler");
+    let cmd = command(
+        "flt",
+        spec(),
+        steps::WORKLOAD,
+        Action::Do,
+        oidc_outputs("https://i.example/oidc-acme"),
+    );
+
+    arm.fault("PUT", MSI, 403, "AuthorizationFailed", 100).await;
+    let e = exec(&h, &cmd).await.expect_err("403");
+    assert_eq!(e.info.code, "AuthorizationFailed");
+    assert!(!e.is_retryable());
+    arm.admin.clear_faults().await.unwrap();
+
+    arm.fault("PUT", FIC, 500, "InternalServerError", 1).await;
+    let e = exec(&h, &cmd).await.expect_err("500");
+    assert!(e.is_retryable(), "{e}");
+    // The retry finishes the job.
+    exec(&h, &cmd).await.expect("retry");
+    assert_eq!(
+        arm.requests().await.count("PUT", MSI) as usize,
+        7 + 7,
+        "403s, then the creates"
+    );
+
+    // Without the issuer output the step cannot run: a plan bug, terminal.
+    let e = exec(&h, &command("flt", spec(), steps::WORKLOAD, Action::Do, []))
+        .await
+        .expect_err("no issuer");
+    assert_eq!(e.info.code, "MissingStepOutput");
+    assert_eq!(e.info.target.as_deref(), Some("identity.oidc.issuer_url"));
+    let e = exec(
+        &h,
+        &command("flt", spec(), "identity.roles", Action::Do, []),
+    )
+    .await
+    .expect_err("unknown");
+    assert_eq!(e.info.code, "UnknownStep");
+}

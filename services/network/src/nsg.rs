@@ -1,0 +1,63 @@
+//! `network.nsg`: the cluster's network security group, in the NSG resource group, created
+//! with an empty rule set (hypershift-azure.md §1.1 row 4) — the in-cluster cloud provider
+//! adds rules later, which is why an existing NSG is adopted, never re-PUT.
+
+use hypersaga_bus::{Outputs, StepCommand, StepError};
+use hypersaga_stepkit::{TenantArm, any, ensure, remove, tags};
+use serde_json::{Value, json};
+
+use crate::user_network::{given, look_up};
+use crate::{NETWORK_API, output};
+
+/// ARM type of network security groups.
+pub(crate) const TYPE: &str = "Microsoft.Network/networkSecurityGroups";
+
+/// The NSG we create.
+pub(crate) fn body(cmd: &StepCommand) -> Value {
+    json!({
+        "location": cmd.context.spec.location,
+        "tags": tags(cmd),
+        "properties": { "securityRules": [] },
+    })
+}
+
+/// Our NSG's id.
+pub(crate) fn id(arm: &TenantArm, cmd: &StepCommand) -> String {
+    let n = &cmd.context.names;
+    arm.resource_id(&n.nsg_rg, TYPE, &n.nsg)
+}
+
+pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, StepError> {
+    let network = &cmd.context.spec.network;
+    if network.is_user_brought() {
+        let nsg_id = given("nsg_id", network.nsg_id.as_deref())?;
+        look_up(arm, "nsg_id", nsg_id).await?;
+        return Ok(Outputs::from([output("nsg_id", nsg_id)]));
+    }
+    let id = id(arm, cmd);
+    ensure(
+        &arm.client,
+        "network security group",
+        &id,
+        NETWORK_API,
+        &body(cmd),
+        any,
+    )
+    .await?;
+    Ok(Outputs::from([output("nsg_id", id)]))
+}
+
+/// Deletes our NSG. A user-brought NSG is left alone (the saga never asks, but this service
+/// does not rely on that).
+pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, StepError> {
+    if !cmd.context.spec.network.is_user_brought() {
+        remove(
+            &arm.client,
+            "network security group",
+            &id(arm, cmd),
+            NETWORK_API,
+        )
+        .await?;
+    }
+    Ok(Outputs::new())
+}

@@ -1,0 +1,105 @@
+//! `network.vnet`: the VNet with its inline subnet `default`, the NSG attached
+//! (hypershift-azure.md §1.1 row 6), or the user's VNet and subnet, looked up.
+
+use hypersaga_azure::ids;
+use hypersaga_bus::{Outputs, StepCommand, StepError};
+use hypersaga_stepkit::{TenantArm, ensure, missing_output, remove, tags};
+use serde_json::{Value, json};
+
+use crate::user_network::{given, look_up};
+use crate::{NETWORK_API, output, steps};
+
+/// ARM type of virtual networks.
+pub(crate) const TYPE: &str = "Microsoft.Network/virtualNetworks";
+
+/// The VNet we create: address space, and the subnet inline so VNet and subnet are one write
+/// (a separate subnet PUT would be a second operation holding the VNet's lock).
+pub(crate) fn body(cmd: &StepCommand, nsg_id: &str) -> Value {
+    let spec = &cmd.context.spec;
+    json!({
+        "location": spec.location,
+        "tags": tags(cmd),
+        "properties": {
+            "addressSpace": { "addressPrefixes": [spec.network.vnet_cidr()] },
+            "subnets": [{
+                "name": cmd.context.names.subnet,
+                "properties": {
+                    "addressPrefix": spec.network.subnet_cidr(),
+                    "networkSecurityGroup": { "id": nsg_id },
+                },
+            }],
+        },
+    })
+}
+
+/// An existing VNet is ours to adopt when it has our address space and our subnet with our
+/// prefix and NSG; otherwise it is rewritten to the desired state.
+pub(crate) fn matches(existing: &Value, cmd: &StepCommand, nsg_id: &str) -> bool {
+    let spec = &cmd.context.spec.network;
+    let has_space = existing
+        .pointer("/properties/addressSpace/addressPrefixes")
+        .and_then(Value::as_array)
+        .is_some_and(|p| p.iter().any(|p| p.as_str() == Some(spec.vnet_cidr())));
+    let has_subnet = existing
+        .pointer("/properties/subnets")
+        .and_then(Value::as_array)
+        .is_some_and(|subnets| {
+            subnets.iter().any(|s| {
+                s["name"].as_str() == Some(cmd.context.names.subnet.as_str())
+                    && s.pointer("/properties/addressPrefix")
+                        .and_then(Value::as_str)
+                        == Some(spec.subnet_cidr())
+                    && s.pointer("/properties/networkSecurityGroup/id")
+                        .and_then(Value::as_str)
+                        .is_some_and(|id| id.eq_ignore_ascii_case(nsg_id))
+            })
+        });
+    has_space && has_subnet
+}
+
+/// Our VNet's id.
+pub(crate) fn id(arm: &TenantArm, cmd: &StepCommand) -> String {
+    let n = &cmd.context.names;
+    arm.resource_id(&n.vnet_rg, TYPE, &n.vnet)
+}
+
+pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, StepError> {
+    let network = &cmd.context.spec.network;
+    if network.is_user_brought() {
+        let vnet_id = given("vnet_id", network.vnet_id.as_deref())?;
+        let subnet_id = given("subnet_id", network.subnet_id.as_deref())?;
+        look_up(arm, "vnet_id", vnet_id).await?;
+        look_up(arm, "subnet_id", subnet_id).await?;
+        return Ok(Outputs::from([
+            output("vnet_id", vnet_id),
+            output("subnet_id", subnet_id),
+        ]));
+    }
+    let nsg_id = cmd
+        .context
+        .output(steps::NSG, "nsg_id")
+        .ok_or_else(|| missing_output(steps::NSG, "nsg_id"))?;
+    let id = id(arm, cmd);
+    ensure(
+        &arm.client,
+        "virtual network",
+        &id,
+        NETWORK_API,
+        &body(cmd, nsg_id),
+        |v| matches(v, cmd, nsg_id),
+    )
+    .await?;
+    let subnet_id = ids::child_id(&id, "subnets", &cmd.context.names.subnet);
+    Ok(Outputs::from([
+        output("vnet_id", id),
+        output("subnet_id", subnet_id),
+    ]))
+}
+
+/// Deletes our VNet (its subnet goes with it). A user-brought VNet is left alone.
+pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, StepError> {
+    if !cmd.context.spec.network.is_user_brought() {
+        remove(&arm.client, "virtual network", &id(arm, cmd), NETWORK_API).await?;
+    }
+    Ok(Outputs::new())
+}
