@@ -20,11 +20,11 @@ fn fault(method: &str, ty: &str, status: u16, code: &str, count: Option<u32>, re
 #[tokio::test]
 async fn a_terminal_fault_compensates_and_keeps_only_identities() {
     let system = System::start().await;
-    system
-        .arm_admin()
-        .add_fault(&fault("PUT", "Microsoft.Network/privateDnsZones", 403, "AuthorizationFailed", None, None))
-        .await
-        .expect("fault");
+    // A few retryable failures first (faults apply in order), so the identity branch has
+    // usually finished and compensation has identities to keep; then a terminal 403.
+    let admin = system.arm_admin();
+    admin.add_fault(&fault("PUT", "Microsoft.Network/privateDnsZones", 500, "InternalServerError", Some(3), None)).await.expect("fault");
+    admin.add_fault(&fault("PUT", "Microsoft.Network/privateDnsZones", 403, "AuthorizationFailed", None, None)).await.expect("fault");
     system.create("acme", "doomed", 1).await;
     let failed = system.watch_to_end("acme", "doomed").await;
     assert_eq!(phase(&failed), "failed", "{failed:#?}");
@@ -38,12 +38,15 @@ async fn a_terminal_fault_compensates_and_keeps_only_identities() {
     assert_eq!(s["dns.private-zone"].0, "compensated", "the failed step's partial work is undone too");
     assert_eq!(s["network.vnet"].0, "compensated");
     assert_eq!(s["network.resource-groups"].0, "compensated");
-    assert_eq!(s["identity.workload"].0, "kept");
+    // Identities are kept if they were made before the failure, skipped if not: never undone.
+    let identities_kept = s["identity.workload"].0 == "kept";
+    assert!(identities_kept || s["identity.workload"].0 == "skipped", "{s:?}");
     assert_eq!(s["controlplane.hostedcluster"].0, "skipped");
 
     // Everything created was removed, except the workload identities.
     let left = system.resource_names("acme").await;
-    assert!(!left.is_empty());
+    let identities = left.iter().filter(|r| r.starts_with("Microsoft.ManagedIdentity/userAssignedIdentities ")).count();
+    assert_eq!(identities, if identities_kept { 7 } else { 0 }, "{left:#?}");
     for r in &left {
         assert!(
             r.starts_with("Microsoft.ManagedIdentity/userAssignedIdentities") || r.starts_with("Microsoft.Resources/resourceGroups hcp-acme-identities")
@@ -66,5 +69,5 @@ async fn retryable_faults_are_retried_until_success() {
     assert_eq!(s["network.nsg"], ("succeeded".to_string(), 3));
     assert_eq!(s["network.vnet"], ("succeeded".to_string(), 3));
     let faults = admin.faults().await.unwrap();
-    assert!(faults.iter().all(|f| f.remaining == Some(0)), "every injected failure was hit: {faults:?}");
+    assert!(faults.is_empty(), "every injected failure was used up: {faults:?}");
 }

@@ -231,6 +231,12 @@ impl Saga {
     }
 
     fn advance_backward(&mut self, now: OffsetDateTime) {
+        // A persistent step that finished after compensation began is kept, like the others.
+        for s in &mut self.steps {
+            if s.undo == UndoPolicy::Keep && matches!(s.state, StepState::Succeeded | StepState::Failed) && s.action == Action::Do {
+                s.state = StepState::Kept;
+            }
+        }
         let ready: Vec<usize> = (0..self.steps.len())
             .filter(|&i| {
                 let s = &self.steps[i];

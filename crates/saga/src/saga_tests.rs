@@ -294,3 +294,19 @@ fn saga_round_trips_through_json() {
     assert_eq!(back.steps, s.steps);
     assert_eq!(back.outbox.len(), s.outbox.len());
 }
+
+#[test]
+fn a_persistent_step_finishing_during_compensation_is_kept() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    let first = drain(&mut s);
+    let oidc = first.iter().find(|c| c.step == plan::OIDC).unwrap().clone();
+    let rgs = first.iter().find(|c| c.step == plan::RESOURCE_GROUPS).unwrap().clone();
+    report(&mut s, &rgs, Outcome::Failed { error: StepError::terminal("AuthorizationFailed", "no") });
+    assert_eq!(s.state, OperationState::Compensating);
+    assert_eq!(state_of(&s, plan::WORKLOAD_IDENTITIES), StepState::Skipped);
+    report(&mut s, &oidc, ok(&[("issuer_url", "https://issuer")]));
+    assert_eq!(state_of(&s, plan::OIDC), StepState::Kept);
+    let _ = run_all_ok(&mut s);
+    assert_eq!(s.state, OperationState::Failed);
+}
