@@ -96,6 +96,26 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
             .collect()
     );
 
+    // Every write used the api-version of the reference (hypershift-azure.md §1–§2).
+    let stats = system.arm_admin().requests().await.expect("requests");
+    let puts: Vec<_> = stats.recent.iter().filter(|r| r.method == "PUT").collect();
+    assert!(puts.len() >= 20, "{puts:#?}");
+    for r in puts {
+        let ty = r.resource_type.as_str();
+        let expected = if ty.ends_with("resourceGroups") {
+            "2021-04-01"
+        } else if ty.starts_with("Microsoft.Network/privateDnsZones") {
+            "2024-06-01"
+        } else if ty.starts_with("Microsoft.Network/") {
+            "2023-11-01"
+        } else if ty.starts_with("Microsoft.ManagedIdentity/") {
+            "2024-11-30"
+        } else {
+            panic!("unexpected write of {ty}: {r:?}")
+        };
+        assert_eq!(r.api_version.as_deref(), Some(expected), "{r:?}");
+    }
+
     // Properties, as the reference gives them.
     let rg = format!("/subscriptions/{sub}/resourceGroups/demo-{infra}/providers/Microsoft.Network");
     let lb = arm.get(&format!("{rg}/loadBalancers/{infra}"), "2023-11-01").await.unwrap().expect("lb");

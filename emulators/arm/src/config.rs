@@ -94,3 +94,15 @@ impl LatencyModel {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_scales_with_latency_and_is_never_zero() {
+        assert_eq!(LatencyModel::Zero.retry_after(15), None);
+        assert_eq!(LatencyModel::Scaled(1.0).retry_after(15), Some(15));
+        assert_eq!(LatencyModel::Scaled(0.05).retry_after(15), Some(1));
+    }
+}

@@ -171,6 +171,9 @@ async fn decorate(State(emu): State<Emulator>, req: Request, next: Next) -> Resp
     };
     let method = req.method().to_string();
     let path = req.uri().path().to_owned();
+    let api_version = req.uri().query().and_then(|q| {
+        q.split('&').find_map(|kv| kv.strip_prefix("api-version=")).map(str::to_owned)
+    });
     let mut resp = next.run(req).await;
     let h = resp.headers_mut();
     let request_id = uuid::Uuid::new_v4().to_string();
@@ -190,6 +193,7 @@ async fn decorate(State(emu): State<Emulator>, req: Request, next: Next) -> Resp
     emu.lock().requests.record(RequestRecord {
         method,
         path,
+        api_version,
         resource_type,
         status: resp.status().as_u16(),
         time: store::rfc3339(time::OffsetDateTime::now_utc()),

@@ -19,6 +19,9 @@ pub struct RequestCount {
 pub struct RequestRecord {
     pub method: String,
     pub path: String,
+    /// The `api-version` the caller sent, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
     pub resource_type: String,
     pub status: u16,
     /// RFC 3339.

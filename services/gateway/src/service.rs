@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
-use std::time::Duration as StdDuration;
 
 use async_nats::jetstream::kv;
 use futures::{Stream, StreamExt, TryStreamExt};
@@ -345,8 +344,7 @@ impl ClusterService for Gateway {
                 }
             }
         });
-        let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
-        Ok(Response::new(Box::pin(stream.timeout_repeating_free())))
+        Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))))
     }
 
     async fn get_operation(&self, req: Request<pb::GetOperationRequest>) -> Result<Response<pb::Operation>, Status> {
@@ -359,14 +357,7 @@ impl ClusterService for Gateway {
     }
 }
 
-/// Identity adapter so the stream type is nameable.
-trait Passthrough: Sized {
-    fn timeout_repeating_free(self) -> Self {
-        self
-    }
-}
-impl<S> Passthrough for S {}
-
+/// Stands in for the operation until the saga (which needs the record's names) is built.
 fn placeholder_view(op_id: &str, cluster: &str) -> hypersaga_model::record::OperationView {
     let now = OffsetDateTime::now_utc();
     hypersaga_model::record::OperationView {
@@ -382,6 +373,3 @@ fn placeholder_view(op_id: &str, cluster: &str) -> hypersaga_model::record::Oper
         request_id: None,
     }
 }
-
-#[allow(dead_code)]
-const WATCH_KEEPALIVE: StdDuration = StdDuration::from_secs(30);
