@@ -173,6 +173,7 @@ impl Progress {
         };
         let mut lines = Vec::new();
         let s = c.status.clone().unwrap_or_default();
+        let first = self.seen.is_empty();
         if s.phase != self.phase {
             self.phase = s.phase;
             lines.push(format!("{stamp} cluster {} is {}", c.name, phase(s.phase)));
@@ -183,7 +184,8 @@ impl Progress {
                 continue;
             }
             let state = step_state(st.state);
-            if self.seen.is_empty() && state == "pending" {
+            // The first snapshot lists only what has started.
+            if first && state == "pending" {
                 self.seen.insert(st.id.clone(), key);
                 continue;
             }
@@ -191,11 +193,10 @@ impl Progress {
             if st.attempts > 1 {
                 line.push_str(&format!(" (attempt {})", st.attempts));
             }
-            if let Some(e) = &st.last_error {
-                if matches!(state.as_str(), "running" | "failed" | "compensating") {
+            if let Some(e) = &st.last_error
+                && matches!(state.as_str(), "running" | "failed" | "compensating") {
                     line.push_str(&format!(" — {}: {}", e.code, e.message));
                 }
-            }
             if !st.message.is_empty() {
                 line.push_str(&format!(" — {}", st.message));
             }

@@ -13,7 +13,7 @@ use crate::output::{self, Format};
 #[derive(Subcommand, Debug)]
 pub enum ClusterCommand {
     /// Create a hosted cluster. Answers at once with the operation; `--wait` follows it to the end.
-    Create(CreateArgs),
+    Create(Box<CreateArgs>),
     /// Show one cluster: its phase, every step of its current operation, what it created.
     Get {
         name: String,
@@ -92,7 +92,7 @@ pub struct CreateArgs {
 
 pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        ClusterCommand::Create(a) => create(a).await,
+        ClusterCommand::Create(a) => create(*a).await,
         ClusterCommand::Get { name, client } => {
             let mut c = client.client().await?;
             match c.get_cluster(pb::GetClusterRequest { name }).await {

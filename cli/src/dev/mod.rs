@@ -256,11 +256,10 @@ async fn wait_for_gateway(e: &Endpoints, shutdown: &CancellationToken) -> bool {
     let deadline = Instant::now() + Duration::from_secs(90);
     let token = &e.tenants[0].token;
     while Instant::now() < deadline && !shutdown.is_cancelled() {
-        if let Ok(mut c) = crate::client::connect(&e.grpc, token).await {
-            if c.list_clusters(hypersaga_api::v1::ListClustersRequest {}).await.is_ok() {
+        if let Ok(mut c) = crate::client::connect(&e.grpc, token).await
+            && c.list_clusters(hypersaga_api::v1::ListClustersRequest {}).await.is_ok() {
                 return true;
             }
-        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     false

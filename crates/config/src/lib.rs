@@ -28,6 +28,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// The whole configuration. Every role reads the same shape and uses its own sections.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[derive(Default)]
 pub struct Config {
     pub nats: NatsConfig,
     pub tenants: Vec<TenantConfig>,
@@ -40,21 +41,6 @@ pub struct Config {
     pub log: LogConfig,
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            nats: NatsConfig::default(),
-            tenants: Vec::new(),
-            azure: AzureConfig::default(),
-            blob: BlobConfig::default(),
-            kube: KubeConfig::default(),
-            gateway: GatewayConfig::default(),
-            coordinator: CoordinatorConfig::default(),
-            worker: WorkerConfig::default(),
-            log: LogConfig::default(),
-        }
-    }
-}
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

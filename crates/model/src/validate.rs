@@ -151,14 +151,13 @@ fn check_network(v: &mut Vec<FieldViolation>, n: &NetworkSpec) {
     }
     let vnet = parse_cidr(v, "spec.network.vnet_cidr", n.vnet_cidr());
     let subnet = parse_cidr(v, "spec.network.subnet_cidr", n.subnet_cidr());
-    if let Some(vnet) = vnet {
-        if !(8..=29).contains(&vnet.prefix_len()) {
+    if let Some(vnet) = vnet
+        && !(8..=29).contains(&vnet.prefix_len()) {
             v.push(FieldViolation::new(
                 "spec.network.vnet_cidr",
                 format!("prefix length must be between /8 and /29, got /{}", vnet.prefix_len()),
             ));
         }
-    }
     if let Some(subnet) = subnet {
         if subnet.prefix_len() > 29 {
             v.push(FieldViolation::new(
@@ -166,14 +165,13 @@ fn check_network(v: &mut Vec<FieldViolation>, n: &NetworkSpec) {
                 format!("prefix length must be at most /29 (Azure reserves 5 addresses per subnet), got /{}", subnet.prefix_len()),
             ));
         }
-        if let Some(vnet) = vnet {
-            if !vnet.contains(&subnet) {
+        if let Some(vnet) = vnet
+            && !vnet.contains(&subnet) {
                 v.push(FieldViolation::new(
                     "spec.network.subnet_cidr",
                     format!("{subnet} is not inside the VNet address space {vnet}"),
                 ));
             }
-        }
     }
 }
 
@@ -204,11 +202,10 @@ fn check_user_brought(v: &mut Vec<FieldViolation>, n: &NetworkSpec) {
     let vnet = required_id(v, "spec.network.vnet_id", n.vnet_id.as_deref(), &["virtualNetworks"]);
     let subnet = required_id(v, "spec.network.subnet_id", n.subnet_id.as_deref(), &["virtualNetworks", "subnets"]);
     required_id(v, "spec.network.nsg_id", n.nsg_id.as_deref(), &["networkSecurityGroups"]);
-    if let (Some(vnet), Some(subnet)) = (vnet, subnet) {
-        if !subnet.to_ascii_lowercase().starts_with(&(vnet.to_ascii_lowercase() + "/subnets/")) {
+    if let (Some(vnet), Some(subnet)) = (vnet, subnet)
+        && !subnet.to_ascii_lowercase().starts_with(&(vnet.to_ascii_lowercase() + "/subnets/")) {
             v.push(FieldViolation::new("spec.network.subnet_id", "must be a subnet of spec.network.vnet_id"));
         }
-    }
 }
 
 /// Checks an ARM id of `Microsoft.Network/<types…>` and returns it when well formed.

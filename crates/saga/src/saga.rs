@@ -22,8 +22,8 @@ pub const SAGA_VERSION: u32 = 1;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "effect", rename_all = "snake_case")]
 pub enum Effect {
-    Command(StepCommand),
-    Audit(AuditEvent),
+    Command(Box<StepCommand>),
+    Audit(Box<AuditEvent>),
 }
 
 /// One step of a saga.
@@ -289,7 +289,7 @@ impl Saga {
             deadline: self.deadline,
             context: self.context.clone(),
         };
-        self.outbox.push(Effect::Command(cmd));
+        self.outbox.push(Effect::Command(Box::new(cmd)));
         let detail = match not_before {
             Some(t) => json!({ "not_before": t.format(&time::format_description::well_known::Rfc3339).unwrap_or_default() }),
             None => Value::Null,
@@ -456,7 +456,7 @@ impl Saga {
             trace_id: self.trace_id.clone(),
             detail,
         };
-        self.outbox.push(Effect::Audit(event));
+        self.outbox.push(Effect::Audit(Box::new(event)));
     }
 
     /// The phase the cluster is in while this saga is its current operation.
@@ -481,15 +481,14 @@ impl Saga {
     pub fn resources(&self) -> BTreeMap<String, String> {
         let mut out = BTreeMap::new();
         for s in &self.steps {
-            if matches!(s.state, StepState::Succeeded | StepState::Kept) {
-                if let Some(outputs) = self.context.outputs.get(&s.id) {
+            if matches!(s.state, StepState::Succeeded | StepState::Kept)
+                && let Some(outputs) = self.context.outputs.get(&s.id) {
                     for (k, v) in outputs {
                         if let (Some(role), Some(v)) = (k.strip_suffix("_id"), v.as_str()) {
                             out.insert(role.to_owned(), v.to_owned());
                         }
                     }
                 }
-            }
         }
         out
     }

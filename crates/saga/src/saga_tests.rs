@@ -43,7 +43,7 @@ fn drain(s: &mut Saga) -> Vec<StepCommand> {
     s.outbox
         .drain(..)
         .filter_map(|e| match e {
-            Effect::Command(c) => Some(c),
+            Effect::Command(c) => Some(*c),
             Effect::Audit(_) => None,
         })
         .collect()
@@ -110,9 +110,9 @@ fn audit_sequence_is_gapless_and_ends_with_ready() {
         let cmds: Vec<StepCommand> = effects
             .into_iter()
             .filter_map(|e| match e {
-                Effect::Command(c) => Some(c),
+                Effect::Command(c) => Some(*c),
                 Effect::Audit(a) => {
-                    audits.push(a);
+                    audits.push(*a);
                     None
                 }
             })

@@ -30,8 +30,8 @@ struct Scripted {
 impl StepHandler for Scripted {
     async fn run(&self, cmd: &StepCommand, _p: &Progress) -> Result<Outputs, StepError> {
         self.calls.lock().unwrap().push((cmd.step.clone(), cmd.action, cmd.attempt));
-        if let Some((left, retryable)) = self.failures.lock().unwrap().get_mut(&(cmd.step.clone(), cmd.action)) {
-            if *left > 0 {
+        if let Some((left, retryable)) = self.failures.lock().unwrap().get_mut(&(cmd.step.clone(), cmd.action))
+            && *left > 0 {
                 *left -= 1;
                 return Err(if *retryable {
                     StepError::retryable("InternalServerError", "scripted")
@@ -39,7 +39,6 @@ impl StepHandler for Scripted {
                     StepError::terminal("AuthorizationFailed", "scripted").with_target("privateDnsZones")
                 });
             }
-        }
         let mut out = BTreeMap::new();
         out.insert(format!("{}_id", cmd.step.replace(['.', '-'], "_")), Value::from(format!("/ids/{}", cmd.step)));
         Ok(out)

@@ -92,11 +92,10 @@ impl Gateway {
     async fn start(&self, saga: &Saga) -> Result<(), Status> {
         let key = saga_key(&saga.tenant, &saga.id);
         let bytes = serde_json::to_vec(saga).map_err(internal("encode saga"))?;
-        if let Err(e) = self.sagas.create(&key, bytes.into()).await {
-            if e.kind() != kv::CreateErrorKind::AlreadyExists {
+        if let Err(e) = self.sagas.create(&key, bytes.into()).await
+            && e.kind() != kv::CreateErrorKind::AlreadyExists {
                 return Err(internal("write saga")(e));
             }
-        }
         let wake = SagaWake { v: ENVELOPE_VERSION, tenant: saga.tenant.clone(), saga_id: saga.id.clone() };
         let trace = TraceParent::with_trace_id(&saga.trace_id);
         self.bus
@@ -176,8 +175,8 @@ impl ClusterService for Gateway {
         let request_id = Some(req.request_id.trim().to_owned()).filter(|r| !r.is_empty());
         let key = cluster_key(&tenant.id, &req.name);
         let existing = self.load_cluster(&tenant, &req.name).await?;
-        if let Some((rec, _)) = &existing {
-            if rec.phase != ClusterPhase::Deleted {
+        if let Some((rec, _)) = &existing
+            && rec.phase != ClusterPhase::Deleted {
                 if request_id.is_some() && rec.create_request_id == request_id && rec.operation.kind == OperationKind::Create {
                     // A retried request: the same operation, and repair a half-finished accept.
                     let saga = match self.load_saga(&tenant, &rec.operation.id).await? {
@@ -192,7 +191,6 @@ impl ClusterService for Gateway {
                     req.name, rec.phase
                 )));
             }
-        }
         let uid = uuid::Uuid::new_v4().to_string();
         let now = OffsetDateTime::now_utc();
         let op_id = format!("op-{}", uuid::Uuid::new_v4().simple());
@@ -251,11 +249,10 @@ impl ClusterService for Gateway {
             .map_err(internal("list clusters"))?;
         let mut clusters = Vec::new();
         for key in keys.into_iter().filter(|k| k.starts_with(&prefix)) {
-            if let Some((rec, rev)) = self.load_cluster(&tenant, &key[prefix.len()..]).await? {
-                if rec.phase != ClusterPhase::Deleted {
+            if let Some((rec, rev)) = self.load_cluster(&tenant, &key[prefix.len()..]).await?
+                && rec.phase != ClusterPhase::Deleted {
                     clusters.push(cluster_to_pb(&rec, rev));
                 }
-            }
         }
         clusters.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Response::new(pb::ListClustersResponse { clusters }))
