@@ -5,62 +5,23 @@
 //! through `npx --yes azurite@3.35.0` when that is missing. The tests then read the published
 //! documents anonymously, as Entra does, and verify a service-account-style JWT against them.
 
-use std::path::PathBuf;
-use std::process::Stdio;
-use std::time::Duration;
 
 use hypersaga_oidc::{BlobConfig, BlobPublisher, Secret, SigningKey, DISCOVERY_PATH, JWKS_PATH};
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
-use tokio::process::{Child, Command};
 
 const ACCOUNT: &str = "devstoreaccount1";
 const KEY: &str = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
 struct Azurite {
     endpoint: String,
-    _child: Child,
+    _process: hypersaga_procs::Azurite,
 }
 
 async fn start_azurite() -> Azurite {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let local = root.join("node_modules/.bin/azurite-blob");
-    let mut cmd = if local.exists() {
-        Command::new(local)
-    } else {
-        let mut c = Command::new("npx");
-        c.args(["--yes", "--package", "azurite@3.35.0", "azurite-blob"]);
-        c
-    };
-    let port_arg = port.to_string();
-    cmd.args([
-        "--blobHost",
-        "127.0.0.1",
-        "--blobPort",
-        &port_arg,
-        "--inMemoryPersistence",
-        "--loose",
-        "--skipApiVersionCheck",
-        "--disableTelemetry",
-        "--silent",
-    ])
-    .current_dir(&root)
-    .stdout(Stdio::null())
-    .stderr(Stdio::inherit())
-    .kill_on_drop(true);
-    let child = cmd.spawn().expect("start azurite-blob (npm install --no-save azurite@3.35.0)");
-    // Wait for the port to accept connections.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "azurite did not start on port {port}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    Azurite { endpoint: format!("http://127.0.0.1:{port}/{ACCOUNT}"), _child: child }
+    let process = hypersaga_procs::Azurite::start().await.expect("start Azurite (run scripts/setup.sh)");
+    Azurite { endpoint: process.blob_endpoint(), _process: process }
 }
 
 fn publisher(az: &Azurite) -> BlobPublisher {

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -15,7 +14,6 @@ use hypersaga_emulator_mgmt::{Emulator, kubeconfig_yaml};
 use hypersaga_model::names::infra_id;
 use hypersaga_model::{ClusterSpec, Names, NodePoolSpec, TenantId};
 use serde_json::json;
-use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 
 pub const TOKEN: &str = "test-token";
@@ -57,46 +55,15 @@ pub async fn mgmt(delay: Duration) -> Mgmt {
     Mgmt { emulator, client, kubeconfig, _dir: dir, _stop: stop }
 }
 
-/// A real Azurite blob service (npm `azurite@3.35.0`) on a free loopback port.
+/// A real Azurite blob service on a free loopback port (as `hypersaga dev` starts it).
 pub struct Azurite {
     pub endpoint: String,
-    _child: Child,
+    _process: hypersaga_procs::Azurite,
 }
 
 pub async fn azurite() -> Azurite {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let local = root.join("node_modules/.bin/azurite-blob");
-    let mut cmd = if local.exists() {
-        Command::new(local)
-    } else {
-        let mut c = Command::new("npx");
-        c.args(["--yes", "--package", "azurite@3.35.0", "azurite-blob"]);
-        c
-    };
-    let port_arg = port.to_string();
-    cmd.args([
-        "--blobHost",
-        "127.0.0.1",
-        "--blobPort",
-        &port_arg,
-        "--inMemoryPersistence",
-        "--loose",
-        "--skipApiVersionCheck",
-        "--disableTelemetry",
-        "--silent",
-    ])
-    .current_dir(&root)
-    .stdout(Stdio::null())
-    .stderr(Stdio::inherit())
-    .kill_on_drop(true);
-    let child = cmd.spawn().expect("start azurite-blob (npm install --no-save azurite@3.35.0)");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-        assert!(tokio::time::Instant::now() < deadline, "azurite did not start on port {port}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    Azurite { endpoint: format!("http://127.0.0.1:{port}/{ACCOUNT}"), _child: child }
+    let process = hypersaga_procs::Azurite::start().await.expect("start Azurite (run scripts/setup.sh)");
+    Azurite { endpoint: process.blob_endpoint(), _process: process }
 }
 
 pub fn publisher(az: &Azurite) -> hypersaga_oidc::BlobPublisher {
