@@ -61,6 +61,9 @@ pub struct ServeArgs {
     /// Print the effective configuration (secrets hidden) and exit.
     #[arg(long)]
     pub dump_config: bool,
+    /// Exit when this process (the supervisor) is no longer our parent.
+    #[arg(long, hide = true)]
+    pub supervisor_pid: Option<i32>,
 }
 
 /// A token cancelled by the first SIGINT/SIGTERM; a second one exits the process at once.
@@ -80,6 +83,24 @@ pub fn shutdown_on_signals() -> anyhow::Result<CancellationToken> {
     Ok(token)
 }
 
+/// Stops the service when its supervisor (`--supervisor-pid`) is gone, so a `kill -9` of
+/// `hypersaga dev` leaves no orphans behind.
+fn exit_with_parent(parent: Option<i32>, shutdown: &CancellationToken) {
+    let Some(parent) = parent else { return };
+    let token = shutdown.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            if nix::unistd::getppid().as_raw() != parent {
+                tracing::warn!(parent, "supervisor is gone; shutting down");
+                token.cancel();
+                return;
+            }
+        }
+    });
+}
+
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut config = Config::load(args.config.as_deref())?;
     if let Some(listen) = args.listen {
@@ -92,6 +113,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let format = if config.log.format == "json" { LogFormat::Json } else { LogFormat::Text };
     hypersaga_telemetry::init(&config.log.filter, format);
     let shutdown = shutdown_on_signals()?;
+    exit_with_parent(args.supervisor_pid, &shutdown);
     info!(role = args.role.name(), "starting");
     let role = args.role.name();
     match args.role {

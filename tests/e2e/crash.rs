@@ -66,3 +66,19 @@ async fn sigkill_of_coordinator_and_a_service_mid_saga_loses_nothing() {
     assert_eq!(objects.iter().filter(|o| o["kind"] == "HostedCluster").count(), 1);
     assert_eq!(objects.iter().filter(|o| o["kind"] == "NodePool").count(), 1);
 }
+
+#[tokio::test]
+async fn replicas_share_the_work_and_cover_for_each_other() {
+    let system = System::start_with(&["--replicas", "2"]).await;
+    let pids = system.pids();
+    for role in ["gateway", "coordinator", "identity", "network", "dns", "controlplane", "nodepool"] {
+        assert!(pids.contains_key(&format!("{role}-0")) && pids.contains_key(&format!("{role}-1")), "{pids:?}");
+    }
+    system.create("acme", "twins", 1).await;
+    // One replica of each worker dies at once; the other carries on while it restarts.
+    for name in ["coordinator-0", "identity-0", "network-0", "dns-0"] {
+        system.kill9(name);
+    }
+    let ready = system.watch_to_end("acme", "twins").await;
+    assert_eq!(phase(&ready), "ready", "{ready:#?}");
+}

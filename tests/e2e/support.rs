@@ -23,6 +23,11 @@ pub struct System {
 impl System {
     /// Starts `hypersaga dev` and waits until it has written its endpoints file.
     pub async fn start() -> System {
+        Self::start_with(&[]).await
+    }
+
+    /// As [`System::start`], with extra `hypersaga dev` flags (e.g. `--replicas 2`).
+    pub async fn start_with(extra: &[&str]) -> System {
         hypersaga_devca::install_crypto_provider();
         let dir = tempfile::tempdir().expect("tempdir");
         let state = dir.path().join("state");
@@ -30,6 +35,7 @@ impl System {
         let child = Command::new(env!("CARGO_BIN_EXE_hypersaga"))
             .args(["dev", "--profile", "fast", "--grpc-listen", "127.0.0.1:0", "--log", "info,hypersaga=debug", "--state-dir"])
             .arg(&state)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)

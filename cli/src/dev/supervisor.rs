@@ -54,6 +54,7 @@ impl Supervisor {
                 };
                 let child = Command::new(&exe)
                     .args(&spec.args)
+                    .args(["--supervisor-pid", &std::process::id().to_string()])
                     .stdin(Stdio::null())
                     .stdout(out)
                     .stderr(err)
