@@ -54,6 +54,12 @@ async fn a_terminal_fault_compensates_and_keeps_only_identities() {
             "left behind: {r} (all: {left:#?})"
         );
     }
+
+    // A failed cluster can still be deleted; the delete finds nothing left to undo.
+    system.arm_admin().clear_faults().await.unwrap();
+    system.delete("acme", "doomed").await;
+    let gone = system.watch_to_end("acme", "doomed").await;
+    assert_eq!(phase(&gone), "deleted", "{gone:#?}");
 }
 
 #[tokio::test]

@@ -25,6 +25,14 @@ async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
     let e = globex.watch_cluster(pb::WatchClusterRequest { name: "alpha".into() }).await.unwrap_err();
     assert_eq!(e.code(), tonic::Code::NotFound);
 
+    // Operations are per tenant too.
+    let alpha = acme.get_cluster(pb::GetClusterRequest { name: "alpha".into() }).await.unwrap().into_inner();
+    let op_id = alpha.status.unwrap().operation.unwrap().id;
+    let op = acme.get_operation(pb::GetOperationRequest { id: op_id.clone() }).await.unwrap().into_inner();
+    assert_eq!(op.cluster, "alpha");
+    let e = globex.get_operation(pb::GetOperationRequest { id: op_id }).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::NotFound);
+
     // No or unknown token.
     let mut stranger = hypersaga::client::connect(&system.endpoints.grpc, "not-a-real-token-at-all").await.unwrap();
     let e = stranger.list_clusters(pb::ListClustersRequest {}).await.unwrap_err();

@@ -104,7 +104,12 @@ pub enum LogFormat {
 pub fn init(filter: &str, format: LogFormat) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    use std::io::IsTerminal;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        // Colours only on a terminal: log files and collectors get plain text.
+        .with_ansi(std::io::stderr().is_terminal());
     let _ = match format {
         LogFormat::Text => builder.with_target(false).try_init(),
         LogFormat::Json => builder.json().try_init(),
