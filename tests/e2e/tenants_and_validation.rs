@@ -33,6 +33,28 @@ async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
     let e = globex.get_operation(pb::GetOperationRequest { id: op_id }).await.unwrap_err();
     assert_eq!(e.code(), tonic::Code::NotFound);
 
+    // Health and reflection are served (no token needed for either).
+    let channel = tonic::transport::Channel::from_shared(system.endpoints.grpc.clone()).unwrap().connect().await.unwrap();
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
+    let status = health
+        .check(tonic_health::pb::HealthCheckRequest { service: "hypersaga.v1.ClusterService".into() })
+        .await
+        .unwrap()
+        .into_inner()
+        .status;
+    assert_eq!(status, tonic_health::pb::health_check_response::ServingStatus::Serving as i32);
+    use tonic_reflection::pb::v1::{
+        ServerReflectionRequest, server_reflection_client::ServerReflectionClient, server_reflection_request::MessageRequest,
+        server_reflection_response::MessageResponse,
+    };
+    let mut reflection = ServerReflectionClient::new(channel);
+    let request = ServerReflectionRequest { host: String::new(), message_request: Some(MessageRequest::ListServices(String::new())) };
+    let mut answers = reflection.server_reflection_info(futures::stream::iter(vec![request])).await.unwrap().into_inner();
+    let answer = futures::StreamExt::next(&mut answers).await.unwrap().unwrap();
+    let Some(MessageResponse::ListServicesResponse(list)) = answer.message_response else { panic!("{answer:?}") };
+    let services: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+    assert!(services.contains(&"hypersaga.v1.ClusterService".to_string()), "{services:?}");
+
     // No or unknown token.
     let mut stranger = hypersaga::client::connect(&system.endpoints.grpc, "not-a-real-token-at-all").await.unwrap();
     let e = stranger.list_clusters(pb::ListClustersRequest {}).await.unwrap_err();
