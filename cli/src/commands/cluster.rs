@@ -61,7 +61,7 @@ pub struct CreateArgs {
     /// Name of the node pool.
     #[arg(long, default_value = "workers")]
     pub node_pool_name: String,
-    /// Worker nodes in the node pool (0 for none).
+    /// Worker nodes in the node pool (0: the pool exists with no nodes).
     #[arg(long, default_value_t = 2)]
     pub node_pool_replicas: i32,
     /// Azure VM size of the workers.
@@ -151,11 +151,8 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
 
 async fn create(a: CreateArgs) -> anyhow::Result<ExitCode> {
     let mut c = a.client.client().await?;
-    let node_pools = if a.node_pool_replicas == 0 && a.node_pool_name.is_empty() {
-        vec![]
-    } else {
-        vec![pb::NodePoolSpec { name: a.node_pool_name.clone(), replicas: a.node_pool_replicas, vm_size: a.vm_size.clone() }]
-    };
+    let node_pools =
+        vec![pb::NodePoolSpec { name: a.node_pool_name.clone(), replicas: a.node_pool_replicas, vm_size: a.vm_size.clone() }];
     let req = pb::CreateClusterRequest {
         name: a.name.clone(),
         request_id: a.request_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
