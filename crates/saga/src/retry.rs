@@ -7,6 +7,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+/// Longest `Retry-After` honoured; anything larger is treated as an hour.
+pub const MAX_RETRY_AFTER_MS: u64 = 3_600_000;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RetryPolicy {
     /// Attempts of one action of one step, the first included.
@@ -30,7 +33,9 @@ impl RetryPolicy {
         let digest = Sha256::digest(format!("{key}:{next_attempt}").as_bytes());
         let unit = f64::from(u16::from_be_bytes([digest[0], digest[1]])) / f64::from(u16::MAX);
         let jittered = (raw as f64 * (0.8 + 0.4 * unit)) as u64;
-        Duration::from_millis(jittered.max(retry_after_ms.unwrap_or(0)))
+        // A `Retry-After` comes from the network: never trust it beyond an hour.
+        let retry_after = retry_after_ms.unwrap_or(0).min(MAX_RETRY_AFTER_MS);
+        Duration::from_millis(jittered.max(retry_after))
     }
 }
 
@@ -52,5 +57,6 @@ mod tests {
         let p = RetryPolicy::default();
         assert_eq!(p.delay("a", 3, None), p.delay("a", 3, None));
         assert_eq!(p.delay("a", 2, Some(60_000)), Duration::from_secs(60));
+        assert_eq!(p.delay("a", 2, Some(u64::MAX)), Duration::from_millis(MAX_RETRY_AFTER_MS));
     }
 }

@@ -433,7 +433,12 @@ impl Saga {
             (OperationKind::Delete, OperationState::Succeeded) => "cluster.deleted",
             (OperationKind::Delete, _) => "cluster.delete_failed",
         };
-        let leftovers: Vec<&str> = self.steps.iter().filter(|s| s.needs_undo() || s.state == StepState::Failed && s.action == Action::Undo).map(|s| s.id.as_str()).collect();
+        let leftovers: Vec<&str> = self
+            .steps
+            .iter()
+            .filter(|s| s.needs_undo() || s.in_flight() || (s.state == StepState::Failed && s.action == Action::Undo))
+            .map(|s| s.id.as_str())
+            .collect();
         let detail = json!({ "error": self.error, "not_undone": leftovers, "resources": self.resources() });
         self.audit(kind, None, detail, now);
     }

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_nats::jetstream::AckKind;
+use async_nats::jetstream::{AckKind, kv};
 use async_nats::jetstream::consumer::{AckPolicy, pull};
 use futures::StreamExt;
 use hypersaga_bus::{Bus, CMD_STREAM, Outcome, Outputs, StepCommand, StepError, StepEvent, trace_of};
@@ -21,6 +21,8 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, field, info, info_span, warn};
+
+mod fence;
 
 /// Runs one attempt of a step of a saga.
 ///
@@ -87,42 +89,58 @@ pub async fn run(bus: Bus, handler: Arc<dyn StepHandler>, opts: WorkerOptions, s
                 ack_wait: opts.ack_wait,
                 // Attempts are counted and bounded by the coordinator, not by redelivery.
                 max_deliver: -1,
-                max_ack_pending: (opts.concurrency * 4) as i64,
+                // Work is bounded by this replica's semaphore; the server-side cap is shared
+                // by all replicas and holds NAK-delayed retries too, so keep it out of the way.
+                max_ack_pending: 10_000,
                 ..Default::default()
             },
         )
         .await
         .map_err(|e| err(&e))?;
-    let mut messages = consumer
-        .stream()
-        .max_messages_per_batch(opts.concurrency)
-        .messages()
-        .await
-        .map_err(|e| err(&e))?;
+    let sagas = bus.sagas().await?;
     info!(service = %opts.service, consumer = %name, "worker started");
     let permits = Arc::new(Semaphore::new(opts.concurrency));
     let mut tasks = JoinSet::new();
     loop {
-        let permit = tokio::select! {
+        // Pull only as many commands as there are free slots: a command fetched ahead and left
+        // waiting in a buffer would outlive its ack wait, be redelivered elsewhere, and could
+        // then run after the saga had already moved on.
+        let first = tokio::select! {
             _ = shutdown.cancelled() => break,
             p = permits.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
         };
-        let next = tokio::select! {
+        let mut slots = vec![first];
+        while let Ok(p) = permits.clone().try_acquire_owned() {
+            slots.push(p);
+        }
+        let batch = tokio::select! {
             _ = shutdown.cancelled() => break,
-            m = messages.next() => m,
+            b = consumer.batch().max_messages(slots.len()).expires(Duration::from_secs(5)).messages() => b,
         };
-        match next {
-            None => return Err(err(&"message stream ended")),
-            Some(Err(e)) => {
-                warn!(error = %e, "pull failed; continuing");
+        let mut batch = match batch {
+            Ok(b) => b,
+            Err(e) => {
+                warn!(error = %e, "pull failed; retrying");
                 tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
             }
-            Some(Ok(msg)) => {
-                let (bus, handler, ack_wait) = (bus.clone(), handler.clone(), opts.ack_wait);
-                tasks.spawn(async move {
-                    handle(bus, handler, msg, ack_wait).await;
-                    drop(permit);
-                });
+        };
+        loop {
+            let next = tokio::select! {
+                _ = shutdown.cancelled() => None,
+                m = batch.next() => m,
+            };
+            match next {
+                None => break,
+                Some(Err(e)) => warn!(error = %e, "pull failed"),
+                Some(Ok(msg)) => {
+                    let Some(permit) = slots.pop() else { break };
+                    let (bus, sagas, handler, ack_wait) = (bus.clone(), sagas.clone(), handler.clone(), opts.ack_wait);
+                    tasks.spawn(async move {
+                        handle(bus, sagas, handler, msg, ack_wait).await;
+                        drop(permit);
+                    });
+                }
             }
         }
         while tasks.try_join_next().is_some() {}
@@ -135,12 +153,12 @@ pub async fn run(bus: Bus, handler: Arc<dyn StepHandler>, opts: WorkerOptions, s
     Ok(())
 }
 
-async fn handle(bus: Bus, handler: Arc<dyn StepHandler>, msg: async_nats::jetstream::Message, ack_wait: Duration) {
+async fn handle(bus: Bus, sagas: kv::Store, handler: Arc<dyn StepHandler>, msg: async_nats::jetstream::Message, ack_wait: Duration) {
+    let trace = trace_of(msg.headers.as_ref());
     let cmd: StepCommand = match serde_json::from_slice(&msg.payload) {
         Ok(c) => c,
         Err(e) => {
-            warn!(subject = %msg.subject, error = %e, "undecodable command; terminating it");
-            let _ = msg.ack_with(AckKind::Term).await;
+            reject_undecodable(&bus, &msg, &trace, &e).await;
             return;
         }
     };
@@ -150,7 +168,19 @@ async fn handle(bus: Bus, handler: Arc<dyn StepHandler>, msg: async_nats::jetstr
         let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
         return;
     }
-    let trace = trace_of(msg.headers.as_ref());
+    match fence::still_wanted(&sagas, &cmd).await {
+        Ok(true) => {}
+        Ok(false) => {
+            info!(saga = %cmd.saga_id, step = %cmd.step, attempt = cmd.attempt, "command is stale (the saga moved on); dropping it");
+            let _ = msg.double_ack().await;
+            return;
+        }
+        Err(e) => {
+            warn!(error = %e, "cannot read the saga to check the command; retrying later");
+            let _ = msg.ack_with(AckKind::Nak(Some(Duration::from_secs(1)))).await;
+            return;
+        }
+    }
     let delivered = msg.info().map(|i| i.delivered).unwrap_or(1);
     let span = info_span!(
         "step",
@@ -205,6 +235,33 @@ async fn handle(bus: Bus, handler: Arc<dyn StepHandler>, msg: async_nats::jetstr
     }
     .instrument(span)
     .await
+}
+
+/// A command that does not decode is reported as a terminal failure of its step when at least
+/// its address can be read, so the saga compensates instead of waiting forever; otherwise it is
+/// terminated (and the coordinator's deadline takes over).
+async fn reject_undecodable(bus: &Bus, msg: &async_nats::jetstream::Message, trace: &hypersaga_telemetry::TraceParent, e: &serde_json::Error) {
+    warn!(subject = %msg.subject, error = %e, "undecodable command");
+    if let Ok(h) = serde_json::from_slice::<fence::CommandAddress>(&msg.payload) {
+        let event = StepEvent {
+            v: hypersaga_bus::ENVELOPE_VERSION,
+            saga_id: h.saga_id,
+            tenant: h.tenant,
+            cluster: h.cluster,
+            step: h.step,
+            action: h.action,
+            attempt: h.attempt,
+            outcome: Outcome::Failed { error: StepError::terminal("UndecodableCommand", format!("the command could not be read: {e}")) },
+            time: OffsetDateTime::now_utc(),
+        };
+        let service = event.step.split('.').next().unwrap_or_default().to_owned();
+        let subject = bus.subjects().evt(&event.tenant, &service);
+        if bus.publish_json(&subject, &event.msg_id(), trace, &event).await.is_err() {
+            let _ = msg.ack_with(AckKind::Nak(Some(Duration::from_secs(1)))).await;
+            return;
+        }
+    }
+    let _ = msg.ack_with(AckKind::Term).await;
 }
 
 fn unreachable_heartbeat() -> Result<Outputs, StepError> {

@@ -6,7 +6,7 @@ use hypersaga_bus::{Bus, StepEvent};
 use hypersaga_saga::{Applied, Effect, Saga};
 use hypersaga_telemetry::TraceParent;
 use time::OffsetDateTime;
-use tracing::{Instrument, debug, info, info_span};
+use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::snapshot;
 use crate::{Error, Result};
@@ -51,9 +51,12 @@ impl Engine {
 
     async fn process_inner(&self, key: &str, input: &Input) -> Result<()> {
         for _ in 0..MAX_CAS_TRIES {
-            let Some(entry) = self.sagas.entry(key).await.map_err(|e| Error::kv("read saga", e))? else {
-                debug!("no such saga; ignoring");
-                return Ok(());
+            let entry = match self.sagas.entry(key).await.map_err(|e| Error::kv("read saga", e))? {
+                Some(e) if e.operation == kv::Operation::Put => e,
+                _ => {
+                    debug!("no such saga; ignoring");
+                    return Ok(());
+                }
             };
             let mut saga: Saga = serde_json::from_slice(&entry.value)
                 .map_err(|source| Error::Decode { key: key.to_owned(), source })?;
@@ -131,11 +134,20 @@ impl Engine {
             .await
             .map_err(|e| Error::kv("list sagas", e))?;
         for key in keys {
-            let Some(entry) = self.sagas.entry(&key).await.map_err(|e| Error::kv("read saga", e))? else { continue };
+            // One saga that cannot be processed must not stop the others' deadlines.
+            let entry = match self.sagas.entry(&key).await {
+                Ok(Some(e)) if e.operation == kv::Operation::Put => e,
+                Ok(_) => continue,
+                Err(e) => {
+                    warn!(saga = %key, error = %e, "resync could not read saga");
+                    continue;
+                }
+            };
             let Ok(saga) = serde_json::from_slice::<Saga>(&entry.value) else { continue };
-            if !saga.state.is_terminal() || !saga.outbox.is_empty() {
-                self.process(&key, &Input::Tick).await?;
-            }
+            if (!saga.state.is_terminal() || !saga.outbox.is_empty())
+                && let Err(e) = self.process(&key, &Input::Tick).await {
+                    warn!(saga = %key, error = %e, "resync could not advance saga");
+                }
         }
         Ok(())
     }

@@ -72,7 +72,9 @@ async fn consume(bus: Bus, engine: Arc<Engine>, config: &hypersaga_config::Coord
                 durable_name: Some("coordinator".into()),
                 ack_policy: AckPolicy::Explicit,
                 ack_wait: Duration::from_secs(config.ack_wait_s),
-                max_ack_pending: (concurrency * 4) as i64,
+                // In-flight work is bounded locally by the semaphore; the server-side cap is
+                // shared by every replica and must not be what limits them.
+                max_ack_pending: 10_000,
                 ..Default::default()
             },
         )
@@ -97,7 +99,7 @@ async fn consume(bus: Bus, engine: Arc<Engine>, config: &hypersaga_config::Coord
             m = messages.next() => match m {
                 Some(Ok(m)) => m,
                 Some(Err(e)) => { warn!(error = %e, "pull failed"); tokio::time::sleep(Duration::from_millis(200)).await; continue }
-                None => break,
+                None => return Err(Error::kv("consume HCP_EVT", "message stream ended")),
             },
         };
         let engine = engine.clone();
@@ -126,10 +128,19 @@ async fn consume(bus: Bus, engine: Arc<Engine>, config: &hypersaga_config::Coord
     Ok(())
 }
 
+/// Saga ids become KV keys: anything else is dropped rather than retried forever.
+fn valid_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
 fn decode(subject: &str, payload: &[u8]) -> Option<(String, Input)> {
     if subject.ends_with(".saga.start") {
         match serde_json::from_slice::<SagaWake>(payload) {
-            Ok(w) => Some((hypersaga_bus::subjects::saga_key(&w.tenant, &w.saga_id), Input::Wake)),
+            Ok(w) if valid_id(&w.saga_id) => Some((hypersaga_bus::subjects::saga_key(&w.tenant, &w.saga_id), Input::Wake)),
+            Ok(w) => {
+                warn!(saga = %w.saga_id, %subject, "wake-up with an invalid saga id dropped");
+                None
+            }
             Err(e) => {
                 warn!(error = %e, %subject, "undecodable wake-up dropped");
                 None
@@ -137,7 +148,13 @@ fn decode(subject: &str, payload: &[u8]) -> Option<(String, Input)> {
         }
     } else {
         match serde_json::from_slice::<StepEvent>(payload) {
-            Ok(ev) => Some((hypersaga_bus::subjects::saga_key(&ev.tenant, &ev.saga_id), Input::Event(Box::new(ev)))),
+            Ok(ev) if valid_id(&ev.saga_id) => {
+                Some((hypersaga_bus::subjects::saga_key(&ev.tenant, &ev.saga_id), Input::Event(Box::new(ev))))
+            }
+            Ok(ev) => {
+                warn!(saga = %ev.saga_id, %subject, "event with an invalid saga id dropped");
+                None
+            }
             Err(e) => {
                 warn!(error = %e, %subject, "undecodable event dropped");
                 None

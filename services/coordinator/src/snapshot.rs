@@ -13,8 +13,9 @@ use crate::{Error, Result};
 pub async fn update_cluster(clusters: &kv::Store, saga: &Saga) -> Result<()> {
     let key = cluster_key(&saga.tenant, &saga.cluster);
     for _ in 0..16 {
-        let Some(entry) = clusters.entry(&key).await.map_err(|e| Error::kv("read cluster", e))? else {
-            return Ok(());
+        let entry = match clusters.entry(&key).await.map_err(|e| Error::kv("read cluster", e))? {
+            Some(e) if e.operation == kv::Operation::Put => e,
+            _ => return Ok(()),
         };
         let mut record: ClusterRecord = serde_json::from_slice(&entry.value)
             .map_err(|source| Error::Decode { key: key.clone(), source })?;

@@ -242,3 +242,36 @@ async fn a_crashed_coordinator_is_replaced_and_the_saga_finishes_once() {
     assert_eq!(lb_attempts, Some(3), "{calls:?}");
     assert!(calls.iter().filter(|(s, _, _)| s == "controlplane.hostedcluster").all(|(_, _, a)| *a == 1));
 }
+
+#[tokio::test]
+async fn a_stale_command_is_fenced_off_by_the_saga_record() {
+    let h = Harness::start().await;
+    let mut c = h.client().await;
+    c.create_cluster(h.call(request("fenced")).await).await.unwrap();
+    let ready = h.wait_phase("fenced", pb::ClusterPhase::Ready).await;
+    let before = h.calls().len();
+
+    // Replay the first command of a step that finished long ago, as a republish after the
+    // de-duplication window would.
+    let op = ready.status.unwrap().operation.unwrap().id;
+    let bus = Bus::connect(&h.config.nats.url, "stale-publisher", "hcp").await.unwrap();
+    let sagas = bus.sagas().await.unwrap();
+    let saga: hypersaga_saga::Saga =
+        serde_json::from_slice(&sagas.entry(format!("acme.{op}")).await.unwrap().unwrap().value).unwrap();
+    let stale = StepCommand {
+        v: 1,
+        saga_id: op.clone(),
+        tenant: TenantId::new("acme").unwrap(),
+        cluster: "fenced".into(),
+        step: "network.vnet".into(),
+        action: Action::Do,
+        attempt: 1,
+        not_before: None,
+        deadline: saga.deadline,
+        context: saga.context.clone(),
+    };
+    let subject = bus.subjects().cmd(&stale.tenant, "network");
+    bus.publish_json(&subject, "replayed-after-window", &hypersaga_telemetry::TraceParent::new_root(), &stale).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(h.calls().len(), before, "the stale command must not run: {:?}", &h.calls()[before..]);
+}

@@ -214,11 +214,25 @@ impl ClusterService for Gateway {
         let saga = self.new_saga(&rec, OperationKind::Create, op_id.clone(), request_id, BTreeMap::new());
         rec.operation = saga.view();
         let bytes = serde_json::to_vec(&rec).map_err(internal("encode cluster"))?;
-        let written = match existing {
-            Some((_, revision)) => self.clusters.update(&key, bytes.into(), revision).await.map(|_| ()).map_err(|e| e.to_string()),
-            None => self.clusters.create(&key, bytes.into()).await.map(|_| ()).map_err(|e| e.to_string()),
+        let conflict = match existing {
+            Some((_, revision)) => match self.clusters.update(&key, bytes.into(), revision).await {
+                Ok(_) => false,
+                Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => true,
+                Err(e) => return Err(internal("write cluster")(e)),
+            },
+            None => match self.clusters.create(&key, bytes.into()).await {
+                Ok(_) => false,
+                Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => true,
+                Err(e) => return Err(internal("write cluster")(e)),
+            },
         };
-        if written.is_err() {
+        if conflict {
+            // Someone else wrote first. If it was this very request (a client retry racing the
+            // first call), answer with its operation; otherwise the name is taken.
+            if let Some((other, _)) = self.load_cluster(&tenant, &req.name).await?
+                && rec.create_request_id.is_some() && other.create_request_id == rec.create_request_id {
+                    return Ok(Response::new(operation_to_pb(&other.operation)));
+                }
             return Err(Status::already_exists(format!("cluster {:?} was created concurrently", req.name)));
         }
         self.start(&saga).await?;
@@ -272,7 +286,12 @@ impl ClusterService for Gateway {
                 return Err(not_found(&req.name));
             }
             if rec.operation.kind == OperationKind::Delete && !rec.operation.state.is_terminal() {
-                // Already being deleted: the same operation (idempotent).
+                // Already being deleted: the same operation (idempotent), and repair an accept
+                // that wrote the record but not the saga (a crash or a timed-out write).
+                if self.load_saga(&tenant, &rec.operation.id).await?.is_none() {
+                    let saga = self.new_saga(&rec, OperationKind::Delete, rec.operation.id.clone(), rec.delete_request_id.clone(), BTreeMap::new());
+                    self.start(&saga).await?;
+                }
                 return Ok(Response::new(operation_to_pb(&rec.operation)));
             }
             if !rec.operation.state.is_terminal() {
@@ -322,12 +341,21 @@ impl ClusterService for Gateway {
         let (tx, rx) = tokio::sync::mpsc::channel(16);
         tokio::spawn(async move {
             let mut watch = watch;
-            // Every change until a terminal phase; the client's disconnect ends it early.
-            while let Some(entry) = watch.next().await {
+            // Every change until a terminal phase. A client that goes away ends it at once,
+            // even while the cluster is quiet; a watch that breaks says so.
+            loop {
+                let entry = tokio::select! {
+                    _ = tx.closed() => return,
+                    e = watch.next() => e,
+                };
                 let entry = match entry {
-                    Ok(e) => e,
-                    Err(e) => {
-                        let _ = tx.send(Err(Status::unavailable(format!("watch interrupted: {e}")))).await;
+                    Some(Ok(e)) => e,
+                    Some(Err(e)) => {
+                        let _ = tx.send(Err(Status::unavailable(format!("watch interrupted: {e}; watch again")))).await;
+                        return;
+                    }
+                    None => {
+                        let _ = tx.send(Err(Status::unavailable("watch ended early; watch again"))).await;
                         return;
                     }
                 };
