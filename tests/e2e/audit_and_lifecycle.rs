@@ -247,3 +247,67 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_network_the_user_brings_is_used_and_never_deleted() {
+    let system = System::start().await;
+    let sub = system.subscription("acme");
+    let arm = arm(&system, "acme");
+    // The user's own network, made before hypersaga is asked for anything.
+    let rg = format!("/subscriptions/{sub}/resourceGroups/corp-network");
+    arm.put(&rg, "2021-04-01", &serde_json::json!({"location": "eastus"})).await.expect("rg");
+    let nsg = format!("{rg}/providers/Microsoft.Network/networkSecurityGroups/corp-nsg");
+    arm.put(&nsg, "2023-11-01", &serde_json::json!({"location": "eastus", "properties": {}})).await.expect("nsg");
+    let vnet = format!("{rg}/providers/Microsoft.Network/virtualNetworks/corp-vnet");
+    arm.put(
+        &vnet,
+        "2023-11-01",
+        &serde_json::json!({"location": "eastus", "properties": {
+            "addressSpace": {"addressPrefixes": ["172.16.0.0/16"]},
+            "subnets": [{"name": "clusters", "properties": {"addressPrefix": "172.16.4.0/24", "networkSecurityGroup": {"id": nsg}}}]
+        }}),
+    )
+    .await
+    .expect("vnet");
+    let subnet = format!("{vnet}/subnets/clusters");
+
+    let mut req = create_request("byo", 1);
+    req.spec.as_mut().unwrap().network =
+        Some(pb::NetworkSpec { vnet_id: vnet.clone(), subnet_id: subnet.clone(), nsg_id: nsg.clone(), ..Default::default() });
+    let mut c = system.client("acme").await;
+    c.create_cluster(req).await.expect("create");
+    let ready = system.watch_to_end("acme", "byo").await;
+    assert_eq!(phase(&ready), "ready", "{ready:#?}");
+    let s = steps(&ready);
+    assert_eq!(s["network.vnet"].0, "succeeded");
+    let infra = ready.status.clone().unwrap().infra_id;
+    // No VNet or NSG resource group of our own; the HostedCluster and the link use the user's.
+    let groups = resource_groups(&arm, &sub).await;
+    assert!(!groups.contains(&format!("byo-vnet-{infra}")) && !groups.contains(&format!("byo-nsg-{infra}")), "{groups:?}");
+    let objects = system.mgmt_admin().objects().await.expect("objects");
+    let hc = objects.iter().find(|o| o["kind"] == "HostedCluster").expect("HostedCluster");
+    let az = &hc["spec"]["platform"]["azure"];
+    assert_eq!(az["vnetID"].as_str().map(str::to_lowercase), Some(vnet.to_lowercase()));
+    assert_eq!(az["subnetID"].as_str().map(str::to_lowercase), Some(subnet.to_lowercase()));
+    assert_eq!(az["securityGroupID"].as_str().map(str::to_lowercase), Some(nsg.to_lowercase()));
+    let link = arm
+        .get(&format!("/subscriptions/{sub}/resourceGroups/byo-{infra}/providers/Microsoft.Network/privateDnsZones/byo.example.com/virtualNetworkLinks/byo-{infra}"), "2024-06-01")
+        .await
+        .unwrap()
+        .expect("link");
+    assert_eq!(link["properties"]["virtualNetwork"]["id"].as_str().map(str::to_lowercase), Some(vnet.to_lowercase()));
+
+    system.delete("acme", "byo").await;
+    let gone = system.watch_to_end("acme", "byo").await;
+    assert_eq!(phase(&gone), "deleted", "{gone:#?}");
+    let s = steps(&gone);
+    assert_eq!((s["network.vnet"].0.as_str(), s["network.nsg"].0.as_str()), ("kept", "kept"));
+    // What the user brought is still there, untouched.
+    for id in [&vnet, &nsg] {
+        assert!(arm.get(id, "2023-11-01").await.unwrap().is_some(), "{id} was deleted");
+    }
+    assert!(resource_groups(&arm, &sub).await.contains("corp-network"));
+    let remaining = inventory(&arm, &sub).await;
+    assert!(remaining.contains("Microsoft.Network/virtualNetworks corp-vnet"), "{remaining:#?}");
+    assert!(!remaining.iter().any(|r| r.contains(&infra) && !r.starts_with("Microsoft.ManagedIdentity")), "{remaining:#?}");
+}
