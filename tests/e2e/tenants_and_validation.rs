@@ -82,10 +82,24 @@ async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
         fields,
         vec!["name", "spec.location", "spec.node_pools[0].replicas", "spec.node_pools[0].vm_size", "spec.network.subnet_cidr"]
     );
+    // A network in another tenant's subscription is refused before anything is written.
+    let other_sub = system.subscription("globex");
+    let mut foreign = create_request("foreign", 0);
+    let rg = format!("/subscriptions/{other_sub}/resourceGroups/net/providers/Microsoft.Network");
+    foreign.spec.as_mut().unwrap().network = Some(pb::NetworkSpec {
+        vnet_id: format!("{rg}/virtualNetworks/v"),
+        subnet_id: format!("{rg}/virtualNetworks/v/subnets/s"),
+        nsg_id: format!("{rg}/networkSecurityGroups/n"),
+        ..Default::default()
+    });
+    let e = acme.create_cluster(foreign).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    let fields: Vec<String> = e.get_details_bad_request().expect("BadRequest").field_violations.into_iter().map(|v| v.field).collect();
+    assert_eq!(fields, vec!["spec.network.vnet_id", "spec.network.subnet_id", "spec.network.nsg_id"]);
     let e = acme.create_cluster(pb::CreateClusterRequest { name: "nospec".into(), ..Default::default() }).await.unwrap_err();
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
     let listed = names(acme.list_clusters(pb::ListClustersRequest {}).await.unwrap().into_inner());
-    assert!(!listed.iter().any(|n| n == "Bad_Name" || n == "nospec"), "{listed:?}");
+    assert!(!listed.iter().any(|n| n == "Bad_Name" || n == "nospec" || n == "foreign"), "{listed:?}");
     // Let the valid clusters settle, then check the invalid ones left no trace in Azure.
     for (t, n) in [("acme", "alpha"), ("globex", "beta"), ("acme", "gamma")] {
         assert_eq!(phase(&system.watch_to_end(t, n).await), "ready");

@@ -15,4 +15,4 @@ pub use names::Names;
 pub use record::{ClusterPhase, ClusterRecord, ErrorInfo};
 pub use spec::{ClusterSpec, NetworkSpec, NodePoolSpec};
 pub use tenant::TenantId;
-pub use validate::{FieldViolation, validate_create};
+pub use validate::{FieldViolation, validate_create, validate_subscription};

@@ -65,6 +65,22 @@ pub fn validate_create(name: &str, spec: Option<&ClusterSpec>) -> Vec<FieldViola
     v
 }
 
+/// A network the user brings must be in the tenant's subscription: a HostedCluster's VNet,
+/// subnet and NSG live in the subscription it is deployed to.
+pub fn validate_subscription(spec: &ClusterSpec, subscription_id: &str) -> Vec<FieldViolation> {
+    let n = &spec.network;
+    [("spec.network.vnet_id", &n.vnet_id), ("spec.network.subnet_id", &n.subnet_id), ("spec.network.nsg_id", &n.nsg_id)]
+        .into_iter()
+        .filter_map(|(field, id)| {
+            let id = id.as_deref()?;
+            let sub = id.trim_start_matches('/').split('/').nth(1)?;
+            (!sub.eq_ignore_ascii_case(subscription_id)).then(|| {
+                FieldViolation::new(field, format!("is in subscription {sub}, not the tenant's subscription {subscription_id}"))
+            })
+        })
+        .collect()
+}
+
 fn check_dns_label(v: &mut Vec<FieldViolation>, field: &str, value: &str, max: usize) {
     if value.is_empty() {
         v.push(FieldViolation::new(field, "is required"));
@@ -311,6 +327,15 @@ mod tests {
         s.network.subnet_id = Some("/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/other/subnets/x".into());
         let v = validate_create("demo", Some(&s));
         assert_eq!(fields(&v), vec!["spec.network.nsg_id", "spec.network.subnet_id"]);
+    }
+
+    #[test]
+    fn user_brought_network_must_be_in_the_tenants_subscription() {
+        let mut s = good();
+        s.network.vnet_id = Some("/subscriptions/other/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v".into());
+        s.network.nsg_id = Some("/subscriptions/MINE/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/n".into());
+        assert_eq!(fields(&validate_subscription(&s, "mine")), vec!["spec.network.vnet_id"]);
+        assert!(validate_subscription(&good(), "mine").is_empty());
     }
 
     #[test]

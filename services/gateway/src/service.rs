@@ -12,7 +12,7 @@ use hypersaga_bus::{Bus, ENVELOPE_VERSION, SagaWake, StepContext};
 use hypersaga_config::{Config, TenantConfig};
 use hypersaga_model::names::infra_id;
 use hypersaga_model::record::{CLUSTER_RECORD_VERSION, OperationKind};
-use hypersaga_model::{ClusterPhase, ClusterRecord, Names, validate_create};
+use hypersaga_model::{ClusterPhase, ClusterRecord, Names, validate_create, validate_subscription};
 use hypersaga_saga::{NewSaga, RetryPolicy, Saga, create_plan};
 use hypersaga_telemetry::TraceParent;
 use time::{Duration, OffsetDateTime};
@@ -158,7 +158,10 @@ impl ClusterService for Gateway {
         span.record("tenant", tenant.id.as_str());
         span.record("cluster", req.name.as_str());
         let spec = req.spec.map(spec_from_pb);
-        let violations = validate_create(&req.name, spec.as_ref());
+        let mut violations = validate_create(&req.name, spec.as_ref());
+        if let Some(spec) = &spec {
+            violations.extend(validate_subscription(spec, &tenant.azure.subscription_id));
+        }
         let spec = match (spec, violations.is_empty()) {
             (Some(spec), true) => spec,
             _ => {
