@@ -104,6 +104,15 @@ async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
     for (t, n) in [("acme", "alpha"), ("globex", "beta"), ("acme", "gamma")] {
         assert_eq!(phase(&system.watch_to_end(t, n).await), "ready");
     }
+    // Deleting with a request id is idempotent, even once the delete has finished.
+    let del = pb::DeleteClusterRequest { name: "gamma".into(), request_id: "delete-gamma-once".into() };
+    let first = acme.delete_cluster(del.clone()).await.unwrap().into_inner();
+    assert_eq!(phase(&system.watch_to_end("acme", "gamma").await), "deleted");
+    let again = acme.delete_cluster(del).await.unwrap().into_inner();
+    assert_eq!(again.id, first.id);
+    let e = acme.delete_cluster(pb::DeleteClusterRequest { name: "gamma".into(), request_id: "another".into() }).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::NotFound);
+
     let after = system.resource_names("acme").await;
     assert!(after.iter().all(|r| !r.contains("Bad_Name") && !r.contains("nospec")), "{after:#?}");
     assert!(before.len() <= after.len());

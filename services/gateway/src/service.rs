@@ -286,6 +286,10 @@ impl ClusterService for Gateway {
                 return Err(not_found(&req.name));
             };
             if rec.phase == ClusterPhase::Deleted {
+                // A retry of the delete that finished answers with that delete.
+                if request_id.is_some() && rec.delete_request_id == request_id {
+                    return Ok(Response::new(operation_to_pb(&rec.operation)));
+                }
                 return Err(not_found(&req.name));
             }
             if rec.operation.kind == OperationKind::Delete && !rec.operation.state.is_terminal() {
