@@ -77,3 +77,33 @@ async fn retryable_faults_are_retried_until_success() {
     let faults = admin.faults().await.unwrap();
     assert!(faults.is_empty(), "every injected failure was used up: {faults:?}");
 }
+
+#[tokio::test]
+async fn a_failing_control_plane_is_compensated_on_the_management_cluster_too() {
+    let system = System::start().await;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hypersaga"))
+        .args(["emulator", "cluster-fault", "add", "--kind", "hosted-cluster", "--reason", "InvalidAzureCredentials", "--message", "the credentials were refused"])
+        .env("HYPERSAGA_ENDPOINTS", system.state_dir().join("endpoints.json"))
+        .output()
+        .expect("run hypersaga");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    system.create("acme", "sick", 1).await;
+    let failed = system.watch_to_end("acme", "sick").await;
+    assert_eq!(phase(&failed), "failed", "{failed:#?}");
+    let error = failed.status.clone().unwrap().error.expect("error");
+    assert_eq!(error.step, "controlplane.hostedcluster");
+    assert_eq!(error.code, "HostedClusterDegraded");
+    assert!(error.message.contains("InvalidAzureCredentials"), "{error:?}");
+    let s = steps(&failed);
+    assert_eq!(s["controlplane.hostedcluster"].0, "compensated");
+    assert_eq!(s["nodepool.workers"].0, "skipped");
+    assert_eq!(s["identity.workload"].0, "kept");
+    // Nothing of the cluster is left on the management cluster, nor in Azure but identities.
+    let objects = system.mgmt_admin().objects().await.unwrap();
+    let infra = failed.status.unwrap().infra_id;
+    assert!(!objects.iter().any(|o| o["metadata"]["namespace"] == format!("hcp-{infra}") || o["metadata"]["name"] == format!("hcp-{infra}")), "{objects:#?}");
+    let left = system.resource_names("acme").await;
+    for r in &left {
+        assert!(r.contains("ManagedIdentity") || r.contains("hcp-acme-identities"), "left behind: {r}");
+    }
+}

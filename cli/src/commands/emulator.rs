@@ -16,6 +16,9 @@ pub enum EmulatorCommand {
     /// Inject or clear ARM faults.
     #[command(subcommand)]
     Fault(FaultCommand),
+    /// Make the simulated HyperShift operator fail HostedClusters or NodePools.
+    #[command(subcommand)]
+    ClusterFault(ClusterFaultCommand),
     /// Request counts per method, resource type and status, and the latest requests.
     Requests {
         #[command(flatten)]
@@ -42,6 +45,59 @@ impl Target {
             None => Endpoints::load(&self.endpoints.clone().unwrap_or_else(Endpoints::default_path))?.emulator_admin_url,
         };
         Ok(AdminClient::new(url.parse().with_context(|| format!("{url:?} is not a URL"))?))
+    }
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum ObjectKind {
+    HostedCluster,
+    NodePool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ClusterFaultCommand {
+    /// Matching objects go `Degraded` (HostedCluster) or stay not `Ready` (NodePool) with this
+    /// reason, until cleared.
+    ///
+    /// Example: `hypersaga emulator cluster-fault add --kind hosted-cluster --reason
+    /// InvalidAzureCredentials --message "the credentials were refused"`
+    Add {
+        #[arg(long, value_enum)]
+        kind: ObjectKind,
+        /// Only objects whose name contains this.
+        #[arg(long)]
+        name_contains: Option<String>,
+        #[arg(long)]
+        reason: String,
+        #[arg(long, default_value = "injected by hypersaga emulator cluster-fault")]
+        message: String,
+        #[command(flatten)]
+        target: MgmtTarget,
+    },
+    /// Remove every management-cluster fault.
+    Clear {
+        #[command(flatten)]
+        target: MgmtTarget,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct MgmtTarget {
+    /// Endpoints file written by `hypersaga dev`.
+    #[arg(long, env = "HYPERSAGA_ENDPOINTS")]
+    endpoints: Option<PathBuf>,
+    /// Admin URL of the management-cluster emulator (overrides the endpoints file).
+    #[arg(long)]
+    admin_url: Option<String>,
+}
+
+impl MgmtTarget {
+    fn client(&self) -> anyhow::Result<hypersaga_emulator_mgmt::admin_client::AdminClient> {
+        let url = match &self.admin_url {
+            Some(u) => u.clone(),
+            None => Endpoints::load(&self.endpoints.clone().unwrap_or_else(Endpoints::default_path))?.mgmt_admin_url,
+        };
+        Ok(hypersaga_emulator_mgmt::admin_client::AdminClient::new(url))
     }
 }
 
@@ -126,6 +182,19 @@ pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
                     }
                 }
             }
+        }
+        EmulatorCommand::ClusterFault(ClusterFaultCommand::Add { kind, name_contains, reason, message, target }) => {
+            let kind = match kind {
+                ObjectKind::HostedCluster => hypersaga_emulator_mgmt::FaultKind::HostedCluster,
+                ObjectKind::NodePool => hypersaga_emulator_mgmt::FaultKind::NodePool,
+            };
+            let fault = hypersaga_emulator_mgmt::Fault { kind, name_contains, reason, message };
+            target.client()?.inject_fault(&fault).await?;
+            println!("management-cluster fault added: {:?} → {}", fault.kind, fault.reason);
+        }
+        EmulatorCommand::ClusterFault(ClusterFaultCommand::Clear { target }) => {
+            target.client()?.clear_faults().await?;
+            println!("all management-cluster faults cleared");
         }
         EmulatorCommand::Requests { target } => {
             let stats = target.client()?.requests().await?;
