@@ -125,7 +125,8 @@ impl Engine {
 
     /// Ticks every saga that is unfinished or still has an outbox.
     pub async fn resync(&self) -> Result<()> {
-        let keys: Vec<String> = self
+        // A key written while the listing runs can be delivered twice: a set de-duplicates.
+        let keys: std::collections::BTreeSet<String> = self
             .sagas
             .keys()
             .await

@@ -275,3 +275,31 @@ async fn a_stale_command_is_fenced_off_by_the_saga_record() {
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(h.calls().len(), before, "the stale command must not run: {:?}", &h.calls()[before..]);
 }
+
+#[tokio::test]
+async fn listing_while_records_change_shows_each_cluster_once() {
+    let h = Harness::start().await;
+    let mut c = h.client().await;
+    for name in ["one", "two"] {
+        c.create_cluster(h.call(request(name)).await).await.unwrap();
+    }
+    h.wait_phase("two", pb::ClusterPhase::Ready).await;
+    // Rewrite the records continuously, as the coordinator does during sagas.
+    let bus = Bus::connect(&h.config.nats.url, "churn", "hcp").await.unwrap();
+    let clusters = bus.clusters().await.unwrap();
+    let churn = tokio::spawn(async move {
+        for _ in 0..300 {
+            for key in ["acme.one", "acme.two"] {
+                if let Ok(Some(e)) = clusters.entry(key).await {
+                    let _ = clusters.put(key, e.value).await;
+                }
+            }
+        }
+    });
+    for _ in 0..40 {
+        let names: Vec<String> =
+            c.list_clusters(h.call(pb::ListClustersRequest {}).await).await.unwrap().into_inner().clusters.into_iter().map(|c| c.name).collect();
+        assert_eq!(names, vec!["one", "two"]);
+    }
+    churn.abort();
+}

@@ -256,7 +256,8 @@ impl ClusterService for Gateway {
     async fn list_clusters(&self, req: Request<pb::ListClustersRequest>) -> Result<Response<pb::ListClustersResponse>, Status> {
         let tenant = self.tenant(&req)?;
         let prefix = format!("{}.", tenant.id);
-        let keys: Vec<String> = self
+        // A key written while the listing runs can be delivered twice: a set de-duplicates.
+        let keys: std::collections::BTreeSet<String> = self
             .clusters
             .keys()
             .await
