@@ -41,8 +41,18 @@ impl Engine {
     /// Applies `input` to the saga at `key`. Safe to call any number of times with the same
     /// input: duplicates are recognised by the saga itself (attempt numbers, step states).
     pub async fn process(&self, key: &str, input: &Input) -> Result<()> {
-        let span = info_span!("saga", saga = %key, input = input_name(input), step = tracing::field::Empty, attempt = tracing::field::Empty);
+        let tenant = key.split('.').next().unwrap_or_default();
+        let span = info_span!(
+            "saga",
+            saga = %key,
+            tenant,
+            input = input_name(input),
+            cluster = tracing::field::Empty,
+            step = tracing::field::Empty,
+            attempt = tracing::field::Empty,
+        );
         if let Input::Event(ev) = input {
+            span.record("cluster", ev.cluster.as_str());
             span.record("step", ev.step.as_str());
             span.record("attempt", ev.attempt);
         }
