@@ -17,7 +17,7 @@ pub use secret::Secret;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("configuration is invalid: {0}")]
+    #[error("configuration is invalid")]
     Load(#[from] Box<figment::Error>),
     #[error("configuration is invalid: {0}")]
     Invalid(String),
