@@ -102,6 +102,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         0 => SocketAddr::from(([127, 0, 0, 1], hypersaga_procs::free_port()?)),
         _ => args.grpc_listen,
     };
+    // Say so now, not after the gateway has failed to start a few times.
+    TcpListener::bind(grpc).with_context(|| {
+        format!("cannot listen on {grpc} for the gRPC API (another `hypersaga dev`?); pass --grpc-listen 127.0.0.1:0 for a free port")
+    })?;
     let config = Config {
         nats: NatsConfig { url: nats.url().to_owned(), prefix: "hcp".into() },
         tenants: tenants
