@@ -98,6 +98,7 @@ pub fn cluster_json(c: &pb::Cluster) -> Value {
             "phase": phase(status.phase),
             "message": status.message,
             "infra_id": status.infra_id,
+            "management_cluster": status.management_cluster,
             "resources": resources,
             "error": error_json(&status.error),
             "operation": status.operation.as_ref().map(operation_json).unwrap_or(Value::Null),

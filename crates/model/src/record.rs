@@ -148,4 +148,15 @@ pub struct ClusterRecord {
     /// The saga journal sequence this snapshot reflects; older snapshots never overwrite newer.
     #[serde(default)]
     pub saga_seq: u64,
+    /// The management cluster this cluster's control plane lives on. One today (`default`);
+    /// placement across several comes later, and is recorded here, per cluster.
+    #[serde(default = "default_management_cluster")]
+    pub management_cluster: String,
+}
+
+/// The name of the only management cluster until placement exists.
+pub const DEFAULT_MANAGEMENT_CLUSTER: &str = "default";
+
+fn default_management_cluster() -> String {
+    DEFAULT_MANAGEMENT_CLUSTER.to_owned()
 }

@@ -147,6 +147,7 @@ pub fn cluster_to_pb(r: &ClusterRecord, revision: u64) -> pb::Cluster {
             infra_id: r.infra_id.clone(),
             resources: r.resources.clone().into_iter().collect(),
             error: r.error.as_ref().map(error_to_pb),
+            management_cluster: r.management_cluster.clone(),
         }),
         create_time: Some(ts(r.created_at)),
         etag: format!("\"{revision}\""),

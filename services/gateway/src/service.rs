@@ -213,6 +213,7 @@ impl ClusterService for Gateway {
             operation: placeholder_view(&op_id, &req.name),
             resources: BTreeMap::new(),
             saga_seq: 0,
+            management_cluster: hypersaga_model::record::DEFAULT_MANAGEMENT_CLUSTER.to_owned(),
         };
         let saga = self.new_saga(&rec, OperationKind::Create, op_id.clone(), request_id, BTreeMap::new());
         rec.operation = saga.view();
