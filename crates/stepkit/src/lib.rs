@@ -41,6 +41,11 @@ pub use tags::{CLUSTER_TAG, SAGA_TAG, TENANT_TAG, tags};
 
 pub use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
 
+/// One string output of a step, ready to collect into [`Outputs`].
+pub fn output(key: &str, value: impl Into<String>) -> (String, serde_json::Value) {
+    (key.to_owned(), serde_json::Value::String(value.into()))
+}
+
 /// Why a service could not start or stopped.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

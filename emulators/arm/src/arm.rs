@@ -535,16 +535,7 @@ fn put_resource(
             ));
         }
     };
-    let mut properties = match body.remove("properties") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(p)) => p,
-        Some(_) => {
-            return Err(ArmError::bad_request(
-                "InvalidRequestContent",
-                "The 'properties' must be an object.",
-            ));
-        }
-    };
+    let mut properties = take_properties(&mut body)?;
     for k in ["id", "name", "type", "etag"] {
         body.remove(k);
     }
@@ -669,16 +660,7 @@ fn put_embedded(
     let Some(parent) = store.get(&parent_key).cloned() else {
         return Err(ArmError::parent_not_found(&r.parent_type_and_name()));
     };
-    let mut properties = match body.remove("properties") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(p)) => p,
-        Some(_) => {
-            return Err(ArmError::bad_request(
-                "InvalidRequestContent",
-                "The 'properties' must be an object.",
-            ));
-        }
-    };
+    let mut properties = take_properties(&mut body)?;
     properties.remove("provisioningState");
     let mut items = parent
         .properties
@@ -1038,4 +1020,14 @@ fn page(ctx: &Ctx<'_>, items: Vec<Value>) -> Response {
         body["nextLink"] = json!(format!("{}{}?{}", ctx.base, ctx.path, q.finish()));
     }
     json_response(StatusCode::OK, body)
+}
+
+/// Takes `properties` out of a request body: absent or null is empty; anything but an object
+/// is refused as ARM refuses it.
+fn take_properties(body: &mut Map<String, Value>) -> Result<Map<String, Value>> {
+    match body.remove("properties") {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(p)) => Ok(p),
+        Some(_) => Err(ArmError::bad_request("InvalidRequestContent", "The 'properties' must be an object.")),
+    }
 }

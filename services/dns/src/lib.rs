@@ -110,10 +110,7 @@ pub(crate) fn zone_id(arm: &TenantArm, cmd: &StepCommand) -> String {
     arm.resource_id(&n.managed_rg, zone::TYPE, &n.private_zone)
 }
 
-/// One string output.
-pub(crate) fn output(key: &str, value: impl Into<String>) -> (String, serde_json::Value) {
-    (key.to_owned(), serde_json::Value::String(value.into()))
-}
+pub(crate) use hypersaga_stepkit::output;
 
 #[cfg(test)]
 mod tests {

@@ -123,10 +123,7 @@ impl StepHandler for NetworkHandler {
     }
 }
 
-/// One string output.
-pub(crate) fn output(key: &str, value: impl Into<String>) -> (String, serde_json::Value) {
-    (key.to_owned(), serde_json::Value::String(value.into()))
-}
+pub(crate) use hypersaga_stepkit::output;
 
 #[cfg(test)]
 mod tests {
