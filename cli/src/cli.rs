@@ -32,7 +32,14 @@ pub enum Command {
     /// Create, inspect, watch and delete clusters.
     #[command(subcommand)]
     Cluster(commands::cluster::ClusterCommand),
-    /// Inspect operations (the sagas behind create and delete).
+    /// Inspect operations (the sagas behind create and delete), and unstick paused ones.
+    ///
+    /// An operation pauses, rather than failing or tearing down what it made, when a step's
+    /// retries run out, a step passes its deadline, or the service owning a step stops
+    /// answering (its lease expires twice). It then waits for an operator: `resume` (every
+    /// paused step again), `retry-step` (one), `compensate` (undo a paused create) or
+    /// `abandon` (stop for good, keep the record). `list --state paused` finds them; each
+    /// call is recorded on the audit stream with the caller as actor.
     #[command(subcommand)]
     Operation(commands::operation::OperationCommand),
     /// Follow the public audit stream.
@@ -65,7 +72,10 @@ pub struct ClientArgs {
 
 impl ClientArgs {
     pub fn endpoints(&self) -> anyhow::Result<crate::endpoints::Endpoints> {
-        let path = self.endpoints.clone().unwrap_or_else(crate::endpoints::Endpoints::default_path);
+        let path = self
+            .endpoints
+            .clone()
+            .unwrap_or_else(crate::endpoints::Endpoints::default_path);
         crate::endpoints::Endpoints::load(&path)
     }
 
@@ -76,7 +86,10 @@ impl ClientArgs {
             _ => {
                 let e = self.endpoints()?;
                 let t = e.tenant(self.tenant.as_deref())?;
-                (self.server.clone().unwrap_or(e.grpc.clone()), self.token.clone().unwrap_or(t.token.clone()))
+                (
+                    self.server.clone().unwrap_or(e.grpc.clone()),
+                    self.token.clone().unwrap_or(t.token.clone()),
+                )
             }
         };
         crate::client::connect(&server, &token).await

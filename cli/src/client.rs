@@ -27,6 +27,11 @@ pub async fn connect(server: &str, token: &str) -> anyhow::Result<Client> {
         .connect()
         .await
         .with_context(|| format!("cannot connect to the hypersaga API at {server}"))?;
-    let value = format!("Bearer {token}").parse().context("token contains characters not allowed in metadata")?;
-    Ok(ClusterServiceClient::with_interceptor(channel, BearerAuth(value)))
+    let value = format!("Bearer {token}")
+        .parse()
+        .context("token contains characters not allowed in metadata")?;
+    Ok(ClusterServiceClient::with_interceptor(
+        channel,
+        BearerAuth(value),
+    ))
 }

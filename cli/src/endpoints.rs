@@ -54,7 +54,8 @@ impl Endpoints {
         let bytes = std::fs::read(path).with_context(|| {
             format!("cannot read {} — is `hypersaga dev` running? (or pass --endpoints / --server and --token)", path.display())
         })?;
-        let e: Self = serde_json::from_slice(&bytes).with_context(|| format!("{} is not a valid endpoints file", path.display()))?;
+        let e: Self = serde_json::from_slice(&bytes)
+            .with_context(|| format!("{} is not a valid endpoints file", path.display()))?;
         Ok(e)
     }
 
@@ -65,7 +66,10 @@ impl Endpoints {
 
     pub fn tenant(&self, name: Option<&str>) -> anyhow::Result<&DevTenant> {
         match name {
-            None => self.tenants.first().context("endpoints file lists no tenants"),
+            None => self
+                .tenants
+                .first()
+                .context("endpoints file lists no tenants"),
             Some(n) => self.tenants.iter().find(|t| t.name == n).with_context(|| {
                 let known: Vec<&str> = self.tenants.iter().map(|t| t.name.as_str()).collect();
                 format!("no dev tenant {n:?}; known: {}", known.join(", "))
@@ -79,7 +83,12 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("tmp");
-    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
     f.write_all(bytes)?;
     f.sync_all()?;
     std::fs::rename(&tmp, path)?;

@@ -8,7 +8,10 @@ use clap::Parser;
 fn main() -> ExitCode {
     hypersaga_devca::install_crypto_provider();
     let cli = hypersaga::cli::Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

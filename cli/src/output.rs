@@ -18,23 +18,33 @@ pub enum Format {
 
 /// `CLUSTER_PHASE_READY` → `ready`.
 fn enum_name(full: &str, prefix: &str) -> String {
-    full.strip_prefix(prefix).unwrap_or(full).to_ascii_lowercase()
+    full.strip_prefix(prefix)
+        .unwrap_or(full)
+        .to_ascii_lowercase()
 }
 
 pub fn phase(p: i32) -> String {
-    pb::ClusterPhase::try_from(p).map(|p| enum_name(p.as_str_name(), "CLUSTER_PHASE_")).unwrap_or_else(|_| p.to_string())
+    pb::ClusterPhase::try_from(p)
+        .map(|p| enum_name(p.as_str_name(), "CLUSTER_PHASE_"))
+        .unwrap_or_else(|_| p.to_string())
 }
 
 pub fn step_state(s: i32) -> String {
-    pb::StepState::try_from(s).map(|s| enum_name(s.as_str_name(), "STEP_STATE_")).unwrap_or_else(|_| s.to_string())
+    pb::StepState::try_from(s)
+        .map(|s| enum_name(s.as_str_name(), "STEP_STATE_"))
+        .unwrap_or_else(|_| s.to_string())
 }
 
 pub fn op_state(s: i32) -> String {
-    pb::OperationState::try_from(s).map(|s| enum_name(s.as_str_name(), "OPERATION_STATE_")).unwrap_or_else(|_| s.to_string())
+    pb::OperationState::try_from(s)
+        .map(|s| enum_name(s.as_str_name(), "OPERATION_STATE_"))
+        .unwrap_or_else(|_| s.to_string())
 }
 
 pub fn op_kind(k: i32) -> String {
-    pb::OperationKind::try_from(k).map(|k| enum_name(k.as_str_name(), "OPERATION_KIND_")).unwrap_or_else(|_| k.to_string())
+    pb::OperationKind::try_from(k)
+        .map(|k| enum_name(k.as_str_name(), "OPERATION_KIND_"))
+        .unwrap_or_else(|_| k.to_string())
 }
 
 fn time(t: &Option<prost_types::Timestamp>) -> Value {
@@ -45,9 +55,19 @@ fn time(t: &Option<prost_types::Timestamp>) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// A timestamp for people: RFC 3339, or `?` when absent or out of range.
+fn time_text(t: &Option<prost_types::Timestamp>) -> String {
+    match time(t) {
+        Value::String(s) => s,
+        _ => "?".to_owned(),
+    }
+}
+
 fn error_json(e: &Option<pb::ErrorDetail>) -> Value {
     match e {
-        Some(e) => json!({ "code": e.code, "message": e.message, "target": e.target, "step": e.step, "retryable": e.retryable }),
+        Some(e) => {
+            json!({ "code": e.code, "message": e.message, "target": e.target, "step": e.step, "retryable": e.retryable })
+        }
         None => Value::Null,
     }
 }
@@ -63,6 +83,11 @@ pub fn operation_json(o: &pb::Operation) -> Value {
         "deadline": time(&o.deadline),
         "request_id": o.request_id,
         "error": error_json(&o.error),
+        "pause": o.pause.as_ref().map(|p| json!({
+            "since": time(&p.since),
+            "reason": error_json(&p.reason),
+            "steps": p.steps,
+        })).unwrap_or(Value::Null),
         "steps": o.steps.iter().map(|s| json!({
             "id": s.id,
             "service": s.service,
@@ -73,6 +98,7 @@ pub fn operation_json(o: &pb::Operation) -> Value {
             "last_error": error_json(&s.last_error),
             "start_time": time(&s.start_time),
             "end_time": time(&s.end_time),
+            "waiting_since": time(&s.waiting_since),
         })).collect::<Vec<_>>(),
     })
 }
@@ -108,10 +134,19 @@ pub fn cluster_json(c: &pb::Cluster) -> Value {
 
 /// A human table of clusters.
 pub fn clusters_table(clusters: &[pb::Cluster]) -> String {
-    let mut out = format!("{:<24} {:<13} {:<14} {}\n", "NAME", "PHASE", "INFRA ID", "MESSAGE");
+    let mut out = format!(
+        "{:<24} {:<13} {:<14} {}\n",
+        "NAME", "PHASE", "INFRA ID", "MESSAGE"
+    );
     for c in clusters {
         let s = c.status.clone().unwrap_or_default();
-        out.push_str(&format!("{:<24} {:<13} {:<14} {}\n", c.name, phase(s.phase), s.infra_id, s.message));
+        out.push_str(&format!(
+            "{:<24} {:<13} {:<14} {}\n",
+            c.name,
+            phase(s.phase),
+            s.infra_id,
+            s.message
+        ));
     }
     out
 }
@@ -123,9 +158,22 @@ pub fn cluster_text(c: &pb::Cluster) -> String {
     let mut out = String::new();
     out.push_str(&format!("Cluster:   {}  ({})\n", c.name, c.uid));
     out.push_str(&format!("Phase:     {}  — {}\n", phase(s.phase), s.message));
-    out.push_str(&format!("Location:  {}   Base domain: {}   Infra ID: {}\n", spec.location, spec.base_domain, s.infra_id));
+    out.push_str(&format!(
+        "Location:  {}   Base domain: {}   Infra ID: {}\n",
+        spec.location, spec.base_domain, s.infra_id
+    ));
     if let Some(e) = &s.error {
-        out.push_str(&format!("Error:     {} at step {}: {}{}\n", e.code, e.step, e.message, if e.target.is_empty() { String::new() } else { format!(" (target {})", e.target) }));
+        out.push_str(&format!(
+            "Error:     {} at step {}: {}{}\n",
+            e.code,
+            e.step,
+            e.message,
+            if e.target.is_empty() {
+                String::new()
+            } else {
+                format!(" (target {})", e.target)
+            }
+        ));
     }
     if let Some(op) = &s.operation {
         out.push_str(&operation_text(op));
@@ -141,17 +189,103 @@ pub fn cluster_text(c: &pb::Cluster) -> String {
 }
 
 pub fn operation_text(op: &pb::Operation) -> String {
-    let mut out = format!("Operation: {} ({}) {}\n", op.id, op_kind(op.kind), op_state(op.state));
-    out.push_str(&format!("  {:<30} {:<13} {:>8}  {}\n", "STEP", "STATE", "ATTEMPTS", "DETAIL"));
+    let mut out = format!(
+        "Operation: {} ({}) {}\n",
+        op.id,
+        op_kind(op.kind),
+        op_state(op.state)
+    );
+    if let Some(p) = &op.pause {
+        out.push_str(&format!("  {}\n", pause_text(p)));
+        out.push_str(&format!("  paused steps: {}\n", p.steps.join(", ")));
+        // What an operator may do next; compensation applies to creates only.
+        let mut next = vec![
+            format!("resume {}", op.id),
+            format!("retry-step {} STEP", op.id),
+        ];
+        if op_kind(op.kind) == "create" {
+            next.push(format!("compensate {}", op.id));
+        }
+        next.push(format!("abandon {}", op.id));
+        out.push_str(&format!(
+            "  waiting for an operator: hypersaga operation {}\n",
+            next.join(" | ")
+        ));
+    }
+    out.push_str(&format!(
+        "  {:<30} {:<13} {:>8}  {}\n",
+        "STEP", "STATE", "ATTEMPTS", "DETAIL"
+    ));
     for st in &op.steps {
         let detail = match (&st.last_error, st.message.is_empty()) {
-            (Some(e), _) if step_state(st.state) != "succeeded" && step_state(st.state) != "compensated" => {
+            // Waiting on something outside (an ARM operation, the HostedCluster): since when
+            // tells a slow wait from a stuck one.
+            _ if st.waiting_since.is_some() => {
+                format!(
+                    "waiting since {}: {}",
+                    time_text(&st.waiting_since),
+                    st.message
+                )
+            }
+            (Some(e), _)
+                if step_state(st.state) != "succeeded" && step_state(st.state) != "compensated" =>
+            {
                 format!("{}: {}", e.code, e.message)
             }
             (_, false) => st.message.clone(),
             _ => String::new(),
         };
-        out.push_str(&format!("  {:<30} {:<13} {:>8}  {}\n", st.id, step_state(st.state), st.attempts, detail));
+        out.push_str(&format!(
+            "  {:<30} {:<13} {:>8}  {}\n",
+            st.id,
+            step_state(st.state),
+            st.attempts,
+            detail
+        ));
+    }
+    out
+}
+
+/// `paused since <time>: <step>: <code>: <message>`.
+pub fn pause_text(p: &pb::PauseDetail) -> String {
+    let reason = p.reason.clone().unwrap_or_default();
+    let step = if reason.step.is_empty() {
+        p.steps.join(", ")
+    } else {
+        reason.step
+    };
+    format!(
+        "paused since {}: {step}: {}: {}",
+        time_text(&p.since),
+        reason.code,
+        reason.message
+    )
+}
+
+/// A human table of operations; DETAIL says why one is paused or failed.
+pub fn operations_table(ops: &[pb::Operation]) -> String {
+    let mut out = format!(
+        "{:<36} {:<24} {:<7} {:<13} {:<21} {}\n",
+        "ID", "CLUSTER", "KIND", "STATE", "STARTED", "DETAIL"
+    );
+    for o in ops {
+        let detail = match (&o.pause, &o.error) {
+            (Some(p), _) => {
+                let r = p.reason.clone().unwrap_or_default();
+                format!("{}: {}: {}", p.steps.join(", "), r.code, r.message)
+            }
+            (None, Some(e)) => format!("{}: {}", e.code, e.message),
+            (None, None) => String::new(),
+        };
+        out.push_str(&format!(
+            "{:<36} {:<24} {:<7} {:<13} {:<21} {}\n",
+            o.id,
+            o.cluster,
+            op_kind(o.kind),
+            op_state(o.state),
+            time_text(&o.start_time),
+            detail
+        ));
     }
     out
 }
@@ -161,6 +295,8 @@ pub fn operation_text(op: &pb::Operation) -> String {
 pub struct Progress {
     seen: BTreeMap<String, (i32, u32, String)>,
     phase: i32,
+    /// Whether the operation was paused at the last snapshot.
+    paused: bool,
     started: Option<std::time::Instant>,
 }
 
@@ -179,6 +315,30 @@ impl Progress {
             self.phase = s.phase;
             lines.push(format!("{stamp} cluster {} is {}", c.name, phase(s.phase)));
         }
+        // A pause does not change the phase, and the watch goes on through it: say so, and
+        // what unsticks it, rather than look hung.
+        let pause = s
+            .operation
+            .as_ref()
+            .and_then(|o| o.pause.as_ref().map(|p| (o, p)));
+        match (pause, self.paused) {
+            (Some((op, p)), false) => {
+                self.paused = true;
+                lines.push(format!("{stamp} operation {} {}", op.id, pause_text(p)));
+                lines.push(format!(
+                    "{stamp} waiting for an operator: see `hypersaga operation --help`"
+                ));
+            }
+            (None, true) => {
+                self.paused = false;
+                let state = s.operation.as_ref().map(|o| op_state(o.state));
+                lines.push(format!(
+                    "{stamp} operation is {}",
+                    state.as_deref().unwrap_or("no longer paused")
+                ));
+            }
+            _ => {}
+        }
         for st in s.operation.iter().flat_map(|o| o.steps.iter()) {
             let key = (st.state, st.attempts, st.message.clone());
             if self.seen.get(&st.id) == Some(&key) {
@@ -195,9 +355,10 @@ impl Progress {
                 line.push_str(&format!(" (attempt {})", st.attempts));
             }
             if let Some(e) = &st.last_error
-                && matches!(state.as_str(), "running" | "failed" | "compensating") {
-                    line.push_str(&format!(" — {}: {}", e.code, e.message));
-                }
+                && matches!(state.as_str(), "running" | "failed" | "compensating")
+            {
+                line.push_str(&format!(" — {}: {}", e.code, e.message));
+            }
             if !st.message.is_empty() {
                 line.push_str(&format!(" — {}", st.message));
             }
@@ -218,5 +379,93 @@ pub fn status_text(status: &tonic::Status) -> String {
             out.push_str(&format!("\n  - {}: {}", v.field, v.description));
         }
     }
+    // The machine-readable reason (e.g. `OperationNotPaused`), for scripts that grep stderr.
+    if let Some(info) = status.get_details_error_info() {
+        out.push_str(&format!(" [{}]", info.reason));
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(seconds: i64) -> Option<prost_types::Timestamp> {
+        Some(prost_types::Timestamp { seconds, nanos: 0 })
+    }
+
+    fn paused_create() -> pb::Operation {
+        pb::Operation {
+            id: "op-1".into(),
+            cluster: "demo".into(),
+            kind: pb::OperationKind::Create as i32,
+            state: pb::OperationState::Paused as i32,
+            pause: Some(pb::PauseDetail {
+                since: ts(1_800_000_000),
+                reason: Some(pb::ErrorDetail {
+                    code: "LeaseExpired".into(),
+                    message: "no word from the dns service".into(),
+                    step: "dns.private-zone".into(),
+                    ..Default::default()
+                }),
+                steps: vec!["dns.private-zone".into()],
+            }),
+            steps: vec![pb::Step {
+                id: "controlplane.hostedcluster".into(),
+                state: pb::StepState::Running as i32,
+                attempts: 1,
+                message: "HostedCluster not yet Available".into(),
+                waiting_since: ts(1_800_000_060),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_paused_operation_says_why_since_when_and_what_an_operator_may_do() {
+        let text = operation_text(&paused_create());
+        for expected in [
+            "Operation: op-1 (create) paused",
+            "paused since 2027-01-15T08:00:00Z: dns.private-zone: LeaseExpired: no word from the dns service",
+            "paused steps: dns.private-zone",
+            "hypersaga operation resume op-1 | retry-step op-1 STEP | compensate op-1 | abandon op-1",
+            "waiting since 2027-01-15T08:01:00Z: HostedCluster not yet Available",
+        ] {
+            assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+        }
+        let json = operation_json(&paused_create());
+        assert_eq!(json["pause"]["reason"]["code"], "LeaseExpired");
+        assert_eq!(json["pause"]["steps"][0], "dns.private-zone");
+        assert_eq!(json["steps"][0]["waiting_since"], "2027-01-15T08:01:00Z");
+    }
+
+    #[test]
+    fn a_watch_says_when_the_operation_pauses_and_when_it_goes_on() {
+        let mut cluster = pb::Cluster {
+            name: "demo".into(),
+            status: Some(pb::ClusterStatus {
+                phase: pb::ClusterPhase::Provisioning as i32,
+                operation: Some(paused_create()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let mut progress = Progress::default();
+        let lines = progress.changes(&cluster).join("\n");
+        assert!(lines.contains("operation op-1 paused since"), "{lines}");
+        assert!(
+            !progress
+                .changes(&cluster)
+                .iter()
+                .any(|l| l.contains("paused")),
+            "said once"
+        );
+        if let Some(op) = cluster.status.as_mut().and_then(|s| s.operation.as_mut()) {
+            op.pause = None;
+            op.state = pb::OperationState::Running as i32;
+        }
+        let lines = progress.changes(&cluster).join("\n");
+        assert!(lines.contains("operation is running"), "{lines}");
+    }
 }

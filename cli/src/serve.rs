@@ -31,8 +31,15 @@ pub enum Role {
 }
 
 impl Role {
-    pub const ALL: [Role; 7] =
-        [Role::Gateway, Role::Coordinator, Role::Identity, Role::Network, Role::Dns, Role::Controlplane, Role::Nodepool];
+    pub const ALL: [Role; 7] = [
+        Role::Gateway,
+        Role::Coordinator,
+        Role::Identity,
+        Role::Network,
+        Role::Dns,
+        Role::Controlplane,
+        Role::Nodepool,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -110,7 +117,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         println!("{}", config.redacted_json());
         return Ok(ExitCode::SUCCESS);
     }
-    let format = if config.log.format == "json" { LogFormat::Json } else { LogFormat::Text };
+    let format = if config.log.format == "json" {
+        LogFormat::Json
+    } else {
+        LogFormat::Text
+    };
     hypersaga_telemetry::init(&config.log.filter, format);
     let shutdown = shutdown_on_signals()?;
     exit_with_parent(args.supervisor_pid, &shutdown);

@@ -6,7 +6,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed={}", file.display());
     let fds = protox::compile([&file], [&root])?;
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
-    std::fs::write(out.join("hypersaga_descriptor.bin"), prost::Message::encode_to_vec(&fds))?;
+    std::fs::write(
+        out.join("hypersaga_descriptor.bin"),
+        prost::Message::encode_to_vec(&fds),
+    )?;
     tonic_prost_build::configure().compile_fds(fds)?;
     Ok(())
 }

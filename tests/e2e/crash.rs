@@ -29,7 +29,9 @@ async fn sigkill_of_coordinator_and_a_service_mid_saga_loses_nothing() {
     system.create("acme", "phoenix", 2).await;
     system
         .wait_until("acme", "phoenix", "the load balancer to be retried", |c| {
-            steps(c).get("network.load-balancer").is_some_and(|(s, a)| s == "running" && *a >= 2)
+            steps(c)
+                .get("network.load-balancer")
+                .is_some_and(|(s, a)| s == "running" && *a >= 2)
         })
         .await;
 
@@ -41,8 +43,14 @@ async fn sigkill_of_coordinator_and_a_service_mid_saga_loses_nothing() {
     let ready = system.watch_to_end("acme", "phoenix").await;
     assert_eq!(phase(&ready), "ready", "{ready:#?}");
     let after = system.pids();
-    assert_ne!(after["coordinator-0"], coordinator, "the coordinator was restarted");
-    assert_ne!(after["network-0"], network, "the network service was restarted");
+    assert_ne!(
+        after["coordinator-0"], coordinator,
+        "the coordinator was restarted"
+    );
+    assert_ne!(
+        after["network-0"], network,
+        "the network service was restarted"
+    );
     assert_eq!(before["dns-0"], after["dns-0"], "others untouched");
 
     // Nothing exists twice: one of each, seven identities.
@@ -62,19 +70,43 @@ async fn sigkill_of_coordinator_and_a_service_mid_saga_loses_nothing() {
         ("Microsoft.Network/privateDnsZones", 1),
         ("Microsoft.ManagedIdentity/userAssignedIdentities", 7),
     ] {
-        assert_eq!(per_type.get(ty).copied().unwrap_or(0), n, "{ty}: {per_type:#?}");
+        assert_eq!(
+            per_type.get(ty).copied().unwrap_or(0),
+            n,
+            "{ty}: {per_type:#?}"
+        );
     }
     let objects = system.mgmt_admin().objects().await.unwrap();
-    assert_eq!(objects.iter().filter(|o| o["kind"] == "HostedCluster").count(), 1);
-    assert_eq!(objects.iter().filter(|o| o["kind"] == "NodePool").count(), 1);
+    assert_eq!(
+        objects
+            .iter()
+            .filter(|o| o["kind"] == "HostedCluster")
+            .count(),
+        1
+    );
+    assert_eq!(
+        objects.iter().filter(|o| o["kind"] == "NodePool").count(),
+        1
+    );
 }
 
 #[tokio::test]
 async fn replicas_share_the_work_and_cover_for_each_other() {
     let system = System::start_with(&["--replicas", "2"]).await;
     let pids = system.pids();
-    for role in ["gateway", "coordinator", "identity", "network", "dns", "controlplane", "nodepool"] {
-        assert!(pids.contains_key(&format!("{role}-0")) && pids.contains_key(&format!("{role}-1")), "{pids:?}");
+    for role in [
+        "gateway",
+        "coordinator",
+        "identity",
+        "network",
+        "dns",
+        "controlplane",
+        "nodepool",
+    ] {
+        assert!(
+            pids.contains_key(&format!("{role}-0")) && pids.contains_key(&format!("{role}-1")),
+            "{pids:?}"
+        );
     }
     system.create("acme", "twins", 1).await;
     // One replica of each worker dies at once; the other carries on while it restarts.

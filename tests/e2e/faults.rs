@@ -4,7 +4,14 @@ use hypersaga_emulator_arm::FaultSpec;
 
 use crate::support::*;
 
-fn fault(method: &str, ty: &str, status: u16, code: &str, count: Option<u32>, retry_after: Option<u64>) -> FaultSpec {
+fn fault(
+    method: &str,
+    ty: &str,
+    status: u16,
+    code: &str,
+    count: Option<u32>,
+    retry_after: Option<u64>,
+) -> FaultSpec {
     FaultSpec {
         method: method.into(),
         resource_type: ty.into(),
@@ -23,8 +30,28 @@ async fn a_terminal_fault_compensates_and_keeps_only_identities() {
     // A few retryable failures first (faults apply in order), so the identity branch has
     // usually finished and compensation has identities to keep; then a terminal 403.
     let admin = system.arm_admin();
-    admin.add_fault(&fault("PUT", "Microsoft.Network/privateDnsZones", 500, "InternalServerError", Some(3), None)).await.expect("fault");
-    admin.add_fault(&fault("PUT", "Microsoft.Network/privateDnsZones", 403, "AuthorizationFailed", None, None)).await.expect("fault");
+    admin
+        .add_fault(&fault(
+            "PUT",
+            "Microsoft.Network/privateDnsZones",
+            500,
+            "InternalServerError",
+            Some(3),
+            None,
+        ))
+        .await
+        .expect("fault");
+    admin
+        .add_fault(&fault(
+            "PUT",
+            "Microsoft.Network/privateDnsZones",
+            403,
+            "AuthorizationFailed",
+            None,
+            None,
+        ))
+        .await
+        .expect("fault");
     system.create("acme", "doomed", 1).await;
     let failed = system.watch_to_end("acme", "doomed").await;
     assert_eq!(phase(&failed), "failed", "{failed:#?}");
@@ -32,24 +59,38 @@ async fn a_terminal_fault_compensates_and_keeps_only_identities() {
     let error = status.error.clone().expect("error");
     assert_eq!(error.step, "dns.private-zone");
     assert_eq!(error.code, "AuthorizationFailed");
-    assert!(status.message.contains("AuthorizationFailed"), "{}", status.message);
+    assert!(
+        status.message.contains("AuthorizationFailed"),
+        "{}",
+        status.message
+    );
 
     let s = steps(&failed);
-    assert_eq!(s["dns.private-zone"].0, "compensated", "the failed step's partial work is undone too");
+    assert_eq!(
+        s["dns.private-zone"].0, "compensated",
+        "the failed step's partial work is undone too"
+    );
     assert_eq!(s["network.vnet"].0, "compensated");
     assert_eq!(s["network.resource-groups"].0, "compensated");
     // Identities are kept if they were made before the failure, skipped if not: never undone.
     let identities_kept = s["identity.workload"].0 == "kept";
-    assert!(identities_kept || s["identity.workload"].0 == "skipped", "{s:?}");
+    assert!(
+        identities_kept || s["identity.workload"].0 == "skipped",
+        "{s:?}"
+    );
     assert_eq!(s["controlplane.hostedcluster"].0, "skipped");
 
     // Everything created was removed, except the workload identities.
     let left = system.resource_names("acme").await;
-    let identities = left.iter().filter(|r| r.starts_with("Microsoft.ManagedIdentity/userAssignedIdentities ")).count();
+    let identities = left
+        .iter()
+        .filter(|r| r.starts_with("Microsoft.ManagedIdentity/userAssignedIdentities "))
+        .count();
     assert_eq!(identities, if identities_kept { 7 } else { 0 }, "{left:#?}");
     for r in &left {
         assert!(
-            r.starts_with("Microsoft.ManagedIdentity/userAssignedIdentities") || r.starts_with("Microsoft.Resources/resourceGroups hcp-acme-identities")
+            r.starts_with("Microsoft.ManagedIdentity/userAssignedIdentities")
+                || r.starts_with("Microsoft.Resources/resourceGroups hcp-acme-identities")
                 || r.contains("/federatedIdentityCredentials"),
             "left behind: {r} (all: {left:#?})"
         );
@@ -66,8 +107,28 @@ async fn a_terminal_fault_compensates_and_keeps_only_identities() {
 async fn retryable_faults_are_retried_until_success() {
     let system = System::start().await;
     let admin = system.arm_admin();
-    admin.add_fault(&fault("PUT", "Microsoft.Network/networkSecurityGroups", 500, "InternalServerError", Some(2), None)).await.unwrap();
-    admin.add_fault(&fault("PUT", "Microsoft.Network/virtualNetworks", 429, "SubscriptionRequestsThrottled", Some(2), Some(1))).await.unwrap();
+    admin
+        .add_fault(&fault(
+            "PUT",
+            "Microsoft.Network/networkSecurityGroups",
+            500,
+            "InternalServerError",
+            Some(2),
+            None,
+        ))
+        .await
+        .unwrap();
+    admin
+        .add_fault(&fault(
+            "PUT",
+            "Microsoft.Network/virtualNetworks",
+            429,
+            "SubscriptionRequestsThrottled",
+            Some(2),
+            Some(1),
+        ))
+        .await
+        .unwrap();
     system.create("acme", "bumpy", 1).await;
     let ready = system.watch_to_end("acme", "bumpy").await;
     assert_eq!(phase(&ready), "ready", "{ready:#?}");
@@ -75,25 +136,48 @@ async fn retryable_faults_are_retried_until_success() {
     assert_eq!(s["network.nsg"], ("succeeded".to_string(), 3));
     assert_eq!(s["network.vnet"], ("succeeded".to_string(), 3));
     let faults = admin.faults().await.unwrap();
-    assert!(faults.is_empty(), "every injected failure was used up: {faults:?}");
+    assert!(
+        faults.is_empty(),
+        "every injected failure was used up: {faults:?}"
+    );
 }
 
 #[tokio::test]
 async fn a_failing_control_plane_is_compensated_on_the_management_cluster_too() {
     let system = System::start().await;
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_hypersaga"))
-        .args(["emulator", "cluster-fault", "add", "--kind", "hosted-cluster", "--reason", "InvalidAzureCredentials", "--message", "the credentials were refused"])
-        .env("HYPERSAGA_ENDPOINTS", system.state_dir().join("endpoints.json"))
+        .args([
+            "emulator",
+            "cluster-fault",
+            "add",
+            "--kind",
+            "hosted-cluster",
+            "--reason",
+            "InvalidAzureCredentials",
+            "--message",
+            "the credentials were refused",
+        ])
+        .env(
+            "HYPERSAGA_ENDPOINTS",
+            system.state_dir().join("endpoints.json"),
+        )
         .output()
         .expect("run hypersaga");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     system.create("acme", "sick", 1).await;
     let failed = system.watch_to_end("acme", "sick").await;
     assert_eq!(phase(&failed), "failed", "{failed:#?}");
     let error = failed.status.clone().unwrap().error.expect("error");
     assert_eq!(error.step, "controlplane.hostedcluster");
     assert_eq!(error.code, "HostedClusterDegraded");
-    assert!(error.message.contains("InvalidAzureCredentials"), "{error:?}");
+    assert!(
+        error.message.contains("InvalidAzureCredentials"),
+        "{error:?}"
+    );
     let s = steps(&failed);
     assert_eq!(s["controlplane.hostedcluster"].0, "compensated");
     assert_eq!(s["nodepool.workers"].0, "skipped");
@@ -101,9 +185,18 @@ async fn a_failing_control_plane_is_compensated_on_the_management_cluster_too() 
     // Nothing of the cluster is left on the management cluster, nor in Azure but identities.
     let objects = system.mgmt_admin().objects().await.unwrap();
     let infra = failed.status.unwrap().infra_id;
-    assert!(!objects.iter().any(|o| o["metadata"]["namespace"] == format!("hcp-{infra}") || o["metadata"]["name"] == format!("hcp-{infra}")), "{objects:#?}");
+    assert!(
+        !objects
+            .iter()
+            .any(|o| o["metadata"]["namespace"] == format!("hcp-{infra}")
+                || o["metadata"]["name"] == format!("hcp-{infra}")),
+        "{objects:#?}"
+    );
     let left = system.resource_names("acme").await;
     for r in &left {
-        assert!(r.contains("ManagedIdentity") || r.contains("hcp-acme-identities"), "left behind: {r}");
+        assert!(
+            r.contains("ManagedIdentity") || r.contains("hcp-acme-identities"),
+            "left behind: {r}"
+        );
     }
 }

@@ -8,4 +8,5 @@ mod audit_and_lifecycle;
 mod cli;
 mod crash;
 mod faults;
+mod operator;
 mod tenants_and_validation;

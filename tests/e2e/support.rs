@@ -33,7 +33,16 @@ impl System {
         let state = dir.path().join("state");
         let log = std::fs::File::create(dir.path().join("dev.log")).expect("log file");
         let child = Command::new(env!("CARGO_BIN_EXE_hypersaga"))
-            .args(["dev", "--profile", "fast", "--grpc-listen", "127.0.0.1:0", "--log", "info,hypersaga=debug", "--state-dir"])
+            .args([
+                "dev",
+                "--profile",
+                "fast",
+                "--grpc-listen",
+                "127.0.0.1:0",
+                "--log",
+                "info,hypersaga=debug",
+                "--state-dir",
+            ])
             .arg(&state)
             .args(extra)
             .stdin(Stdio::null())
@@ -48,10 +57,18 @@ impl System {
             if let Ok(e) = Endpoints::load(&path) {
                 break e;
             }
-            assert!(Instant::now() < deadline, "hypersaga dev did not start; see {}", dir.path().join("dev.log").display());
+            assert!(
+                Instant::now() < deadline,
+                "hypersaga dev did not start; see {}",
+                dir.path().join("dev.log").display()
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
-        System { child: Some(child), dir, endpoints }
+        System {
+            child: Some(child),
+            dir,
+            endpoints,
+        }
     }
 
     pub fn state_dir(&self) -> PathBuf {
@@ -59,23 +76,37 @@ impl System {
     }
 
     pub fn token(&self, tenant: &str) -> String {
-        self.endpoints.tenant(Some(tenant)).expect("tenant").token.clone()
+        self.endpoints
+            .tenant(Some(tenant))
+            .expect("tenant")
+            .token
+            .clone()
     }
 
     pub fn subscription(&self, tenant: &str) -> String {
-        self.endpoints.tenant(Some(tenant)).expect("tenant").subscription_id.clone()
+        self.endpoints
+            .tenant(Some(tenant))
+            .expect("tenant")
+            .subscription_id
+            .clone()
     }
 
     pub async fn client(&self, tenant: &str) -> Client {
-        hypersaga::client::connect(&self.endpoints.grpc, &self.token(tenant)).await.expect("connect")
+        hypersaga::client::connect(&self.endpoints.grpc, &self.token(tenant))
+            .await
+            .expect("connect")
     }
 
     pub fn arm_admin(&self) -> hypersaga_emulator_arm::admin_client::AdminClient {
-        hypersaga_emulator_arm::admin_client::AdminClient::new(self.endpoints.emulator_admin_url.parse().expect("url"))
+        hypersaga_emulator_arm::admin_client::AdminClient::new(
+            self.endpoints.emulator_admin_url.parse().expect("url"),
+        )
     }
 
     pub fn mgmt_admin(&self) -> hypersaga_emulator_mgmt::admin_client::AdminClient {
-        hypersaga_emulator_mgmt::admin_client::AdminClient::new(self.endpoints.mgmt_admin_url.clone())
+        hypersaga_emulator_mgmt::admin_client::AdminClient::new(
+            self.endpoints.mgmt_admin_url.clone(),
+        )
     }
 
     /// Current pids of the supervised services, e.g. `coordinator-0`.
@@ -87,13 +118,30 @@ impl System {
     /// `kill -9` of one supervised service.
     pub fn kill9(&self, name: &str) -> u32 {
         let pid = self.pids()[name];
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).expect("kill -9");
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .expect("kill -9");
         pid
+    }
+
+    /// `kill -STOP` of one supervised service: alive to its supervisor, silent to everyone
+    /// else, as a hung process is. The guard sends `SIGCONT` when it is dropped (or at
+    /// [`Stopped::cont`]), so a failing test never leaves a stopped process behind.
+    pub fn stop(&self, name: &str) -> Stopped {
+        let pid = self.pids()[name];
+        signal(pid, nix::sys::signal::Signal::SIGSTOP).expect("kill -STOP");
+        Stopped { pid }
     }
 
     /// Top-level ARM resources of a subscription, as the inventory API lists them.
     pub async fn inventory(&self, tenant: &str) -> Vec<Value> {
-        let all = self.arm_admin().resources(Some(&self.subscription(tenant))).await.expect("resources");
+        let all = self
+            .arm_admin()
+            .resources(Some(&self.subscription(tenant)))
+            .await
+            .expect("resources");
         all.into_iter().filter(|r| r.get("id").is_some()).collect()
     }
 
@@ -102,45 +150,78 @@ impl System {
         self.inventory(tenant)
             .await
             .iter()
-            .map(|r| format!("{} {}", r["type"].as_str().unwrap_or("?"), r["name"].as_str().unwrap_or("?")))
+            .map(|r| {
+                format!(
+                    "{} {}",
+                    r["type"].as_str().unwrap_or("?"),
+                    r["name"].as_str().unwrap_or("?")
+                )
+            })
             .collect()
     }
 
     /// Follows `WatchCluster` until the stream ends; returns the last state.
     pub async fn watch_to_end(&self, tenant: &str, name: &str) -> pb::Cluster {
         let mut c = self.client(tenant).await;
-        let mut stream = c.watch_cluster(pb::WatchClusterRequest { name: name.into() }).await.expect("watch").into_inner();
+        let mut stream = c
+            .watch_cluster(pb::WatchClusterRequest { name: name.into() })
+            .await
+            .expect("watch")
+            .into_inner();
         let mut last = None;
         let fut = async {
             while let Some(item) = stream.next().await {
                 last = Some(item.expect("watch item"));
             }
         };
-        tokio::time::timeout(TIMEOUT, fut).await.unwrap_or_else(|_| panic!("{name} did not finish in time; last {last:?}"));
+        tokio::time::timeout(TIMEOUT, fut)
+            .await
+            .unwrap_or_else(|_| panic!("{name} did not finish in time; last {last:?}"));
         last.expect("at least one state")
     }
 
     pub async fn create(&self, tenant: &str, name: &str, replicas: i32) -> pb::Operation {
         let mut c = self.client(tenant).await;
-        c.create_cluster(create_request(name, replicas)).await.expect("create").into_inner()
+        c.create_cluster(create_request(name, replicas))
+            .await
+            .expect("create")
+            .into_inner()
     }
 
     pub async fn delete(&self, tenant: &str, name: &str) -> pb::Operation {
         let mut c = self.client(tenant).await;
-        c.delete_cluster(pb::DeleteClusterRequest { name: name.into(), request_id: String::new() }).await.expect("delete").into_inner()
+        c.delete_cluster(pb::DeleteClusterRequest {
+            name: name.into(),
+            request_id: String::new(),
+        })
+        .await
+        .expect("delete")
+        .into_inner()
     }
 
     /// Waits until `pred` holds for the cluster (polling GetCluster).
-    pub async fn wait_until(&self, tenant: &str, name: &str, what: &str, pred: impl Fn(&pb::Cluster) -> bool) -> pb::Cluster {
+    pub async fn wait_until(
+        &self,
+        tenant: &str,
+        name: &str,
+        what: &str,
+        pred: impl Fn(&pb::Cluster) -> bool,
+    ) -> pb::Cluster {
         let mut c = self.client(tenant).await;
         let deadline = Instant::now() + TIMEOUT;
         loop {
-            if let Ok(r) = c.get_cluster(pb::GetClusterRequest { name: name.into() }).await {
+            if let Ok(r) = c
+                .get_cluster(pb::GetClusterRequest { name: name.into() })
+                .await
+            {
                 let cl = r.into_inner();
                 if pred(&cl) {
                     return cl;
                 }
-                assert!(Instant::now() < deadline, "timed out waiting for {what}: {cl:?}");
+                assert!(
+                    Instant::now() < deadline,
+                    "timed out waiting for {what}: {cl:?}"
+                );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -168,7 +249,10 @@ impl Drop for System {
         }
         if let Some(mut child) = self.child.take() {
             if let Some(pid) = child.id() {
-                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGTERM);
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid as i32),
+                    nix::sys::signal::Signal::SIGTERM,
+                );
                 let deadline = Instant::now() + Duration::from_secs(20);
                 while Instant::now() < deadline {
                     if let Ok(Some(_)) = child.try_wait() {
@@ -182,6 +266,29 @@ impl Drop for System {
     }
 }
 
+fn signal(pid: u32, signal: nix::sys::signal::Signal) -> nix::Result<()> {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal)
+}
+
+/// A service stopped with `SIGSTOP`; continued when dropped.
+#[must_use = "the service is continued when this is dropped"]
+pub struct Stopped {
+    pid: u32,
+}
+
+impl Stopped {
+    /// `kill -CONT`: the service carries on from where it was stopped.
+    pub fn cont(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = signal(self.pid, nix::sys::signal::Signal::SIGCONT);
+    }
+}
+
 pub fn create_request(name: &str, replicas: i32) -> pb::CreateClusterRequest {
     pb::CreateClusterRequest {
         name: name.into(),
@@ -190,7 +297,11 @@ pub fn create_request(name: &str, replicas: i32) -> pb::CreateClusterRequest {
             location: "eastus".into(),
             base_domain: "example.com".into(),
             release_image: "quay.io/openshift-release-dev/ocp-release:4.21.0-multi".into(),
-            node_pools: vec![pb::NodePoolSpec { name: "workers".into(), replicas, vm_size: "Standard_D4s_v5".into() }],
+            node_pools: vec![pb::NodePoolSpec {
+                name: "workers".into(),
+                replicas,
+                vm_size: "Standard_D4s_v5".into(),
+            }],
             network: Some(pb::NetworkSpec::default()),
         }),
     }
@@ -204,6 +315,16 @@ pub fn steps(c: &pb::Cluster) -> BTreeMap<String, (String, u32)> {
     c.status
         .as_ref()
         .and_then(|s| s.operation.as_ref())
-        .map(|o| o.steps.iter().map(|s| (s.id.clone(), (hypersaga::output::step_state(s.state), s.attempts))).collect())
+        .map(|o| {
+            o.steps
+                .iter()
+                .map(|s| {
+                    (
+                        s.id.clone(),
+                        (hypersaga::output::step_state(s.state), s.attempts),
+                    )
+                })
+                .collect()
+        })
         .unwrap_or_default()
 }

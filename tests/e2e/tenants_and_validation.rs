@@ -13,51 +13,128 @@ async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
 
     let mut acme = system.client("acme").await;
     let mut globex = system.client("globex").await;
-    let names = |r: pb::ListClustersResponse| r.clusters.into_iter().map(|c| c.name).collect::<Vec<_>>();
-    assert_eq!(names(acme.list_clusters(pb::ListClustersRequest {}).await.unwrap().into_inner()), vec!["alpha"]);
-    assert_eq!(names(globex.list_clusters(pb::ListClustersRequest {}).await.unwrap().into_inner()), vec!["beta"]);
+    let names =
+        |r: pb::ListClustersResponse| r.clusters.into_iter().map(|c| c.name).collect::<Vec<_>>();
+    assert_eq!(
+        names(
+            acme.list_clusters(pb::ListClustersRequest {})
+                .await
+                .unwrap()
+                .into_inner()
+        ),
+        vec!["alpha"]
+    );
+    assert_eq!(
+        names(
+            globex
+                .list_clusters(pb::ListClustersRequest {})
+                .await
+                .unwrap()
+                .into_inner()
+        ),
+        vec!["beta"]
+    );
 
     // Another tenant's cluster does not exist for you.
-    let e = globex.get_cluster(pb::GetClusterRequest { name: "alpha".into() }).await.unwrap_err();
+    let e = globex
+        .get_cluster(pb::GetClusterRequest {
+            name: "alpha".into(),
+        })
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), tonic::Code::NotFound);
-    let e = globex.delete_cluster(pb::DeleteClusterRequest { name: "alpha".into(), request_id: String::new() }).await.unwrap_err();
+    let e = globex
+        .delete_cluster(pb::DeleteClusterRequest {
+            name: "alpha".into(),
+            request_id: String::new(),
+        })
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), tonic::Code::NotFound);
-    let e = globex.watch_cluster(pb::WatchClusterRequest { name: "alpha".into() }).await.unwrap_err();
+    let e = globex
+        .watch_cluster(pb::WatchClusterRequest {
+            name: "alpha".into(),
+        })
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), tonic::Code::NotFound);
 
     // Operations are per tenant too.
-    let alpha = acme.get_cluster(pb::GetClusterRequest { name: "alpha".into() }).await.unwrap().into_inner();
+    let alpha = acme
+        .get_cluster(pb::GetClusterRequest {
+            name: "alpha".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
     let op_id = alpha.status.unwrap().operation.unwrap().id;
-    let op = acme.get_operation(pb::GetOperationRequest { id: op_id.clone() }).await.unwrap().into_inner();
+    let op = acme
+        .get_operation(pb::GetOperationRequest { id: op_id.clone() })
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(op.cluster, "alpha");
-    let e = globex.get_operation(pb::GetOperationRequest { id: op_id }).await.unwrap_err();
+    let e = globex
+        .get_operation(pb::GetOperationRequest { id: op_id })
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), tonic::Code::NotFound);
 
     // Health and reflection are served (no token needed for either).
-    let channel = tonic::transport::Channel::from_shared(system.endpoints.grpc.clone()).unwrap().connect().await.unwrap();
+    let channel = tonic::transport::Channel::from_shared(system.endpoints.grpc.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
     let mut health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
     let status = health
-        .check(tonic_health::pb::HealthCheckRequest { service: "hypersaga.v1.ClusterService".into() })
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: "hypersaga.v1.ClusterService".into(),
+        })
         .await
         .unwrap()
         .into_inner()
         .status;
-    assert_eq!(status, tonic_health::pb::health_check_response::ServingStatus::Serving as i32);
+    assert_eq!(
+        status,
+        tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+    );
     use tonic_reflection::pb::v1::{
-        ServerReflectionRequest, server_reflection_client::ServerReflectionClient, server_reflection_request::MessageRequest,
-        server_reflection_response::MessageResponse,
+        ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
+        server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
     };
     let mut reflection = ServerReflectionClient::new(channel);
-    let request = ServerReflectionRequest { host: String::new(), message_request: Some(MessageRequest::ListServices(String::new())) };
-    let mut answers = reflection.server_reflection_info(futures::stream::iter(vec![request])).await.unwrap().into_inner();
-    let answer = futures::StreamExt::next(&mut answers).await.unwrap().unwrap();
-    let Some(MessageResponse::ListServicesResponse(list)) = answer.message_response else { panic!("{answer:?}") };
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut answers = reflection
+        .server_reflection_info(futures::stream::iter(vec![request]))
+        .await
+        .unwrap()
+        .into_inner();
+    let answer = futures::StreamExt::next(&mut answers)
+        .await
+        .unwrap()
+        .unwrap();
+    let Some(MessageResponse::ListServicesResponse(list)) = answer.message_response else {
+        panic!("{answer:?}")
+    };
     let services: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
-    assert!(services.contains(&"hypersaga.v1.ClusterService".to_string()), "{services:?}");
+    assert!(
+        services.contains(&"hypersaga.v1.ClusterService".to_string()),
+        "{services:?}"
+    );
 
     // No or unknown token.
-    let mut stranger = hypersaga::client::connect(&system.endpoints.grpc, "not-a-real-token-at-all").await.unwrap();
-    let e = stranger.list_clusters(pb::ListClustersRequest {}).await.unwrap_err();
+    let mut stranger =
+        hypersaga::client::connect(&system.endpoints.grpc, "not-a-real-token-at-all")
+            .await
+            .unwrap();
+    let e = stranger
+        .list_clusters(pb::ListClustersRequest {})
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), tonic::Code::Unauthenticated);
 
     // The same request id returns the same operation.
@@ -65,7 +142,10 @@ async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
     let a = acme.create_cluster(req.clone()).await.unwrap().into_inner();
     let b = acme.create_cluster(req).await.unwrap().into_inner();
     assert_eq!(a.id, b.id);
-    let e = acme.create_cluster(create_request("gamma", 0)).await.unwrap_err();
+    let e = acme
+        .create_cluster(create_request("gamma", 0))
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), tonic::Code::AlreadyExists);
 
     // Invalid: every violation, with its field path; nothing is created.
@@ -74,13 +154,29 @@ async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
     let spec = bad.spec.as_mut().unwrap();
     spec.location.clear();
     spec.node_pools[0].vm_size = "huge".into();
-    spec.network = Some(pb::NetworkSpec { vnet_cidr: "10.0.0.0/16".into(), subnet_cidr: "192.168.0.0/24".into(), ..Default::default() });
+    spec.network = Some(pb::NetworkSpec {
+        vnet_cidr: "10.0.0.0/16".into(),
+        subnet_cidr: "192.168.0.0/24".into(),
+        ..Default::default()
+    });
     let e = acme.create_cluster(bad).await.unwrap_err();
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
-    let fields: Vec<String> = e.get_details_bad_request().expect("BadRequest details").field_violations.into_iter().map(|v| v.field).collect();
+    let fields: Vec<String> = e
+        .get_details_bad_request()
+        .expect("BadRequest details")
+        .field_violations
+        .into_iter()
+        .map(|v| v.field)
+        .collect();
     assert_eq!(
         fields,
-        vec!["name", "spec.location", "spec.node_pools[0].replicas", "spec.node_pools[0].vm_size", "spec.network.subnet_cidr"]
+        vec![
+            "name",
+            "spec.location",
+            "spec.node_pools[0].replicas",
+            "spec.node_pools[0].vm_size",
+            "spec.network.subnet_cidr"
+        ]
     );
     // A network in another tenant's subscription is refused before anything is written.
     let other_sub = system.subscription("globex");
@@ -94,26 +190,72 @@ async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
     });
     let e = acme.create_cluster(foreign).await.unwrap_err();
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
-    let fields: Vec<String> = e.get_details_bad_request().expect("BadRequest").field_violations.into_iter().map(|v| v.field).collect();
-    assert_eq!(fields, vec!["spec.network.vnet_id", "spec.network.subnet_id", "spec.network.nsg_id"]);
-    let e = acme.create_cluster(pb::CreateClusterRequest { name: "nospec".into(), ..Default::default() }).await.unwrap_err();
+    let fields: Vec<String> = e
+        .get_details_bad_request()
+        .expect("BadRequest")
+        .field_violations
+        .into_iter()
+        .map(|v| v.field)
+        .collect();
+    assert_eq!(
+        fields,
+        vec![
+            "spec.network.vnet_id",
+            "spec.network.subnet_id",
+            "spec.network.nsg_id"
+        ]
+    );
+    let e = acme
+        .create_cluster(pb::CreateClusterRequest {
+            name: "nospec".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
-    let listed = names(acme.list_clusters(pb::ListClustersRequest {}).await.unwrap().into_inner());
-    assert!(!listed.iter().any(|n| n == "Bad_Name" || n == "nospec" || n == "foreign"), "{listed:?}");
+    let listed = names(
+        acme.list_clusters(pb::ListClustersRequest {})
+            .await
+            .unwrap()
+            .into_inner(),
+    );
+    assert!(
+        !listed
+            .iter()
+            .any(|n| n == "Bad_Name" || n == "nospec" || n == "foreign"),
+        "{listed:?}"
+    );
     // Let the valid clusters settle, then check the invalid ones left no trace in Azure.
     for (t, n) in [("acme", "alpha"), ("globex", "beta"), ("acme", "gamma")] {
         assert_eq!(phase(&system.watch_to_end(t, n).await), "ready");
     }
     // Deleting with a request id is idempotent, even once the delete has finished.
-    let del = pb::DeleteClusterRequest { name: "gamma".into(), request_id: "delete-gamma-once".into() };
+    let del = pb::DeleteClusterRequest {
+        name: "gamma".into(),
+        request_id: "delete-gamma-once".into(),
+    };
     let first = acme.delete_cluster(del.clone()).await.unwrap().into_inner();
-    assert_eq!(phase(&system.watch_to_end("acme", "gamma").await), "deleted");
+    assert_eq!(
+        phase(&system.watch_to_end("acme", "gamma").await),
+        "deleted"
+    );
     let again = acme.delete_cluster(del).await.unwrap().into_inner();
     assert_eq!(again.id, first.id);
-    let e = acme.delete_cluster(pb::DeleteClusterRequest { name: "gamma".into(), request_id: "another".into() }).await.unwrap_err();
+    let e = acme
+        .delete_cluster(pb::DeleteClusterRequest {
+            name: "gamma".into(),
+            request_id: "another".into(),
+        })
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), tonic::Code::NotFound);
 
     let after = system.resource_names("acme").await;
-    assert!(after.iter().all(|r| !r.contains("Bad_Name") && !r.contains("nospec")), "{after:#?}");
+    assert!(
+        after
+            .iter()
+            .all(|r| !r.contains("Bad_Name") && !r.contains("nospec")),
+        "{after:#?}"
+    );
     assert!(before.len() <= after.len());
 }

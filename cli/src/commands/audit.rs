@@ -43,7 +43,16 @@ pub enum AuditCommand {
 }
 
 pub async fn run(cmd: AuditCommand) -> anyhow::Result<ExitCode> {
-    let AuditCommand::Tail { tenant, cluster, from_start, count, nats_url, prefix, endpoints, output } = cmd;
+    let AuditCommand::Tail {
+        tenant,
+        cluster,
+        from_start,
+        count,
+        nats_url,
+        prefix,
+        endpoints,
+        output,
+    } = cmd;
     let url = match nats_url {
         Some(u) => u,
         None => Endpoints::load(&endpoints.unwrap_or_else(Endpoints::default_path))?.nats_url,
@@ -55,13 +64,22 @@ pub async fn run(cmd: AuditCommand) -> anyhow::Result<ExitCode> {
         (None, Some(c)) => format!("{prefix}.*.audit.{c}"),
         (t, None) => subjects.audit_filter(t.as_ref()),
     };
-    let client = async_nats::connect(&url).await.with_context(|| format!("cannot connect to NATS at {url}"))?;
+    let client = async_nats::connect(&url)
+        .await
+        .with_context(|| format!("cannot connect to NATS at {url}"))?;
     let js = async_nats::jetstream::new(client);
-    let stream = js.get_stream(AUDIT_STREAM).await.context("audit stream HCP_AUDIT not found")?;
+    let stream = js
+        .get_stream(AUDIT_STREAM)
+        .await
+        .context("audit stream HCP_AUDIT not found")?;
     let consumer = stream
         .create_consumer(pull::OrderedConfig {
             filter_subject: filter,
-            deliver_policy: if from_start { DeliverPolicy::All } else { DeliverPolicy::New },
+            deliver_policy: if from_start {
+                DeliverPolicy::All
+            } else {
+                DeliverPolicy::New
+            },
             ..Default::default()
         })
         .await
@@ -86,8 +104,14 @@ pub async fn run(cmd: AuditCommand) -> anyhow::Result<ExitCode> {
 }
 
 fn line(e: &AuditEvent) -> String {
-    let time = e.time.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
-    let mut s = format!("{time} {}/{} {} #{:<3} {:<20}", e.tenant, e.cluster, e.operation, e.seq, e.kind);
+    let time = e
+        .time
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    let mut s = format!(
+        "{time} {}/{} {} #{:<3} {:<20}",
+        e.tenant, e.cluster, e.operation, e.seq, e.kind
+    );
     if let Some(step) = &e.step {
         s.push_str(&format!(" {step}"));
         if let Some(a) = e.attempt {
@@ -95,7 +119,11 @@ fn line(e: &AuditEvent) -> String {
         }
     }
     if let Some(err) = e.detail.get("error").filter(|v| !v.is_null()) {
-        s.push_str(&format!(" {}: {}", err["code"].as_str().unwrap_or(""), err["message"].as_str().unwrap_or("")));
+        s.push_str(&format!(
+            " {}: {}",
+            err["code"].as_str().unwrap_or(""),
+            err["message"].as_str().unwrap_or("")
+        ));
     }
     if let Some(m) = e.detail.get("message").and_then(|m| m.as_str()) {
         s.push_str(&format!(" — {m}"));

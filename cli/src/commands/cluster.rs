@@ -56,7 +56,10 @@ pub struct CreateArgs {
     #[arg(long, default_value = "example.com")]
     pub base_domain: String,
     /// OpenShift release image.
-    #[arg(long, default_value = "quay.io/openshift-release-dev/ocp-release:4.21.0-multi")]
+    #[arg(
+        long,
+        default_value = "quay.io/openshift-release-dev/ocp-release:4.21.0-multi"
+    )]
     pub release_image: String,
     /// Name of the node pool.
     #[arg(long, default_value = "workers")]
@@ -99,7 +102,10 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
                 Ok(r) => {
                     let cluster = r.into_inner();
                     match client.output {
-                        Format::Json => println!("{}", serde_json::to_string_pretty(&output::cluster_json(&cluster))?),
+                        Format::Json => println!(
+                            "{}",
+                            serde_json::to_string_pretty(&output::cluster_json(&cluster))?
+                        ),
                         Format::Text => print!("{}", output::cluster_text(&cluster)),
                     }
                     Ok(ExitCode::SUCCESS)
@@ -124,10 +130,21 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
                 Err(s) => fail(s),
             }
         }
-        ClusterCommand::Delete { name, wait, request_id, client } => {
+        ClusterCommand::Delete {
+            name,
+            wait,
+            request_id,
+            client,
+        } => {
             let mut c = client.client().await?;
             let request_id = request_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-            let op = match c.delete_cluster(pb::DeleteClusterRequest { name: name.clone(), request_id }).await {
+            let op = match c
+                .delete_cluster(pb::DeleteClusterRequest {
+                    name: name.clone(),
+                    request_id,
+                })
+                .await
+            {
                 Ok(r) => r.into_inner(),
                 Err(s) => return fail(s),
             };
@@ -138,7 +155,10 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
                 return follow(&mut c, &name, client.output, true).await;
             }
             if client.output == Format::Json {
-                println!("{}", serde_json::to_string_pretty(&output::operation_json(&op))?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&output::operation_json(&op))?
+                );
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -151,11 +171,17 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
 
 async fn create(a: CreateArgs) -> anyhow::Result<ExitCode> {
     let mut c = a.client.client().await?;
-    let node_pools =
-        vec![pb::NodePoolSpec { name: a.node_pool_name.clone(), replicas: a.node_pool_replicas, vm_size: a.vm_size.clone() }];
+    let node_pools = vec![pb::NodePoolSpec {
+        name: a.node_pool_name.clone(),
+        replicas: a.node_pool_replicas,
+        vm_size: a.vm_size.clone(),
+    }];
     let req = pb::CreateClusterRequest {
         name: a.name.clone(),
-        request_id: a.request_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+        request_id: a
+            .request_id
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
         spec: Some(pb::ClusterSpec {
             location: a.location.clone(),
             base_domain: a.base_domain.clone(),
@@ -181,15 +207,28 @@ async fn create(a: CreateArgs) -> anyhow::Result<ExitCode> {
         return follow(&mut c, &a.name, a.client.output, false).await;
     }
     if a.client.output == Format::Json {
-        println!("{}", serde_json::to_string_pretty(&output::operation_json(&op))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&output::operation_json(&op))?
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// Streams the cluster until its operation ends, printing progress; the exit code says how it
 /// ended (0 ready/deleted, 1 failed).
-async fn follow(c: &mut crate::client::Client, name: &str, format: Format, deleting: bool) -> anyhow::Result<ExitCode> {
-    let mut stream = match c.watch_cluster(pb::WatchClusterRequest { name: name.to_owned() }).await {
+async fn follow(
+    c: &mut crate::client::Client,
+    name: &str,
+    format: Format,
+    deleting: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut stream = match c
+        .watch_cluster(pb::WatchClusterRequest {
+            name: name.to_owned(),
+        })
+        .await
+    {
         Ok(r) => r.into_inner(),
         Err(s) if deleting && s.code() == tonic::Code::NotFound => {
             if format == Format::Text {
@@ -212,11 +251,16 @@ async fn follow(c: &mut crate::client::Client, name: &str, format: Format, delet
                     println!("{line}");
                 }
             }
-            Format::Json => println!("{}", serde_json::to_string(&output::cluster_json(&cluster))?),
+            Format::Json => println!(
+                "{}",
+                serde_json::to_string(&output::cluster_json(&cluster))?
+            ),
         }
         last = Some(cluster);
     }
-    let Some(last) = last else { return Ok(ExitCode::FAILURE) };
+    let Some(last) = last else {
+        return Ok(ExitCode::FAILURE);
+    };
     let phase = output::phase(last.status.as_ref().map(|s| s.phase).unwrap_or_default());
     if format == Format::Text {
         println!();

@@ -42,9 +42,20 @@ impl Target {
     fn client(&self) -> anyhow::Result<AdminClient> {
         let url = match &self.admin_url {
             Some(u) => u.clone(),
-            None => Endpoints::load(&self.endpoints.clone().unwrap_or_else(Endpoints::default_path))?.emulator_admin_url,
+            None => {
+                Endpoints::load(
+                    &self
+                        .endpoints
+                        .clone()
+                        .unwrap_or_else(Endpoints::default_path),
+                )?
+                .emulator_admin_url
+            }
         };
-        Ok(AdminClient::new(url.parse().with_context(|| format!("{url:?} is not a URL"))?))
+        Ok(AdminClient::new(
+            url.parse()
+                .with_context(|| format!("{url:?} is not a URL"))?,
+        ))
     }
 }
 
@@ -95,7 +106,15 @@ impl MgmtTarget {
     fn client(&self) -> anyhow::Result<hypersaga_emulator_mgmt::admin_client::AdminClient> {
         let url = match &self.admin_url {
             Some(u) => u.clone(),
-            None => Endpoints::load(&self.endpoints.clone().unwrap_or_else(Endpoints::default_path))?.mgmt_admin_url,
+            None => {
+                Endpoints::load(
+                    &self
+                        .endpoints
+                        .clone()
+                        .unwrap_or_else(Endpoints::default_path),
+                )?
+                .mgmt_admin_url
+            }
         };
         Ok(hypersaga_emulator_mgmt::admin_client::AdminClient::new(url))
     }
@@ -148,8 +167,27 @@ pub enum FaultCommand {
 
 pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        EmulatorCommand::Fault(FaultCommand::Add { method, resource_type, name_contains, status, code, message, retry_after, count, target }) => {
-            let spec = FaultSpec { method, resource_type, name_contains, status, code, message, retry_after_secs: retry_after, count };
+        EmulatorCommand::Fault(FaultCommand::Add {
+            method,
+            resource_type,
+            name_contains,
+            status,
+            code,
+            message,
+            retry_after,
+            count,
+            target,
+        }) => {
+            let spec = FaultSpec {
+                method,
+                resource_type,
+                name_contains,
+                status,
+                code,
+                message,
+                retry_after_secs: retry_after,
+                count,
+            };
             let fault = target.client()?.add_fault(&spec).await?;
             match target.output {
                 Format::Json => println!("{}", serde_json::to_string_pretty(&fault)?),
@@ -160,7 +198,11 @@ pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
                     fault.spec.resource_type,
                     fault.spec.status,
                     fault.spec.code,
-                    fault.spec.count.map(|n| format!(" ({n} times)")).unwrap_or_default()
+                    fault
+                        .spec
+                        .count
+                        .map(|n| format!(" ({n} times)"))
+                        .unwrap_or_default()
                 ),
             }
         }
@@ -175,22 +217,51 @@ pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
             match target.output {
                 Format::Json => println!("{}", serde_json::to_string_pretty(&faults)?),
                 Format::Text => {
-                    println!("{:<10} {:<7} {:<45} {:>6} {:<28} {:>9} {:>5}", "ID", "METHOD", "TYPE", "STATUS", "CODE", "REMAINING", "HITS");
+                    println!(
+                        "{:<10} {:<7} {:<45} {:>6} {:<28} {:>9} {:>5}",
+                        "ID", "METHOD", "TYPE", "STATUS", "CODE", "REMAINING", "HITS"
+                    );
                     for f in faults {
-                        let remaining = f.remaining.map(|n| n.to_string()).unwrap_or_else(|| "∞".into());
-                        println!("{:<10} {:<7} {:<45} {:>6} {:<28} {:>9} {:>5}", f.id, f.spec.method, f.spec.resource_type, f.spec.status, f.spec.code, remaining, f.hits);
+                        let remaining = f
+                            .remaining
+                            .map(|n| n.to_string())
+                            .unwrap_or_else(|| "∞".into());
+                        println!(
+                            "{:<10} {:<7} {:<45} {:>6} {:<28} {:>9} {:>5}",
+                            f.id,
+                            f.spec.method,
+                            f.spec.resource_type,
+                            f.spec.status,
+                            f.spec.code,
+                            remaining,
+                            f.hits
+                        );
                     }
                 }
             }
         }
-        EmulatorCommand::ClusterFault(ClusterFaultCommand::Add { kind, name_contains, reason, message, target }) => {
+        EmulatorCommand::ClusterFault(ClusterFaultCommand::Add {
+            kind,
+            name_contains,
+            reason,
+            message,
+            target,
+        }) => {
             let kind = match kind {
                 ObjectKind::HostedCluster => hypersaga_emulator_mgmt::FaultKind::HostedCluster,
                 ObjectKind::NodePool => hypersaga_emulator_mgmt::FaultKind::NodePool,
             };
-            let fault = hypersaga_emulator_mgmt::Fault { kind, name_contains, reason, message };
+            let fault = hypersaga_emulator_mgmt::Fault {
+                kind,
+                name_contains,
+                reason,
+                message,
+            };
             target.client()?.inject_fault(&fault).await?;
-            println!("management-cluster fault added: {:?} → {}", fault.kind, fault.reason);
+            println!(
+                "management-cluster fault added: {:?} → {}",
+                fault.kind, fault.reason
+            );
         }
         EmulatorCommand::ClusterFault(ClusterFaultCommand::Clear { target }) => {
             target.client()?.clear_faults().await?;
@@ -201,9 +272,15 @@ pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
             match target.output {
                 Format::Json => println!("{}", serde_json::to_string_pretty(&stats)?),
                 Format::Text => {
-                    println!("{:<7} {:<60} {:>6} {:>7}", "METHOD", "TYPE", "STATUS", "COUNT");
+                    println!(
+                        "{:<7} {:<60} {:>6} {:>7}",
+                        "METHOD", "TYPE", "STATUS", "COUNT"
+                    );
                     for c in &stats.counts {
-                        println!("{:<7} {:<60} {:>6} {:>7}", c.method, c.resource_type, c.status, c.count);
+                        println!(
+                            "{:<7} {:<60} {:>6} {:>7}",
+                            c.method, c.resource_type, c.status, c.count
+                        );
                     }
                 }
             }

@@ -16,7 +16,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use hypersaga_config::{AzureConfig, BlobConfig, Config, GatewayConfig, KubeConfig, LogConfig, NatsConfig, Secret, TenantAzure, TenantConfig};
+use hypersaga_config::{
+    AzureConfig, BlobConfig, Config, GatewayConfig, KubeConfig, LogConfig, NatsConfig, Secret,
+    TenantAzure, TenantConfig,
+};
 use hypersaga_devca::{DevCa, ServerCert};
 use hypersaga_model::TenantId;
 use hypersaga_procs::{AZURITE_ACCOUNT, AZURITE_KEY, Azurite, NatsServer};
@@ -61,7 +64,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     std::fs::write(&ca_path, ca.cert_pem())?;
     let cert = ca.issue_loopback_cert()?;
 
-    let nats = NatsServer::start(&state.join("nats")).await.context("starting nats-server")?;
+    let nats = NatsServer::start(&state.join("nats"))
+        .await
+        .context("starting nats-server")?;
     let azurite = Azurite::start().await.context("starting Azurite")?;
     let tenants: Vec<DevTenant> = TENANT_NAMES.iter().map(|n| new_tenant(n)).collect();
 
@@ -95,7 +100,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     let mgmt_url = serve_tls(mgmt.router(), &cert, shutdown.clone())?;
     let mgmt_admin_url = serve_http(mgmt.admin_router(), shutdown.clone())?;
     let kubeconfig = state.join("kubeconfig");
-    write_private(&kubeconfig, hypersaga_emulator_mgmt::kubeconfig_yaml(&mgmt_url, ca.cert_pem(), &mgmt_token).as_bytes())?;
+    write_private(
+        &kubeconfig,
+        hypersaga_emulator_mgmt::kubeconfig_yaml(&mgmt_url, ca.cert_pem(), &mgmt_token).as_bytes(),
+    )?;
 
     // One configuration for every service.
     let grpc = match args.grpc_listen.port() {
@@ -107,7 +115,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         format!("cannot listen on {grpc} for the gRPC API (another `hypersaga dev`?); pass --grpc-listen 127.0.0.1:0 for a free port")
     })?;
     let config = Config {
-        nats: NatsConfig { url: nats.url().to_owned(), prefix: "hcp".into() },
+        nats: NatsConfig {
+            url: nats.url().to_owned(),
+            prefix: "hcp".into(),
+        },
         tenants: tenants
             .iter()
             .map(|t| -> anyhow::Result<TenantConfig> {
@@ -137,29 +148,46 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         },
         kube: KubeConfig {
             kubeconfig: Some(kubeconfig.clone()),
-            pull_secret: Some(Secret::new(r#"{"auths":{"registry.example.com":{"auth":"ZGV2OmRldg=="}}}"#)),
+            pull_secret: Some(Secret::new(
+                r#"{"auths":{"registry.example.com":{"auth":"ZGV2OmRldg=="}}}"#,
+            )),
             available_timeout_s: Some(600),
+            recheck_interval_ms: Some(timings.kube_recheck_interval_ms),
         },
         gateway: GatewayConfig { listen: grpc },
         coordinator: timings.coordinator,
         worker: timings.worker,
-        log: LogConfig { filter: args.log.clone(), format: "text".into() },
+        log: LogConfig {
+            filter: args.log.clone(),
+            format: "text".into(),
+        },
     };
     config.validate()?;
     let config_path = state.join("config.json");
-    write_private(&config_path, serde_json::to_string_pretty(&config)?.as_bytes())?;
+    write_private(
+        &config_path,
+        serde_json::to_string_pretty(&config)?.as_bytes(),
+    )?;
 
     // Every service, supervised.
     let mut sup = Supervisor::new(&state);
     let config_arg = config_path.to_string_lossy().into_owned();
     for role in Role::ALL {
         for i in 0..args.replicas.max(1) {
-            let mut a = vec!["serve".to_owned(), role.name().to_owned(), "--config".to_owned(), config_arg.clone()];
+            let mut a = vec![
+                "serve".to_owned(),
+                role.name().to_owned(),
+                "--config".to_owned(),
+                config_arg.clone(),
+            ];
             if role == Role::Gateway && i > 0 {
                 a.push("--listen".into());
                 a.push(format!("127.0.0.1:{}", hypersaga_procs::free_port()?));
             }
-            sup.spawn(ChildSpec { name: format!("{}-{i}", role.name()), args: a })?;
+            sup.spawn(ChildSpec {
+                name: format!("{}-{i}", role.name()),
+                args: a,
+            })?;
         }
     }
 
@@ -184,7 +212,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         shutdown.cancelled().await;
         eprintln!("[dev] stopping…");
     } else if !shutdown.is_cancelled() {
-        eprintln!("[dev] the gateway did not come up; see {}", state.join("logs/gateway-0.log").display());
+        eprintln!(
+            "[dev] the gateway did not come up; see {}",
+            state.join("logs/gateway-0.log").display()
+        );
     }
     sup.stop_all().await;
     shutdown.cancel();
@@ -192,7 +223,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     nats.stop().await;
     azurite.stop().await;
     eprintln!("[dev] stopped");
-    Ok(if ready { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if ready {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// Fresh state each run: the emulators keep theirs in memory, so old bus state would only
@@ -217,7 +252,9 @@ fn absolute(p: &Path) -> PathBuf {
 
 fn random_hex(bytes: usize) -> String {
     let mut rng = rand::rng();
-    (0..bytes).map(|_| format!("{:02x}", rng.random::<u8>())).collect()
+    (0..bytes)
+        .map(|_| format!("{:02x}", rng.random::<u8>()))
+        .collect()
 }
 
 fn new_tenant(name: &str) -> DevTenant {
@@ -232,12 +269,20 @@ fn new_tenant(name: &str) -> DevTenant {
 }
 
 /// Serves `router` over TLS on a free loopback port; returns its `https://` URL.
-fn serve_tls(router: axum::Router, cert: &ServerCert, shutdown: CancellationToken) -> anyhow::Result<String> {
+fn serve_tls(
+    router: axum::Router,
+    cert: &ServerCert,
+    shutdown: CancellationToken,
+) -> anyhow::Result<String> {
     let listener = TcpListener::bind(("127.0.0.1", 0))?;
     let url = format!("https://127.0.0.1:{}", listener.local_addr()?.port());
     let cert = cert.clone();
     tokio::spawn(async move {
-        if let Err(e) = hypersaga_devca::serve_tls(listener, router, &cert, async move { shutdown.cancelled().await }).await {
+        if let Err(e) = hypersaga_devca::serve_tls(listener, router, &cert, async move {
+            shutdown.cancelled().await
+        })
+        .await
+        {
             eprintln!("[dev] emulator server failed: {e}");
         }
     });
@@ -251,7 +296,9 @@ fn serve_http(router: axum::Router, shutdown: CancellationToken) -> anyhow::Resu
     let url = format!("http://127.0.0.1:{}", listener.local_addr()?.port());
     let listener = tokio::net::TcpListener::from_std(listener)?;
     tokio::spawn(async move {
-        let _ = axum::serve(listener, router).with_graceful_shutdown(async move { shutdown.cancelled().await }).await;
+        let _ = axum::serve(listener, router)
+            .with_graceful_shutdown(async move { shutdown.cancelled().await })
+            .await;
     });
     Ok(url)
 }
@@ -261,9 +308,12 @@ async fn wait_for_gateway(e: &Endpoints, shutdown: &CancellationToken) -> bool {
     let token = &e.tenants[0].token;
     while Instant::now() < deadline && !shutdown.is_cancelled() {
         if let Ok(mut c) = crate::client::connect(&e.grpc, token).await
-            && c.list_clusters(hypersaga_api::v1::ListClustersRequest {}).await.is_ok() {
-                return true;
-            }
+            && c.list_clusters(hypersaga_api::v1::ListClustersRequest {})
+                .await
+                .is_ok()
+        {
+            return true;
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     false
@@ -271,16 +321,26 @@ async fn wait_for_gateway(e: &Endpoints, shutdown: &CancellationToken) -> bool {
 
 fn print_banner(e: &Endpoints, args: &DevArgs) {
     let d = args.state_dir.display();
-    println!("hypersaga dev is running ({} replica(s) of each service, profile {:?}; state in {d})", args.replicas.max(1), args.profile);
+    println!(
+        "hypersaga dev is running ({} replica(s) of each service, profile {:?}; state in {d})",
+        args.replicas.max(1),
+        args.profile
+    );
     println!("  gRPC API          {}", e.grpc);
     println!("  NATS              {}", e.nats_url);
     println!("  ARM / Entra       {}", e.arm_url);
-    println!("  emulator admin    {} (ARM)   {} (management cluster)", e.emulator_admin_url, e.mgmt_admin_url);
+    println!(
+        "  emulator admin    {} (ARM)   {} (management cluster)",
+        e.emulator_admin_url, e.mgmt_admin_url
+    );
     println!("  kubeconfig        {}", e.kubeconfig.display());
     println!("  Azurite blob      {}", e.azurite_blob_url);
     println!("  CA bundle         {}", e.ca_bundle.display());
     for t in &e.tenants {
-        println!("  tenant {:<10} token {}  subscription {}", t.name, t.token, t.subscription_id);
+        println!(
+            "  tenant {:<10} token {}  subscription {}",
+            t.name, t.token, t.subscription_id
+        );
     }
     println!("  endpoints file    {d}/endpoints.json   logs {d}/logs/");
     println!("Try: hypersaga cluster create demo --wait      (Ctrl-C stops everything)");

@@ -22,6 +22,8 @@ pub struct Timings {
     pub node_pool_ready_after: Duration,
     pub deletion_after: Duration,
     pub lro_poll_interval_ms: u64,
+    /// How often a HostedCluster or NodePool still coming up is looked at again.
+    pub kube_recheck_interval_ms: u64,
     pub coordinator: CoordinatorConfig,
     pub worker: WorkerConfig,
 }
@@ -35,13 +37,22 @@ impl Profile {
                 node_pool_ready_after: Duration::from_secs(5),
                 deletion_after: Duration::from_secs(2),
                 lro_poll_interval_ms: 500,
+                kube_recheck_interval_ms: 1_000,
                 coordinator: CoordinatorConfig {
                     base_delay_ms: 1_000,
                     max_delay_ms: 10_000,
-                    resync_interval_ms: 5_000,
+                    // Timers drive leases and deadlines; the scan is only a safety net.
+                    resync_interval_ms: 60_000,
+                    lease_ms: 15_000,
+                    start_lease_ms: 60_000,
+                    step_timeout_s: 600,
+                    recheck_min_ms: 200,
                     ..CoordinatorConfig::default()
                 },
-                worker: WorkerConfig { concurrency: 16, ack_wait_s: 10 },
+                worker: WorkerConfig {
+                    concurrency: 16,
+                    ack_wait_s: 10,
+                },
             },
             Profile::Fast => Timings {
                 arm_latency: LatencyModel::Zero,
@@ -49,15 +60,24 @@ impl Profile {
                 node_pool_ready_after: Duration::from_millis(300),
                 deletion_after: Duration::from_millis(200),
                 lro_poll_interval_ms: 50,
+                kube_recheck_interval_ms: 100,
                 coordinator: CoordinatorConfig {
                     max_attempts: 6,
                     base_delay_ms: 200,
                     max_delay_ms: 2_000,
-                    resync_interval_ms: 1_000,
+                    // Timers drive leases and deadlines; the scan is only a safety net.
+                    resync_interval_ms: 15_000,
                     ack_wait_s: 3,
+                    lease_ms: 3_000,
+                    start_lease_ms: 6_000,
+                    step_timeout_s: 120,
+                    recheck_min_ms: 50,
                     ..CoordinatorConfig::default()
                 },
-                worker: WorkerConfig { concurrency: 16, ack_wait_s: 3 },
+                worker: WorkerConfig {
+                    concurrency: 16,
+                    ack_wait_s: 3,
+                },
             },
         }
     }

@@ -30,14 +30,26 @@ pub struct Supervisor {
 
 impl Supervisor {
     pub fn new(state_dir: &Path) -> Self {
-        Self { state_dir: state_dir.to_owned(), pids: Arc::default(), tasks: Vec::new(), shutdown: CancellationToken::new() }
+        Self {
+            state_dir: state_dir.to_owned(),
+            pids: Arc::default(),
+            tasks: Vec::new(),
+            shutdown: CancellationToken::new(),
+        }
     }
 
     pub fn spawn(&mut self, spec: ChildSpec) -> anyhow::Result<()> {
         let exe = std::env::current_exe()?;
-        let log = self.state_dir.join("logs").join(format!("{}.log", spec.name));
+        let log = self
+            .state_dir
+            .join("logs")
+            .join(format!("{}.log", spec.name));
         std::fs::create_dir_all(self.state_dir.join("logs"))?;
-        let (pids, dir, shutdown) = (self.pids.clone(), self.state_dir.clone(), self.shutdown.clone());
+        let (pids, dir, shutdown) = (
+            self.pids.clone(),
+            self.state_dir.clone(),
+            self.shutdown.clone(),
+        );
         self.tasks.push(tokio::spawn(async move {
             let mut restarts = 0u32;
             loop {
@@ -103,7 +115,10 @@ async fn stop(child: &mut tokio::process::Child, pid: u32) {
     if let Ok(p) = i32::try_from(pid) {
         let _ = kill(Pid::from_raw(p), Signal::SIGTERM);
     }
-    if tokio::time::timeout(Duration::from_secs(10), child.wait()).await.is_err() {
+    if tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .is_err()
+    {
         let _ = child.kill().await;
     }
 }

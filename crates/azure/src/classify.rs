@@ -92,7 +92,9 @@ pub fn classify(status: Option<u16>, code: Option<&str>) -> ErrorKind {
             return ErrorKind::Terminal;
         }
         if RETRYABLE_CODES.iter().any(|c| c.eq_ignore_ascii_case(code))
-            || RETRYABLE_PREFIXES.iter().any(|p| starts_with_ignore_case(code, p))
+            || RETRYABLE_PREFIXES
+                .iter()
+                .any(|p| starts_with_ignore_case(code, p))
         {
             return ErrorKind::Retryable;
         }
@@ -113,13 +115,24 @@ pub(crate) fn reason_label(status: Option<u16>, code: Option<&str>) -> &'static 
         if is("AnotherOperationInProgress") || is("Conflict") || is("OperationPreempted") {
             return "conflict";
         }
-        if starts_with_ignore_case(code, "RetryableError") || is("TooManyRequests") || is("SubscriptionRequestsThrottled") {
+        if starts_with_ignore_case(code, "RetryableError")
+            || is("TooManyRequests")
+            || is("SubscriptionRequestsThrottled")
+        {
             return "throttled";
         }
-        if is("AuthorizationFailed") || is("LinkedAuthorizationFailed") || starts_with_ignore_case(code, "InvalidAuthenticationToken") || is("AuthenticationFailed") {
+        if is("AuthorizationFailed")
+            || is("LinkedAuthorizationFailed")
+            || starts_with_ignore_case(code, "InvalidAuthenticationToken")
+            || is("AuthenticationFailed")
+        {
             return "authorization";
         }
-        if is("QuotaExceeded") || is("OperationNotAllowed") || is("PublicIPCountLimitReached") || is("SkuNotAvailable") {
+        if is("QuotaExceeded")
+            || is("OperationNotAllowed")
+            || is("PublicIPCountLimitReached")
+            || is("SkuNotAvailable")
+        {
             return "quota";
         }
         if is("PrincipalNotFound") {
@@ -158,24 +171,51 @@ mod tests {
         for s in [400, 401, 403, 405, 422] {
             assert_eq!(classify(Some(s), None), ErrorKind::Terminal, "{s}");
         }
-        assert_eq!(classify(Some(404), Some("ResourceNotFound")), ErrorKind::NotFound);
+        assert_eq!(
+            classify(Some(404), Some("ResourceNotFound")),
+            ErrorKind::NotFound
+        );
     }
 
     #[test]
     fn codes_override_status() {
-        assert_eq!(classify(Some(429), Some("RetryableErrorDueToTooManyCalls")), ErrorKind::Retryable);
-        assert_eq!(classify(Some(400), Some("PrincipalNotFound")), ErrorKind::Retryable);
-        assert_eq!(classify(Some(200), Some("AnotherOperationInProgress")), ErrorKind::Retryable);
-        assert_eq!(classify(Some(409), Some("RoleAssignmentExists")), ErrorKind::Terminal);
-        assert_eq!(classify(Some(200), Some("QuotaExceeded")), ErrorKind::Terminal);
-        assert_eq!(classify(Some(400), Some("invalidparameter")), ErrorKind::Terminal);
+        assert_eq!(
+            classify(Some(429), Some("RetryableErrorDueToTooManyCalls")),
+            ErrorKind::Retryable
+        );
+        assert_eq!(
+            classify(Some(400), Some("PrincipalNotFound")),
+            ErrorKind::Retryable
+        );
+        assert_eq!(
+            classify(Some(200), Some("AnotherOperationInProgress")),
+            ErrorKind::Retryable
+        );
+        assert_eq!(
+            classify(Some(409), Some("RoleAssignmentExists")),
+            ErrorKind::Terminal
+        );
+        assert_eq!(
+            classify(Some(200), Some("QuotaExceeded")),
+            ErrorKind::Terminal
+        );
+        assert_eq!(
+            classify(Some(400), Some("invalidparameter")),
+            ErrorKind::Terminal
+        );
     }
 
     #[test]
     fn labels() {
         assert_eq!(reason_label(Some(429), None), "throttled");
-        assert_eq!(reason_label(Some(409), Some("AnotherOperationInProgress")), "conflict");
-        assert_eq!(reason_label(Some(403), Some("AuthorizationFailed")), "authorization");
+        assert_eq!(
+            reason_label(Some(409), Some("AnotherOperationInProgress")),
+            "conflict"
+        );
+        assert_eq!(
+            reason_label(Some(403), Some("AuthorizationFailed")),
+            "authorization"
+        );
         assert_eq!(reason_label(None, None), "transport");
     }
 }

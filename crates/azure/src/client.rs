@@ -3,15 +3,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use azure_core::http::policies::auth::BearerTokenAuthorizationPolicy;
 use azure_core::http::policies::Policy;
+use azure_core::http::policies::auth::BearerTokenAuthorizationPolicy;
 use azure_core::http::{Method, Pipeline};
 use url::Url;
 
 use crate::config::ArmConfig;
 use crate::error::{ArmError, Result};
 use crate::lro;
-use crate::request::{self, log_path, Answer};
+use crate::request::{self, Answer, log_path};
 use crate::transport;
 
 /// The ARM REST client every service uses. Cheap to clone (one `Arc`); clones share the HTTP
@@ -54,7 +54,9 @@ pub(crate) struct Inner {
 
 impl std::fmt::Debug for ArmClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ArmClient").field("resource_manager_url", &self.inner.base.as_str()).finish_non_exhaustive()
+        f.debug_struct("ArmClient")
+            .field("resource_manager_url", &self.inner.base.as_str())
+            .finish_non_exhaustive()
     }
 }
 
@@ -75,8 +77,10 @@ impl ArmClient {
         }
         let http = transport::http_client(config.ca_bundle_pem.as_deref())?;
         let credential = transport::credential(&config, &http)?;
-        let auth: Arc<dyn Policy> =
-            Arc::new(BearerTokenAuthorizationPolicy::new(credential, [config.token_scope()]));
+        let auth: Arc<dyn Policy> = Arc::new(BearerTokenAuthorizationPolicy::new(
+            credential,
+            [config.token_scope()],
+        ));
         let pipeline = Pipeline::new(
             option_env!("CARGO_PKG_NAME"),
             option_env!("CARGO_PKG_VERSION"),
@@ -111,7 +115,12 @@ impl ArmClient {
     ///
     /// A `Failed`/`Canceled` operation is [`ArmError::OperationFailed`] with the operation's
     /// error code and message.
-    pub async fn put(&self, id: &str, api_version: &str, body: &serde_json::Value) -> Result<serde_json::Value> {
+    pub async fn put(
+        &self,
+        id: &str,
+        api_version: &str,
+        body: &serde_json::Value,
+    ) -> Result<serde_json::Value> {
         let url = self.inner.url(id, api_version)?;
         lro::put(&self.inner, &url, body).await
     }
@@ -121,6 +130,32 @@ impl ArmClient {
     pub async fn delete(&self, id: &str, api_version: &str) -> Result<()> {
         let url = self.inner.url(id, api_version)?;
         lro::delete(&self.inner, &url).await
+    }
+
+    /// Starts creating or replacing a resource: [`lro::Progress::Done`] with the resource
+    /// when ARM finished at once, else [`lro::Progress::Running`] with what to poll — a value
+    /// a step can hand to the saga and poll again later with [`ArmClient::poll_once`], so no
+    /// worker waits while Azure works.
+    pub async fn begin_put(
+        &self,
+        id: &str,
+        api_version: &str,
+        body: &serde_json::Value,
+    ) -> Result<lro::Progress> {
+        let url = self.inner.url(id, api_version)?;
+        lro::begin_put(&self.inner, &url, body).await
+    }
+
+    /// Starts deleting a resource; done at once when ARM says so (or it was absent already).
+    pub async fn begin_delete(&self, id: &str, api_version: &str) -> Result<lro::Progress> {
+        let url = self.inner.url(id, api_version)?;
+        lro::begin_delete(&self.inner, &url).await
+    }
+
+    /// Polls an operation started by [`ArmClient::begin_put`] / [`ArmClient::begin_delete`]
+    /// once. Only URLs on this client's ARM origin are followed.
+    pub async fn poll_once(&self, pending: &lro::Pending) -> Result<lro::Progress> {
+        lro::poll_once(&self.inner, pending).await
     }
 
     /// Lists a collection (`{"value":[…],"nextLink":…}`), following every `nextLink`.
@@ -141,10 +176,14 @@ impl ArmClient {
                     return Err(ArmError::InvalidResponse {
                         path: log_path(&url),
                         message: "list `value` is not an array".into(),
-                    })
+                    });
                 }
             }
-            match page.get("nextLink").and_then(|v| v.as_str()).filter(|s| !s.is_empty()) {
+            match page
+                .get("nextLink")
+                .and_then(|v| v.as_str())
+                .filter(|s| !s.is_empty())
+            {
                 Some(next) => url = self.inner.trusted_url(next)?,
                 None => return Ok(items),
             }
@@ -156,17 +195,24 @@ impl Inner {
     /// `base + path_and_query + api-version`.
     pub fn url(&self, path_and_query: &str, api_version: &str) -> Result<Url> {
         if !path_and_query.starts_with('/') {
-            return Err(ArmError::Config(format!("ARM path must start with '/': {path_and_query:?}")));
+            return Err(ArmError::Config(format!(
+                "ARM path must start with '/': {path_and_query:?}"
+            )));
         }
         let (path, query) = match path_and_query.split_once('?') {
             Some((p, q)) => (p, Some(q)),
             None => (path_and_query, None),
         };
         let mut url = self.base.clone();
-        url.set_path(&format!("{}{}", self.base.path().trim_end_matches('/'), path));
+        url.set_path(&format!(
+            "{}{}",
+            self.base.path().trim_end_matches('/'),
+            path
+        ));
         url.set_query(query);
         if !url.query_pairs().any(|(k, _)| k == "api-version") {
-            url.query_pairs_mut().append_pair("api-version", api_version);
+            url.query_pairs_mut()
+                .append_pair("api-version", api_version);
         }
         Ok(url)
     }
@@ -174,20 +220,32 @@ impl Inner {
     /// Parses a URL ARM handed us (nextLink, Azure-AsyncOperation, Location) and checks it
     /// points at the same ARM origin, so the bearer token never goes to another host.
     pub fn trusted_url(&self, link: &str) -> Result<Url> {
-        let url = self.base.join(link).map_err(|e| ArmError::InvalidResponse {
-            path: log_path(&self.base),
-            message: format!("bad link from ARM: {e}"),
-        })?;
+        let url = self
+            .base
+            .join(link)
+            .map_err(|e| ArmError::InvalidResponse {
+                path: log_path(&self.base),
+                message: format!("bad link from ARM: {e}"),
+            })?;
         if url.origin() != self.base.origin() {
             return Err(ArmError::InvalidResponse {
                 path: log_path(&url),
-                message: format!("ARM pointed at another origin ({}); refusing to send the token there", url.origin().ascii_serialization()),
+                message: format!(
+                    "ARM pointed at another origin ({}); refusing to send the token there",
+                    url.origin().ascii_serialization()
+                ),
             });
         }
         Ok(url)
     }
 
-    pub async fn send(&self, method: Method, url: &Url, body: Option<&serde_json::Value>, attempt: u32) -> Result<Answer> {
+    pub async fn send(
+        &self,
+        method: Method,
+        url: &Url,
+        body: Option<&serde_json::Value>,
+        attempt: u32,
+    ) -> Result<Answer> {
         request::send(&self.pipeline, method, url, body, attempt).await
     }
 

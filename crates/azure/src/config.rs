@@ -34,7 +34,10 @@ impl ArmConfig {
     /// `https://management.azure.com/.default` for public Azure and the emulator's origin
     /// locally (so a token minted for one ARM is never sent to another).
     pub fn token_scope(&self) -> String {
-        format!("{}/.default", self.resource_manager_url.origin().ascii_serialization())
+        format!(
+            "{}/.default",
+            self.resource_manager_url.origin().ascii_serialization()
+        )
     }
 }
 
@@ -60,7 +63,11 @@ pub enum CredentialConfig {
 impl fmt::Debug for CredentialConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::ClientSecret { tenant_id, client_id, .. } => f
+            Self::ClientSecret {
+                tenant_id,
+                client_id,
+                ..
+            } => f
                 .debug_struct("ClientSecret")
                 .field("tenant_id", tenant_id)
                 .field("client_id", client_id)

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::classify::{classify, reason_label, ErrorKind};
+use crate::classify::{ErrorKind, classify, reason_label};
 use crate::ids::IdError;
 
 /// ARM's error object: `{"error":{"code","message","target","details":[…]}}`.
@@ -33,11 +33,17 @@ impl ArmErrorBody {
     /// The most specific code: the first detail's when the top-level one is a generic wrapper
     /// such as `InvalidTemplateDeployment`/`BadRequest` and a detail says more.
     fn effective_code(&self) -> Option<&str> {
-        const GENERIC: &[&str] = &["BadRequest", "InvalidTemplateDeployment", "DeploymentFailed", "Failed"];
+        const GENERIC: &[&str] = &[
+            "BadRequest",
+            "InvalidTemplateDeployment",
+            "DeploymentFailed",
+            "Failed",
+        ];
         if GENERIC.iter().any(|g| g.eq_ignore_ascii_case(&self.code))
-            && let Some(d) = self.details.iter().find(|d| !d.code.is_empty()) {
-                return Some(&d.code);
-            }
+            && let Some(d) = self.details.iter().find(|d| !d.code.is_empty())
+        {
+            return Some(&d.code);
+        }
         (!self.code.is_empty()).then_some(self.code.as_str())
     }
 }
@@ -131,7 +137,14 @@ fn describe(error: Option<&ArmErrorBody>) -> String {
     match error {
         None => String::new(),
         Some(e) => {
-            let mut s = format!(": {}", if e.code.is_empty() { "(no code)" } else { &e.code });
+            let mut s = format!(
+                ": {}",
+                if e.code.is_empty() {
+                    "(no code)"
+                } else {
+                    &e.code
+                }
+            );
             if !e.message.is_empty() {
                 s.push_str(": ");
                 s.push_str(&e.message);
@@ -148,7 +161,10 @@ impl ArmError {
     /// What the caller should do: retry later, give up, or treat as absent.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Self::Http { status, error, .. } => classify(Some(*status), error.as_ref().and_then(|e| e.effective_code())),
+            Self::Http { status, error, .. } => classify(
+                Some(*status),
+                error.as_ref().and_then(|e| e.effective_code()),
+            ),
             Self::OperationFailed { status, error, .. } => match error.effective_code() {
                 // No HTTP status here: probe with 200 so that only the code decides, and an
                 // unknown code counts as terminal (a failed operation rarely heals by itself).
@@ -212,7 +228,9 @@ impl ArmError {
     /// ARM's message (or the transport/credential message).
     pub fn message(&self) -> String {
         match self {
-            Self::Http { error: Some(e), .. } | Self::OperationFailed { error: e, .. } if !e.message.is_empty() => {
+            Self::Http { error: Some(e), .. } | Self::OperationFailed { error: e, .. }
+                if !e.message.is_empty() =>
+            {
                 e.message.clone()
             }
             Self::Transport { message, .. } | Self::Credential { message, .. } => message.clone(),
@@ -236,7 +254,9 @@ impl ArmError {
     /// `x-ms-request-id` of the failing response, for support tickets.
     pub fn request_id(&self) -> Option<&str> {
         match self {
-            Self::Http { request_id, .. } | Self::OperationFailed { request_id, .. } => request_id.as_deref(),
+            Self::Http { request_id, .. } | Self::OperationFailed { request_id, .. } => {
+                request_id.as_deref()
+            }
             _ => None,
         }
     }
@@ -246,11 +266,16 @@ impl ArmError {
     /// `operation_failed`, `lro_timeout`, …; never an id, code or message.
     pub fn metric_label(&self) -> &'static str {
         match self {
-            Self::Http { status, error, .. } => reason_label(Some(*status), error.as_ref().and_then(|e| e.effective_code())),
-            Self::OperationFailed { error, .. } => match reason_label(Some(200), error.effective_code()) {
-                "invalid_request" => "operation_failed",
-                l => l,
-            },
+            Self::Http { status, error, .. } => reason_label(
+                Some(*status),
+                error.as_ref().and_then(|e| e.effective_code()),
+            ),
+            Self::OperationFailed { error, .. } => {
+                match reason_label(Some(200), error.effective_code()) {
+                    "invalid_request" => "operation_failed",
+                    l => l,
+                }
+            }
             Self::Transport { .. } => "transport",
             Self::Credential { .. } => "credential",
             Self::LroTimeout { .. } => "lro_timeout",
@@ -270,7 +295,12 @@ mod tests {
             method: "PUT".into(),
             path: "/x".into(),
             status,
-            error: Some(ArmErrorBody { code: code.into(), message: "m".into(), target: Some("t".into()), details: vec![] }),
+            error: Some(ArmErrorBody {
+                code: code.into(),
+                message: "m".into(),
+                target: Some("t".into()),
+                details: vec![],
+            }),
             retry_after: None,
             request_id: Some("rid".into()),
         }
@@ -280,7 +310,10 @@ mod tests {
         ArmError::OperationFailed {
             path: "/x".into(),
             status: status.into(),
-            error: ArmErrorBody { code: code.into(), ..Default::default() },
+            error: ArmErrorBody {
+                code: code.into(),
+                ..Default::default()
+            },
             request_id: None,
         }
     }
@@ -293,8 +326,15 @@ mod tests {
         assert_eq!(e.target(), Some("t"));
         assert_eq!(e.request_id(), Some("rid"));
         assert_eq!(e.metric_label(), "authorization");
-        assert!(e.to_string().contains("HTTP 403: AuthorizationFailed: m (target: t)"), "{e}");
-        assert_eq!(http(409, "AnotherOperationInProgress").kind(), ErrorKind::Retryable);
+        assert!(
+            e.to_string()
+                .contains("HTTP 403: AuthorizationFailed: m (target: t)"),
+            "{e}"
+        );
+        assert_eq!(
+            http(409, "AnotherOperationInProgress").kind(),
+            ErrorKind::Retryable
+        );
     }
 
     #[test]
@@ -303,8 +343,14 @@ mod tests {
         assert_eq!(op("Failed", "SomethingNew").kind(), ErrorKind::Terminal);
         assert_eq!(op("Failed", "").kind(), ErrorKind::Terminal);
         assert_eq!(op("Canceled", "").kind(), ErrorKind::Retryable);
-        assert_eq!(op("Failed", "InternalServerError").kind(), ErrorKind::Retryable);
-        assert_eq!(op("Failed", "AnotherOperationInProgress").kind(), ErrorKind::Retryable);
+        assert_eq!(
+            op("Failed", "InternalServerError").kind(),
+            ErrorKind::Retryable
+        );
+        assert_eq!(
+            op("Failed", "AnotherOperationInProgress").kind(),
+            ErrorKind::Retryable
+        );
         assert_eq!(op("Failed", "QuotaExceeded").metric_label(), "quota");
         assert_eq!(op("Failed", "Weird").metric_label(), "operation_failed");
     }

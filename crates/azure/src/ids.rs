@@ -54,7 +54,12 @@ pub fn resource_group_id(subscription: &str, resource_group: &str) -> String {
 /// let id = hypersaga_azure::ids::resource_id("sub", "rg", "Microsoft.Network/virtualNetworks", "vnet");
 /// assert_eq!(id, "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet");
 /// ```
-pub fn resource_id(subscription: &str, resource_group: &str, resource_type: &str, name: &str) -> String {
+pub fn resource_id(
+    subscription: &str,
+    resource_group: &str,
+    resource_type: &str,
+    name: &str,
+) -> String {
     format!(
         "{}/providers/{resource_type}/{name}",
         resource_group_id(subscription, resource_group)
@@ -76,7 +81,10 @@ pub fn child_id(parent_id: &str, child_type: &str, name: &str) -> String {
 /// An extension resource on `scope` (a subscription, resource group or resource id), such as a
 /// role assignment: `{scope}/providers/Microsoft.Authorization/roleAssignments/{name}`.
 pub fn extension_id(scope: &str, resource_type: &str, name: &str) -> String {
-    format!("{}/providers/{resource_type}/{name}", scope.trim_end_matches('/'))
+    format!(
+        "{}/providers/{resource_type}/{name}",
+        scope.trim_end_matches('/')
+    )
 }
 
 /// A parsed ARM id of a resource inside a resource group (the only kind users bring).
@@ -114,14 +122,20 @@ impl ResourceId {
         {
             return Err(IdError::NotSubscriptionScoped(id.to_owned()));
         }
-        let missing = |what| IdError::Missing { id: id.to_owned(), what };
+        let missing = |what| IdError::Missing {
+            id: id.to_owned(),
+            what,
+        };
         let subscription = non_empty(segments[2]).ok_or_else(|| missing("subscription id"))?;
         match segments.get(3) {
             Some(s) if s.eq_ignore_ascii_case("resourceGroups") => {}
             _ => return Err(missing("resource group")),
         }
-        let resource_group =
-            segments.get(4).copied().and_then(non_empty).ok_or_else(|| missing("resource group name"))?;
+        let resource_group = segments
+            .get(4)
+            .copied()
+            .and_then(non_empty)
+            .ok_or_else(|| missing("resource group name"))?;
         let rest = &segments[5..];
         if rest.is_empty() {
             return Ok(Self {
@@ -134,7 +148,11 @@ impl ResourceId {
         if !rest[0].eq_ignore_ascii_case("providers") {
             return Err(IdError::Malformed(id.to_owned()));
         }
-        let provider = rest.get(1).copied().and_then(non_empty).ok_or_else(|| missing("provider namespace"))?;
+        let provider = rest
+            .get(1)
+            .copied()
+            .and_then(non_empty)
+            .ok_or_else(|| missing("provider namespace"))?;
         let pairs = &rest[2..];
         if pairs.is_empty() {
             return Err(missing("resource type"));
@@ -162,7 +180,9 @@ impl ResourceId {
     /// `expect_type(id, "Microsoft.Network/virtualNetworks/subnets")`.
     pub fn parse_expecting(id: &str, expected_type: &str) -> Result<Self, IdError> {
         let parsed = Self::parse(id)?;
-        let actual = parsed.resource_type().unwrap_or_else(|| "resource group".to_owned());
+        let actual = parsed
+            .resource_type()
+            .unwrap_or_else(|| "resource group".to_owned());
         if !actual.eq_ignore_ascii_case(expected_type) {
             return Err(IdError::WrongType {
                 id: id.to_owned(),
@@ -225,7 +245,11 @@ impl ResourceId {
 
 impl fmt::Display for ResourceId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "/subscriptions/{}/resourceGroups/{}", self.subscription, self.resource_group)?;
+        write!(
+            f,
+            "/subscriptions/{}/resourceGroups/{}",
+            self.subscription, self.resource_group
+        )?;
         if let Some(p) = &self.provider {
             write!(f, "/providers/{p}")?;
             for (t, n) in &self.types {
@@ -249,7 +273,10 @@ pub(crate) fn type_label(path: &str) -> String {
     let path = path.split('?').next().unwrap_or(path);
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     // The last "providers" segment wins so extension resources are labelled by their own type.
-    if let Some(pos) = segs.iter().rposition(|s| s.eq_ignore_ascii_case("providers")) {
+    if let Some(pos) = segs
+        .iter()
+        .rposition(|s| s.eq_ignore_ascii_case("providers"))
+    {
         let mut label = segs.get(pos + 1).copied().unwrap_or("unknown").to_owned();
         for t in segs.iter().skip(pos + 2).step_by(2) {
             label.push('/');
@@ -281,15 +308,24 @@ mod tests {
         assert_eq!(parsed.provider(), Some("Microsoft.Network"));
         assert_eq!(parsed.to_string(), subnet);
         assert_eq!(parsed.parent().unwrap().to_string(), vnet);
-        assert_eq!(parsed.parent().unwrap().parent().unwrap().to_string(), resource_group_id("s", "rg"));
+        assert_eq!(
+            parsed.parent().unwrap().parent().unwrap().to_string(),
+            resource_group_id("s", "rg")
+        );
     }
 
     #[test]
     fn segment_names_are_case_insensitive() {
         let p = ResourceId::parse("/SUBSCRIPTIONS/s/resourcegroups/rg/Providers/Microsoft.Network/networkSecurityGroups/n")
             .unwrap();
-        assert_eq!(p.resource_type().unwrap(), "Microsoft.Network/networkSecurityGroups");
-        assert!(ResourceId::parse_expecting(&p.to_string(), "microsoft.network/NETWORKSECURITYGROUPS").is_ok());
+        assert_eq!(
+            p.resource_type().unwrap(),
+            "Microsoft.Network/networkSecurityGroups"
+        );
+        assert!(
+            ResourceId::parse_expecting(&p.to_string(), "microsoft.network/NETWORKSECURITYGROUPS")
+                .is_ok()
+        );
     }
 
     #[test]
@@ -316,16 +352,34 @@ mod tests {
 
     #[test]
     fn type_labels() {
-        let ra = extension_id(&resource_group_id("s", "rg"), "Microsoft.Authorization/roleAssignments", "x");
+        let ra = extension_id(
+            &resource_group_id("s", "rg"),
+            "Microsoft.Authorization/roleAssignments",
+            "x",
+        );
         assert_eq!(type_label(&ra), "Microsoft.Authorization/roleAssignments");
         let fic = child_id(
-            &resource_id("s", "rg", "Microsoft.ManagedIdentity/userAssignedIdentities", "i"),
+            &resource_id(
+                "s",
+                "rg",
+                "Microsoft.ManagedIdentity/userAssignedIdentities",
+                "i",
+            ),
             "federatedIdentityCredentials",
             "f",
         );
-        assert_eq!(type_label(&fic), "Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials");
-        assert_eq!(type_label("/subscriptions/s/resourceGroups/rg"), "resourceGroups");
-        assert_eq!(type_label("/subscriptions/s/resourcegroups?x=1"), "resourceGroups");
+        assert_eq!(
+            type_label(&fic),
+            "Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials"
+        );
+        assert_eq!(
+            type_label("/subscriptions/s/resourceGroups/rg"),
+            "resourceGroups"
+        );
+        assert_eq!(
+            type_label("/subscriptions/s/resourcegroups?x=1"),
+            "resourceGroups"
+        );
         assert_eq!(type_label("/subscriptions/s"), "subscriptions");
     }
 }

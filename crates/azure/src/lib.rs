@@ -27,14 +27,15 @@ mod client;
 mod config;
 mod error;
 pub mod ids;
-mod lro;
+pub mod lro;
 mod request;
 mod retry_after;
 mod transport;
 
 pub use azure_core::credentials::{Secret, TokenCredential};
-pub use classify::{classify, ErrorKind};
+pub use classify::{ErrorKind, classify};
 pub use client::ArmClient;
 pub use config::{ArmConfig, CredentialConfig};
 pub use error::{ArmError, ArmErrorBody, Result};
 pub use ids::{IdError, ResourceId};
+pub use lro::{Pending, PollKind, Progress};

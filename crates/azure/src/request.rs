@@ -40,7 +40,8 @@ impl Answer {
 
     /// A header value by lower-case name.
     pub fn header(&self, name: &'static str) -> Option<&str> {
-        self.headers.get_optional_str(&HeaderName::from_static(name))
+        self.headers
+            .get_optional_str(&HeaderName::from_static(name))
     }
 
     pub fn is_success(&self) -> bool {
@@ -52,10 +53,12 @@ impl Answer {
         if self.body.iter().all(u8::is_ascii_whitespace) {
             return Ok(None);
         }
-        serde_json::from_slice(&self.body).map(Some).map_err(|e| ArmError::InvalidResponse {
-            path: path.to_owned(),
-            message: format!("body is not JSON: {e}"),
-        })
+        serde_json::from_slice(&self.body)
+            .map(Some)
+            .map_err(|e| ArmError::InvalidResponse {
+                path: path.to_owned(),
+                message: format!("body is not JSON: {e}"),
+            })
     }
 
     /// This (error-status) answer as an [`ArmError::Http`].
@@ -77,9 +80,10 @@ fn parse_error_body(body: &[u8]) -> Option<ArmErrorBody> {
     if let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) {
         let obj = value.get("error").unwrap_or(&value);
         if let Ok(e) = serde_json::from_value::<ArmErrorBody>(obj.clone())
-            && (!e.code.is_empty() || !e.message.is_empty()) {
-                return Some(e);
-            }
+            && (!e.code.is_empty() || !e.message.is_empty())
+        {
+            return Some(e);
+        }
     }
     let text = String::from_utf8_lossy(body);
     let text = text.trim();
@@ -90,7 +94,10 @@ fn parse_error_body(body: &[u8]) -> Option<ArmErrorBody> {
     if message.len() < text.len() {
         message.push('…');
     }
-    Some(ArmErrorBody { message, ..Default::default() })
+    Some(ArmErrorBody {
+        message,
+        ..Default::default()
+    })
 }
 
 /// The path of `url` without its query: safe to log and to put in errors (poll URLs carry
@@ -119,12 +126,16 @@ pub(crate) async fn send(
         let mut request = Request::new(url.clone(), method);
         request.insert_header("accept", "application/json");
         if let Some(body) = body {
-            let bytes = serde_json::to_vec(body).map_err(|e| ArmError::Config(format!("request body: {e}")))?;
+            let bytes = serde_json::to_vec(body)
+                .map_err(|e| ArmError::Config(format!("request body: {e}")))?;
             request.insert_header("content-type", "application/json");
             request.set_body(bytes);
         }
         let ctx = Context::new();
-        let options = PipelineSendOptions { skip_checks: true, ..Default::default() };
+        let options = PipelineSendOptions {
+            skip_checks: true,
+            ..Default::default()
+        };
         let response = pipeline
             .send(&ctx, &mut request, Some(options))
             .await
@@ -133,7 +144,11 @@ pub(crate) async fn send(
         let status = u16::from(status);
         tracing::Span::current().record("http.status", status);
         tracing::debug!(status, "ARM answered");
-        Ok(Answer { status, headers, body: body.into() })
+        Ok(Answer {
+            status,
+            headers,
+            body: body.into(),
+        })
     }
     .instrument(span)
     .await
@@ -143,7 +158,11 @@ pub(crate) async fn send(
 fn map_pipeline_error(err: azure_core::Error, method: &Method, path: &str) -> ArmError {
     use azure_core::error::ErrorKind as K;
     match err.kind() {
-        K::Credential => ArmError::Credential { status: credential_status(&err), message: err.to_string(), source: err },
+        K::Credential => ArmError::Credential {
+            status: credential_status(&err),
+            message: err.to_string(),
+            source: err,
+        },
         K::Connection | K::Io => ArmError::Transport {
             method: method.to_string(),
             path: path.to_owned(),
@@ -164,9 +183,10 @@ fn credential_status(err: &azure_core::Error) -> Option<u16> {
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(e) = current {
         if let Some(az) = e.downcast_ref::<azure_core::Error>()
-            && let Some(s) = az.http_status() {
-                return Some(u16::from(s));
-            }
+            && let Some(s) = az.http_status()
+        {
+            return Some(u16::from(s));
+        }
         current = e.source();
     }
     None
@@ -194,7 +214,10 @@ mod tests {
     #[test]
     fn error_bodies() {
         let e = parse_error_body(br#"{"error":{"code":"A","message":"b","target":"c"}}"#).unwrap();
-        assert_eq!((e.code.as_str(), e.message.as_str(), e.target.as_deref()), ("A", "b", Some("c")));
+        assert_eq!(
+            (e.code.as_str(), e.message.as_str(), e.target.as_deref()),
+            ("A", "b", Some("c"))
+        );
         let e = parse_error_body(br#"{"code":"X","message":"y"}"#).unwrap();
         assert_eq!(e.code, "X");
         let e = parse_error_body(b"<html>bad gateway</html>").unwrap();

@@ -19,7 +19,10 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
 /// The wait requested by a response, if any (millisecond headers first, they are more precise).
 pub(crate) fn from_headers(headers: &Headers) -> Option<Duration> {
     for name in [&X_MS_RETRY_AFTER_MS, &RETRY_AFTER_MS] {
-        if let Some(ms) = headers.get_optional_str(name).and_then(|v| v.trim().parse::<u64>().ok()) {
+        if let Some(ms) = headers
+            .get_optional_str(name)
+            .and_then(|v| v.trim().parse::<u64>().ok())
+        {
             return Some(Duration::from_millis(ms).min(MAX_RETRY_AFTER));
         }
     }
@@ -37,7 +40,11 @@ pub(crate) fn parse(value: &str, now: OffsetDateTime) -> Option<Duration> {
     let at = OffsetDateTime::parse(value, &time::format_description::well_known::Rfc2822).ok()?;
     let delta = at - now;
     // A date in the past means "now"; clamp negative to zero rather than ignoring it.
-    Some(Duration::try_from(delta).unwrap_or(Duration::ZERO).min(MAX_RETRY_AFTER))
+    Some(
+        Duration::try_from(delta)
+            .unwrap_or(Duration::ZERO)
+            .min(MAX_RETRY_AFTER),
+    )
 }
 
 #[cfg(test)]
@@ -49,8 +56,14 @@ mod tests {
     fn seconds_and_dates() {
         let now = datetime!(2015-10-21 07:27:50 UTC);
         assert_eq!(parse("7", now), Some(Duration::from_secs(7)));
-        assert_eq!(parse("Wed, 21 Oct 2015 07:28:00 GMT", now), Some(Duration::from_secs(10)));
-        assert_eq!(parse("Wed, 21 Oct 2015 07:27:00 GMT", now), Some(Duration::ZERO));
+        assert_eq!(
+            parse("Wed, 21 Oct 2015 07:28:00 GMT", now),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(
+            parse("Wed, 21 Oct 2015 07:27:00 GMT", now),
+            Some(Duration::ZERO)
+        );
         assert_eq!(parse("soon", now), None);
         assert_eq!(parse("999999", now), Some(MAX_RETRY_AFTER));
     }

@@ -37,7 +37,9 @@ pub(crate) fn http_client(ca_bundle_pem: Option<&str>) -> Result<reqwest::Client
         }
         builder = builder.tls_certs_merge(certs);
     }
-    builder.build().map_err(|e| ArmError::Config(format!("cannot build HTTP client: {e}")))
+    builder
+        .build()
+        .map_err(|e| ArmError::Config(format!("cannot build HTTP client: {e}")))
 }
 
 /// `azure_core` client options over `http` with no pipeline retries.
@@ -50,11 +52,22 @@ pub(crate) fn client_options(http: &reqwest::Client) -> ClientOptions {
 }
 
 /// Builds the token credential described by `config`, sharing the trusted HTTP client.
-pub(crate) fn credential(config: &ArmConfig, http: &reqwest::Client) -> Result<Arc<dyn TokenCredential>> {
+pub(crate) fn credential(
+    config: &ArmConfig,
+    http: &reqwest::Client,
+) -> Result<Arc<dyn TokenCredential>> {
     match &config.credential {
-        CredentialConfig::ClientSecret { tenant_id, client_id, client_secret } => {
+        CredentialConfig::ClientSecret {
+            tenant_id,
+            client_id,
+            client_secret,
+        } => {
             let mut custom = CustomConfiguration::default();
-            custom.authority_host = config.authority_host.as_str().trim_end_matches('/').to_owned();
+            custom.authority_host = config
+                .authority_host
+                .as_str()
+                .trim_end_matches('/')
+                .to_owned();
             let mut client_options = client_options(http);
             client_options.cloud = Some(Arc::new(CloudConfiguration::from(custom)));
             let credential = ClientSecretCredential::new(

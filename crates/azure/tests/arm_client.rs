@@ -9,13 +9,13 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::Router;
 use hypersaga_azure::{ArmClient, ArmConfig, ArmError, CredentialConfig, ErrorKind, Secret};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 const API: &str = "2024-01-01";
@@ -48,7 +48,12 @@ fn arm_error(status: StatusCode, code: &str, message: &str, target: Option<&str>
     if let Some(t) = target {
         error["target"] = json!(t);
     }
-    (status, [("x-ms-request-id", "req-123")], axum::Json(json!({ "error": error }))).into_response()
+    (
+        status,
+        [("x-ms-request-id", "req-123")],
+        axum::Json(json!({ "error": error })),
+    )
+        .into_response()
 }
 
 fn resource(id: &str, state: &str) -> Value {
@@ -56,7 +61,13 @@ fn resource(id: &str, state: &str) -> Value {
            "properties": {"provisioningState": state}})
 }
 
-async fn handle(State(d): State<Arc<Double>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn handle(
+    State(d): State<Arc<Double>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let path = uri.path().to_owned();
     let query = uri.query().unwrap_or("");
     let n = d.hit(&method, &path);
@@ -69,13 +80,28 @@ async fn handle(State(d): State<Arc<Double>>, method: Method, uri: Uri, headers:
             .map(urlencode_decode)
             .unwrap_or_default();
         d.scopes.lock().unwrap().push(scope);
-        return axum::Json(json!({"token_type": "Bearer", "expires_in": 3599, "access_token": TOKEN})).into_response();
+        return axum::Json(
+            json!({"token_type": "Bearer", "expires_in": 3599, "access_token": TOKEN}),
+        )
+        .into_response();
     }
-    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(&format!("Bearer {TOKEN}")) {
-        return arm_error(StatusCode::UNAUTHORIZED, "AuthenticationFailed", "no token", None);
+    if headers.get("authorization").and_then(|v| v.to_str().ok())
+        != Some(&format!("Bearer {TOKEN}"))
+    {
+        return arm_error(
+            StatusCode::UNAUTHORIZED,
+            "AuthenticationFailed",
+            "no token",
+            None,
+        );
     }
     if !query.contains("api-version=") {
-        return arm_error(StatusCode::BAD_REQUEST, "MissingApiVersionParameter", "api-version missing", None);
+        return arm_error(
+            StatusCode::BAD_REQUEST,
+            "MissingApiVersionParameter",
+            "api-version missing",
+            None,
+        );
     }
     let base = &d.base;
     let rg = format!("{SUB}/resourceGroups/rg");
@@ -84,7 +110,9 @@ async fn handle(State(d): State<Arc<Double>>, method: Method, uri: Uri, headers:
     let zone = format!("{rg}/providers/Microsoft.Network/privateDnsZones/zone");
     let flaky = format!("{rg}/providers/Microsoft.Network/publicIPAddresses/flaky");
     let slow = format!("{rg}/providers/Microsoft.Network/publicIPAddresses/slow");
-    let op = |name: &str| format!("{SUB}/providers/Microsoft.Network/locations/eastus/operations/{name}");
+    let op = |name: &str| {
+        format!("{SUB}/providers/Microsoft.Network/locations/eastus/operations/{name}")
+    };
 
     match (method.as_str(), path.as_str()) {
         // Sync PUT (resource group).
@@ -191,7 +219,10 @@ async fn handle(State(d): State<Arc<Double>>, method: Method, uri: Uri, headers:
 }
 
 fn urlencode_decode(s: &str) -> String {
-    url::form_urlencoded::parse(format!("x={s}").as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default()
+    url::form_urlencoded::parse(format!("x={s}").as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
 }
 
 struct Harness {
@@ -205,8 +236,15 @@ async fn harness(lro_timeout: Duration) -> Harness {
     let ca = hypersaga_devca::DevCa::generate().unwrap();
     let cert = ca.issue_loopback_cert().unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("https://127.0.0.1:{}", listener.local_addr().unwrap().port());
-    let double = Arc::new(Double { base: base.clone(), hits: Mutex::default(), scopes: Mutex::default() });
+    let base = format!(
+        "https://127.0.0.1:{}",
+        listener.local_addr().unwrap().port()
+    );
+    let double = Arc::new(Double {
+        base: base.clone(),
+        hits: Mutex::default(),
+        scopes: Mutex::default(),
+    });
     let router = Router::new().fallback(handle).with_state(double.clone());
     let (stop, stopped) = oneshot::channel::<()>();
     tokio::spawn(async move {
@@ -229,7 +267,11 @@ async fn harness(lro_timeout: Duration) -> Harness {
         lro_timeout,
     })
     .unwrap();
-    Harness { arm, double, _stop: stop }
+    Harness {
+        arm,
+        double,
+        _stop: stop,
+    }
 }
 
 fn rg() -> String {
@@ -243,9 +285,17 @@ fn net(kind: &str, name: &str) -> String {
 #[tokio::test]
 async fn sync_put_returns_resource_and_fetches_token_once() {
     let h = harness(Duration::from_secs(10)).await;
-    let v = h.arm.put(&rg(), API, &json!({"location": "eastus"})).await.unwrap();
+    let v = h
+        .arm
+        .put(&rg(), API, &json!({"location": "eastus"}))
+        .await
+        .unwrap();
     assert_eq!(v["properties"]["provisioningState"], "Succeeded");
-    let again = h.arm.put(&rg(), API, &json!({"location": "eastus"})).await.unwrap();
+    let again = h
+        .arm
+        .put(&rg(), API, &json!({"location": "eastus"}))
+        .await
+        .unwrap();
     assert_eq!(again["id"], rg());
     assert_eq!(h.double.count(&format!("PUT {}", rg())), 2);
     // No GET needed for a sync PUT; one token for both calls, scoped to this ARM's origin.
@@ -258,7 +308,11 @@ async fn sync_put_returns_resource_and_fetches_token_once() {
 async fn async_put_polls_operation_then_gets_resource() {
     let h = harness(Duration::from_secs(10)).await;
     let vnet = net("virtualNetworks", "vnet");
-    let v = h.arm.put(&vnet, API, &json!({"location": "eastus"})).await.unwrap();
+    let v = h
+        .arm
+        .put(&vnet, API, &json!({"location": "eastus"}))
+        .await
+        .unwrap();
     assert_eq!(v["properties"]["provisioningState"], "Succeeded");
     let op = format!("GET {SUB}/providers/Microsoft.Network/locations/eastus/operations/op1");
     assert_eq!(h.double.count(&op), 2, "InProgress then Succeeded");
@@ -268,7 +322,11 @@ async fn async_put_polls_operation_then_gets_resource() {
 #[tokio::test]
 async fn failed_operation_is_terminal_with_code() {
     let h = harness(Duration::from_secs(10)).await;
-    let err = h.arm.put(&net("virtualNetworks", "bad"), API, &json!({})).await.unwrap_err();
+    let err = h
+        .arm
+        .put(&net("virtualNetworks", "bad"), API, &json!({}))
+        .await
+        .unwrap_err();
     assert!(matches!(err, ArmError::OperationFailed { .. }), "{err:?}");
     assert_eq!(err.kind(), ErrorKind::Terminal);
     assert_eq!(err.code(), Some("InvalidAddressPrefixFormat"));
@@ -280,18 +338,36 @@ async fn failed_operation_is_terminal_with_code() {
 #[tokio::test]
 async fn delete_follows_location_until_done() {
     let h = harness(Duration::from_secs(10)).await;
-    h.arm.delete(&net("virtualNetworks", "vnet"), API).await.unwrap();
+    h.arm
+        .delete(&net("virtualNetworks", "vnet"), API)
+        .await
+        .unwrap();
     let op = format!("GET {SUB}/providers/Microsoft.Network/locations/eastus/operations/op3");
     assert_eq!(h.double.count(&op), 2, "202 then 204");
     // Absent resources (204 / 404) are fine too.
-    h.arm.delete(&net("virtualNetworks", "gone"), API).await.unwrap();
+    h.arm
+        .delete(&net("virtualNetworks", "gone"), API)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
 async fn get_missing_is_none() {
     let h = harness(Duration::from_secs(10)).await;
-    assert_eq!(h.arm.get(&net("virtualNetworks", "missing"), API).await.unwrap(), None);
-    assert!(h.arm.get(&net("virtualNetworks", "vnet"), API).await.unwrap().is_some());
+    assert_eq!(
+        h.arm
+            .get(&net("virtualNetworks", "missing"), API)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(
+        h.arm
+            .get(&net("virtualNetworks", "vnet"), API)
+            .await
+            .unwrap()
+            .is_some()
+    );
 }
 
 #[tokio::test]
@@ -304,7 +380,11 @@ async fn throttling_is_retryable_with_retry_after_and_not_retried_silently() {
     assert_eq!(err.retry_after(), Some(Duration::from_secs(7)));
     assert_eq!(err.request_id(), Some("req-429"));
     assert_eq!(err.metric_label(), "throttled");
-    assert_eq!(h.double.count(&format!("GET {id}")), 1, "the pipeline must not retry on its own");
+    assert_eq!(
+        h.double.count(&format!("GET {id}")),
+        1,
+        "the pipeline must not retry on its own"
+    );
 }
 
 #[tokio::test]
@@ -319,7 +399,11 @@ async fn forbidden_is_terminal_with_code_and_target() {
     assert_eq!(err.request_id(), Some("req-123"));
     assert!(err.to_string().contains("AuthorizationFailed"), "{err}");
 
-    let busy = h.arm.put(&net("virtualNetworks", "busy"), API, &json!({})).await.unwrap_err();
+    let busy = h
+        .arm
+        .put(&net("virtualNetworks", "busy"), API, &json!({}))
+        .await
+        .unwrap_err();
     assert_eq!(busy.kind(), ErrorKind::Retryable);
     assert!(busy.has_code("anotheroperationinprogress"));
 }
@@ -327,7 +411,11 @@ async fn forbidden_is_terminal_with_code_and_target() {
 #[tokio::test]
 async fn list_follows_next_link() {
     let h = harness(Duration::from_secs(10)).await;
-    let items = h.arm.list(&format!("{SUB}/resourcegroups"), API).await.unwrap();
+    let items = h
+        .arm
+        .list(&format!("{SUB}/resourcegroups"), API)
+        .await
+        .unwrap();
     let names: Vec<_> = items.iter().map(|v| v["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["a", "b", "c"]);
 }
@@ -336,7 +424,11 @@ async fn list_follows_next_link() {
 async fn put_without_headers_polls_provisioning_state() {
     let h = harness(Duration::from_secs(10)).await;
     let zone = net("privateDnsZones", "zone");
-    let v = h.arm.put(&zone, API, &json!({"location": "global"})).await.unwrap();
+    let v = h
+        .arm
+        .put(&zone, API, &json!({"location": "global"}))
+        .await
+        .unwrap();
     assert_eq!(v["properties"]["provisioningState"], "Succeeded");
     assert_eq!(h.double.count(&format!("GET {zone}")), 3);
 }
@@ -344,7 +436,11 @@ async fn put_without_headers_polls_provisioning_state() {
 #[tokio::test]
 async fn transient_poll_failure_is_retried_inside_the_lro() {
     let h = harness(Duration::from_secs(10)).await;
-    let v = h.arm.put(&net("publicIPAddresses", "flaky"), API, &json!({})).await.unwrap();
+    let v = h
+        .arm
+        .put(&net("publicIPAddresses", "flaky"), API, &json!({}))
+        .await
+        .unwrap();
     assert_eq!(v["properties"]["provisioningState"], "Succeeded");
     let op = format!("GET {SUB}/providers/Microsoft.Network/locations/eastus/operations/op4");
     assert_eq!(h.double.count(&op), 2);
@@ -353,7 +449,11 @@ async fn transient_poll_failure_is_retried_inside_the_lro() {
 #[tokio::test]
 async fn lro_timeout_is_retryable() {
     let h = harness(Duration::from_millis(300)).await;
-    let err = h.arm.put(&net("publicIPAddresses", "slow"), API, &json!({})).await.unwrap_err();
+    let err = h
+        .arm
+        .put(&net("publicIPAddresses", "slow"), API, &json!({}))
+        .await
+        .unwrap_err();
     assert!(matches!(err, ArmError::LroTimeout { .. }), "{err:?}");
     assert_eq!(err.kind(), ErrorKind::Retryable);
 }
@@ -361,14 +461,22 @@ async fn lro_timeout_is_retryable() {
 #[tokio::test]
 async fn poll_url_on_another_origin_is_refused() {
     let h = harness(Duration::from_secs(10)).await;
-    let err = h.arm.put(&net("publicIPAddresses", "foreign"), API, &json!({})).await.unwrap_err();
+    let err = h
+        .arm
+        .put(&net("publicIPAddresses", "foreign"), API, &json!({}))
+        .await
+        .unwrap_err();
     assert!(matches!(err, ArmError::InvalidResponse { .. }), "{err:?}");
 }
 
 #[tokio::test]
 async fn connection_refused_is_retryable_transport_error() {
     hypersaga_devca::install_crypto_provider();
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let url: url::Url = format!("https://127.0.0.1:{port}").parse().unwrap();
     let arm = ArmClient::new(ArmConfig {
         resource_manager_url: url.clone(),

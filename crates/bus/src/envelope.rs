@@ -47,7 +47,10 @@ pub struct StepContext {
 impl StepContext {
     /// One output of an earlier step, as a string.
     pub fn output(&self, step: &str, key: &str) -> Option<&str> {
-        self.outputs.get(step).and_then(|o| o.get(key)).and_then(Value::as_str)
+        self.outputs
+            .get(step)
+            .and_then(|o| o.get(key))
+            .and_then(Value::as_str)
     }
 }
 
@@ -61,19 +64,55 @@ pub struct StepCommand {
     pub step: String,
     pub action: Action,
     pub attempt: u32,
+    /// Fencing token: the step's dispatch number, raised on every dispatch (a retry, a
+    /// re-check of a wait, a re-dispatch after a lost lease, an operator's resume). A worker
+    /// runs a command only while the saga record names the same fence; results carry it back,
+    /// so a late result of an older dispatch can never be applied.
+    #[serde(default)]
+    pub fence: u64,
     /// A retry waits until then; the service holds the message back (NAK with delay) rather
     /// than any process keeping a timer.
     #[serde(default, with = "time::serde::rfc3339::option")]
     pub not_before: Option<OffsetDateTime>,
     #[serde(with = "time::serde::rfc3339")]
     pub deadline: OffsetDateTime,
+    /// How long the worker may stay silent once it runs the command: it sends a heartbeat
+    /// (a progress event) well within this, or the coordinator takes the step back.
+    #[serde(default = "default_lease_ms")]
+    pub lease_ms: u64,
+    /// What the handler left for itself when it last answered "still waiting" (an ARM
+    /// operation URL, the generation it watches), handed back on the re-check.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub memo: Value,
+    /// Since when this step has been waiting, when it is a re-check.
+    #[serde(
+        default,
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub waiting_since: Option<OffsetDateTime>,
     pub context: StepContext,
 }
 
+fn default_lease_ms() -> u64 {
+    60_000
+}
+
 impl StepCommand {
-    /// `Nats-Msg-Id` of this command: one per (saga, step, action, attempt).
+    /// `Nats-Msg-Id` of this command: one per (saga, step, action, fence).
     pub fn msg_id(&self) -> String {
-        format!("{}:{}:{}:{}", self.saga_id, self.step, self.action.as_str(), self.attempt)
+        format!(
+            "{}:{}:{}:{}",
+            self.saga_id,
+            self.step,
+            self.action.as_str(),
+            self.fence
+        )
+    }
+
+    /// Whether this command re-checks a wait rather than starting the work.
+    pub fn is_recheck(&self) -> bool {
+        self.waiting_since.is_some()
     }
 
     /// The service owning a step id (`network.vnet` → `network`).
@@ -91,21 +130,49 @@ pub struct StepError {
     /// Azure's `Retry-After`, when it gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u64>,
+    /// Backpressure (HTTP 429, an exhausted request budget) rather than failure: the step
+    /// waits out `retry_after_ms` and runs again without spending an attempt.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub throttled: bool,
 }
 
 impl StepError {
     pub fn terminal(code: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
-            info: ErrorInfo { code: code.into(), message: message.into(), retryable: false, ..Default::default() },
+            info: ErrorInfo {
+                code: code.into(),
+                message: message.into(),
+                retryable: false,
+                ..Default::default()
+            },
             retry_after_ms: None,
+            throttled: false,
         }
     }
 
     pub fn retryable(code: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
-            info: ErrorInfo { code: code.into(), message: message.into(), retryable: true, ..Default::default() },
+            info: ErrorInfo {
+                code: code.into(),
+                message: message.into(),
+                retryable: true,
+                ..Default::default()
+            },
             retry_after_ms: None,
+            throttled: false,
         }
+    }
+
+    /// Backpressure: come back after `retry_after_ms`; no attempt is spent.
+    pub fn throttled(
+        code: impl Into<String>,
+        message: impl Into<String>,
+        retry_after_ms: u64,
+    ) -> Self {
+        let mut e = Self::retryable(code, message);
+        e.retry_after_ms = Some(retry_after_ms);
+        e.throttled = true;
+        e
     }
 
     pub fn with_target(mut self, target: impl Into<String>) -> Self {
@@ -139,9 +206,19 @@ pub enum Outcome {
     Failed {
         error: StepError,
     },
-    /// Still working; `message` says on what (shown to users while they wait).
+    /// Still working; `message` says on what (shown to users while they wait). Also the
+    /// worker's heartbeat: it renews the step's lease.
     Progress {
         message: String,
+    },
+    /// Not done, and nothing to do but wait (an ARM operation running, a HostedCluster not yet
+    /// `Available`): the coordinator sends a re-check after `recheck_after_ms`, with `memo`,
+    /// and no worker slot is held meanwhile.
+    Waiting {
+        message: String,
+        recheck_after_ms: u64,
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        memo: Value,
     },
 }
 
@@ -155,6 +232,9 @@ pub struct StepEvent {
     pub step: String,
     pub action: Action,
     pub attempt: u32,
+    /// The fence of the command this reports on.
+    #[serde(default)]
+    pub fence: u64,
     #[serde(flatten)]
     pub outcome: Outcome,
     #[serde(with = "time::serde::rfc3339")]
@@ -171,18 +251,27 @@ impl StepEvent {
             step: cmd.step.clone(),
             action: cmd.action,
             attempt: cmd.attempt,
+            fence: cmd.fence,
             outcome,
             time: OffsetDateTime::now_utc(),
         }
     }
 
-    /// `Nats-Msg-Id`: one result per attempt; progress notes are not de-duplicated.
+    /// `Nats-Msg-Id`: one result per dispatch (fence); progress notes are not de-duplicated.
     pub fn msg_id(&self) -> String {
         let kind = match &self.outcome {
-            Outcome::Succeeded { .. } | Outcome::Failed { .. } => "result".to_owned(),
+            Outcome::Succeeded { .. } | Outcome::Failed { .. } | Outcome::Waiting { .. } => {
+                "result".to_owned()
+            }
             Outcome::Progress { .. } => format!("progress-{}", self.time.unix_timestamp_nanos()),
         };
-        format!("{}:{}:{}:{}:{kind}", self.saga_id, self.step, self.action.as_str(), self.attempt)
+        format!(
+            "{}:{}:{}:{}:{kind}",
+            self.saga_id,
+            self.step,
+            self.action.as_str(),
+            self.fence
+        )
     }
 }
 
@@ -192,6 +281,47 @@ pub struct SagaWake {
     pub v: u32,
     pub tenant: TenantId,
     pub saga_id: String,
+}
+
+/// What an operator asks of a saga that cannot go on by itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OperatorAction {
+    /// Dispatch every paused step again, each with a fresh retry budget.
+    Resume,
+    /// Dispatch one paused step again (`step`), with a fresh retry budget.
+    RetryStep,
+    /// Give up on a paused create: undo what it made, in reverse dependency order.
+    Compensate,
+    /// Stop here for good: nothing more is sent, nothing is undone, the record is kept.
+    Abandon,
+}
+
+impl OperatorAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Resume => "resume",
+            Self::RetryStep => "retry_step",
+            Self::Compensate => "compensate",
+            Self::Abandon => "abandon",
+        }
+    }
+}
+
+/// An operator's call on a saga, on `<p>.<tenant>.saga.operate`; applied by the coordinator,
+/// the saga's only writer, and audited with its actor.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OperatorCall {
+    pub v: u32,
+    pub tenant: TenantId,
+    pub saga_id: String,
+    pub action: OperatorAction,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    /// Who asked (the authenticated caller).
+    pub actor: String,
+    /// Unique per call: its `Nats-Msg-Id`, so a retried RPC is applied once.
+    pub call_id: String,
 }
 
 /// A public lifecycle event on `<p>.<tenant>.audit.<cluster>`; schema in docs/events.md.

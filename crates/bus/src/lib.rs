@@ -29,7 +29,11 @@ pub use topology::{AUDIT_STREAM, CLUSTERS_BUCKET, CMD_STREAM, EVT_STREAM, SAGAS_
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("cannot connect to NATS at {url}")]
-    Connect { url: String, #[source] source: async_nats::ConnectError },
+    Connect {
+        url: String,
+        #[source]
+        source: async_nats::ConnectError,
+    },
     #[error("JetStream {what} failed: {message}")]
     JetStream { what: &'static str, message: String },
     #[error("cannot encode message")]
@@ -38,7 +42,10 @@ pub enum Error {
 
 impl Error {
     pub(crate) fn js(what: &'static str, e: impl std::fmt::Display) -> Self {
-        Self::JetStream { what, message: e.to_string() }
+        Self::JetStream {
+            what,
+            message: e.to_string(),
+        }
     }
 
     /// A short label for metrics and logs.
@@ -71,9 +78,16 @@ impl Bus {
             .connection_timeout(Duration::from_secs(5))
             .connect(url)
             .await
-            .map_err(|source| Error::Connect { url: url.to_owned(), source })?;
+            .map_err(|source| Error::Connect {
+                url: url.to_owned(),
+                source,
+            })?;
         let js = jetstream::new(client.clone());
-        let bus = Self { client, js, subjects: Subjects::new(prefix) };
+        let bus = Self {
+            client,
+            js,
+            subjects: Subjects::new(prefix),
+        };
         topology::ensure(&bus.js, &bus.subjects).await?;
         Ok(bus)
     }
@@ -92,12 +106,18 @@ impl Bus {
 
     /// The saga state bucket.
     pub async fn sagas(&self) -> Result<kv::Store> {
-        self.js.get_key_value(SAGAS_BUCKET).await.map_err(|e| Error::js("open KV hcp_sagas", e))
+        self.js
+            .get_key_value(SAGAS_BUCKET)
+            .await
+            .map_err(|e| Error::js("open KV hcp_sagas", e))
     }
 
     /// The cluster records bucket.
     pub async fn clusters(&self) -> Result<kv::Store> {
-        self.js.get_key_value(CLUSTERS_BUCKET).await.map_err(|e| Error::js("open KV hcp_clusters", e))
+        self.js
+            .get_key_value(CLUSTERS_BUCKET)
+            .await
+            .map_err(|e| Error::js("open KV hcp_clusters", e))
     }
 
     /// Publishes `body` as JSON to a JetStream subject and waits for the stream's ack.
@@ -110,7 +130,49 @@ impl Bus {
         body: &T,
     ) -> Result<()> {
         let payload = serde_json::to_vec(body)?;
-        self.publish_raw(subject, msg_id, trace, payload.into()).await
+        self.publish_raw(subject, msg_id, trace, payload.into())
+            .await
+    }
+
+    /// Arms the saga's durable timer: at `at`, JetStream publishes `body` on the tenant's
+    /// `saga.tick` subject (in `HCP_EVT`, where the coordinator consumes it). One timer per
+    /// saga: a later one replaces the earlier (the server rolls the timer subject up).
+    pub async fn schedule<T: Serialize>(
+        &self,
+        tenant: &hypersaga_model::TenantId,
+        saga_id: &str,
+        at: time::OffsetDateTime,
+        msg_id: &str,
+        trace: &TraceParent,
+        body: &T,
+    ) -> Result<()> {
+        let payload = serde_json::to_vec(body)?;
+        let when = at
+            .to_offset(time::UtcOffset::UTC)
+            .format(&time::format_description::well_known::Rfc3339)
+            .map_err(|e| Error::js("format timer", e))?;
+        let mut headers = HeaderMap::new();
+        headers.insert(async_nats::header::NATS_MESSAGE_ID, msg_id);
+        headers.insert(TRACEPARENT, trace.child().to_string().as_str());
+        headers.insert(
+            async_nats::header::NATS_SCHEDULE,
+            format!("@at {when}").as_str(),
+        );
+        headers.insert(
+            async_nats::header::NATS_SCHEDULE_TARGET,
+            self.subjects.saga_tick(tenant).as_str(),
+        );
+        let ack = self
+            .js
+            .publish_with_headers(
+                self.subjects.saga_timer(tenant, saga_id),
+                headers,
+                payload.into(),
+            )
+            .await
+            .map_err(|e| Error::js("schedule", e))?;
+        ack.await.map_err(|e| Error::js("schedule ack", e))?;
+        Ok(())
     }
 
     /// As [`Bus::publish_json`], with an already-encoded payload.

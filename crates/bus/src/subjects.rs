@@ -11,7 +11,9 @@ pub struct Subjects {
 
 impl Subjects {
     pub fn new(prefix: &str) -> Self {
-        Self { prefix: prefix.to_owned() }
+        Self {
+            prefix: prefix.to_owned(),
+        }
     }
 
     pub fn prefix(&self) -> &str {
@@ -36,6 +38,30 @@ impl Subjects {
     /// Wake-up for a newly accepted operation.
     pub fn saga_start(&self, tenant: &TenantId) -> String {
         format!("{}.{tenant}.saga.start", self.prefix)
+    }
+
+    /// Operator calls (resume, retry a step, compensate, abandon).
+    pub fn saga_operate(&self, tenant: &TenantId) -> String {
+        format!("{}.{tenant}.saga.operate", self.prefix)
+    }
+
+    /// Timer wake-ups: a saga has something due (a lease, a deadline).
+    pub fn saga_tick(&self, tenant: &TenantId) -> String {
+        format!("{}.{tenant}.saga.tick", self.prefix)
+    }
+
+    /// A saga's durable timer (a JetStream schedule that fires on [`Subjects::saga_tick`]).
+    pub fn saga_timer(&self, tenant: &TenantId, saga_id: &str) -> String {
+        format!("{}.{tenant}.timer.{saga_id}", self.prefix)
+    }
+
+    /// What the coordinator consumes from `HCP_EVT`: events and saga inputs, not the timers
+    /// waiting to fire.
+    pub fn coordinator_filters(&self) -> Vec<String> {
+        vec![
+            format!("{}.*.evt.*", self.prefix),
+            format!("{}.*.saga.*", self.prefix),
+        ]
     }
 
     /// Public lifecycle events of one cluster.

@@ -28,7 +28,13 @@ pub(crate) async fn ensure(js: &jetstream::Context, s: &Subjects) -> Result<()> 
         },
         stream::Config {
             name: EVT_STREAM.into(),
-            subjects: vec![format!("{p}.*.evt.*"), format!("{p}.*.saga.*")],
+            // Timers live here too: a schedule must fire into its own stream.
+            subjects: vec![
+                format!("{p}.*.evt.*"),
+                format!("{p}.*.saga.*"),
+                format!("{p}.*.timer.*"),
+            ],
+            allow_message_schedules: true,
             retention: stream::RetentionPolicy::Limits,
             max_age: Duration::from_secs(7 * 24 * 3600),
             duplicate_window: DEDUP_WINDOW,
@@ -46,7 +52,9 @@ pub(crate) async fn ensure(js: &jetstream::Context, s: &Subjects) -> Result<()> 
         },
     ];
     for config in streams {
-        js.get_or_create_stream(config).await.map_err(|e| Error::js("create stream", e))?;
+        js.get_or_create_stream(config)
+            .await
+            .map_err(|e| Error::js("create stream", e))?;
     }
     for (bucket, history) in [(SAGAS_BUCKET, 5), (CLUSTERS_BUCKET, 5)] {
         if js.get_key_value(bucket).await.is_err() {
@@ -60,7 +68,9 @@ pub(crate) async fn ensure(js: &jetstream::Context, s: &Subjects) -> Result<()> 
                 .await;
             // Another process may have created it between our look and our create.
             if let Err(e) = created {
-                js.get_key_value(bucket).await.map_err(|_| Error::js("create KV bucket", e))?;
+                js.get_key_value(bucket)
+                    .await
+                    .map_err(|_| Error::js("create KV bucket", e))?;
             }
         }
     }

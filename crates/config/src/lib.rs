@@ -41,7 +41,6 @@ pub struct Config {
     pub log: LogConfig,
 }
 
-
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NatsConfig {
@@ -52,7 +51,10 @@ pub struct NatsConfig {
 
 impl Default for NatsConfig {
     fn default() -> Self {
-        Self { url: "nats://127.0.0.1:4222".into(), prefix: "hcp".into() }
+        Self {
+            url: "nats://127.0.0.1:4222".into(),
+            prefix: "hcp".into(),
+        }
     }
 }
 
@@ -112,7 +114,11 @@ pub struct BlobConfig {
 
 impl Default for BlobConfig {
     fn default() -> Self {
-        Self { endpoint: String::new(), account_name: String::new(), account_key: Secret::new("") }
+        Self {
+            endpoint: String::new(),
+            account_name: String::new(),
+            account_key: Secret::new(""),
+        }
     }
 }
 
@@ -125,6 +131,9 @@ pub struct KubeConfig {
     pub pull_secret: Option<Secret>,
     /// How long the control plane step waits for `Available` before failing retryably.
     pub available_timeout_s: Option<u64>,
+    /// How often a HostedCluster or NodePool still coming up (or going) is looked at again.
+    /// The wait holds no worker: each look is one short re-check the saga sends.
+    pub recheck_interval_ms: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -135,7 +144,9 @@ pub struct GatewayConfig {
 
 impl Default for GatewayConfig {
     fn default() -> Self {
-        Self { listen: SocketAddr::from(([127, 0, 0, 1], 50051)) }
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 50051)),
+        }
     }
 }
 
@@ -147,12 +158,24 @@ pub struct CoordinatorConfig {
     pub max_delay_ms: u64,
     pub create_timeout_s: u64,
     pub delete_timeout_s: u64,
-    /// How often every unfinished saga is re-examined (deadlines, lost wake-ups).
+    /// How often every unfinished saga is re-examined: a safety net only, since each saga
+    /// carries a durable timer for whatever falls due next.
     pub resync_interval_ms: u64,
     /// Events processed at once.
     pub concurrency: usize,
     /// An event not acknowledged within this (its coordinator died) goes to another replica.
     pub ack_wait_s: u64,
+    /// Silence allowed from a worker running a step before the coordinator takes it back
+    /// (workers heartbeat at a third of it).
+    pub lease_ms: u64,
+    /// How long a dispatched command may wait for a free worker before it is presumed lost.
+    pub start_lease_ms: u64,
+    /// Wall time one action of one step may take, waits and retries included, before the
+    /// saga pauses with a reason.
+    pub step_timeout_s: u64,
+    /// Bounds on how soon and how late a waiting step is re-checked.
+    pub recheck_min_ms: u64,
+    pub recheck_max_ms: u64,
 }
 
 impl Default for CoordinatorConfig {
@@ -163,9 +186,14 @@ impl Default for CoordinatorConfig {
             max_delay_ms: 120_000,
             create_timeout_s: 3600,
             delete_timeout_s: 12 * 3600,
-            resync_interval_ms: 15_000,
+            resync_interval_ms: 300_000,
             concurrency: 64,
             ack_wait_s: 30,
+            lease_ms: 60_000,
+            start_lease_ms: 300_000,
+            step_timeout_s: 2_700,
+            recheck_min_ms: 500,
+            recheck_max_ms: 30_000,
         }
     }
 }
@@ -181,7 +209,10 @@ pub struct WorkerConfig {
 
 impl Default for WorkerConfig {
     fn default() -> Self {
-        Self { concurrency: 16, ack_wait_s: 30 }
+        Self {
+            concurrency: 16,
+            ack_wait_s: 30,
+        }
     }
 }
 
@@ -195,7 +226,10 @@ pub struct LogConfig {
 
 impl Default for LogConfig {
     fn default() -> Self {
-        Self { filter: "info".into(), format: "text".into() }
+        Self {
+            filter: "info".into(),
+            format: "text".into(),
+        }
     }
 }
 
@@ -227,26 +261,37 @@ impl Config {
                 problems.push(format!("tenants[{i}].id: duplicate tenant {}", t.id));
             }
             if t.token.expose().len() < 16 {
-                problems.push(format!("tenants[{i}].token: must be at least 16 characters"));
+                problems.push(format!(
+                    "tenants[{i}].token: must be at least 16 characters"
+                ));
             }
             if !tokens.insert(t.token.expose()) {
                 problems.push(format!("tenants[{i}].token: shared with another tenant"));
             }
         }
         for (field, value) in [
-            ("azure.resource_manager_url", &self.azure.resource_manager_url),
+            (
+                "azure.resource_manager_url",
+                &self.azure.resource_manager_url,
+            ),
             ("azure.authority_host", &self.azure.authority_host),
         ] {
             if url::Url::parse(value).is_err() {
                 problems.push(format!("{field}: {value:?} is not a URL"));
             }
         }
-        if problems.is_empty() { Ok(()) } else { Err(Error::Invalid(problems.join("; "))) }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Invalid(problems.join("; ")))
+        }
     }
 
     /// The tenant a bearer token belongs to, compared in constant time.
     pub fn tenant_by_token(&self, token: &str) -> Option<&TenantConfig> {
-        self.tenants.iter().find(|t| secret::constant_time_eq(t.token.expose().as_bytes(), token.as_bytes()))
+        self.tenants
+            .iter()
+            .find(|t| secret::constant_time_eq(t.token.expose().as_bytes(), token.as_bytes()))
     }
 
     pub fn tenant(&self, id: &TenantId) -> Option<&TenantConfig> {
@@ -288,10 +333,19 @@ client_secret = "shh"
         let c = Config::load(Some(&path)).unwrap();
         assert_eq!(c.nats.url, "nats://10.0.0.1:4222");
         assert_eq!(c.nats.prefix, "hcp");
-        assert_eq!(c.tenant_by_token("0123456789abcdef-acme").unwrap().id.as_str(), "acme");
+        assert_eq!(
+            c.tenant_by_token("0123456789abcdef-acme")
+                .unwrap()
+                .id
+                .as_str(),
+            "acme"
+        );
         assert!(c.tenant_by_token("nope").is_none());
         let dumped = c.redacted_json();
-        assert!(!dumped.contains("shh") && !dumped.contains("0123456789abcdef-acme"), "{dumped}");
+        assert!(
+            !dumped.contains("shh") && !dumped.contains("0123456789abcdef-acme"),
+            "{dumped}"
+        );
         assert!(!format!("{c:?}").contains("shh"));
     }
 
@@ -301,10 +355,18 @@ client_secret = "shh"
         let t = TenantConfig {
             id: TenantId::new("a").unwrap(),
             token: Secret::new("short"),
-            azure: TenantAzure { tenant_id: "t".into(), subscription_id: "s".into(), client_id: "c".into(), client_secret: Secret::new("x") },
+            azure: TenantAzure {
+                tenant_id: "t".into(),
+                subscription_id: "s".into(),
+                client_id: "c".into(),
+                client_secret: Secret::new("x"),
+            },
         };
         c.tenants = vec![t.clone(), t];
         let err = c.validate().unwrap_err().to_string();
-        assert!(err.contains("duplicate tenant") && err.contains("at least 16"), "{err}");
+        assert!(
+            err.contains("duplicate tenant") && err.contains("at least 16"),
+            "{err}"
+        );
     }
 }

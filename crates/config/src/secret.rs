@@ -44,7 +44,9 @@ pub(crate) fn redact(value: &mut serde_json::Value, config: &crate::Config) {
 
 fn walk(v: &mut serde_json::Value, secrets: &[&str]) {
     match v {
-        serde_json::Value::String(s) if !s.is_empty() && secrets.contains(&s.as_str()) => *s = "***".into(),
+        serde_json::Value::String(s) if !s.is_empty() && secrets.contains(&s.as_str()) => {
+            *s = "***".into()
+        }
         serde_json::Value::Array(a) => a.iter_mut().for_each(|x| walk(x, secrets)),
         serde_json::Value::Object(o) => o.values_mut().for_each(|x| walk(x, secrets)),
         _ => {}

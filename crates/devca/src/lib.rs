@@ -63,7 +63,11 @@ impl DevCa {
         params.not_after = time_in_years(10);
         let key = KeyPair::generate()?;
         let cert = params.self_signed(&key)?;
-        Ok(Self { cert_pem: cert.pem(), params, key })
+        Ok(Self {
+            cert_pem: cert.pem(),
+            params,
+            key,
+        })
     }
 
     /// The CA certificate (PEM): the bundle clients add to their trust store.
@@ -77,12 +81,18 @@ impl DevCa {
         let mut params =
             CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>())?;
         let mut dn = DistinguishedName::new();
-        dn.push(DnType::CommonName, names.first().copied().unwrap_or("localhost"));
+        dn.push(
+            DnType::CommonName,
+            names.first().copied().unwrap_or("localhost"),
+        );
         params.distinguished_name = dn;
         params.not_after = time_in_years(5);
         let key = KeyPair::generate()?;
         let cert = params.signed_by(&key, &issuer)?;
-        Ok(ServerCert { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+        Ok(ServerCert {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
     }
 
     /// A certificate for the loopback names every local emulator listens on.
@@ -94,8 +104,8 @@ impl DevCa {
 impl ServerCert {
     /// A rustls server configuration presenting this certificate (HTTP/1.1 and HTTP/2).
     pub fn rustls_server_config(&self) -> Result<Arc<rustls::ServerConfig>> {
-        let certs = rustls_pemfile::certs(&mut self.cert_pem.as_bytes())
-            .collect::<Result<Vec<_>, _>>()?;
+        let certs =
+            rustls_pemfile::certs(&mut self.cert_pem.as_bytes()).collect::<Result<Vec<_>, _>>()?;
         let key = rustls_pemfile::private_key(&mut self.key_pem.as_bytes())?
             .ok_or_else(|| Error::Pem("no private key in PEM".into()))?;
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());

@@ -29,7 +29,10 @@ pub enum Error {
 pub async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client, Error> {
     let config = match kubeconfig {
         Some(path) => {
-            let err = |source| Error::Kubeconfig { path: path.to_owned(), source };
+            let err = |source| Error::Kubeconfig {
+                path: path.to_owned(),
+                source,
+            };
             let file = kube::config::Kubeconfig::read_from(path).map_err(err)?;
             kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
                 .await
@@ -70,7 +73,8 @@ pub fn classify(err: &kube::Error) -> Classified {
         kube::Error::Api(status) => {
             let code = status.code;
             let terminating = code == 403 && status.message.contains("being terminated");
-            let retryable = code == 0 || code >= 500 || matches!(code, 408 | 409 | 410 | 429) || terminating;
+            let retryable =
+                code == 0 || code >= 500 || matches!(code, 408 | 409 | 410 | 429) || terminating;
             let mut message = status.message.clone();
             let mut retry_after_s = None;
             if let Some(details) = &status.details {
@@ -81,10 +85,15 @@ pub fn classify(err: &kube::Error) -> Classified {
                         (true, _) => cause.message.clone(),
                     };
                     if !text.is_empty() && !message.contains(&text) {
-                        message = if message.is_empty() { text } else { format!("{message}; {text}") };
+                        message = if message.is_empty() {
+                            text
+                        } else {
+                            format!("{message}; {text}")
+                        };
                     }
                 }
-                retry_after_s = (details.retry_after_seconds > 0).then_some(details.retry_after_seconds);
+                retry_after_s =
+                    (details.retry_after_seconds > 0).then_some(details.retry_after_seconds);
             }
             let code_str = if terminating {
                 "NamespaceTerminating".to_owned()
@@ -101,13 +110,15 @@ pub fn classify(err: &kube::Error) -> Classified {
                 retry_after_s,
             }
         }
-        kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_) => Classified {
-            retryable: true,
-            code: "KubeUnreachable".into(),
-            message: err.to_string(),
-            http_status: None,
-            retry_after_s: None,
-        },
+        kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_) => {
+            Classified {
+                retryable: true,
+                code: "KubeUnreachable".into(),
+                message: err.to_string(),
+                http_status: None,
+                retry_after_s: None,
+            }
+        }
         kube::Error::SerdeError(_) | kube::Error::FromUtf8(_) => Classified {
             retryable: false,
             code: "KubeDecode".into(),
@@ -135,8 +146,8 @@ pub fn classify(err: &kube::Error) -> Classified {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kube::core::response::{StatusCause, StatusDetails};
     use kube::core::Status;
+    use kube::core::response::{StatusCause, StatusDetails};
 
     fn api(code: u16, reason: &str, message: &str) -> kube::Error {
         let mut s = Status::failure(message, reason);
@@ -152,7 +163,11 @@ mod tests {
         for code in [400, 403, 404, 422] {
             assert!(!classify(&api(code, "X", "m")).retryable, "{code}");
         }
-        let t = classify(&api(403, "Forbidden", "unable to create new content in namespace x because it is being terminated"));
+        let t = classify(&api(
+            403,
+            "Forbidden",
+            "unable to create new content in namespace x because it is being terminated",
+        ));
         assert!(t.retryable);
         assert_eq!(t.code, "NamespaceTerminating");
         assert!(is_not_found(&api(404, "NotFound", "gone")));
@@ -161,7 +176,10 @@ mod tests {
 
     #[test]
     fn keeps_field_causes() {
-        let mut s = Status::failure("HostedCluster.hypershift.openshift.io \"x\" is invalid", "Invalid");
+        let mut s = Status::failure(
+            "HostedCluster.hypershift.openshift.io \"x\" is invalid",
+            "Invalid",
+        );
         s.code = 422;
         s.details = Some(StatusDetails {
             causes: vec![StatusCause {
@@ -179,6 +197,11 @@ mod tests {
         assert!(!c.retryable);
         assert_eq!(c.code, "Invalid");
         assert_eq!(c.http_status, Some(422));
-        assert!(c.message.contains("spec.platform.azure.vnetID: Required value"), "{}", c.message);
+        assert!(
+            c.message
+                .contains("spec.platform.azure.vnetID: Required value"),
+            "{}",
+            c.message
+        );
     }
 }

@@ -28,7 +28,9 @@ pub fn release_version(image: &str) -> Option<String> {
     }
     let version = tag.split(['-', '_']).next()?;
     let ok = !version.is_empty()
-        && version.split('.').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
+        && version
+            .split('.')
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
     ok.then(|| version.to_owned())
 }
 

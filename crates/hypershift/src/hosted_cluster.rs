@@ -60,9 +60,17 @@ pub struct DnsSpec {
     pub base_domain: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_domain_prefix: Option<String>,
-    #[serde(rename = "publicZoneID", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "publicZoneID",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub public_zone_id: Option<String>,
-    #[serde(rename = "privateZoneID", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "privateZoneID",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub private_zone_id: Option<String>,
 }
 
@@ -326,12 +334,14 @@ impl HostedCluster {
 
     /// `Available=True`: the control plane is up (what `oc wait --for=condition=Available` checks).
     pub fn is_available(&self) -> bool {
-        self.condition(conditions::AVAILABLE).is_some_and(Condition::is_true)
+        self.condition(conditions::AVAILABLE)
+            .is_some_and(Condition::is_true)
     }
 
     /// `Degraded=True`: the operator reports a persistent failure.
     pub fn is_degraded(&self) -> bool {
-        self.condition(conditions::DEGRADED).is_some_and(Condition::is_true)
+        self.condition(conditions::DEGRADED)
+            .is_some_and(Condition::is_true)
     }
 
     /// The hosted API endpoint once published.

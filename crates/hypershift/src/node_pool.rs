@@ -119,7 +119,11 @@ pub struct AzureNodePoolOsDisk {
     pub size_gib: i32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk_storage_account_type: Option<String>,
-    #[serde(rename = "encryptionSetID", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "encryptionSetID",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub encryption_set_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persistence: Option<String>,
@@ -157,7 +161,8 @@ impl NodePool {
 
     /// `Ready=True` and every desired node has joined.
     pub fn is_ready(&self) -> bool {
-        self.condition(conditions::READY).is_some_and(Condition::is_true)
+        self.condition(conditions::READY)
+            .is_some_and(Condition::is_true)
             && self.ready_replicas() >= self.desired_replicas()
     }
 }

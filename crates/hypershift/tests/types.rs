@@ -7,9 +7,16 @@ fn crd_metadata_matches_hypershift() {
     assert_eq!(crd.spec.group, "hypershift.openshift.io");
     assert_eq!(crd.spec.names.plural, "hostedclusters");
     assert_eq!(crd.spec.scope, "Namespaced");
-    assert_eq!(HostedCluster::api_version(&()), "hypershift.openshift.io/v1beta1");
+    assert_eq!(
+        HostedCluster::api_version(&()),
+        "hypershift.openshift.io/v1beta1"
+    );
     assert_eq!(NodePool::plural(&()), "nodepools");
-    assert!(hypersaga_hypershift::crd_yaml::<NodePool>().unwrap().contains("nodepools"));
+    assert!(
+        hypersaga_hypershift::crd_yaml::<NodePool>()
+            .unwrap()
+            .contains("nodepools")
+    );
 }
 
 #[test]

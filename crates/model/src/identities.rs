@@ -26,42 +26,75 @@ pub const WORKLOAD_IDENTITIES: &[WorkloadIdentity] = &[
         key: "disk",
         suffix: "disk",
         credentials: &[
-            ("disk-fed-id-node", "system:serviceaccount:openshift-cluster-csi-drivers:azure-disk-csi-driver-node-sa"),
-            ("disk-fed-id-operator", "system:serviceaccount:openshift-cluster-csi-drivers:azure-disk-csi-driver-operator"),
-            ("disk-fed-id-controller", "system:serviceaccount:openshift-cluster-csi-drivers:azure-disk-csi-driver-controller-sa"),
+            (
+                "disk-fed-id-node",
+                "system:serviceaccount:openshift-cluster-csi-drivers:azure-disk-csi-driver-node-sa",
+            ),
+            (
+                "disk-fed-id-operator",
+                "system:serviceaccount:openshift-cluster-csi-drivers:azure-disk-csi-driver-operator",
+            ),
+            (
+                "disk-fed-id-controller",
+                "system:serviceaccount:openshift-cluster-csi-drivers:azure-disk-csi-driver-controller-sa",
+            ),
         ],
     },
     WorkloadIdentity {
         key: "file",
         suffix: "file",
         credentials: &[
-            ("file-fed-id-node", "system:serviceaccount:openshift-cluster-csi-drivers:azure-file-csi-driver-node-sa"),
-            ("file-fed-id-operator", "system:serviceaccount:openshift-cluster-csi-drivers:azure-file-csi-driver-operator"),
-            ("file-fed-id-controller", "system:serviceaccount:openshift-cluster-csi-drivers:azure-file-csi-driver-controller-sa"),
+            (
+                "file-fed-id-node",
+                "system:serviceaccount:openshift-cluster-csi-drivers:azure-file-csi-driver-node-sa",
+            ),
+            (
+                "file-fed-id-operator",
+                "system:serviceaccount:openshift-cluster-csi-drivers:azure-file-csi-driver-operator",
+            ),
+            (
+                "file-fed-id-controller",
+                "system:serviceaccount:openshift-cluster-csi-drivers:azure-file-csi-driver-controller-sa",
+            ),
         ],
     },
     WorkloadIdentity {
         key: "imageRegistry",
         suffix: "image-registry",
         credentials: &[
-            ("image-registry-fed-id-registry", "system:serviceaccount:openshift-image-registry:registry"),
-            ("image-registry-fed-id-operator", "system:serviceaccount:openshift-image-registry:cluster-image-registry-operator"),
+            (
+                "image-registry-fed-id-registry",
+                "system:serviceaccount:openshift-image-registry:registry",
+            ),
+            (
+                "image-registry-fed-id-operator",
+                "system:serviceaccount:openshift-image-registry:cluster-image-registry-operator",
+            ),
         ],
     },
     WorkloadIdentity {
         key: "ingress",
         suffix: "ingress",
-        credentials: &[("ingress-fed-id", "system:serviceaccount:openshift-ingress-operator:ingress-operator")],
+        credentials: &[(
+            "ingress-fed-id",
+            "system:serviceaccount:openshift-ingress-operator:ingress-operator",
+        )],
     },
     WorkloadIdentity {
         key: "cloudProvider",
         suffix: "cloud-provider",
-        credentials: &[("cloud-provider-fed-id", "system:serviceaccount:kube-system:azure-cloud-provider")],
+        credentials: &[(
+            "cloud-provider-fed-id",
+            "system:serviceaccount:kube-system:azure-cloud-provider",
+        )],
     },
     WorkloadIdentity {
         key: "nodePoolManagement",
         suffix: "node-pool-mgmt",
-        credentials: &[("node-pool-mgmt-fed-id", "system:serviceaccount:kube-system:capi-provider")],
+        credentials: &[(
+            "node-pool-mgmt-fed-id",
+            "system:serviceaccount:kube-system:capi-provider",
+        )],
     },
     WorkloadIdentity {
         key: "network",
@@ -80,6 +113,12 @@ mod tests {
     #[test]
     fn seven_identities_twelve_credentials_as_hypershift_code() {
         assert_eq!(WORKLOAD_IDENTITIES.len(), 7);
-        assert_eq!(WORKLOAD_IDENTITIES.iter().map(|w| w.credentials.len()).sum::<usize>(), 12);
+        assert_eq!(
+            WORKLOAD_IDENTITIES
+                .iter()
+                .map(|w| w.credentials.len())
+                .sum::<usize>(),
+            12
+        );
     }
 }

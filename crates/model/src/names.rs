@@ -16,7 +16,13 @@ const INFRA_BASE_MAX: usize = 21;
 pub fn infra_id(name: &str, uid: &str) -> String {
     let mut base: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .collect();
     while base.contains("--") {
         base = base.replace("--", "-");
@@ -25,7 +31,10 @@ pub fn infra_id(name: &str, uid: &str) -> String {
     let base: String = base.chars().take(INFRA_BASE_MAX).collect();
     let digest = Sha256::digest(uid.as_bytes());
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let suffix: String = digest[..5].iter().map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect();
+    let suffix: String = digest[..5]
+        .iter()
+        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .collect();
     format!("{}-{suffix}", base.trim_end_matches('-'))
 }
 
@@ -136,7 +145,10 @@ mod tests {
         assert_eq!(n.private_zone, "demo.example.com");
         assert_eq!(n.public_ip, "demo-abcde");
         assert_eq!(n.identity("disk"), "demo-disk-demo-abcde");
-        assert_eq!(n.federated_credential("disk-fed-id-node"), "demo-disk-fed-id-node");
+        assert_eq!(
+            n.federated_credential("disk-fed-id-node"),
+            "demo-disk-fed-id-node"
+        );
         assert_eq!(oidc_container(&TenantId::new("a--b-").unwrap()), "oidc-a-b");
     }
 }

@@ -60,6 +60,9 @@ pub enum OperationState {
     Compensating,
     Succeeded,
     Failed,
+    /// Stopped with a reason, waiting for an operator (resume, retry a step, compensate,
+    /// abandon). Only ever a view: the saga keeps whether it was going forward or backward.
+    Paused,
 }
 
 impl OperationState {
@@ -98,6 +101,14 @@ pub struct StepView {
     pub started_at: Option<OffsetDateTime>,
     #[serde(default, with = "time::serde::rfc3339::option")]
     pub ended_at: Option<OffsetDateTime>,
+    /// Since when the step has been waiting on something outside (an ARM operation, the
+    /// HostedCluster): `message` says on what. No worker is busy with it meanwhile.
+    #[serde(
+        default,
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub waiting_since: Option<OffsetDateTime>,
 }
 
 /// An operation (one saga), as shown to users.
@@ -118,6 +129,20 @@ pub struct OperationView {
     pub steps: Vec<StepView>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// Why the operation is paused, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause: Option<PauseView>,
+}
+
+/// Why an operation stopped and waits for an operator.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PauseView {
+    #[serde(with = "time::serde::rfc3339")]
+    pub since: OffsetDateTime,
+    /// The failure that paused it, with the step it came from.
+    pub reason: ErrorInfo,
+    /// The steps waiting for an operator.
+    pub steps: Vec<String>,
 }
 
 /// A cluster as stored in KV `hcp_clusters` under `<tenant>.<name>`.

@@ -19,8 +19,14 @@ impl TenantId {
         let id = id.into();
         let ok = !id.is_empty()
             && id.len() <= 40
-            && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-        if ok { Ok(Self(id)) } else { Err(InvalidTenantId(id)) }
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if ok {
+            Ok(Self(id))
+        } else {
+            Err(InvalidTenantId(id))
+        }
     }
 
     pub fn as_str(&self) -> &str {

@@ -28,7 +28,10 @@ pub struct FieldViolation {
 
 impl FieldViolation {
     fn new(field: impl Into<String>, description: impl Into<String>) -> Self {
-        Self { field: field.into(), description: description.into() }
+        Self {
+            field: field.into(),
+            description: description.into(),
+        }
     }
 }
 
@@ -55,7 +58,10 @@ pub fn validate_create(name: &str, spec: Option<&ClusterSpec>) -> Vec<FieldViola
     } else if !LOCATION.is_match(&spec.location) {
         v.push(FieldViolation::new(
             "spec.location",
-            format!("{:?} is not an Azure region name (lower-case letters and digits, e.g. \"eastus\")", spec.location),
+            format!(
+                "{:?} is not an Azure region name (lower-case letters and digits, e.g. \"eastus\")",
+                spec.location
+            ),
         ));
     }
     check_base_domain(&mut v, &spec.base_domain);
@@ -69,23 +75,35 @@ pub fn validate_create(name: &str, spec: Option<&ClusterSpec>) -> Vec<FieldViola
 /// subnet and NSG live in the subscription it is deployed to.
 pub fn validate_subscription(spec: &ClusterSpec, subscription_id: &str) -> Vec<FieldViolation> {
     let n = &spec.network;
-    [("spec.network.vnet_id", &n.vnet_id), ("spec.network.subnet_id", &n.subnet_id), ("spec.network.nsg_id", &n.nsg_id)]
-        .into_iter()
-        .filter_map(|(field, id)| {
-            let id = id.as_deref()?;
-            let sub = id.trim_start_matches('/').split('/').nth(1)?;
-            (!sub.eq_ignore_ascii_case(subscription_id)).then(|| {
-                FieldViolation::new(field, format!("is in subscription {sub}, not the tenant's subscription {subscription_id}"))
-            })
+    [
+        ("spec.network.vnet_id", &n.vnet_id),
+        ("spec.network.subnet_id", &n.subnet_id),
+        ("spec.network.nsg_id", &n.nsg_id),
+    ]
+    .into_iter()
+    .filter_map(|(field, id)| {
+        let id = id.as_deref()?;
+        let sub = id.trim_start_matches('/').split('/').nth(1)?;
+        (!sub.eq_ignore_ascii_case(subscription_id)).then(|| {
+            FieldViolation::new(
+                field,
+                format!(
+                    "is in subscription {sub}, not the tenant's subscription {subscription_id}"
+                ),
+            )
         })
-        .collect()
+    })
+    .collect()
 }
 
 fn check_dns_label(v: &mut Vec<FieldViolation>, field: &str, value: &str, max: usize) {
     if value.is_empty() {
         v.push(FieldViolation::new(field, "is required"));
     } else if value.len() > max {
-        v.push(FieldViolation::new(field, format!("must be at most {max} characters, got {}", value.len())));
+        v.push(FieldViolation::new(
+            field,
+            format!("must be at most {max} characters, got {}", value.len()),
+        ));
     } else if !DNS_LABEL.is_match(value) {
         v.push(FieldViolation::new(
             field,
@@ -101,7 +119,9 @@ fn check_base_domain(v: &mut Vec<FieldViolation>, bd: &str) {
         return;
     }
     let labels: Vec<&str> = bd.split('.').collect();
-    let bad_label = labels.iter().any(|l| l.is_empty() || l.len() > 63 || !DNS_LABEL_LOOSE(l));
+    let bad_label = labels
+        .iter()
+        .any(|l| l.is_empty() || l.len() > 63 || !DNS_LABEL_LOOSE(l));
     if bd.len() > 200 || labels.len() < 2 || bad_label {
         v.push(FieldViolation::new(
             FIELD,
@@ -112,7 +132,8 @@ fn check_base_domain(v: &mut Vec<FieldViolation>, bd: &str) {
 
 #[allow(non_snake_case)]
 fn DNS_LABEL_LOOSE(l: &str) -> bool {
-    l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    l.bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !l.starts_with('-')
         && !l.ends_with('-')
 }
@@ -121,7 +142,9 @@ fn check_release_image(v: &mut Vec<FieldViolation>, image: &str) {
     const FIELD: &str = "spec.release_image";
     if image.is_empty() {
         v.push(FieldViolation::new(FIELD, "is required"));
-    } else if image.chars().any(char::is_whitespace) || !(image.contains(':') || image.contains('@')) {
+    } else if image.chars().any(char::is_whitespace)
+        || !(image.contains(':') || image.contains('@'))
+    {
         v.push(FieldViolation::new(
             FIELD,
             format!("{image:?} must be an image reference with a tag or digest, e.g. \"quay.io/openshift-release-dev/ocp-release:4.21.0-multi\""),
@@ -141,7 +164,10 @@ fn check_node_pools(v: &mut Vec<FieldViolation>, pools: &[NodePoolSpec]) {
         let at = format!("spec.node_pools[{i}]");
         check_dns_label(v, &format!("{at}.name"), &p.name, 30);
         if !p.name.is_empty() && !seen.insert(p.name.as_str()) {
-            v.push(FieldViolation::new(format!("{at}.name"), format!("duplicate node pool name {:?}", p.name)));
+            v.push(FieldViolation::new(
+                format!("{at}.name"),
+                format!("duplicate node pool name {:?}", p.name),
+            ));
         }
         if !(0..=MAX_REPLICAS).contains(&p.replicas) {
             v.push(FieldViolation::new(
@@ -154,7 +180,10 @@ fn check_node_pools(v: &mut Vec<FieldViolation>, pools: &[NodePoolSpec]) {
         } else if !VM_SIZE.is_match(&p.vm_size) {
             v.push(FieldViolation::new(
                 format!("{at}.vm_size"),
-                format!("{:?} is not an Azure VM size, e.g. \"Standard_D4s_v5\"", p.vm_size),
+                format!(
+                    "{:?} is not an Azure VM size, e.g. \"Standard_D4s_v5\"",
+                    p.vm_size
+                ),
             ));
         }
     }
@@ -168,12 +197,16 @@ fn check_network(v: &mut Vec<FieldViolation>, n: &NetworkSpec) {
     let vnet = parse_cidr(v, "spec.network.vnet_cidr", n.vnet_cidr());
     let subnet = parse_cidr(v, "spec.network.subnet_cidr", n.subnet_cidr());
     if let Some(vnet) = vnet
-        && !(8..=29).contains(&vnet.prefix_len()) {
-            v.push(FieldViolation::new(
-                "spec.network.vnet_cidr",
-                format!("prefix length must be between /8 and /29, got /{}", vnet.prefix_len()),
-            ));
-        }
+        && !(8..=29).contains(&vnet.prefix_len())
+    {
+        v.push(FieldViolation::new(
+            "spec.network.vnet_cidr",
+            format!(
+                "prefix length must be between /8 and /29, got /{}",
+                vnet.prefix_len()
+            ),
+        ));
+    }
     if let Some(subnet) = subnet {
         if subnet.prefix_len() > 29 {
             v.push(FieldViolation::new(
@@ -182,12 +215,13 @@ fn check_network(v: &mut Vec<FieldViolation>, n: &NetworkSpec) {
             ));
         }
         if let Some(vnet) = vnet
-            && !vnet.contains(&subnet) {
-                v.push(FieldViolation::new(
-                    "spec.network.subnet_cidr",
-                    format!("{subnet} is not inside the VNet address space {vnet}"),
-                ));
-            }
+            && !vnet.contains(&subnet)
+        {
+            v.push(FieldViolation::new(
+                "spec.network.subnet_cidr",
+                format!("{subnet} is not inside the VNet address space {vnet}"),
+            ));
+        }
     }
 }
 
@@ -202,7 +236,10 @@ fn parse_cidr(v: &mut Vec<FieldViolation>, field: &str, value: &str) -> Option<I
             None
         }
         Err(_) => {
-            v.push(FieldViolation::new(field, format!("{value:?} is not an IPv4 CIDR such as \"10.0.0.0/16\"")));
+            v.push(FieldViolation::new(
+                field,
+                format!("{value:?} is not an IPv4 CIDR such as \"10.0.0.0/16\""),
+            ));
             None
         }
     }
@@ -210,22 +247,54 @@ fn parse_cidr(v: &mut Vec<FieldViolation>, field: &str, value: &str) -> Option<I
 
 fn check_user_brought(v: &mut Vec<FieldViolation>, n: &NetworkSpec) {
     if n.vnet_cidr.is_some() {
-        v.push(FieldViolation::new("spec.network.vnet_cidr", "must be empty when vnet_id/subnet_id/nsg_id are given"));
+        v.push(FieldViolation::new(
+            "spec.network.vnet_cidr",
+            "must be empty when vnet_id/subnet_id/nsg_id are given",
+        ));
     }
     if n.subnet_cidr.is_some() {
-        v.push(FieldViolation::new("spec.network.subnet_cidr", "must be empty when vnet_id/subnet_id/nsg_id are given"));
+        v.push(FieldViolation::new(
+            "spec.network.subnet_cidr",
+            "must be empty when vnet_id/subnet_id/nsg_id are given",
+        ));
     }
-    let vnet = required_id(v, "spec.network.vnet_id", n.vnet_id.as_deref(), &["virtualNetworks"]);
-    let subnet = required_id(v, "spec.network.subnet_id", n.subnet_id.as_deref(), &["virtualNetworks", "subnets"]);
-    required_id(v, "spec.network.nsg_id", n.nsg_id.as_deref(), &["networkSecurityGroups"]);
+    let vnet = required_id(
+        v,
+        "spec.network.vnet_id",
+        n.vnet_id.as_deref(),
+        &["virtualNetworks"],
+    );
+    let subnet = required_id(
+        v,
+        "spec.network.subnet_id",
+        n.subnet_id.as_deref(),
+        &["virtualNetworks", "subnets"],
+    );
+    required_id(
+        v,
+        "spec.network.nsg_id",
+        n.nsg_id.as_deref(),
+        &["networkSecurityGroups"],
+    );
     if let (Some(vnet), Some(subnet)) = (vnet, subnet)
-        && !subnet.to_ascii_lowercase().starts_with(&(vnet.to_ascii_lowercase() + "/subnets/")) {
-            v.push(FieldViolation::new("spec.network.subnet_id", "must be a subnet of spec.network.vnet_id"));
-        }
+        && !subnet
+            .to_ascii_lowercase()
+            .starts_with(&(vnet.to_ascii_lowercase() + "/subnets/"))
+    {
+        v.push(FieldViolation::new(
+            "spec.network.subnet_id",
+            "must be a subnet of spec.network.vnet_id",
+        ));
+    }
 }
 
 /// Checks an ARM id of `Microsoft.Network/<types…>` and returns it when well formed.
-fn required_id<'a>(v: &mut Vec<FieldViolation>, field: &str, id: Option<&'a str>, types: &[&str]) -> Option<&'a str> {
+fn required_id<'a>(
+    v: &mut Vec<FieldViolation>,
+    field: &str,
+    id: Option<&'a str>,
+    types: &[&str],
+) -> Option<&'a str> {
     let Some(id) = id else {
         v.push(FieldViolation::new(field, "is required when bringing your own network (vnet_id, subnet_id and nsg_id go together)"));
         return None;
@@ -239,18 +308,26 @@ fn required_id<'a>(v: &mut Vec<FieldViolation>, field: &str, id: Option<&'a str>
         && !parts[3].is_empty()
         && parts[4].eq_ignore_ascii_case("providers")
         && parts[5].eq_ignore_ascii_case("Microsoft.Network")
-        && types.iter().enumerate().all(|(i, t)| {
-            parts[6 + 2 * i].eq_ignore_ascii_case(t) && !parts[7 + 2 * i].is_empty()
-        })
+        && types
+            .iter()
+            .enumerate()
+            .all(|(i, t)| parts[6 + 2 * i].eq_ignore_ascii_case(t) && !parts[7 + 2 * i].is_empty())
         && id.starts_with('/');
     if ok {
         Some(id)
     } else {
         let example = format!(
             "/subscriptions/<id>/resourceGroups/<rg>/providers/Microsoft.Network/{}",
-            types.iter().map(|t| format!("{t}/<name>")).collect::<Vec<_>>().join("/")
+            types
+                .iter()
+                .map(|t| format!("{t}/<name>"))
+                .collect::<Vec<_>>()
+                .join("/")
         );
-        v.push(FieldViolation::new(field, format!("{id:?} is not an ARM id of the form {example}")));
+        v.push(FieldViolation::new(
+            field,
+            format!("{id:?} is not an ARM id of the form {example}"),
+        ));
         None
     }
 }
@@ -264,7 +341,11 @@ mod tests {
             location: "eastus".into(),
             base_domain: "example.com".into(),
             release_image: "quay.io/openshift-release-dev/ocp-release:4.21.0-multi".into(),
-            node_pools: vec![NodePoolSpec { name: "workers".into(), replicas: 2, vm_size: "Standard_D4s_v5".into() }],
+            node_pools: vec![NodePoolSpec {
+                name: "workers".into(),
+                replicas: 2,
+                vm_size: "Standard_D4s_v5".into(),
+            }],
             network: NetworkSpec::default(),
         }
     }
@@ -284,7 +365,11 @@ mod tests {
         s.location = String::new();
         s.base_domain = "nodots".into();
         s.release_image = "no tag".into();
-        s.node_pools.push(NodePoolSpec { name: "workers".into(), replicas: 500, vm_size: "huge".into() });
+        s.node_pools.push(NodePoolSpec {
+            name: "workers".into(),
+            replicas: 500,
+            vm_size: "huge".into(),
+        });
         s.network.vnet_cidr = Some("10.0.0.0/33".into());
         s.network.subnet_cidr = Some("192.168.0.0/24".into());
         let v = validate_create("Bad_Name", Some(&s));
@@ -323,18 +408,30 @@ mod tests {
     #[test]
     fn user_brought_network_needs_all_three_ids() {
         let mut s = good();
-        s.network.vnet_id = Some("/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v".into());
+        s.network.vnet_id = Some(
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v"
+                .into(),
+        );
         s.network.subnet_id = Some("/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/other/subnets/x".into());
         let v = validate_create("demo", Some(&s));
-        assert_eq!(fields(&v), vec!["spec.network.nsg_id", "spec.network.subnet_id"]);
+        assert_eq!(
+            fields(&v),
+            vec!["spec.network.nsg_id", "spec.network.subnet_id"]
+        );
     }
 
     #[test]
     fn user_brought_network_must_be_in_the_tenants_subscription() {
         let mut s = good();
-        s.network.vnet_id = Some("/subscriptions/other/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v".into());
+        s.network.vnet_id = Some(
+            "/subscriptions/other/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v"
+                .into(),
+        );
         s.network.nsg_id = Some("/subscriptions/MINE/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/n".into());
-        assert_eq!(fields(&validate_subscription(&s, "mine")), vec!["spec.network.vnet_id"]);
+        assert_eq!(
+            fields(&validate_subscription(&s, "mine")),
+            vec!["spec.network.vnet_id"]
+        );
         assert!(validate_subscription(&good(), "mine").is_empty());
     }
 

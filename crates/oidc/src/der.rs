@@ -36,7 +36,9 @@ fn read_tlv(input: &[u8]) -> Result<(u8, &[u8], &[u8])> {
 fn expect(input: &[u8], tag: u8) -> Result<(&[u8], &[u8])> {
     let (t, body, rest) = read_tlv(input)?;
     if t != tag {
-        return Err(Error::Key(format!("DER: expected tag {tag:#04x}, found {t:#04x}")));
+        return Err(Error::Key(format!(
+            "DER: expected tag {tag:#04x}, found {t:#04x}"
+        )));
     }
     Ok((body, rest))
 }

@@ -4,7 +4,7 @@
 //! the token's `kid`/signature against it; the federated credential's `issuer` must equal
 //! the token's `iss` byte-for-byte, so the issuer URL has no trailing slash.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::key::PublicKey;
 

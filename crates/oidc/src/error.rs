@@ -34,8 +34,14 @@ impl Error {
     /// Whether retrying later could help (storage 5xx/408/429 or no answer at all).
     pub fn is_retryable(&self) -> bool {
         match self {
-            Self::Blob { status: None, source: Some(_), .. } => true,
-            Self::Blob { status: Some(s), .. } => *s >= 500 || *s == 408 || *s == 429,
+            Self::Blob {
+                status: None,
+                source: Some(_),
+                ..
+            } => true,
+            Self::Blob {
+                status: Some(s), ..
+            } => *s >= 500 || *s == 408 || *s == 429,
             _ => false,
         }
     }
@@ -46,7 +52,13 @@ impl Error {
             azure_core::error::ErrorKind::HttpResponse { error_code, .. } => error_code.clone(),
             _ => None,
         };
-        Self::Blob { operation: operation.into(), status, code, message: err.to_string(), source: Some(err) }
+        Self::Blob {
+            operation: operation.into(),
+            status,
+            code,
+            message: err.to_string(),
+            source: Some(err),
+        }
     }
 }
 

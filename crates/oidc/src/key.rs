@@ -35,22 +35,31 @@ pub struct SigningKey {
 
 impl fmt::Debug for SigningKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SigningKey").field("kid", &self.kid()).finish_non_exhaustive()
+        f.debug_struct("SigningKey")
+            .field("kid", &self.kid())
+            .finish_non_exhaustive()
     }
 }
 
 impl SigningKey {
     /// Generates a new RSA 4096 key (takes a second or two).
     pub fn generate() -> Result<Self> {
-        let pair = KeyPair::generate(KeySize::Rsa4096).map_err(|e| Error::Key(format!("generate: {e}")))?;
-        let pkcs8: Pkcs8V1Der<'static> = pair.as_der().map_err(|e| Error::Key(format!("export: {e}")))?;
+        let pair = KeyPair::generate(KeySize::Rsa4096)
+            .map_err(|e| Error::Key(format!("generate: {e}")))?;
+        let pkcs8: Pkcs8V1Der<'static> = pair
+            .as_der()
+            .map_err(|e| Error::Key(format!("export: {e}")))?;
         let pkcs1 = der::pkcs8_to_pkcs1(pkcs8.as_ref())?;
         Self::assemble(pair, pkcs1)
     }
 
     fn assemble(pair: KeyPair, pkcs1: Vec<u8>) -> Result<Self> {
         let public = PublicKey::from_rsa(pair.public_key())?;
-        Ok(Self { pair, pkcs1, public })
+        Ok(Self {
+            pair,
+            pkcs1,
+            public,
+        })
     }
 
     /// Loads a private key PEM: PKCS#1 `RSA PRIVATE KEY` (ccoctl, [`Self::private_key_pem`])
@@ -59,15 +68,19 @@ impl SigningKey {
         let (label, der) = pem::decode(text)?;
         match label.as_str() {
             PKCS1_LABEL => {
-                let pair = KeyPair::from_der(&der).map_err(|e| Error::Key(format!("PKCS#1 key rejected: {e}")))?;
+                let pair = KeyPair::from_der(&der)
+                    .map_err(|e| Error::Key(format!("PKCS#1 key rejected: {e}")))?;
                 Self::assemble(pair, der)
             }
             PKCS8_LABEL => {
-                let pair = KeyPair::from_pkcs8(&der).map_err(|e| Error::Key(format!("PKCS#8 key rejected: {e}")))?;
+                let pair = KeyPair::from_pkcs8(&der)
+                    .map_err(|e| Error::Key(format!("PKCS#8 key rejected: {e}")))?;
                 let pkcs1 = der::pkcs8_to_pkcs1(&der)?;
                 Self::assemble(pair, pkcs1)
             }
-            other => Err(Error::Pem(format!("expected an RSA private key, found {other:?}"))),
+            other => Err(Error::Pem(format!(
+                "expected an RSA private key, found {other:?}"
+            ))),
         }
     }
 
@@ -97,7 +110,12 @@ impl SigningKey {
     pub fn sign_rs256(&self, message: &[u8]) -> Result<Vec<u8>> {
         let mut signature = vec![0u8; self.pair.public_modulus_len()];
         self.pair
-            .sign(&aws_lc_rs::signature::RSA_PKCS1_SHA256, &aws_lc_rs::rand::SystemRandom::new(), message, &mut signature)
+            .sign(
+                &aws_lc_rs::signature::RSA_PKCS1_SHA256,
+                &aws_lc_rs::rand::SystemRandom::new(),
+                message,
+                &mut signature,
+            )
             .map_err(|e| Error::Key(format!("sign: {e}")))?;
         Ok(signature)
     }
@@ -116,13 +134,17 @@ pub struct PublicKey {
 
 impl fmt::Debug for PublicKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PublicKey").field("kid", &self.kid()).finish()
+        f.debug_struct("PublicKey")
+            .field("kid", &self.kid())
+            .finish()
     }
 }
 
 impl PublicKey {
     fn from_rsa(key: &RsaPublicKey) -> Result<Self> {
-        let spki: PublicKeyX509Der<'static> = key.as_der().map_err(|e| Error::Key(format!("SPKI export: {e}")))?;
+        let spki: PublicKeyX509Der<'static> = key
+            .as_der()
+            .map_err(|e| Error::Key(format!("SPKI export: {e}")))?;
         Ok(Self {
             spki: spki.as_ref().to_vec(),
             n: key.modulus().big_endian_without_leading_zero().to_vec(),
@@ -135,9 +157,12 @@ impl PublicKey {
     pub fn from_pem(text: &str) -> Result<Self> {
         let (label, der) = pem::decode(text)?;
         if label != SPKI_LABEL && label != PKCS1_PUBLIC_LABEL {
-            return Err(Error::Pem(format!("expected a public key, found {label:?}")));
+            return Err(Error::Pem(format!(
+                "expected a public key, found {label:?}"
+            )));
         }
-        let key = RsaPublicKey::from_der(&der).map_err(|e| Error::Key(format!("public key rejected: {e}")))?;
+        let key = RsaPublicKey::from_der(&der)
+            .map_err(|e| Error::Key(format!("public key rejected: {e}")))?;
         Self::from_rsa(&key)
     }
 
@@ -190,12 +215,23 @@ mod tests {
         // PKCS#8 input is accepted and re-exported as PKCS#1.
         let pkcs8: Pkcs8V1Der<'static> = key.pair.as_der().unwrap();
         let p8 = pem::encode("PRIVATE KEY", pkcs8.as_ref());
-        assert_eq!(SigningKey::from_private_key_pem(&p8).unwrap().private_key_pem(), pem);
+        assert_eq!(
+            SigningKey::from_private_key_pem(&p8)
+                .unwrap()
+                .private_key_pem(),
+            pem
+        );
 
         // 4096-bit modulus, e = 65537.
         let jwk = key.public_key().jwk();
         assert_eq!(jwk["e"], "AQAB");
-        assert_eq!(URL_SAFE_NO_PAD.decode(jwk["n"].as_str().unwrap()).unwrap().len(), 512);
+        assert_eq!(
+            URL_SAFE_NO_PAD
+                .decode(jwk["n"].as_str().unwrap())
+                .unwrap()
+                .len(),
+            512
+        );
         assert_eq!(key.kid().len(), 43);
         assert!(!format!("{key:?}").contains("PRIVATE"));
     }

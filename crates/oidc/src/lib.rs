@@ -24,6 +24,6 @@ mod pem;
 
 pub use azure_core::credentials::Secret;
 pub use blob::{BlobConfig, BlobPublisher};
-pub use documents::{discovery_document, jwks, DISCOVERY_PATH, JWKS_PATH};
+pub use documents::{DISCOVERY_PATH, JWKS_PATH, discovery_document, jwks};
 pub use error::{Error, Result};
 pub use key::{PublicKey, SigningKey};

@@ -19,18 +19,29 @@ pub(crate) fn encode(label: &str, der: &[u8]) -> String {
 
 /// The first PEM block in `text`: (label, DER).
 pub(crate) fn decode(text: &str) -> Result<(String, Vec<u8>)> {
-    let begin = text.find("-----BEGIN ").ok_or_else(|| Error::Pem("no BEGIN line".into()))?;
+    let begin = text
+        .find("-----BEGIN ")
+        .ok_or_else(|| Error::Pem("no BEGIN line".into()))?;
     let rest = &text[begin + "-----BEGIN ".len()..];
-    let label_end = rest.find("-----").ok_or_else(|| Error::Pem("unterminated BEGIN line".into()))?;
+    let label_end = rest
+        .find("-----")
+        .ok_or_else(|| Error::Pem("unterminated BEGIN line".into()))?;
     let label = rest[..label_end].to_owned();
     let body_start = label_end + "-----".len();
     let end_marker = format!("-----END {label}-----");
-    let end = rest.find(&end_marker).ok_or_else(|| Error::Pem(format!("no END line for {label}")))?;
+    let end = rest
+        .find(&end_marker)
+        .ok_or_else(|| Error::Pem(format!("no END line for {label}")))?;
     if end < body_start {
         return Err(Error::Pem("END before BEGIN".into()));
     }
-    let b64: String = rest[body_start..end].chars().filter(|c| !c.is_ascii_whitespace()).collect();
-    let der = STANDARD.decode(b64).map_err(|e| Error::Pem(format!("bad base64: {e}")))?;
+    let b64: String = rest[body_start..end]
+        .chars()
+        .filter(|c| !c.is_ascii_whitespace())
+        .collect();
+    let der = STANDARD
+        .decode(b64)
+        .map_err(|e| Error::Pem(format!("bad base64: {e}")))?;
     Ok((label, der))
 }
 

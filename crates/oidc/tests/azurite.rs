@@ -5,14 +5,14 @@
 //! through `npx --yes azurite@3.35.0` when that is missing. The tests then read the published
 //! documents anonymously, as Entra does, and verify a service-account-style JWT against them.
 
-
-use hypersaga_oidc::{BlobConfig, BlobPublisher, Secret, SigningKey, DISCOVERY_PATH, JWKS_PATH};
+use hypersaga_oidc::{BlobConfig, BlobPublisher, DISCOVERY_PATH, JWKS_PATH, Secret, SigningKey};
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
 const ACCOUNT: &str = "devstoreaccount1";
-const KEY: &str = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+const KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
 struct Azurite {
     endpoint: String,
@@ -20,8 +20,13 @@ struct Azurite {
 }
 
 async fn start_azurite() -> Azurite {
-    let process = hypersaga_procs::Azurite::start().await.expect("start Azurite (run scripts/setup.sh)");
-    Azurite { endpoint: process.blob_endpoint(), _process: process }
+    let process = hypersaga_procs::Azurite::start()
+        .await
+        .expect("start Azurite (run scripts/setup.sh)");
+    Azurite {
+        endpoint: process.blob_endpoint(),
+        _process: process,
+    }
 }
 
 fn publisher(az: &Azurite) -> BlobPublisher {
@@ -47,23 +52,46 @@ async fn publishes_issuer_that_verifies_tokens() {
     let publisher = publisher(&az);
     let key = SigningKey::generate().unwrap();
 
-    let issuer = publisher.publish_issuer("tenant-a", &[key.public_key()]).await.unwrap();
+    let issuer = publisher
+        .publish_issuer("tenant-a", &[key.public_key()])
+        .await
+        .unwrap();
     assert_eq!(issuer, format!("{}/tenant-a", az.endpoint));
     // Idempotent re-publish (container exists, blobs overwritten).
-    assert_eq!(publisher.publish_issuer("tenant-a", &[key.public_key()]).await.unwrap(), issuer);
+    assert_eq!(
+        publisher
+            .publish_issuer("tenant-a", &[key.public_key()])
+            .await
+            .unwrap(),
+        issuer
+    );
 
     // Anonymous reads, as Entra does them.
     let http = reqwest::Client::new();
-    let discovery = http.get(format!("{issuer}/{DISCOVERY_PATH}")).send().await.unwrap();
+    let discovery = http
+        .get(format!("{issuer}/{DISCOVERY_PATH}"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(discovery.status(), 200);
     assert_eq!(discovery.headers()["content-type"], "application/json");
     let discovery: serde_json::Value = discovery.json().await.unwrap();
     assert_eq!(discovery["issuer"], issuer.as_str());
     assert_eq!(discovery["jwks_uri"], format!("{issuer}/{JWKS_PATH}"));
-    assert_eq!(discovery["id_token_signing_alg_values_supported"], serde_json::json!(["RS256"]));
+    assert_eq!(
+        discovery["id_token_signing_alg_values_supported"],
+        serde_json::json!(["RS256"])
+    );
 
     let jwks_url = discovery["jwks_uri"].as_str().unwrap();
-    let jwks: JwkSet = http.get(jwks_url).send().await.unwrap().json().await.unwrap();
+    let jwks: JwkSet = http
+        .get(jwks_url)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(jwks.keys.len(), 1);
 
     // A token signed with the key verifies against the published JWKS, found by kid.
@@ -75,50 +103,98 @@ async fn publishes_issuer_that_verifies_tokens() {
         aud: "openshift".into(),
         exp: 4_000_000_000,
     };
-    let token = jsonwebtoken::encode(&header, &claims, &EncodingKey::from_rsa_pem(key.private_key_pem().as_bytes()).unwrap())
-        .unwrap();
+    let token = jsonwebtoken::encode(
+        &header,
+        &claims,
+        &EncodingKey::from_rsa_pem(key.private_key_pem().as_bytes()).unwrap(),
+    )
+    .unwrap();
     let kid = jsonwebtoken::decode_header(&token).unwrap().kid.unwrap();
     let jwk = jwks.find(&kid).expect("kid published");
     let mut validation = Validation::new(Algorithm::RS256);
     validation.set_issuer(&[issuer.as_str()]);
     validation.set_audience(&["openshift"]);
-    let decoded = jsonwebtoken::decode::<Claims>(&token, &DecodingKey::from_jwk(jwk).unwrap(), &validation).unwrap();
+    let decoded =
+        jsonwebtoken::decode::<Claims>(&token, &DecodingKey::from_jwk(jwk).unwrap(), &validation)
+            .unwrap();
     assert_eq!(decoded.claims.sub, "system:serviceaccount:ns:sa");
 
     // A token from another key does not verify.
     let other = SigningKey::generate().unwrap();
-    let forged =
-        jsonwebtoken::encode(&header, &claims, &EncodingKey::from_rsa_pem(other.private_key_pem().as_bytes()).unwrap())
-            .unwrap();
-    assert!(jsonwebtoken::decode::<Claims>(&forged, &DecodingKey::from_jwk(jwk).unwrap(), &validation).is_err());
+    let forged = jsonwebtoken::encode(
+        &header,
+        &claims,
+        &EncodingKey::from_rsa_pem(other.private_key_pem().as_bytes()).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        jsonwebtoken::decode::<Claims>(&forged, &DecodingKey::from_jwk(jwk).unwrap(), &validation)
+            .is_err()
+    );
 
     // Anonymous listing of the issuer container is refused (access level `blob`).
-    let list = http.get(format!("{issuer}?restype=container&comp=list")).send().await.unwrap();
-    assert!(list.status().is_client_error(), "listing answered {}", list.status());
+    let list = http
+        .get(format!("{issuer}?restype=container&comp=list"))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        list.status().is_client_error(),
+        "listing answered {}",
+        list.status()
+    );
 }
 
 #[tokio::test]
 async fn signing_keys_round_trip_in_a_private_container() {
     let az = start_azurite().await;
     let publisher = publisher(&az);
-    assert!(publisher.load_signing_key("tenant-b").await.unwrap().is_none());
+    assert!(
+        publisher
+            .load_signing_key("tenant-b")
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     let key = SigningKey::generate().unwrap();
     publisher.store_signing_key("tenant-b", &key).await.unwrap();
     publisher.store_signing_key("tenant-b", &key).await.unwrap();
-    let loaded = publisher.load_signing_key("tenant-b").await.unwrap().expect("stored key");
+    let loaded = publisher
+        .load_signing_key("tenant-b")
+        .await
+        .unwrap()
+        .expect("stored key");
     assert_eq!(loaded.kid(), key.kid());
     assert_eq!(loaded.private_key_pem(), key.private_key_pem());
 
     // Anonymous read of the private container is refused.
-    let url = format!("{}/{}/tenant-b/sa-signer.key", az.endpoint, BlobPublisher::KEY_CONTAINER);
+    let url = format!(
+        "{}/{}/tenant-b/sa-signer.key",
+        az.endpoint,
+        BlobPublisher::KEY_CONTAINER
+    );
     let anon = reqwest::get(url).await.unwrap();
-    assert!(anon.status().is_client_error(), "anonymous read answered {}", anon.status());
+    assert!(
+        anon.status().is_client_error(),
+        "anonymous read answered {}",
+        anon.status()
+    );
 
     // The private container cannot be "ensured" public by mistake, nor the reverse.
-    assert!(publisher.ensure_public_container(BlobPublisher::KEY_CONTAINER).await.is_err());
+    assert!(
+        publisher
+            .ensure_public_container(BlobPublisher::KEY_CONTAINER)
+            .await
+            .is_err()
+    );
     publisher.ensure_public_container("issuer-c").await.unwrap();
-    assert!(publisher.ensure_private_container("issuer-c").await.is_err());
+    assert!(
+        publisher
+            .ensure_private_container("issuer-c")
+            .await
+            .is_err()
+    );
 
     // A wrong account key is refused by the service.
     let wrong = BlobPublisher::new(BlobConfig {
@@ -127,7 +203,10 @@ async fn signing_keys_round_trip_in_a_private_container() {
         account_key: Secret::new("d3Jvbmcga2V5"),
     })
     .unwrap();
-    let err = wrong.put_blob("issuer-c", "x", b"x".to_vec(), "text/plain").await.unwrap_err();
+    let err = wrong
+        .put_blob("issuer-c", "x", b"x".to_vec(), "text/plain")
+        .await
+        .unwrap_err();
     assert_eq!(err_status(&err), Some(403), "{err}");
 }
 
@@ -144,13 +223,47 @@ async fn signing_key_creation_is_first_writer_wins() {
     let publisher = publisher(&az);
     let first = SigningKey::generate().unwrap();
     let second = SigningKey::generate().unwrap();
-    assert!(publisher.create_signing_key("tenant-r", &first).await.unwrap());
-    assert!(!publisher.create_signing_key("tenant-r", &second).await.unwrap(), "second writer must lose");
-    let loaded = publisher.load_signing_key("tenant-r").await.unwrap().expect("stored key");
+    assert!(
+        publisher
+            .create_signing_key("tenant-r", &first)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !publisher
+            .create_signing_key("tenant-r", &second)
+            .await
+            .unwrap(),
+        "second writer must lose"
+    );
+    let loaded = publisher
+        .load_signing_key("tenant-r")
+        .await
+        .unwrap()
+        .expect("stored key");
     assert_eq!(loaded.kid(), first.kid());
-    assert!(publisher.create_blob("issuer-r", "x", b"1".to_vec(), "text/plain").await.is_err(), "no container yet");
+    assert!(
+        publisher
+            .create_blob("issuer-r", "x", b"1".to_vec(), "text/plain")
+            .await
+            .is_err(),
+        "no container yet"
+    );
     publisher.ensure_public_container("issuer-r").await.unwrap();
-    assert!(publisher.create_blob("issuer-r", "x", b"1".to_vec(), "text/plain").await.unwrap());
-    assert!(!publisher.create_blob("issuer-r", "x", b"2".to_vec(), "text/plain").await.unwrap());
-    assert_eq!(publisher.get_blob("issuer-r", "x").await.unwrap().unwrap(), b"1");
+    assert!(
+        publisher
+            .create_blob("issuer-r", "x", b"1".to_vec(), "text/plain")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !publisher
+            .create_blob("issuer-r", "x", b"2".to_vec(), "text/plain")
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        publisher.get_blob("issuer-r", "x").await.unwrap().unwrap(),
+        b"1"
+    );
 }

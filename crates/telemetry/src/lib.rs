@@ -29,18 +29,29 @@ impl TraceParent {
     /// Starts a new trace (a new operation).
     pub fn new_root() -> Self {
         let mut rng = rand::rng();
-        Self { trace_id: rng.random(), span_id: rng.random(), sampled: true }
+        Self {
+            trace_id: rng.random(),
+            span_id: rng.random(),
+            sampled: true,
+        }
     }
 
     /// A new span id in the same trace, for the next hop.
     pub fn child(&self) -> Self {
-        Self { span_id: rand::rng().random(), ..*self }
+        Self {
+            span_id: rand::rng().random(),
+            ..*self
+        }
     }
 
     /// A new span in the trace `trace_id` (32 hex digits), e.g. a saga's stored trace.
     pub fn with_trace_id(trace_id: &str) -> Self {
         match hex(trace_id).and_then(|v| <[u8; 16]>::try_from(v).ok()) {
-            Some(id) if id != [0; 16] => Self { trace_id: id, span_id: rand::rng().random(), sampled: true },
+            Some(id) if id != [0; 16] => Self {
+                trace_id: id,
+                span_id: rand::rng().random(),
+                sampled: true,
+            },
             _ => Self::new_root(),
         }
     }
@@ -52,18 +63,29 @@ impl TraceParent {
         if parts.len() != 4 || parts[0] != "00" {
             return Err(bad());
         }
-        let trace_id: [u8; 16] = hex(parts[1]).and_then(|v| v.try_into().ok()).ok_or_else(bad)?;
-        let span_id: [u8; 8] = hex(parts[2]).and_then(|v| v.try_into().ok()).ok_or_else(bad)?;
-        let flags = hex(parts[3]).and_then(|v| v.first().copied()).ok_or_else(bad)?;
+        let trace_id: [u8; 16] = hex(parts[1])
+            .and_then(|v| v.try_into().ok())
+            .ok_or_else(bad)?;
+        let span_id: [u8; 8] = hex(parts[2])
+            .and_then(|v| v.try_into().ok())
+            .ok_or_else(bad)?;
+        let flags = hex(parts[3])
+            .and_then(|v| v.first().copied())
+            .ok_or_else(bad)?;
         if trace_id == [0; 16] || span_id == [0; 8] {
             return Err(bad());
         }
-        Ok(Self { trace_id, span_id, sampled: flags & 1 == 1 })
+        Ok(Self {
+            trace_id,
+            span_id,
+            sampled: flags & 1 == 1,
+        })
     }
 
     /// Parses, or starts a new trace when the header is absent or malformed.
     pub fn parse_or_new(s: Option<&str>) -> Self {
-        s.and_then(|s| Self::parse(s).ok()).unwrap_or_else(Self::new_root)
+        s.and_then(|s| Self::parse(s).ok())
+            .unwrap_or_else(Self::new_root)
     }
 
     /// The trace id as 32 lower-case hex digits.
@@ -74,7 +96,13 @@ impl TraceParent {
 
 impl fmt::Display for TraceParent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "00-{}-{}-{:02x}", to_hex(&self.trace_id), to_hex(&self.span_id), u8::from(self.sampled))
+        write!(
+            f,
+            "00-{}-{}-{:02x}",
+            to_hex(&self.trace_id),
+            to_hex(&self.span_id),
+            u8::from(self.sampled)
+        )
     }
 }
 
@@ -83,10 +111,17 @@ fn to_hex(b: &[u8]) -> String {
 }
 
 fn hex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) || !s.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()) {
+    if !s.len().is_multiple_of(2)
+        || !s
+            .bytes()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+    {
         return None;
     }
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok()).collect()
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
+        .collect()
 }
 
 /// Log output format.
@@ -132,10 +167,16 @@ mod tests {
 
     #[test]
     fn rejects_malformed_headers() {
-        for bad in ["", "00-xyz-abc-01", "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-                    "00-00000000000000000000000000000000-00f067aa0ba902b7-01"] {
+        for bad in [
+            "",
+            "00-xyz-abc-01",
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+        ] {
             assert!(TraceParent::parse(bad).is_err(), "{bad}");
         }
-        assert!(TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").is_ok());
+        assert!(
+            TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").is_ok()
+        );
     }
 }

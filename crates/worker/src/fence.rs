@@ -1,9 +1,12 @@
-//! Fencing: before running a command, check that the saga still wants exactly this attempt.
+//! Fencing: before (and while) running a command, check that the saga still wants exactly
+//! this dispatch of the step.
 //!
 //! A command can arrive late — redelivered after its replica died, republished from an outbox
-//! after JetStream's de-duplication window, or delivered again after its result was already
-//! applied. Running it then could recreate what the saga has since undone. The coordinator
-//! writes the saga *before* it publishes a command, so the saga record is the authority.
+//! after JetStream's de-duplication window, delivered again after its result was applied, or
+//! superseded by a re-dispatch after its lease ran out. Running it then could recreate what
+//! the saga has since undone. The coordinator writes the saga *before* it publishes a command,
+//! so the saga record is the authority — unless the record we read is older than the command
+//! (a replica that lags its leader): then the answer is "ask again later", not "drop".
 
 use async_nats::jetstream::kv;
 use hypersaga_bus::subjects::saga_key;
@@ -23,7 +26,8 @@ struct StepFence {
     id: String,
     state: StepState,
     action: Action,
-    attempts: u32,
+    #[serde(default)]
+    fence: u64,
 }
 
 /// Where a command belongs, readable even when the rest of it is not.
@@ -35,19 +39,96 @@ pub(crate) struct CommandAddress {
     pub step: String,
     pub action: Action,
     pub attempt: u32,
+    #[serde(default)]
+    pub fence: u64,
 }
 
-/// Whether `cmd` is the attempt its saga is waiting for.
-pub(crate) async fn still_wanted(sagas: &kv::Store, cmd: &StepCommand) -> Result<bool, String> {
-    let entry = sagas.entry(saga_key(&cmd.tenant, &cmd.saga_id)).await.map_err(|e| e.to_string())?;
+/// What the saga record says of a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// The saga waits for exactly this dispatch: run it.
+    Current,
+    /// The saga has moved on (a newer dispatch, the step done or undone, the saga gone): drop it.
+    MovedOn,
+    /// The record read is older than the command: look again later.
+    Behind,
+}
+
+/// Reads the saga record and judges `cmd` against it.
+pub(crate) async fn check(sagas: &kv::Store, cmd: &StepCommand) -> Result<Verdict, String> {
+    let entry = sagas
+        .entry(saga_key(&cmd.tenant, &cmd.saga_id))
+        .await
+        .map_err(|e| e.to_string())?;
     let Some(entry) = entry.filter(|e| e.operation == kv::Operation::Put) else {
-        return Ok(false);
+        return Ok(Verdict::MovedOn);
     };
     let saga: SagaSteps = serde_json::from_slice(&entry.value).map_err(|e| e.to_string())?;
-    Ok(saga.steps.iter().any(|s| {
-        s.id == cmd.step
-            && s.action == cmd.action
-            && s.attempts == cmd.attempt
-            && matches!(s.state, StepState::Running | StepState::Compensating)
-    }))
+    let Some(step) = saga.steps.iter().find(|s| s.id == cmd.step) else {
+        return Ok(Verdict::MovedOn);
+    };
+    Ok(judge(step, cmd.action, cmd.fence))
+}
+
+fn judge(step: &StepFence, action: Action, fence: u64) -> Verdict {
+    if step.fence < fence {
+        Verdict::Behind
+    } else if step.fence == fence
+        && step.action == action
+        && matches!(step.state, StepState::Running | StepState::Compensating)
+    {
+        Verdict::Current
+    } else {
+        Verdict::MovedOn
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(state: StepState, action: Action, fence: u64) -> StepFence {
+        StepFence {
+            id: "network.vnet".into(),
+            state,
+            action,
+            fence,
+        }
+    }
+
+    #[test]
+    fn verdicts() {
+        assert_eq!(
+            judge(&step(StepState::Running, Action::Do, 3), Action::Do, 3),
+            Verdict::Current
+        );
+        assert_eq!(
+            judge(&step(StepState::Running, Action::Do, 4), Action::Do, 3),
+            Verdict::MovedOn,
+            "re-dispatched"
+        );
+        assert_eq!(
+            judge(&step(StepState::Running, Action::Do, 2), Action::Do, 3),
+            Verdict::Behind,
+            "record lags"
+        );
+        assert_eq!(
+            judge(&step(StepState::Succeeded, Action::Do, 3), Action::Do, 3),
+            Verdict::MovedOn,
+            "already applied"
+        );
+        assert_eq!(
+            judge(
+                &step(StepState::Compensating, Action::Undo, 3),
+                Action::Do,
+                3
+            ),
+            Verdict::MovedOn
+        );
+        assert_eq!(
+            judge(&step(StepState::Failed, Action::Do, 3), Action::Do, 3),
+            Verdict::MovedOn,
+            "paused or taken back"
+        );
+    }
 }

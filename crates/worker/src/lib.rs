@@ -2,20 +2,28 @@
 //!
 //! A service is a [`StepHandler`]; this crate runs it: it pulls the service's commands from a
 //! durable JetStream consumer that all replicas of the service share, holds back retries until
-//! their `not_before` (NAK with delay: the wait lives in JetStream, not in a timer here), keeps
-//! long steps alive with in-progress acks, publishes the result as a completion event and only
+//! their `not_before` (NAK with delay: the wait lives in JetStream, not in a timer here), runs
+//! a command only while the saga record names its fence, heartbeats while the handler works
+//! (renewing both JetStream's ack wait and the coordinator's lease, and stopping the handler
+//! if the saga has taken the step back), publishes the result as a completion event and only
 //! then acknowledges the command. A replica killed mid-step loses nothing: the unacknowledged
 //! command is redelivered to another replica after the ack wait, and the handler, idempotent
 //! by contract, finds and adopts what the first attempt created.
+//!
+//! A handler never sits waiting on Azure or HyperShift: it answers [`StepResult::Wait`] and
+//! the saga sends a re-check later, so a slot only ever does work.
 #![forbid(unsafe_code)]
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_nats::jetstream::{AckKind, kv};
 use async_nats::jetstream::consumer::{AckPolicy, pull};
+use async_nats::jetstream::{AckKind, kv};
 use futures::StreamExt;
-use hypersaga_bus::{Bus, CMD_STREAM, Outcome, Outputs, StepCommand, StepError, StepEvent, trace_of};
+use hypersaga_bus::{
+    Bus, CMD_STREAM, Outcome, Outputs, StepCommand, StepError, StepEvent, trace_of,
+};
+use serde_json::Value;
 use time::OffsetDateTime;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -30,7 +38,38 @@ mod fence;
 /// can be delivered more than once (a replica dying after the work but before the ack).
 #[async_trait::async_trait]
 pub trait StepHandler: Send + Sync + 'static {
-    async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<Outputs, StepError>;
+    async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError>;
+}
+
+/// How far a handler got.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StepResult {
+    /// The step is done; these are its outputs.
+    Done(Outputs),
+    /// Nothing to do but wait (an ARM operation running, a HostedCluster not yet
+    /// `Available`): check again after `recheck_after`, handing `memo` back in the command.
+    Wait {
+        message: String,
+        recheck_after: Duration,
+        memo: Value,
+    },
+}
+
+impl StepResult {
+    /// A wait with nothing to remember between checks.
+    pub fn wait(message: impl Into<String>, recheck_after: Duration) -> Self {
+        Self::Wait {
+            message: message.into(),
+            recheck_after,
+            memo: Value::Null,
+        }
+    }
+}
+
+impl From<Outputs> for StepResult {
+    fn from(outputs: Outputs) -> Self {
+        Self::Done(outputs)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -56,29 +95,62 @@ pub struct WorkerOptions {
     pub drain_grace: Duration,
 }
 
-/// Lets a handler say what it is waiting on; shown to users on the step while it runs.
+/// Lets a handler say what it is waiting on; shown to users on the step while it runs. The
+/// latest note is also what the heartbeat repeats.
 pub struct Progress {
     bus: Bus,
     cmd: StepCommand,
     trace: hypersaga_telemetry::TraceParent,
+    last: std::sync::Mutex<String>,
 }
 
 impl Progress {
     /// Publishes a progress note (best effort: a lost note never fails the step).
     pub async fn note(&self, message: impl Into<String>) {
-        let event = StepEvent::new(&self.cmd, Outcome::Progress { message: message.into() });
-        let subject = self.bus.subjects().evt(&self.cmd.tenant, self.cmd.service());
-        if let Err(e) = self.bus.publish_json(&subject, &event.msg_id(), &self.trace, &event).await {
+        let message = message.into();
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = message.clone();
+        self.publish(message).await;
+    }
+
+    /// Renews the step's lease with the coordinator, repeating the latest note.
+    async fn heartbeat(&self) {
+        let message = self.last.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        self.publish(message).await;
+    }
+
+    async fn publish(&self, message: String) {
+        let event = StepEvent::new(&self.cmd, Outcome::Progress { message });
+        let subject = self
+            .bus
+            .subjects()
+            .evt(&self.cmd.tenant, self.cmd.service());
+        if let Err(e) = self
+            .bus
+            .publish_json(&subject, &event.msg_id(), &self.trace, &event)
+            .await
+        {
             warn!(error = %e, "could not publish progress");
         }
     }
 }
 
 /// Runs the worker until `shutdown`, then lets in-flight steps finish within the grace period.
-pub async fn run(bus: Bus, handler: Arc<dyn StepHandler>, opts: WorkerOptions, shutdown: CancellationToken) -> Result<()> {
+pub async fn run(
+    bus: Bus,
+    handler: Arc<dyn StepHandler>,
+    opts: WorkerOptions,
+    shutdown: CancellationToken,
+) -> Result<()> {
     let name = format!("svc-{}", opts.service);
-    let err = |e: &dyn std::fmt::Display| Error::Consumer { consumer: name.clone(), message: e.to_string() };
-    let stream = bus.jetstream().get_stream(CMD_STREAM).await.map_err(|e| err(&e))?;
+    let err = |e: &dyn std::fmt::Display| Error::Consumer {
+        consumer: name.clone(),
+        message: e.to_string(),
+    };
+    let stream = bus
+        .jetstream()
+        .get_stream(CMD_STREAM)
+        .await
+        .map_err(|e| err(&e))?;
     let consumer = stream
         .get_or_create_consumer(
             &name,
@@ -135,7 +207,8 @@ pub async fn run(bus: Bus, handler: Arc<dyn StepHandler>, opts: WorkerOptions, s
                 Some(Err(e)) => warn!(error = %e, "pull failed"),
                 Some(Ok(msg)) => {
                     let Some(permit) = slots.pop() else { break };
-                    let (bus, sagas, handler, ack_wait) = (bus.clone(), sagas.clone(), handler.clone(), opts.ack_wait);
+                    let (bus, sagas, handler, ack_wait) =
+                        (bus.clone(), sagas.clone(), handler.clone(), opts.ack_wait);
                     tasks.spawn(async move {
                         handle(bus, sagas, handler, msg, ack_wait).await;
                         drop(permit);
@@ -146,14 +219,23 @@ pub async fn run(bus: Bus, handler: Arc<dyn StepHandler>, opts: WorkerOptions, s
         while tasks.try_join_next().is_some() {}
     }
     info!(in_flight = tasks.len(), "draining");
-    let drained = tokio::time::timeout(opts.drain_grace, async { while tasks.join_next().await.is_some() {} }).await;
+    let drained = tokio::time::timeout(opts.drain_grace, async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
     if drained.is_err() {
         warn!("drain grace elapsed; unfinished steps will be redelivered to another replica");
     }
     Ok(())
 }
 
-async fn handle(bus: Bus, sagas: kv::Store, handler: Arc<dyn StepHandler>, msg: async_nats::jetstream::Message, ack_wait: Duration) {
+async fn handle(
+    bus: Bus,
+    sagas: kv::Store,
+    handler: Arc<dyn StepHandler>,
+    msg: async_nats::jetstream::Message,
+    ack_wait: Duration,
+) {
     let trace = trace_of(msg.headers.as_ref());
     let cmd: StepCommand = match serde_json::from_slice(&msg.payload) {
         Ok(c) => c,
@@ -164,20 +246,31 @@ async fn handle(bus: Bus, sagas: kv::Store, handler: Arc<dyn StepHandler>, msg: 
     };
     let now = OffsetDateTime::now_utc();
     if let Some(not_before) = cmd.not_before.filter(|t| *t > now) {
-        let wait = (not_before - now).try_into().unwrap_or(Duration::from_secs(1));
+        let wait = (not_before - now)
+            .try_into()
+            .unwrap_or(Duration::from_secs(1));
         let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
         return;
     }
-    match fence::still_wanted(&sagas, &cmd).await {
-        Ok(true) => {}
-        Ok(false) => {
-            info!(saga = %cmd.saga_id, step = %cmd.step, attempt = cmd.attempt, "command is stale (the saga moved on); dropping it");
+    match fence::check(&sagas, &cmd).await {
+        Ok(fence::Verdict::Current) => {}
+        Ok(fence::Verdict::MovedOn) => {
+            info!(saga = %cmd.saga_id, step = %cmd.step, fence = cmd.fence, "command is stale (the saga moved on); dropping it");
             let _ = msg.double_ack().await;
+            return;
+        }
+        Ok(fence::Verdict::Behind) => {
+            info!(saga = %cmd.saga_id, step = %cmd.step, fence = cmd.fence, "the saga record read lags this command; retrying shortly");
+            let _ = msg
+                .ack_with(AckKind::Nak(Some(Duration::from_millis(500))))
+                .await;
             return;
         }
         Err(e) => {
             warn!(error = %e, "cannot read the saga to check the command; retrying later");
-            let _ = msg.ack_with(AckKind::Nak(Some(Duration::from_secs(1)))).await;
+            let _ = msg
+                .ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
+                .await;
             return;
         }
     }
@@ -190,35 +283,52 @@ async fn handle(bus: Bus, sagas: kv::Store, handler: Arc<dyn StepHandler>, msg: 
         step = %cmd.step,
         action = cmd.action.as_str(),
         attempt = cmd.attempt,
+        fence = cmd.fence,
         delivery = delivered,
+        recheck = cmd.is_recheck(),
         trace_id = %trace.trace_id(),
         outcome = field::Empty,
     );
     async move {
-        let progress = Progress { bus: bus.clone(), cmd: cmd.clone(), trace };
-        // Keep the command ours while the step runs (long Azure operations, waiting for a
-        // HostedCluster to become Available).
+        let progress = Progress { bus: bus.clone(), cmd: cmd.clone(), trace: trace.clone(), last: std::sync::Mutex::new(String::new()) };
+        // While the handler works: keep the command ours in JetStream, renew the coordinator's
+        // lease, and stop if the saga has taken the step back (our lease is lost).
+        let beat = Duration::from_millis(cmd.lease_ms.max(300) / 3).min(ack_wait / 3);
         let heartbeat = async {
-            let mut tick = tokio::time::interval(ack_wait / 3);
+            let mut tick = tokio::time::interval(beat);
             tick.tick().await;
             loop {
                 tick.tick().await;
                 let _ = msg.ack_with(AckKind::Progress).await;
+                if let Ok(fence::Verdict::MovedOn) = fence::check(&sagas, &cmd).await {
+                    return;
+                }
+                progress.heartbeat().await;
             }
         };
         let result = tokio::select! {
             r = handler.run(&cmd, &progress) => r,
-            _ = heartbeat => unreachable_heartbeat(),
+            () = heartbeat => {
+                warn!("the saga took this step back (lease lost); stopping the handler");
+                tracing::Span::current().record("outcome", "lease_lost");
+                let _ = msg.double_ack().await;
+                return;
+            }
         };
         let outcome = match result {
-            Ok(outputs) => {
+            Ok(StepResult::Done(outputs)) => {
                 tracing::Span::current().record("outcome", "succeeded");
                 info!("step succeeded");
                 Outcome::Succeeded { outputs }
             }
+            Ok(StepResult::Wait { message, recheck_after, memo }) => {
+                tracing::Span::current().record("outcome", "waiting");
+                info!(%message, recheck_after_ms = recheck_after.as_millis() as u64, "step waiting");
+                Outcome::Waiting { message, recheck_after_ms: u64::try_from(recheck_after.as_millis()).unwrap_or(u64::MAX), memo }
+            }
             Err(error) => {
-                tracing::Span::current().record("outcome", if error.is_retryable() { "retryable" } else { "terminal" });
-                warn!(%error, retryable = error.is_retryable(), "step failed");
+                tracing::Span::current().record("outcome", if error.throttled { "throttled" } else if error.is_retryable() { "retryable" } else { "terminal" });
+                warn!(%error, retryable = error.is_retryable(), throttled = error.throttled, "step failed");
                 Outcome::Failed { error }
             }
         };
@@ -240,7 +350,12 @@ async fn handle(bus: Bus, sagas: kv::Store, handler: Arc<dyn StepHandler>, msg: 
 /// A command that does not decode is reported as a terminal failure of its step when at least
 /// its address can be read, so the saga compensates instead of waiting forever; otherwise it is
 /// terminated (and the coordinator's deadline takes over).
-async fn reject_undecodable(bus: &Bus, msg: &async_nats::jetstream::Message, trace: &hypersaga_telemetry::TraceParent, e: &serde_json::Error) {
+async fn reject_undecodable(
+    bus: &Bus,
+    msg: &async_nats::jetstream::Message,
+    trace: &hypersaga_telemetry::TraceParent,
+    e: &serde_json::Error,
+) {
     warn!(subject = %msg.subject, error = %e, "undecodable command");
     if let Ok(h) = serde_json::from_slice::<fence::CommandAddress>(&msg.payload) {
         let event = StepEvent {
@@ -251,19 +366,27 @@ async fn reject_undecodable(bus: &Bus, msg: &async_nats::jetstream::Message, tra
             step: h.step,
             action: h.action,
             attempt: h.attempt,
-            outcome: Outcome::Failed { error: StepError::terminal("UndecodableCommand", format!("the command could not be read: {e}")) },
+            fence: h.fence,
+            outcome: Outcome::Failed {
+                error: StepError::terminal(
+                    "UndecodableCommand",
+                    format!("the command could not be read: {e}"),
+                ),
+            },
             time: OffsetDateTime::now_utc(),
         };
         let service = event.step.split('.').next().unwrap_or_default().to_owned();
         let subject = bus.subjects().evt(&event.tenant, &service);
-        if bus.publish_json(&subject, &event.msg_id(), trace, &event).await.is_err() {
-            let _ = msg.ack_with(AckKind::Nak(Some(Duration::from_secs(1)))).await;
+        if bus
+            .publish_json(&subject, &event.msg_id(), trace, &event)
+            .await
+            .is_err()
+        {
+            let _ = msg
+                .ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
+                .await;
             return;
         }
     }
     let _ = msg.ack_with(AckKind::Term).await;
-}
-
-fn unreachable_heartbeat() -> Result<Outputs, StepError> {
-    Err(StepError::retryable("InternalError", "heartbeat loop ended"))
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header, request::Parts};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header, request::Parts};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
@@ -15,14 +15,66 @@ use crate::Emulator;
 use crate::errors::{ArmError, Result};
 use crate::path::{self, OpView, ResourceRef, Target};
 use crate::store::{self, OpKind, Operation, Pending, Store, StoredResource};
-use crate::throttle::{Draw, OpClass};
+use crate::throttle::{Draw, OpClass, Remaining, Scope};
 use crate::types::{
     DeleteShape, FillCtx, LocationRule, OperationUrls, PutCheck, PutShape, ResourceType, Storage,
 };
 
-/// Response extension naming the resource type, read by the request recorder.
+/// Response extension naming the resource type and subscription, read by the request
+/// recorder (its presence is also what marks an answer as ARM's rather than Entra's).
 #[derive(Clone)]
-pub(crate) struct TypeTag(pub String);
+pub(crate) struct TypeTag {
+    pub type_name: String,
+    pub subscription: Option<String>,
+}
+
+/// The `x-ms-ratelimit-remaining-subscription-*` values an answer carries: only the request's
+/// class, as ARM does. Filled as far as the pipeline got — an unauthenticated request has no
+/// principal bucket to report, a path without a subscription has no bucket at all.
+#[derive(Default)]
+struct RateHeaders {
+    class: Option<OpClass>,
+    principal: Option<u64>,
+    global: Option<u64>,
+}
+
+impl RateHeaders {
+    fn new(class: OpClass, r: Remaining) -> Self {
+        Self {
+            class: Some(class),
+            principal: Some(r.principal),
+            global: r.global,
+        }
+    }
+
+    fn apply(&self, headers: &mut HeaderMap) {
+        let Some(class) = self.class else {
+            return;
+        };
+        if let Some(n) = self.principal {
+            headers.insert(class.header(), HeaderValue::from(n));
+        }
+        if let Some(n) = self.global {
+            headers.insert(class.global_header(), HeaderValue::from(n));
+        }
+    }
+}
+
+/// `x-ms-routing-request-id`: `<REGION>:<yyyyMMddTHHmmssZ>:<uuid>`, which ARM support asks
+/// for and which tells a client which regional instance (hence which buckets) answered.
+fn routing_request_id(region: &str, now: OffsetDateTime) -> String {
+    format!(
+        "{}:{:04}{:02}{:02}T{:02}{:02}{:02}Z:{}",
+        crate::throttle::region_key(region).to_ascii_uppercase(),
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        uuid::Uuid::new_v4()
+    )
+}
 
 /// Per-request facts the handlers need.
 struct Ctx<'a> {
@@ -49,7 +101,8 @@ fn base_url(parts: &Parts) -> String {
 /// Fallback handler for every ARM path.
 pub(crate) async fn handle(State(emu): State<Emulator>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    let mut remaining: Option<(&'static str, u64)> = None;
+    let mut rate = RateHeaders::default();
+    let mut subscription = None;
     let (type_name, result) = match axum::body::to_bytes(body, 8 * 1024 * 1024).await {
         Err(_) => (
             "-".to_owned(),
@@ -61,19 +114,25 @@ pub(crate) async fn handle(State(emu): State<Emulator>, req: Request) -> Respons
         Ok(bytes) => match path::parse(parts.uri.path()) {
             Err(e) => ("-".to_owned(), Err(e)),
             Ok(target) => {
+                subscription = Some(target.subscription().to_owned());
                 let t = target.type_name();
-                (
-                    t,
-                    process(&emu, &parts, &target, &bytes, &mut remaining).await,
-                )
+                (t, process(&emu, &parts, &target, &bytes, &mut rate).await)
             }
         },
     };
     let mut resp = result.unwrap_or_else(IntoResponse::into_response);
-    if let Some((name, n)) = remaining {
-        resp.headers_mut().insert(name, HeaderValue::from(n));
+    let headers = resp.headers_mut();
+    rate.apply(headers);
+    if let Ok(v) = HeaderValue::from_str(&routing_request_id(
+        &emu.config().region,
+        OffsetDateTime::now_utc(),
+    )) {
+        headers.insert("x-ms-routing-request-id", v);
     }
-    resp.extensions_mut().insert(TypeTag(type_name));
+    resp.extensions_mut().insert(TypeTag {
+        type_name,
+        subscription,
+    });
     resp
 }
 
@@ -91,23 +150,60 @@ async fn process(
     parts: &Parts,
     target: &Target,
     body: &Bytes,
-    remaining: &mut Option<(&'static str, u64)>,
+    rate: &mut RateHeaders,
 ) -> Result<Response> {
-    let claims = emu.authenticate(&parts.headers)?;
     let sub = target.subscription();
-    emu.authorize(
+    let class = OpClass::from_method(&parts.method);
+    let region = emu.config().region.as_str();
+    let claims = match emu.authenticate(&parts.headers) {
+        Ok(c) => c,
+        Err(e) => {
+            // No verified principal, so only the subscription's shared bucket can be reported.
+            let global = emu
+                .lock()
+                .throttle
+                .peek_global(sub, region, class, Instant::now());
+            *rate = RateHeaders {
+                class: Some(class),
+                principal: None,
+                global,
+            };
+            return Err(e);
+        }
+    };
+    // ARM keys the caller's bucket on the principal's object id, the "actor" of its 429s.
+    let scope = Scope {
+        subscription: sub,
+        principal: &claims.oid,
+        region,
+    };
+    if let Err(e) = emu.authorize(
         &claims,
         sub,
         &action(&parts.method, target),
         parts.uri.path(),
-    )?;
+    ) {
+        // Refused before reaching the buckets: report them, take nothing.
+        *rate = RateHeaders::new(
+            class,
+            emu.lock().throttle.peek(scope, class, Instant::now()),
+        );
+        return Err(e);
+    }
 
-    let class = OpClass::from_method(&parts.method);
-    match emu.lock().throttle.draw(sub, class, Instant::now()) {
-        Draw::Allowed(n) => *remaining = Some((class.header(), n)),
-        Draw::Throttled(secs) => {
-            *remaining = Some((class.header(), 0));
-            return Err(ArmError::throttled(class.noun(), sub, secs));
+    match emu.lock().throttle.draw(scope, class, Instant::now()) {
+        Draw::Allowed(r) => *rate = RateHeaders::new(class, r),
+        Draw::Throttled {
+            retry_after,
+            remaining,
+        } => {
+            *rate = RateHeaders::new(class, remaining);
+            return Err(ArmError::subscription_throttled(
+                class.noun(),
+                sub,
+                &claims.oid,
+                retry_after,
+            ));
         }
     }
 
@@ -361,7 +457,9 @@ fn start_op(
     let status_url = status_path.as_ref().map(|p| format!("{}{p}{q}", ctx.base));
     let result_url = result_path.as_ref().map(|p| format!("{}{p}{q}", ctx.base));
     let done_at = ctx.now + duration;
-    let retry_after = (r.rtype.delete == DeleteShape::ResourceGroup).then(|| ctx.emu.config().latency.retry_after(15)).flatten();
+    let retry_after = (r.rtype.delete == DeleteShape::ResourceGroup)
+        .then(|| ctx.emu.config().latency.retry_after(15))
+        .flatten();
     store.add_op(Operation {
         id: op_id.clone(),
         sub: r.sub.clone(),
@@ -828,7 +926,9 @@ fn delete_resource(ctx: &Ctx<'_>, store: &mut Store, r: &ResourceRef) -> Result<
             let loc = existing.location.clone().unwrap_or_else(|| "global".into());
             let (pending, status_url, result_url) =
                 start_op(ctx, store, r, &key, &loc, OpKind::Delete, duration);
-            let retry = (rtype.delete == DeleteShape::ResourceGroup).then(|| ctx.emu.config().latency.retry_after(15)).flatten();
+            let retry = (rtype.delete == DeleteShape::ResourceGroup)
+                .then(|| ctx.emu.config().latency.retry_after(15))
+                .flatten();
             if let Some(res) = store.get_mut(&key) {
                 res.properties
                     .insert("provisioningState".into(), json!("Deleting"));
@@ -1028,6 +1128,9 @@ fn take_properties(body: &mut Map<String, Value>) -> Result<Map<String, Value>> 
     match body.remove("properties") {
         None | Some(Value::Null) => Ok(Map::new()),
         Some(Value::Object(p)) => Ok(p),
-        Some(_) => Err(ArmError::bad_request("InvalidRequestContent", "The 'properties' must be an object.")),
+        Some(_) => Err(ArmError::bad_request(
+            "InvalidRequestContent",
+            "The 'properties' must be an object.",
+        )),
     }
 }

@@ -21,6 +21,10 @@ pub struct Config {
     pub latency_overrides: BTreeMap<String, Duration>,
     /// ARM gateway token buckets.
     pub throttle: ThrottleConfig,
+    /// Region of the ARM instance this emulator plays (e.g. `eastus`). ARM throttles per
+    /// regional instance — not per resource location — so buckets are keyed on it, and it
+    /// leads `x-ms-routing-request-id` (`EASTUS:20240101T000000Z:<uuid>`).
+    pub region: String,
     /// Page size of every list, kept small so clients' `nextLink` handling is exercised.
     pub page_size: usize,
     /// How many recent requests the admin API remembers.
@@ -29,6 +33,9 @@ pub struct Config {
     pub token_lifetime_secs: u64,
 }
 
+/// The region `Config::default()` answers from.
+pub const DEFAULT_REGION: &str = "eastus";
+
 impl Default for Config {
     fn default() -> Self {
         Self {
@@ -36,6 +43,7 @@ impl Default for Config {
             latency: LatencyModel::Zero,
             latency_overrides: BTreeMap::new(),
             throttle: ThrottleConfig::default(),
+            region: DEFAULT_REGION.to_owned(),
             page_size: 20,
             request_log_size: 500,
             token_lifetime_secs: 3599,

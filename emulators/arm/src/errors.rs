@@ -93,6 +93,8 @@ impl ArmError {
         )
     }
 
+    /// The 429 without an actor, kept for callers that have no principal to name; the ARM
+    /// pipeline answers [`ArmError::subscription_throttled`].
     pub fn throttled(kind: &str, sub: &str, retry_after: u64) -> Self {
         let mut e = Self::new(
             StatusCode::TOO_MANY_REQUESTS,
@@ -101,6 +103,23 @@ impl ArmError {
                 "Number of '{kind}' requests for subscription '{sub}' exceeded. Please try again \
                  after '{retry_after}' seconds after additional tokens are available. \
                  Refer to https://aka.ms/arm-throttling"
+            ),
+        );
+        e.retry_after = Some(retry_after);
+        e
+    }
+
+    /// ARM's 429 since the per-principal buckets (2024): names the class, the subscription
+    /// and the throttled actor (the caller's object id), so clients and operators can tell
+    /// which principal ran dry.
+    pub fn subscription_throttled(kind: &str, sub: &str, actor: &str, retry_after: u64) -> Self {
+        let mut e = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "SubscriptionRequestsThrottled",
+            format!(
+                "Number of '{kind}' requests for subscription '{sub}' actor '{actor}' exceeded. \
+                 Please try again after '{retry_after}' seconds after the additional tokens are \
+                 available. Refer to https://aka.ms/arm-throttling for additional information."
             ),
         );
         e.retry_after = Some(retry_after);

@@ -3,8 +3,9 @@
 //! Nothing here can reach Azure, so `hypersaga dev` and the tests run the product's services
 //! against this crate instead: ARM URL shapes and api-versions of every resource type the
 //! services touch, asynchronous operations (`Azure-AsyncOperation` / `Location` polling) with
-//! a latency model, ARM's error bodies and codes, referential integrity, per-subscription
-//! throttling, a resource inventory, a client-credentials token endpoint that
+//! a latency model, ARM's error bodies and codes, referential integrity, ARM's token-bucket
+//! throttling (per subscription × principal × region, plus a global per-subscription bucket)
+//! with its `x-ms-ratelimit-*` and `x-ms-routing-request-id` headers, a resource inventory, a client-credentials token endpoint that
 //! `azure_identity` accepts, and a plain-HTTP admin API (faults, request counts, state dump).
 //!
 //! ```no_run
@@ -52,7 +53,7 @@ use axum::routing::{get, post};
 pub use config::{Config, LatencyModel, Principal};
 pub use errors::ArmError;
 pub use faults::{Fault, FaultSpec};
-pub use requests::{RequestCount, RequestRecord, RequestStats};
+pub use requests::{RequestCount, RequestRecord, RequestStats, SubscriptionRequests};
 pub use throttle::{BucketConfig, ThrottleConfig};
 
 /// The emulator: shared state behind an `Arc`, cheap to clone into routers and tests.
@@ -172,7 +173,9 @@ async fn decorate(State(emu): State<Emulator>, req: Request, next: Next) -> Resp
     let method = req.method().to_string();
     let path = req.uri().path().to_owned();
     let api_version = req.uri().query().and_then(|q| {
-        q.split('&').find_map(|kv| kv.strip_prefix("api-version=")).map(str::to_owned)
+        q.split('&')
+            .find_map(|kv| kv.strip_prefix("api-version="))
+            .map(str::to_owned)
     });
     let mut resp = next.run(req).await;
     let h = resp.headers_mut();
@@ -186,10 +189,10 @@ async fn decorate(State(emu): State<Emulator>, req: Request, next: Next) -> Resp
             h.insert(name, v);
         }
     }
-    let resource_type = resp
-        .extensions()
-        .get::<arm::TypeTag>()
-        .map_or_else(|| "Entra".to_owned(), |t| t.0.clone());
+    let (resource_type, subscription) = resp.extensions().get::<arm::TypeTag>().map_or_else(
+        || ("Entra".to_owned(), None),
+        |t| (t.type_name.clone(), t.subscription.clone()),
+    );
     emu.lock().requests.record(RequestRecord {
         method,
         path,
@@ -197,6 +200,7 @@ async fn decorate(State(emu): State<Emulator>, req: Request, next: Next) -> Resp
         resource_type,
         status: resp.status().as_u16(),
         time: store::rfc3339(time::OffsetDateTime::now_utc()),
+        subscription,
     });
     resp
 }

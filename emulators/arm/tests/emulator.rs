@@ -27,6 +27,7 @@ struct TestEmu {
     ca_pem: String,
     http: reqwest::Client,
     admin: AdminClient,
+    admin_url: String,
     token: String,
     _stop: oneshot::Sender<()>,
 }
@@ -74,13 +75,15 @@ async fn spawn(config: Config) -> TestEmu {
     let ca_pem = ca.cert_pem().to_owned();
     let http = client(&ca_pem);
     let base = format!("https://127.0.0.1:{port}");
-    let admin = AdminClient::new(format!("http://{admin_addr}/").parse().expect("url"));
+    let admin_url = format!("http://{admin_addr}/");
+    let admin = AdminClient::new(admin_url.parse().expect("url"));
     let token = token(&http, &base, SECRET).await.expect("token");
     TestEmu {
         base,
         ca_pem,
         http,
         admin,
+        admin_url,
         token,
         _stop: stop,
     }
@@ -99,13 +102,22 @@ async fn token(
     base: &str,
     secret: &str,
 ) -> Result<String, (StatusCode, Value)> {
+    token_for(http, base, CLIENT, secret).await
+}
+
+async fn token_for(
+    http: &reqwest::Client,
+    base: &str,
+    client: &str,
+    secret: &str,
+) -> Result<String, (StatusCode, Value)> {
     let resp = http
         .post(format!("{base}/{TENANT}/oauth2/v2.0/token"))
         .header("content-type", "application/x-www-form-urlencoded")
         .body(
             url::form_urlencoded::Serializer::new(String::new())
                 .append_pair("grant_type", "client_credentials")
-                .append_pair("client_id", CLIENT)
+                .append_pair("client_id", client)
                 .append_pair("client_secret", secret)
                 .append_pair("scope", "https://management.azure.com/.default")
                 .finish(),
@@ -142,12 +154,21 @@ impl Resp {
 
 impl TestEmu {
     async fn call(&self, method: Method, path_or_url: &str, body: Option<Value>) -> Resp {
+        self.call_as(&self.token, method, path_or_url, body).await
+    }
+    async fn call_as(
+        &self,
+        token: &str,
+        method: Method,
+        path_or_url: &str,
+        body: Option<Value>,
+    ) -> Resp {
         let url = if path_or_url.starts_with("https://") {
             path_or_url.to_owned()
         } else {
             format!("{}{path_or_url}", self.base)
         };
-        let mut req = self.http.request(method, url).bearer_auth(&self.token);
+        let mut req = self.http.request(method, url).bearer_auth(token);
         if let Some(b) = body {
             req = req.json(&b);
         }
@@ -287,7 +308,17 @@ async fn arm_requires_a_valid_token_and_rbac_on_the_subscription() {
 
 #[tokio::test]
 async fn every_response_carries_arm_headers() {
-    let emu = spawn(config()).await;
+    // ARM's capacities, but a refill slow enough (0.01/s) that the few milliseconds between
+    // requests never put a token back, so the countdown below is exact.
+    let mut cfg = config();
+    for bucket in [
+        &mut cfg.throttle.reads,
+        &mut cfg.throttle.writes,
+        &mut cfg.throttle.deletes,
+    ] {
+        bucket.refill_per_sec = 0.01;
+    }
+    let emu = spawn(cfg).await;
     let resp = emu
         .http
         .get(format!(
@@ -305,6 +336,138 @@ async fn every_response_carries_arm_headers() {
     assert_eq!(h["x-ms-correlation-request-id"], "corr-1");
     assert_eq!(h["x-ms-client-request-id"], "abc-123");
     assert_eq!(h["x-ms-ratelimit-remaining-subscription-reads"], "249");
+    // C1: `x-ms-ratelimit-remaining-subscription-global-reads: 3749` (= 15 × 250 − 1).
+    assert_eq!(
+        h["x-ms-ratelimit-remaining-subscription-global-reads"],
+        "3749"
+    );
+    // Only the request's class is reported.
+    assert!(!h.contains_key("x-ms-ratelimit-remaining-subscription-writes"));
+    assert!(!h.contains_key("x-ms-ratelimit-remaining-subscription-global-writes"));
+    let routing = h["x-ms-routing-request-id"].to_str().expect("ascii");
+    assert_routing_id(routing, "EASTUS");
+
+    // Errors carry them too, and the buckets keep counting down.
+    let missing = emu.get(&net("nope", "virtualNetworks/v"), NET).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        missing.header("x-ms-ratelimit-remaining-subscription-reads"),
+        Some("248")
+    );
+    assert_eq!(
+        missing.header("x-ms-ratelimit-remaining-subscription-global-reads"),
+        Some("3748")
+    );
+    assert!(missing.header("x-ms-routing-request-id").is_some());
+    let w = emu
+        .put(
+            &format!("/subscriptions/{SUB}/resourcegroups/rg"),
+            RES,
+            json!({"location": "eastus"}),
+        )
+        .await;
+    assert_eq!(
+        w.header("x-ms-ratelimit-remaining-subscription-writes"),
+        Some("199")
+    );
+    assert_eq!(
+        w.header("x-ms-ratelimit-remaining-subscription-global-writes"),
+        Some("2999")
+    );
+    assert!(
+        w.header("x-ms-ratelimit-remaining-subscription-reads")
+            .is_none()
+    );
+    let d = emu
+        .delete(&format!("/subscriptions/{SUB}/resourcegroups/rg"), RES)
+        .await;
+    assert_eq!(
+        d.header("x-ms-ratelimit-remaining-subscription-deletes"),
+        Some("199")
+    );
+    assert_eq!(
+        d.header("x-ms-ratelimit-remaining-subscription-global-deletes"),
+        Some("2999")
+    );
+    // An RBAC refusal reports the buckets without taking a token.
+    let denied = emu
+        .get(&format!("/subscriptions/{OTHER_SUB}/resourcegroups"), RES)
+        .await;
+    assert_eq!(denied.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        denied.header("x-ms-ratelimit-remaining-subscription-reads"),
+        Some("250")
+    );
+    assert_eq!(
+        denied.header("x-ms-ratelimit-remaining-subscription-global-reads"),
+        Some("3750")
+    );
+    // Unauthenticated: no principal bucket to speak of, the shared one still shows.
+    let anon = emu
+        .http
+        .get(format!(
+            "{}/subscriptions/{SUB}/resourcegroups?api-version={RES}",
+            emu.base
+        ))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(anon.status(), StatusCode::UNAUTHORIZED);
+    let h = anon.headers();
+    assert!(!h.contains_key("x-ms-ratelimit-remaining-subscription-reads"));
+    assert!(h.contains_key("x-ms-ratelimit-remaining-subscription-global-reads"));
+    assert!(h.contains_key("x-ms-routing-request-id"));
+
+    // The token endpoint is Entra's, not ARM's.
+    let tok = emu
+        .http
+        .post(format!("{}/{TENANT}/oauth2/v2.0/token", emu.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("grant_type=client_credentials")
+        .send()
+        .await
+        .expect("send");
+    assert!(
+        !tok.headers()
+            .keys()
+            .any(|k| k.as_str().starts_with("x-ms-ratelimit") || k == "x-ms-routing-request-id")
+    );
+}
+
+/// `<REGION>:<yyyyMMddTHHmmssZ>:<uuid>`, e.g. `EASTUS:20240101T120000Z:9f0c…`.
+fn assert_routing_id(value: &str, region: &str) {
+    let parts: Vec<&str> = value.split(':').collect();
+    assert_eq!(parts.len(), 3, "{value}");
+    assert_eq!(parts[0], region, "{value}");
+    let ts = parts[1].as_bytes();
+    assert_eq!(ts.len(), 16, "{value}");
+    assert!(
+        ts.iter().enumerate().all(|(i, c)| match i {
+            8 => *c == b'T',
+            15 => *c == b'Z',
+            _ => c.is_ascii_digit(),
+        }),
+        "{value}"
+    );
+    assert!(parts[1].starts_with("20"), "{value}");
+    uuid::Uuid::parse_str(parts[2]).expect("uuid");
+}
+
+#[tokio::test]
+async fn routing_request_id_names_the_configured_region() {
+    let mut cfg = config();
+    cfg.region = "West Europe".into();
+    let emu = spawn(cfg).await;
+    let r = emu
+        .get(&format!("/subscriptions/{SUB}/resourcegroups"), RES)
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let id = r.header("x-ms-routing-request-id").expect("routing id");
+    assert_routing_id(id, "WESTEUROPE");
+    let again = emu
+        .get(&format!("/subscriptions/{SUB}/resourcegroups"), RES)
+        .await;
+    assert_ne!(again.header("x-ms-routing-request-id"), Some(id));
 }
 
 #[tokio::test]
@@ -799,28 +962,57 @@ async fn faults_fire_count_times_and_are_counted() {
 #[tokio::test]
 async fn throttling_answers_429_with_retry_after() {
     let mut cfg = config();
+    // 3 reads per principal, 45 for the subscription; refilling 0.01/s (global 0.15/s) so
+    // the test's own duration never puts a token back and every number below is exact.
     cfg.throttle = ThrottleConfig {
         enabled: true,
         reads: BucketConfig {
             capacity: 3.0,
-            refill_per_sec: 0.5,
+            refill_per_sec: 0.01,
         },
         ..ThrottleConfig::default()
     };
     let emu = spawn(cfg).await;
     let path = format!("/subscriptions/{SUB}/resourcegroups");
-    for left in ["2", "1", "0"] {
+    for (left, global) in [("2", "44"), ("1", "43"), ("0", "42")] {
         let r = emu.get(&path, RES).await;
         assert_eq!(r.status, StatusCode::OK);
         assert_eq!(
             r.header("x-ms-ratelimit-remaining-subscription-reads"),
             Some(left)
         );
+        assert_eq!(
+            r.header("x-ms-ratelimit-remaining-subscription-global-reads"),
+            Some(global)
+        );
     }
-    let r = emu.get(&path, RES).await;
-    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
-    assert_eq!(r.code(), "SubscriptionRequestsThrottled");
-    assert_eq!(r.header("retry-after"), Some("2"));
+    // Refused requests take nothing: the global bucket stays at 42 however often we knock.
+    for _ in 0..3 {
+        let r = emu.get(&path, RES).await;
+        assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(r.code(), "SubscriptionRequestsThrottled");
+        // 1 token at 0.01/s.
+        assert_eq!(r.header("retry-after"), Some("100"));
+        assert_eq!(
+            r.header("x-ms-ratelimit-remaining-subscription-reads"),
+            Some("0")
+        );
+        assert_eq!(
+            r.header("x-ms-ratelimit-remaining-subscription-global-reads"),
+            Some("42")
+        );
+        assert!(r.header("x-ms-routing-request-id").is_some());
+        let message = r.body["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(
+            message,
+            format!(
+                "Number of 'read' requests for subscription '{SUB}' actor '{}' exceeded. Please \
+                 try again after '100' seconds after the additional tokens are available. Refer to \
+                 https://aka.ms/arm-throttling for additional information.",
+                object_id_of(&emu.token)
+            )
+        );
+    }
     // Writes draw from another bucket.
     assert_eq!(
         emu.put(&format!("{path}/rg"), RES, json!({"location": "eastus"}))
@@ -828,6 +1020,210 @@ async fn throttling_answers_429_with_retry_after() {
             .status,
         StatusCode::CREATED
     );
+}
+
+/// The `oid` claim of an emulator-issued token: the actor ARM names in its 429s.
+fn object_id_of(token: &str) -> String {
+    use base64::Engine as _;
+    let payload = token.split('.').nth(1).expect("jwt payload");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .expect("base64url");
+    let claims: Value = serde_json::from_slice(&bytes).expect("claims");
+    claims["oid"].as_str().expect("oid").to_owned()
+}
+
+const CLIENT_B: &str = "0ad2e8a1-0000-4000-8000-0000000000b2";
+const CLIENT_C: &str = "0ad2e8a1-0000-4000-8000-0000000000c3";
+
+/// Three principals on one subscription; reads: 3 each, 6 for the subscription (multiplier
+/// 2), refilling slowly enough (0.1/s, 0.2/s) that a test's own duration never adds a token.
+async fn spawn_shared() -> (TestEmu, [String; 3]) {
+    let mut cfg = config();
+    for client in [CLIENT_B, CLIENT_C] {
+        cfg.principals.push(Principal {
+            client_id: client.into(),
+            ..principal()
+        });
+    }
+    cfg.throttle = ThrottleConfig {
+        reads: BucketConfig {
+            capacity: 3.0,
+            refill_per_sec: 0.1,
+        },
+        global_multiplier: 2.0,
+        ..ThrottleConfig::default()
+    };
+    let emu = spawn(cfg).await;
+    let b = token_for(&emu.http, &emu.base, CLIENT_B, SECRET)
+        .await
+        .expect("token b");
+    let c = token_for(&emu.http, &emu.base, CLIENT_C, SECRET)
+        .await
+        .expect("token c");
+    let a = emu.token.clone();
+    (emu, [a, b, c])
+}
+
+/// (status, per-principal reads left, global reads left, Retry-After).
+async fn read_as(emu: &TestEmu, token: &str) -> (StatusCode, u64, u64, Option<u64>) {
+    let r = emu
+        .call_as(
+            token,
+            Method::GET,
+            &format!("/subscriptions/{SUB}/resourcegroups?api-version={RES}"),
+            None,
+        )
+        .await;
+    let num = |name: &str| -> Option<u64> { r.header(name).and_then(|v| v.parse().ok()) };
+    (
+        r.status,
+        num("x-ms-ratelimit-remaining-subscription-reads").expect("reads header"),
+        num("x-ms-ratelimit-remaining-subscription-global-reads").expect("global header"),
+        num("retry-after"),
+    )
+}
+
+#[tokio::test]
+async fn principals_have_separate_buckets_but_share_the_global_one() {
+    let (emu, [a, b, _]) = spawn_shared().await;
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(read_as(&emu, &a).await);
+    }
+    assert_eq!(
+        seen,
+        [
+            (StatusCode::OK, 2, 5, None),
+            (StatusCode::OK, 1, 4, None),
+            (StatusCode::OK, 0, 3, None),
+        ]
+    );
+    // `a` ran dry on its own bucket: 1 token at 0.1/s ≈ 10 s.
+    let (status, left, global, retry) = read_as(&emu, &a).await;
+    assert_eq!(
+        (status, left, global),
+        (StatusCode::TOO_MANY_REQUESTS, 0, 3)
+    );
+    assert!(matches!(retry, Some(9..=10)), "{retry:?}");
+    // `b` has a full bucket of its own, drawn alongside the shared one `a` drained.
+    assert_eq!(read_as(&emu, &b).await, (StatusCode::OK, 2, 2, None));
+    assert_eq!(read_as(&emu, &b).await, (StatusCode::OK, 1, 1, None));
+    // Still throttled for `a`, whatever `b` does.
+    assert_eq!(read_as(&emu, &a).await.0, StatusCode::TOO_MANY_REQUESTS);
+}
+
+#[tokio::test]
+async fn global_bucket_throttles_principals_that_together_exceed_it() {
+    let (emu, [a, b, c]) = spawn_shared().await;
+    for token in [&a, &b] {
+        for _ in 0..3 {
+            assert_eq!(read_as(&emu, token).await.0, StatusCode::OK);
+        }
+    }
+    // `c` never called, yet the subscription's bucket is empty: 1 token at 0.2/s ≈ 5 s.
+    let (status, left, global, retry) = read_as(&emu, &c).await;
+    assert_eq!(
+        (status, left, global),
+        (StatusCode::TOO_MANY_REQUESTS, 3, 0)
+    );
+    assert!(matches!(retry, Some(4..=5)), "{retry:?}");
+    let r = emu
+        .call_as(
+            &c,
+            Method::GET,
+            &format!("/subscriptions/{SUB}/resourcegroups?api-version={RES}"),
+            None,
+        )
+        .await;
+    assert_eq!(r.code(), "SubscriptionRequestsThrottled");
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!("actor '{}'", object_id_of(&c)))
+    );
+    // Writes are another pair of buckets.
+    let w = emu
+        .call_as(
+            &c,
+            Method::PUT,
+            &format!("/subscriptions/{SUB}/resourcegroups/rg?api-version={RES}"),
+            Some(json!({"location": "eastus"})),
+        )
+        .await;
+    assert_eq!(w.status, StatusCode::CREATED);
+    assert_eq!(
+        w.header("x-ms-ratelimit-remaining-subscription-global-writes"),
+        Some("399")
+    );
+}
+
+#[tokio::test]
+async fn request_stats_count_throttled_requests_per_subscription() {
+    let (emu, [a, b, _]) = spawn_shared().await;
+    for _ in 0..5 {
+        read_as(&emu, &a).await; // 3 OK, 2 × 429
+    }
+    for _ in 0..4 {
+        read_as(&emu, &b).await; // 3 OK (global 6 → 0), then 429
+    }
+    // A 403 on another subscription is an ARM request too, just not a throttled one.
+    let denied = emu
+        .get(&format!("/subscriptions/{OTHER_SUB}/resourcegroups"), RES)
+        .await;
+    assert_eq!(denied.status, StatusCode::FORBIDDEN);
+
+    let stats = emu.admin.requests().await.expect("requests");
+    let sub = stats.subscription(SUB);
+    assert_eq!((sub.requests, sub.throttled), (9, 3));
+    assert!((sub.throttled_share() - 3.0 / 9.0).abs() < 1e-9);
+    let other = stats.subscription(OTHER_SUB);
+    assert_eq!((other.requests, other.throttled), (1, 0));
+    assert_eq!((stats.arm_requests(), stats.arm_throttled()), (10, 3));
+    assert!((stats.throttled_share() - 0.3).abs() < 1e-9);
+    // The per-status counters agree, and token requests are not ARM requests.
+    assert_eq!(
+        stats
+            .counts
+            .iter()
+            .filter(|c| c.status == 429)
+            .map(|c| c.count)
+            .sum::<u64>(),
+        3
+    );
+    assert!(stats.count("POST", "Entra") >= 3);
+    assert!(
+        stats
+            .recent
+            .iter()
+            .filter(|r| r.status == 429)
+            .all(|r| r.subscription.as_deref() == Some(SUB))
+    );
+
+    // The JSON names other tools read.
+    let raw: Value = emu
+        .http
+        .get(format!("{}requests", emu.admin_url))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    let row = raw["subscriptions"]
+        .as_array()
+        .expect("subscriptions")
+        .iter()
+        .find(|r| r["subscription"] == SUB)
+        .expect("row");
+    assert_eq!(row["requests"], 9);
+    assert_eq!(row["throttled"], 3);
+    assert!(raw["counts"].is_array() && raw["recent"].is_array());
+
+    emu.admin.reset().await.expect("reset");
+    let stats = emu.admin.requests().await.expect("requests");
+    assert!(stats.subscriptions.is_empty());
 }
 
 #[tokio::test]

@@ -11,7 +11,10 @@ use crate::{Emulator, Fault};
 
 pub(crate) fn router(emu: Emulator) -> Router {
     Router::new()
-        .route("/faults", get(list_faults).post(add_fault).delete(clear_faults))
+        .route(
+            "/faults",
+            get(list_faults).post(add_fault).delete(clear_faults),
+        )
         .route("/objects", get(objects))
         .route("/requests", get(requests))
         .with_state(emu)

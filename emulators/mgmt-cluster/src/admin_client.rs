@@ -25,7 +25,10 @@ pub struct AdminClient {
 impl AdminClient {
     /// `base_url` like `http://127.0.0.1:7001` (no trailing path).
     pub fn new(base_url: impl Into<String>) -> Self {
-        Self { base: base_url.into().trim_end_matches('/').to_owned(), http: reqwest::Client::new() }
+        Self {
+            base: base_url.into().trim_end_matches('/').to_owned(),
+            http: reqwest::Client::new(),
+        }
     }
 
     async fn check(resp: reqwest::Response) -> Result<reqwest::Response, AdminError> {
@@ -34,36 +37,60 @@ impl AdminClient {
             return Ok(resp);
         }
         let body = resp.text().await.unwrap_or_default();
-        Err(AdminError::Status { status: status.as_u16(), body })
+        Err(AdminError::Status {
+            status: status.as_u16(),
+            body,
+        })
     }
 
     /// Makes matching objects fail until [`AdminClient::clear_faults`].
     pub async fn inject_fault(&self, fault: &Fault) -> Result<(), AdminError> {
-        let resp = self.http.post(format!("{}/faults", self.base)).json(fault).send().await?;
+        let resp = self
+            .http
+            .post(format!("{}/faults", self.base))
+            .json(fault)
+            .send()
+            .await?;
         Self::check(resp).await.map(drop)
     }
 
     /// Active faults.
     pub async fn faults(&self) -> Result<Vec<Fault>, AdminError> {
-        let resp = self.http.get(format!("{}/faults", self.base)).send().await?;
+        let resp = self
+            .http
+            .get(format!("{}/faults", self.base))
+            .send()
+            .await?;
         Ok(Self::check(resp).await?.json().await?)
     }
 
     /// Removes every fault; stuck objects then converge.
     pub async fn clear_faults(&self) -> Result<(), AdminError> {
-        let resp = self.http.delete(format!("{}/faults", self.base)).send().await?;
+        let resp = self
+            .http
+            .delete(format!("{}/faults", self.base))
+            .send()
+            .await?;
         Self::check(resp).await.map(drop)
     }
 
     /// Every stored object as JSON.
     pub async fn objects(&self) -> Result<Vec<Value>, AdminError> {
-        let resp = self.http.get(format!("{}/objects", self.base)).send().await?;
+        let resp = self
+            .http
+            .get(format!("{}/objects", self.base))
+            .send()
+            .await?;
         Ok(Self::check(resp).await?.json().await?)
     }
 
     /// Request counts keyed `"<verb> <resource>"`.
     pub async fn requests(&self) -> Result<BTreeMap<String, u64>, AdminError> {
-        let resp = self.http.get(format!("{}/requests", self.base)).send().await?;
+        let resp = self
+            .http
+            .get(format!("{}/requests", self.base))
+            .send()
+            .await?;
         Ok(Self::check(resp).await?.json().await?)
     }
 }

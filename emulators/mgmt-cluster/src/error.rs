@@ -31,12 +31,20 @@ pub struct Cause {
 impl Cause {
     /// `FieldValueRequired` on `field`.
     pub fn required(field: impl Into<String>) -> Self {
-        Self { reason: "FieldValueRequired", field: field.into(), message: "Required value".into() }
+        Self {
+            reason: "FieldValueRequired",
+            field: field.into(),
+            message: "Required value".into(),
+        }
     }
 
     /// `FieldValueInvalid` on `field`.
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { reason: "FieldValueInvalid", field: field.into(), message: message.into() }
+        Self {
+            reason: "FieldValueInvalid",
+            field: field.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -46,7 +54,12 @@ fn details(def: &ResourceDef, name: &str) -> Value {
 
 impl ApiError {
     fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        Self { code, reason, message: message.into(), details: None }
+        Self {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
     }
 
     fn with_details(mut self, details: Value) -> Self {
@@ -55,8 +68,12 @@ impl ApiError {
     }
 
     pub fn not_found(def: &ResourceDef, name: &str) -> Self {
-        Self::new(404, "NotFound", format!("{} \"{name}\" not found", def.qualified()))
-            .with_details(details(def, name))
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", def.qualified()),
+        )
+        .with_details(details(def, name))
     }
 
     pub fn namespace_not_found(ns: &str) -> Self {
@@ -68,13 +85,19 @@ impl ApiError {
         Self::new(
             403,
             "Forbidden",
-            format!("unable to create new content in namespace {ns} because it is being terminated"),
+            format!(
+                "unable to create new content in namespace {ns} because it is being terminated"
+            ),
         )
     }
 
     pub fn already_exists(def: &ResourceDef, name: &str) -> Self {
-        Self::new(409, "AlreadyExists", format!("{} \"{name}\" already exists", def.qualified()))
-            .with_details(details(def, name))
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", def.qualified()),
+        )
+        .with_details(details(def, name))
     }
 
     pub fn conflict(def: &ResourceDef, name: &str) -> Self {
@@ -91,8 +114,10 @@ impl ApiError {
     }
 
     pub fn invalid(def: &ResourceDef, name: &str, causes: &[Cause]) -> Self {
-        let summary: Vec<String> =
-            causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+        let summary: Vec<String> = causes
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect();
         let causes: Vec<Value> = causes
             .iter()
             .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
@@ -100,7 +125,12 @@ impl ApiError {
         Self::new(
             422,
             "Invalid",
-            format!("{}.{} \"{name}\" is invalid: [{}]", def.kind, def.group_or_core(), summary.join(", ")),
+            format!(
+                "{}.{} \"{name}\" is invalid: [{}]",
+                def.kind,
+                def.group_or_core(),
+                summary.join(", ")
+            ),
         )
         .with_details(json!({"name": name, "group": def.group, "kind": def.kind, "causes": causes}))
     }
@@ -134,7 +164,11 @@ impl ApiError {
     }
 
     pub fn resource_not_found(path: &str) -> Self {
-        Self::new(404, "NotFound", format!("the server could not find the requested resource ({path})"))
+        Self::new(
+            404,
+            "NotFound",
+            format!("the server could not find the requested resource ({path})"),
+        )
     }
 
     /// The `Status` object.

@@ -25,6 +25,10 @@ pub struct Fault {
 impl Fault {
     /// Whether this fault applies to the object `kind`/`name`.
     pub fn matches(&self, kind: FaultKind, name: &str) -> bool {
-        self.kind == kind && self.name_contains.as_deref().is_none_or(|s| name.contains(s))
+        self.kind == kind
+            && self
+                .name_contains
+                .as_deref()
+                .is_none_or(|s| name.contains(s))
     }
 }

@@ -48,7 +48,11 @@ impl ResourceDef {
     }
 
     pub(crate) fn group_or_core(&self) -> &'static str {
-        if self.group.is_empty() { "core" } else { self.group }
+        if self.group.is_empty() {
+            "core"
+        } else {
+            self.group
+        }
     }
 }
 

@@ -10,9 +10,9 @@
 //! configurable delays, with injectable failures. `hypersaga dev` runs it; so do tests.
 #![forbid(unsafe_code)]
 
-mod api;
 mod admin;
 pub mod admin_client;
+mod api;
 mod config;
 mod error;
 mod faults;
@@ -102,7 +102,11 @@ impl Emulator {
         if self.shared.operator_started.swap(true, Ordering::SeqCst) {
             return None;
         }
-        Some(tokio::spawn(operator::run(Arc::downgrade(&self.shared), self.shared.store.changed.clone(), shutdown)))
+        Some(tokio::spawn(operator::run(
+            Arc::downgrade(&self.shared),
+            self.shared.store.changed.clone(),
+            shutdown,
+        )))
     }
 
     /// Every stored object (what `GET /objects` on the admin API returns).

@@ -26,17 +26,25 @@ use crate::{Shared, lock};
 const KAS_PORT: i64 = 7443;
 
 /// Runs until `shutdown` or until the emulator is dropped.
-pub(crate) async fn run(shared: Weak<Shared>, changed: Arc<Notify>, shutdown: impl Future<Output = ()>) {
+pub(crate) async fn run(
+    shared: Weak<Shared>,
+    changed: Arc<Notify>,
+    shutdown: impl Future<Output = ()>,
+) {
     tokio::pin!(shutdown);
     let mut op = Operator::default();
     loop {
         let now = Instant::now();
         let next = {
-            let Some(shared) = shared.upgrade() else { return };
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
             op.reconcile(&shared, now)
         };
         // Wake at least every second to notice the emulator being dropped.
-        let wait = next.map_or(Duration::from_secs(1), |d| d.saturating_duration_since(now)).min(Duration::from_secs(1));
+        let wait = next
+            .map_or(Duration::from_secs(1), |d| d.saturating_duration_since(now))
+            .min(Duration::from_secs(1));
         tokio::select! {
             _ = &mut shutdown => return,
             _ = changed.notified() => {}
@@ -90,7 +98,15 @@ impl Operator {
         deadline.0
     }
 
-    fn hosted_cluster(&mut self, shared: &Shared, hc: &Value, pools: &[Value], faults: &[Fault], now: Instant, deadline: &mut Deadline) {
+    fn hosted_cluster(
+        &mut self,
+        shared: &Shared,
+        hc: &Value,
+        pools: &[Value],
+        faults: &[Fault],
+        now: Instant,
+        deadline: &mut Deadline,
+    ) {
         let store = &shared.store;
         let (ns, name) = ns_name(hc);
         let track = self.tracks.entry(uid(hc)).or_default();
@@ -98,19 +114,33 @@ impl Operator {
         if is_deleting(hc) {
             let since = *track.deleting_since.get_or_insert(now);
             let mut own_pools = 0;
-            for np in pools.iter().filter(|np| meta_str(np, "namespace") == Some(ns) && np.pointer("/spec/clusterName").and_then(Value::as_str) == Some(name)) {
+            for np in pools.iter().filter(|np| {
+                meta_str(np, "namespace") == Some(ns)
+                    && np.pointer("/spec/clusterName").and_then(Value::as_str) == Some(name)
+            }) {
                 own_pools += 1;
                 let _ = store.delete(NODE_POOLS, ns, meta_str(np, "name").unwrap_or_default());
             }
             if own_pools == 0 {
-                remove_finalizer_after(store, HOSTED_CLUSTERS, hc, since + cfg.deletion_after, now, deadline);
+                remove_finalizer_after(
+                    store,
+                    HOSTED_CLUSTERS,
+                    hc,
+                    since + cfg.deletion_after,
+                    now,
+                    deadline,
+                );
             }
             return;
         }
         if ensure_finalizer(store, HOSTED_CLUSTERS, hc) {
             return; // the write wakes us again
         }
-        let image = hc.pointer("/spec/release/image").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let image = hc
+            .pointer("/spec/release/image")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         let first_seen = *track.first_seen.get_or_insert(now);
         if track.rollout.as_ref().is_none_or(|(i, _)| *i != image) {
             track.rollout = Some((image.clone(), now));
@@ -118,8 +148,13 @@ impl Operator {
         let rollout_started = track.rollout.as_ref().map_or(now, |(_, t)| *t);
         let available_at = first_seen + cfg.hosted_cluster_available_after;
         let rolled_out_at = rollout_started + cfg.hosted_cluster_available_after;
-        let fault = faults.iter().find(|f| f.matches(FaultKind::HostedCluster, name));
-        let generation = hc.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+        let fault = faults
+            .iter()
+            .find(|f| f.matches(FaultKind::HostedCluster, name));
+        let generation = hc
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
         let version = release_version(&image).unwrap_or_default();
 
         let mut status = hc.get("status").cloned().unwrap_or_else(|| json!({}));
@@ -130,20 +165,46 @@ impl Operator {
             Some(f) => {
                 set_condition(conds, "Available", false, &f.reason, &f.message, generation);
                 set_condition(conds, "Degraded", true, &f.reason, &f.message, generation);
-                set_condition(conds, "Progressing", false, &f.reason, &f.message, generation);
+                set_condition(
+                    conds,
+                    "Progressing",
+                    false,
+                    &f.reason,
+                    &f.message,
+                    generation,
+                );
             }
             None => {
                 let (reason, message) = if available {
                     ("AsExpected", "The hosted control plane is available")
                 } else {
-                    ("WaitingForAvailable", "Waiting for hosted control plane to be healthy")
+                    (
+                        "WaitingForAvailable",
+                        "Waiting for hosted control plane to be healthy",
+                    )
                 };
                 set_condition(conds, "Available", available, reason, message, generation);
-                set_condition(conds, "Degraded", false, "AsExpected", "The hosted cluster is not degraded", generation);
+                set_condition(
+                    conds,
+                    "Degraded",
+                    false,
+                    "AsExpected",
+                    "The hosted cluster is not degraded",
+                    generation,
+                );
                 if rolled_out {
-                    set_condition(conds, "Progressing", false, "AsExpected", "HostedCluster is at expected version", generation);
+                    set_condition(
+                        conds,
+                        "Progressing",
+                        false,
+                        "AsExpected",
+                        "HostedCluster is at expected version",
+                        generation,
+                    );
                 } else {
-                    let msg = format!("HostedCluster is deploying, upgrading, or reconfiguring to {version}");
+                    let msg = format!(
+                        "HostedCluster is deploying, upgrading, or reconfiguring to {version}"
+                    );
                     set_condition(conds, "Progressing", true, "Progressing", &msg, generation);
                     deadline.at(rolled_out_at.max(available_at));
                 }
@@ -160,33 +221,60 @@ impl Operator {
         write_status(store, HOSTED_CLUSTERS, hc, status);
     }
 
-    fn node_pool(&mut self, shared: &Shared, np: &Value, faults: &[Fault], now: Instant, deadline: &mut Deadline) {
+    fn node_pool(
+        &mut self,
+        shared: &Shared,
+        np: &Value,
+        faults: &[Fault],
+        now: Instant,
+        deadline: &mut Deadline,
+    ) {
         let store = &shared.store;
         let cfg = &shared.config;
         let (ns, name) = ns_name(np);
         let track = self.tracks.entry(uid(np)).or_default();
         if is_deleting(np) {
             let since = *track.deleting_since.get_or_insert(now);
-            remove_finalizer_after(store, NODE_POOLS, np, since + cfg.deletion_after, now, deadline);
+            remove_finalizer_after(
+                store,
+                NODE_POOLS,
+                np,
+                since + cfg.deletion_after,
+                now,
+                deadline,
+            );
             return;
         }
         if ensure_finalizer(store, NODE_POOLS, np) {
             return;
         }
-        let generation = np.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+        let generation = np
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
         let target = np
             .pointer("/spec/replicas")
             .and_then(Value::as_i64)
             .or_else(|| np.pointer("/spec/autoScaling/min").and_then(Value::as_i64))
             .unwrap_or(0);
-        let cluster = np.pointer("/spec/clusterName").and_then(Value::as_str).unwrap_or_default();
+        let cluster = np
+            .pointer("/spec/clusterName")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let hc_available = store.get(HOSTED_CLUSTERS, ns, cluster).is_ok_and(|hc| {
             !is_deleting(&hc)
-                && hc.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|cs| {
-                    cs.iter().any(|c| c["type"] == "Available" && c["status"] == "True")
-                })
+                && hc
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|cs| {
+                        cs.iter()
+                            .any(|c| c["type"] == "Available" && c["status"] == "True")
+                    })
         });
-        let image = np.pointer("/spec/release/image").and_then(Value::as_str).unwrap_or_default();
+        let image = np
+            .pointer("/spec/release/image")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let mut status = np.get("status").cloned().unwrap_or_else(|| json!({}));
         let current = status.get("replicas").and_then(Value::as_i64).unwrap_or(0);
         let conds = conditions_mut(&mut status);
@@ -194,12 +282,33 @@ impl Operator {
         let mut ready_now = false;
         if let Some(f) = fault {
             set_condition(conds, "Ready", false, &f.reason, &f.message, generation);
-            set_condition(conds, "AllMachinesReady", false, &f.reason, &f.message, generation);
+            set_condition(
+                conds,
+                "AllMachinesReady",
+                false,
+                &f.reason,
+                &f.message,
+                generation,
+            );
             track.scale = None;
         } else if !hc_available {
             let msg = format!("Waiting for HostedCluster {cluster} to be available");
-            set_condition(conds, "Ready", false, "WaitingForAvailableHostedCluster", &msg, generation);
-            set_condition(conds, "AllMachinesReady", false, "WaitingForAvailableHostedCluster", &msg, generation);
+            set_condition(
+                conds,
+                "Ready",
+                false,
+                "WaitingForAvailableHostedCluster",
+                &msg,
+                generation,
+            );
+            set_condition(
+                conds,
+                "AllMachinesReady",
+                false,
+                "WaitingForAvailableHostedCluster",
+                &msg,
+                generation,
+            );
             track.scale = None;
         } else {
             if track.scale.is_none_or(|(t, _)| t != target) {
@@ -209,12 +318,35 @@ impl Operator {
             if current == target || now >= since + cfg.node_pool_ready_after {
                 ready_now = true;
                 set_condition(conds, "Ready", true, "AsExpected", "", generation);
-                set_condition(conds, "AllMachinesReady", true, "AsExpected", "All is well", generation);
-                set_condition(conds, "AllNodesHealthy", true, "AsExpected", "All is well", generation);
+                set_condition(
+                    conds,
+                    "AllMachinesReady",
+                    true,
+                    "AsExpected",
+                    "All is well",
+                    generation,
+                );
+                set_condition(
+                    conds,
+                    "AllNodesHealthy",
+                    true,
+                    "AsExpected",
+                    "All is well",
+                    generation,
+                );
             } else {
-                let msg = format!("Minimum availability requires {target} replicas, current {current} available");
+                let msg = format!(
+                    "Minimum availability requires {target} replicas, current {current} available"
+                );
                 set_condition(conds, "Ready", false, "WaitingForNodes", &msg, generation);
-                set_condition(conds, "AllMachinesReady", false, "WaitingForMachines", &msg, generation);
+                set_condition(
+                    conds,
+                    "AllMachinesReady",
+                    false,
+                    "WaitingForMachines",
+                    &msg,
+                    generation,
+                );
                 deadline.at(since + cfg.node_pool_ready_after);
             }
         }
@@ -235,7 +367,10 @@ fn uid(obj: &Value) -> String {
 }
 
 fn ns_name(obj: &Value) -> (&str, &str) {
-    (meta_str(obj, "namespace").unwrap_or_default(), meta_str(obj, "name").unwrap_or_default())
+    (
+        meta_str(obj, "namespace").unwrap_or_default(),
+        meta_str(obj, "name").unwrap_or_default(),
+    )
 }
 
 /// Adds the HyperShift finalizer; true when a write happened.
@@ -259,7 +394,14 @@ fn ensure_finalizer(store: &Store, res: ResourceId, obj: &Value) -> bool {
         .is_ok()
 }
 
-fn remove_finalizer_after(store: &Store, res: ResourceId, obj: &Value, at: Instant, now: Instant, deadline: &mut Deadline) {
+fn remove_finalizer_after(
+    store: &Store,
+    res: ResourceId,
+    obj: &Value,
+    at: Instant,
+    now: Instant,
+    deadline: &mut Deadline,
+) {
     if now < at {
         deadline.at(at);
         return;
@@ -267,7 +409,10 @@ fn remove_finalizer_after(store: &Store, res: ResourceId, obj: &Value, at: Insta
     let (ns, name) = ns_name(obj);
     let _ = store.modify(res, ns, name, Scope::Main, false, |cur| {
         let mut next = cur.cloned().unwrap_or_default();
-        let fins = finalizers(&next).into_iter().filter(|f| f != HYPERSHIFT_FINALIZER).collect();
+        let fins = finalizers(&next)
+            .into_iter()
+            .filter(|f| f != HYPERSHIFT_FINALIZER)
+            .collect();
         set_finalizers(&mut next, fins);
         Ok(next)
     });
@@ -278,7 +423,9 @@ fn write_status(store: &Store, res: ResourceId, obj: &Value, status: Value) {
         return;
     }
     let (ns, name) = ns_name(obj);
-    let rv = meta_str(obj, "resourceVersion").unwrap_or_default().to_owned();
+    let rv = meta_str(obj, "resourceVersion")
+        .unwrap_or_default()
+        .to_owned();
     // Written against the version we read: if a client changed the object meanwhile, the
     // conflict is ignored and the change's wake-up reconciles again.
     let _ = store.modify(res, ns, name, Scope::Status, false, |_| {
@@ -297,7 +444,14 @@ fn conditions_mut(status: &mut Value) -> &mut Vec<Value> {
 }
 
 /// Sets a condition, keeping `lastTransitionTime` unless the status flips (metav1 semantics).
-fn set_condition(list: &mut Vec<Value>, type_: &str, status: bool, reason: &str, message: &str, generation: i64) {
+fn set_condition(
+    list: &mut Vec<Value>,
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: &str,
+    generation: i64,
+) {
     let status = if status { "True" } else { "False" };
     let existing = list.iter_mut().find(|c| c["type"] == type_);
     let transition = match &existing {
@@ -315,12 +469,18 @@ fn set_condition(list: &mut Vec<Value>, type_: &str, status: bool, reason: &str,
 }
 
 fn set_version(status: &mut Value, image: &str, version: &str, completed: bool, generation: i64) {
-    let mut history: Vec<Value> =
-        status.pointer("/version/history").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut history: Vec<Value> = status
+        .pointer("/version/history")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     if history.first().is_none_or(|h| h["image"] != image) {
         history.insert(0, json!({"state": "Partial", "image": image, "version": version, "startedTime": now_rfc3339(), "verified": false}));
     }
-    if completed && let Some(h) = history.first_mut() && h["state"] != "Completed" {
+    if completed
+        && let Some(h) = history.first_mut()
+        && h["state"] != "Completed"
+    {
         h["state"] = json!("Completed");
         h["completionTime"] = json!(now_rfc3339());
     }
@@ -345,7 +505,11 @@ fn ensure_kubeconfig_secret(store: &Store, ns: &str, name: &str, host: &str) {
     if store.get(SECRETS, ns, name).is_ok() {
         return;
     }
-    let kubeconfig = crate::kubeconfig::kubeconfig_yaml(&format!("https://{host}:{KAS_PORT}"), "", "simulated-admin-token");
+    let kubeconfig = crate::kubeconfig::kubeconfig_yaml(
+        &format!("https://{host}:{KAS_PORT}"),
+        "",
+        "simulated-admin-token",
+    );
     let secret = json!({
         "apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": name, "namespace": ns,

@@ -72,14 +72,20 @@ fn add(doc: &mut Value, path: &str, value: Value) -> ApiResult<()> {
                 list.push(value);
                 return Ok(());
             }
-            let idx: usize = last.parse().map_err(|_| ApiError::bad_request(format!("invalid index in {path:?}")))?;
+            let idx: usize = last
+                .parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid index in {path:?}")))?;
             if idx > list.len() {
-                return Err(ApiError::bad_request(format!("index out of range in {path:?}")));
+                return Err(ApiError::bad_request(format!(
+                    "index out of range in {path:?}"
+                )));
             }
             list.insert(idx, value);
             Ok(())
         }
-        _ => Err(ApiError::bad_request(format!("doc is missing path: {path:?}"))),
+        _ => Err(ApiError::bad_request(format!(
+            "doc is missing path: {path:?}"
+        ))),
     }
 }
 
@@ -90,7 +96,9 @@ fn remove(doc: &mut Value, path: &str) -> ApiResult<Value> {
         Some(Value::Object(map)) => map.remove(&last).ok_or_else(missing),
         Some(Value::Array(list)) => {
             let idx: usize = last.parse().map_err(|_| missing())?;
-            (idx < list.len()).then(|| list.remove(idx)).ok_or_else(missing)
+            (idx < list.len())
+                .then(|| list.remove(idx))
+                .ok_or_else(missing)
         }
         _ => Err(missing()),
     }
@@ -98,12 +106,22 @@ fn remove(doc: &mut Value, path: &str) -> ApiResult<Value> {
 
 /// RFC 6902 JSON patch.
 pub fn json_patch(doc: &mut Value, ops: &Value) -> ApiResult<()> {
-    let ops = ops.as_array().ok_or_else(|| ApiError::bad_request("json patch must be an array"))?;
+    let ops = ops
+        .as_array()
+        .ok_or_else(|| ApiError::bad_request("json patch must be an array"))?;
     for op in ops {
         let kind = op.get("op").and_then(Value::as_str).unwrap_or("");
         let path = op.get("path").and_then(Value::as_str).unwrap_or("");
-        let value = || op.get("value").cloned().ok_or_else(|| ApiError::bad_request(format!("{kind} needs a value")));
-        let from = || op.get("from").and_then(Value::as_str).ok_or_else(|| ApiError::bad_request(format!("{kind} needs from")));
+        let value = || {
+            op.get("value")
+                .cloned()
+                .ok_or_else(|| ApiError::bad_request(format!("{kind} needs a value")))
+        };
+        let from = || {
+            op.get("from")
+                .and_then(Value::as_str)
+                .ok_or_else(|| ApiError::bad_request(format!("{kind} needs from")))
+        };
         match kind {
             "add" => add(doc, path, value()?)?,
             "remove" => {
@@ -115,7 +133,12 @@ pub fn json_patch(doc: &mut Value, ops: &Value) -> ApiResult<()> {
             }
             "test" => {
                 if doc.pointer(path) != Some(&value()?) {
-                    return Err(ApiError { code: 422, reason: "Invalid", message: format!("testing value {path} failed"), details: None });
+                    return Err(ApiError {
+                        code: 422,
+                        reason: "Invalid",
+                        message: format!("testing value {path} failed"),
+                        details: None,
+                    });
                 }
             }
             "move" => {
@@ -123,10 +146,17 @@ pub fn json_patch(doc: &mut Value, ops: &Value) -> ApiResult<()> {
                 add(doc, path, v)?;
             }
             "copy" => {
-                let v = doc.pointer(from()?).cloned().ok_or_else(|| ApiError::bad_request("copy from a missing path"))?;
+                let v = doc
+                    .pointer(from()?)
+                    .cloned()
+                    .ok_or_else(|| ApiError::bad_request("copy from a missing path"))?;
                 add(doc, path, v)?;
             }
-            other => return Err(ApiError::bad_request(format!("unexpected json patch op {other:?}"))),
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "unexpected json patch op {other:?}"
+                )));
+            }
         }
     }
     Ok(())
@@ -147,13 +177,20 @@ mod tests {
     #[test]
     fn json_patch_ops() {
         let mut doc = json!({"metadata": {"labels": {"a": "1"}}, "list": [1, 2]});
-        json_patch(&mut doc, &json!([
-            {"op": "add", "path": "/metadata/labels/b", "value": "2"},
-            {"op": "remove", "path": "/metadata/labels/a"},
-            {"op": "replace", "path": "/list/0", "value": 9},
-            {"op": "add", "path": "/list/-", "value": 3},
-            {"op": "test", "path": "/list/1", "value": 2}
-        ])).unwrap();
-        assert_eq!(doc, json!({"metadata": {"labels": {"b": "2"}}, "list": [9, 2, 3]}));
+        json_patch(
+            &mut doc,
+            &json!([
+                {"op": "add", "path": "/metadata/labels/b", "value": "2"},
+                {"op": "remove", "path": "/metadata/labels/a"},
+                {"op": "replace", "path": "/list/0", "value": 9},
+                {"op": "add", "path": "/list/-", "value": 3},
+                {"op": "test", "path": "/list/1", "value": 2}
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            doc,
+            json!({"metadata": {"labels": {"b": "2"}}, "list": [9, 2, 3]})
+        );
     }
 }

@@ -35,7 +35,11 @@ fn split_top_level(s: &str) -> Vec<&str> {
         }
     }
     parts.push(&s[start..]);
-    parts.into_iter().map(str::trim).filter(|p| !p.is_empty()).collect()
+    parts
+        .into_iter()
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect()
 }
 
 fn set_values(rest: &str) -> ApiResult<Vec<String>> {
@@ -44,7 +48,11 @@ fn set_values(rest: &str) -> ApiResult<Vec<String>> {
         .strip_prefix('(')
         .and_then(|r| r.strip_suffix(')'))
         .ok_or_else(|| ApiError::bad_request(format!("unable to parse requirement: {rest}")))?;
-    Ok(inner.split(',').map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()).collect())
+    Ok(inner
+        .split(',')
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+        .collect())
 }
 
 impl LabelSelector {
@@ -132,8 +140,14 @@ pub struct Selectors {
 impl Selectors {
     pub fn parse(labels: Option<&str>, fields: Option<&str>) -> ApiResult<Self> {
         Ok(Self {
-            labels: labels.map(LabelSelector::parse).transpose()?.unwrap_or_default(),
-            fields: fields.map(FieldSelector::parse).transpose()?.unwrap_or_default(),
+            labels: labels
+                .map(LabelSelector::parse)
+                .transpose()?
+                .unwrap_or_default(),
+            fields: fields
+                .map(FieldSelector::parse)
+                .transpose()?
+                .unwrap_or_default(),
         })
     }
 
@@ -158,15 +172,27 @@ mod tests {
             ("app,!missing", true),
             ("missing", false),
         ] {
-            assert_eq!(LabelSelector::parse(sel).unwrap().matches(&obj), want, "{sel}");
+            assert_eq!(
+                LabelSelector::parse(sel).unwrap().matches(&obj),
+                want,
+                "{sel}"
+            );
         }
     }
 
     #[test]
     fn field_selector_name() {
         let obj = json!({"metadata": {"name": "a", "namespace": "n"}});
-        assert!(FieldSelector::parse("metadata.name=a").unwrap().matches(&obj));
-        assert!(!FieldSelector::parse("metadata.name!=a").unwrap().matches(&obj));
+        assert!(
+            FieldSelector::parse("metadata.name=a")
+                .unwrap()
+                .matches(&obj)
+        );
+        assert!(
+            !FieldSelector::parse("metadata.name!=a")
+                .unwrap()
+                .matches(&obj)
+        );
         assert!(FieldSelector::parse("spec.x=a").is_err());
     }
 }

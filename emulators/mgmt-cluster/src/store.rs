@@ -92,7 +92,12 @@ impl Store {
     pub fn new(history_limit: usize) -> Self {
         let (events, _) = broadcast::channel(history_limit.max(16));
         Self {
-            state: Mutex::new(State { rv: 0, objects: BTreeMap::new(), history: VecDeque::new(), floor: 0 }),
+            state: Mutex::new(State {
+                rv: 0,
+                objects: BTreeMap::new(),
+                history: VecDeque::new(),
+                floor: 0,
+            }),
             history_limit: history_limit.max(1),
             events,
             changed: Arc::new(Notify::new()),
@@ -187,7 +192,10 @@ impl Store {
             metadata_mut(&mut desired).insert("name".into(), json!(name));
             metadata_mut(&mut desired).remove("resourceVersion");
             drop(st);
-            return self.create(res, ns, desired).map(|object| Written { object, created: true });
+            return self.create(res, ns, desired).map(|object| Written {
+                object,
+                created: true,
+            });
         };
         let desired = f(Some(&current))?;
         if let Some(rv) = meta_str(&desired, "resourceVersion").filter(|rv| !rv.is_empty())
@@ -212,7 +220,10 @@ impl Store {
             }
         }
         if same_ignoring_rv(&current, &next) {
-            return Ok(Written { object: current, created: false });
+            return Ok(Written {
+                object: current,
+                created: false,
+            });
         }
         st.rv += 1;
         set_rv(&mut next, st.rv);
@@ -223,7 +234,10 @@ impl Store {
             st.objects.insert(key, next.clone());
             self.emit(&mut st, res, ns, EventType::Modified, next.clone());
         }
-        Ok(Written { object: next, created: false })
+        Ok(Written {
+            object: next,
+            created: false,
+        })
     }
 
     /// Deletes an object: marks it (`deletionTimestamp`) while finalizers remain, removes it
@@ -236,7 +250,11 @@ impl Store {
         }
         let contents: Vec<Key> = {
             let st = self.lock();
-            st.objects.keys().filter(|(r, n, _)| *r != NAMESPACES && n == name).cloned().collect()
+            st.objects
+                .keys()
+                .filter(|(r, n, _)| *r != NAMESPACES && n == name)
+                .cloned()
+                .collect()
         };
         for (res, ns, obj_name) in contents {
             // Already gone (a racing delete) is fine: the goal is an empty namespace.
@@ -285,7 +303,10 @@ impl Store {
             .map(|((_, _, n), _)| n.clone())
             .collect();
         for ns in terminating {
-            let empty = !st.objects.keys().any(|(r, n, _)| *r != NAMESPACES && *n == ns);
+            let empty = !st
+                .objects
+                .keys()
+                .any(|(r, n, _)| *r != NAMESPACES && *n == ns);
             if !empty {
                 continue;
             }
@@ -309,7 +330,12 @@ impl Store {
                     st.floor + 1
                 )));
             }
-            Some(rv) => st.history.iter().filter(|e| e.rv > rv && e.resource == res).cloned().collect(),
+            Some(rv) => st
+                .history
+                .iter()
+                .filter(|e| e.rv > rv && e.resource == res)
+                .cloned()
+                .collect(),
             None => st
                 .objects
                 .iter()
@@ -325,11 +351,28 @@ impl Store {
                 })
                 .collect(),
         };
-        Ok(Subscription { backlog, receiver, start_rv: from.unwrap_or(st.rv) })
+        Ok(Subscription {
+            backlog,
+            receiver,
+            start_rv: from.unwrap_or(st.rv),
+        })
     }
 
-    fn emit(&self, st: &mut State, resource: ResourceId, ns: &str, type_: EventType, object: Value) {
-        let event = Arc::new(Event { rv: st.rv, resource, namespace: ns.to_owned(), type_, object });
+    fn emit(
+        &self,
+        st: &mut State,
+        resource: ResourceId,
+        ns: &str,
+        type_: EventType,
+        object: Value,
+    ) {
+        let event = Arc::new(Event {
+            rv: st.rv,
+            resource,
+            namespace: ns.to_owned(),
+            type_,
+            object,
+        });
         st.history.push_back(event.clone());
         while st.history.len() > self.history_limit {
             if let Some(old) = st.history.pop_front() {
@@ -359,7 +402,12 @@ fn resolve_name(obj: &mut Value) -> ApiResult<String> {
         return Ok(name.to_owned());
     }
     if let Some(prefix) = meta_str(obj, "generateName").filter(|n| !n.is_empty()) {
-        let suffix: String = uuid::Uuid::new_v4().simple().to_string().chars().take(5).collect();
+        let suffix: String = uuid::Uuid::new_v4()
+            .simple()
+            .to_string()
+            .chars()
+            .take(5)
+            .collect();
         let name = format!("{prefix}{suffix}");
         metadata_mut(obj).insert("name".into(), json!(name));
         return Ok(name);
@@ -424,17 +472,31 @@ fn merge_scoped(def: &ResourceDef, current: &Value, mut desired: Value, scope: S
         map.insert("apiVersion".into(), json!(def.api_version()));
         map.insert("kind".into(), json!(def.kind));
     }
-    let generation = current.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+    let generation = current
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
     let spec_changed = current.get("spec") != next.get("spec");
     let meta = metadata_mut(&mut next);
-    for field in ["name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"] {
+    for field in [
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+    ] {
         match current.get("metadata").and_then(|m| m.get(field)) {
             Some(v) => meta.insert(field.into(), v.clone()),
             None => meta.remove(field),
         };
     }
     if def.generation {
-        let generation = if spec_changed { generation + 1 } else { generation };
+        let generation = if spec_changed {
+            generation + 1
+        } else {
+            generation
+        };
         meta.insert("generation".into(), json!(generation));
     }
     if let Some(normalize) = def.normalize {

@@ -11,7 +11,9 @@ use crate::error::Cause;
 pub fn name(name: &str) -> Option<Cause> {
     let ok = !name.is_empty()
         && name.len() <= 253
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
         && name.starts_with(|c: char| c.is_ascii_alphanumeric())
         && name.ends_with(|c: char| c.is_ascii_alphanumeric());
     (!ok).then(|| {
@@ -26,25 +28,38 @@ pub fn name(name: &str) -> Option<Cause> {
 }
 
 fn non_empty_str(obj: &Value, pointer: &str) -> bool {
-    obj.pointer(pointer).and_then(Value::as_str).is_some_and(|s| !s.is_empty())
+    obj.pointer(pointer)
+        .and_then(Value::as_str)
+        .is_some_and(|s| !s.is_empty())
 }
 
 fn require(obj: &Value, pointer: &str, causes: &mut Vec<Cause>) {
     if !non_empty_str(obj, pointer) {
-        causes.push(Cause::required(pointer.trim_start_matches('/').replace('/', ".")));
+        causes.push(Cause::required(
+            pointer.trim_start_matches('/').replace('/', "."),
+        ));
     }
 }
 
 fn require_object(obj: &Value, pointer: &str, causes: &mut Vec<Cause>) -> bool {
     let present = obj.pointer(pointer).is_some_and(Value::is_object);
     if !present {
-        causes.push(Cause::required(pointer.trim_start_matches('/').replace('/', ".")));
+        causes.push(Cause::required(
+            pointer.trim_start_matches('/').replace('/', "."),
+        ));
     }
     present
 }
 
-const WORKLOAD_IDENTITIES: [&str; 7] =
-    ["imageRegistry", "ingress", "file", "disk", "nodePoolManagement", "cloudProvider", "network"];
+const WORKLOAD_IDENTITIES: [&str; 7] = [
+    "imageRegistry",
+    "ingress",
+    "file",
+    "disk",
+    "nodePoolManagement",
+    "cloudProvider",
+    "network",
+];
 
 /// HostedCluster: the required fields of `spec` and of `AzurePlatformSpec` (reference §5.1).
 pub fn hosted_cluster(obj: &Value) -> Vec<Cause> {
@@ -112,7 +127,10 @@ pub fn node_pool(obj: &Value) -> Vec<Cause> {
     if let Some(replicas) = obj.pointer("/spec/replicas")
         && replicas.as_i64().is_none_or(|r| r < 0)
     {
-        causes.push(Cause::invalid("spec.replicas", format!("Invalid value: {replicas}: must be >= 0")));
+        causes.push(Cause::invalid(
+            "spec.replicas",
+            format!("Invalid value: {replicas}: must be >= 0"),
+        ));
     }
     if obj.pointer("/spec/platform/type").and_then(Value::as_str) == Some("Azure")
         && require_object(obj, "/spec/platform/azure", &mut causes)
@@ -121,7 +139,10 @@ pub fn node_pool(obj: &Value) -> Vec<Cause> {
         require(obj, "/spec/platform/azure/image/type", &mut causes);
         require(obj, "/spec/platform/azure/subnetID", &mut causes);
         if require_object(obj, "/spec/platform/azure/osDisk", &mut causes) {
-            match obj.pointer("/spec/platform/azure/osDisk/sizeGiB").and_then(Value::as_i64) {
+            match obj
+                .pointer("/spec/platform/azure/osDisk/sizeGiB")
+                .and_then(Value::as_i64)
+            {
                 Some(16..=32767) => {}
                 Some(n) => causes.push(Cause::invalid(
                     "spec.platform.azure.osDisk.sizeGiB",
@@ -136,12 +157,17 @@ pub fn node_pool(obj: &Value) -> Vec<Cause> {
 
 /// Secrets: fold `stringData` into base64 `data` (write-only field) and default `type`.
 pub fn normalize_secret(obj: &mut Value) {
-    let Some(map) = obj.as_object_mut() else { return };
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
     if let Some(Value::Object(string_data)) = map.remove("stringData") {
         let data = map.entry("data").or_insert_with(|| json!({}));
         if let Some(data) = data.as_object_mut() {
             for (k, v) in string_data {
-                let text = v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string());
+                let text = v
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| v.to_string());
                 let encoded = base64::engine::general_purpose::STANDARD.encode(text);
                 data.insert(k, Value::String(encoded));
             }
@@ -153,10 +179,13 @@ pub fn normalize_secret(obj: &mut Value) {
 /// Namespaces: the `kubernetes` finalizer and `status.phase` the real server reports.
 pub fn normalize_namespace(obj: &mut Value) {
     let terminating = obj.pointer("/metadata/deletionTimestamp").is_some();
-    let Some(map) = obj.as_object_mut() else { return };
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
     let spec = map.entry("spec").or_insert_with(|| json!({}));
     if let Some(spec) = spec.as_object_mut() {
-        spec.entry("finalizers").or_insert_with(|| json!(["kubernetes"]));
+        spec.entry("finalizers")
+            .or_insert_with(|| json!(["kubernetes"]));
     }
     let phase = if terminating { "Terminating" } else { "Active" };
     map.insert("status".into(), json!({"phase": phase}));

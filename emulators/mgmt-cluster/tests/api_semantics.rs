@@ -15,7 +15,12 @@ use kube::runtime::{WatchStreamExt, watcher};
 fn configmap(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
     let mut cm = ConfigMap::default();
     cm.metadata.name = Some(name.into());
-    cm.metadata.labels = Some(labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect());
+    cm.metadata.labels = Some(
+        labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+    );
     cm.data = Some([("k".to_owned(), "v".to_owned())].into());
     cm
 }
@@ -31,7 +36,10 @@ fn api_error(err: kube::Error) -> Box<kube::core::Status> {
 async fn missing_or_wrong_token_is_401() {
     let h = Harness::fast().await;
     let bad = client_for(&h.url, &h.ca_pem, "wrong").await;
-    let err = Api::<Namespace>::all(bad).list(&ListParams::default()).await.unwrap_err();
+    let err = Api::<Namespace>::all(bad)
+        .list(&ListParams::default())
+        .await
+        .unwrap_err();
     let status = api_error(err);
     assert_eq!((status.code, status.reason.as_str()), (401, "Unauthorized"));
 }
@@ -45,37 +53,76 @@ async fn invalid_hosted_cluster_is_422_with_field_causes() {
     let azure = hc.spec.platform.azure.as_mut().unwrap();
     azure.location.clear();
     azure.subnet_id.clear();
-    azure.azure_authentication_config.workload_identities.as_mut().unwrap().disk.client_id.clear();
+    azure
+        .azure_authentication_config
+        .workload_identities
+        .as_mut()
+        .unwrap()
+        .disk
+        .client_id
+        .clear();
     let status = api_error(hcs.create(&PostParams::default(), &hc).await.unwrap_err());
     assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
-    let fields: Vec<String> =
-        status.details.unwrap().causes.into_iter().map(|c| c.field).collect();
-    assert_eq!(fields, [
-        "spec.platform.azure.location",
-        "spec.platform.azure.subnetID",
-        "spec.platform.azure.azureAuthenticationConfig.workloadIdentities.disk.clientID",
-    ]);
+    let fields: Vec<String> = status
+        .details
+        .unwrap()
+        .causes
+        .into_iter()
+        .map(|c| c.field)
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "spec.platform.azure.location",
+            "spec.platform.azure.subnetID",
+            "spec.platform.azure.azureAuthenticationConfig.workloadIdentities.disk.clientID",
+        ]
+    );
 }
 
 #[tokio::test]
 async fn create_conflicts_and_missing_namespace() {
     let h = Harness::fast().await;
     let cms: Api<ConfigMap> = Api::namespaced(h.client.clone(), "nope");
-    let status = api_error(cms.create(&PostParams::default(), &configmap("a", &[])).await.unwrap_err());
+    let status = api_error(
+        cms.create(&PostParams::default(), &configmap("a", &[]))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(status.code, 404);
 
     namespace(&h.client, "ns1").await;
     let cms: Api<ConfigMap> = Api::namespaced(h.client.clone(), "ns1");
-    let first = cms.create(&PostParams::default(), &configmap("a", &[])).await.unwrap();
-    let status = api_error(cms.create(&PostParams::default(), &configmap("a", &[])).await.unwrap_err());
-    assert_eq!((status.code, status.reason.as_str()), (409, "AlreadyExists"));
+    let first = cms
+        .create(&PostParams::default(), &configmap("a", &[]))
+        .await
+        .unwrap();
+    let status = api_error(
+        cms.create(&PostParams::default(), &configmap("a", &[]))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (409, "AlreadyExists")
+    );
 
     // Replace with the current resourceVersion works once; the stale one then conflicts.
     let mut update = first.clone();
     update.data = Some([("k".to_owned(), "v2".to_owned())].into());
-    let second = cms.replace("a", &PostParams::default(), &update).await.unwrap();
-    assert_ne!(second.metadata.resource_version, first.metadata.resource_version);
-    let status = api_error(cms.replace("a", &PostParams::default(), &update).await.unwrap_err());
+    let second = cms
+        .replace("a", &PostParams::default(), &update)
+        .await
+        .unwrap();
+    assert_ne!(
+        second.metadata.resource_version,
+        first.metadata.resource_version
+    );
+    let status = api_error(
+        cms.replace("a", &PostParams::default(), &update)
+            .await
+            .unwrap_err(),
+    );
     assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
 }
 
@@ -85,18 +132,34 @@ async fn list_selectors_and_pagination() {
     namespace(&h.client, "sel").await;
     let cms: Api<ConfigMap> = Api::namespaced(h.client.clone(), "sel");
     for (name, tier) in [("a", "web"), ("b", "db"), ("c", "web"), ("d", "web")] {
-        cms.create(&PostParams::default(), &configmap(name, &[("tier", tier)])).await.unwrap();
+        cms.create(&PostParams::default(), &configmap(name, &[("tier", tier)]))
+            .await
+            .unwrap();
     }
-    let web = cms.list(&ListParams::default().labels("tier=web")).await.unwrap();
+    let web = cms
+        .list(&ListParams::default().labels("tier=web"))
+        .await
+        .unwrap();
     assert_eq!(web.items.len(), 3);
-    let one = cms.list(&ListParams::default().fields("metadata.name=b")).await.unwrap();
+    let one = cms
+        .list(&ListParams::default().fields("metadata.name=b"))
+        .await
+        .unwrap();
     assert_eq!(one.items.len(), 1);
 
     let page1 = cms.list(&ListParams::default().limit(2)).await.unwrap();
     assert_eq!(page1.items.len(), 2);
     let token = page1.metadata.continue_.clone().unwrap();
-    let page2 = cms.list(&ListParams::default().limit(2).continue_token(&token)).await.unwrap();
-    let names: Vec<_> = page1.items.iter().chain(&page2.items).map(|c| c.metadata.name.clone().unwrap()).collect();
+    let page2 = cms
+        .list(&ListParams::default().limit(2).continue_token(&token))
+        .await
+        .unwrap();
+    let names: Vec<_> = page1
+        .items
+        .iter()
+        .chain(&page2.items)
+        .map(|c| c.metadata.name.clone().unwrap())
+        .collect();
     assert_eq!(names, ["a", "b", "c", "d"]);
 }
 
@@ -109,7 +172,9 @@ async fn namespace_delete_removes_contents() {
     s.metadata.name = Some("s".into());
     secrets.create(&PostParams::default(), &s).await.unwrap();
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "gone");
-    hcs.create(&PostParams::default(), &hosted_cluster("hc", "gone")).await.unwrap();
+    hcs.create(&PostParams::default(), &hosted_cluster("hc", "gone"))
+        .await
+        .unwrap();
 
     let nss: Api<Namespace> = Api::all(h.client.clone());
     nss.delete("gone", &DeleteParams::default()).await.unwrap();
@@ -129,13 +194,22 @@ async fn runtime_watcher_sees_changes() {
     let h = Harness::fast().await;
     namespace(&h.client, "w").await;
     let cms: Api<ConfigMap> = Api::namespaced(h.client.clone(), "w");
-    cms.create(&PostParams::default(), &configmap("before", &[])).await.unwrap();
+    cms.create(&PostParams::default(), &configmap("before", &[]))
+        .await
+        .unwrap();
 
-    let mut stream = watcher(cms.clone(), watcher::Config::default()).applied_objects().boxed();
+    let mut stream = watcher(cms.clone(), watcher::Config::default())
+        .applied_objects()
+        .boxed();
     let first = within("initial", stream.try_next()).await.unwrap().unwrap();
     assert_eq!(first.metadata.name.as_deref(), Some("before"));
-    cms.create(&PostParams::default(), &configmap("after", &[])).await.unwrap();
-    let second = within("live event", stream.try_next()).await.unwrap().unwrap();
+    cms.create(&PostParams::default(), &configmap("after", &[]))
+        .await
+        .unwrap();
+    let second = within("live event", stream.try_next())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(second.metadata.name.as_deref(), Some("after"));
 }
 
@@ -148,10 +222,16 @@ async fn raw_watch_bookmarks_and_expiry() {
     namespace(&h.client, "rw").await;
     let cms: Api<ConfigMap> = Api::namespaced(h.client.clone(), "rw");
     for i in 0..10 {
-        cms.create(&PostParams::default(), &configmap(&format!("c{i}"), &[])).await.unwrap();
+        cms.create(&PostParams::default(), &configmap(&format!("c{i}"), &[]))
+            .await
+            .unwrap();
     }
     // Far behind the kept history: the stream carries a 410 Expired ERROR event.
-    let mut old = cms.watch(&WatchParams::default(), "1").await.unwrap().boxed();
+    let mut old = cms
+        .watch(&WatchParams::default(), "1")
+        .await
+        .unwrap()
+        .boxed();
     match within("expired", old.try_next()).await.unwrap() {
         Some(WatchEvent::Error(e)) => assert_eq!((e.code, e.reason.as_str()), (410, "Expired")),
         other => panic!("expected 410, got {other:?}"),
@@ -177,5 +257,8 @@ async fn raw_watch_bookmarks_and_expiry() {
         }
     }
     // timeoutSeconds ends the stream.
-    within("timeout", async { while live.try_next().await.unwrap().is_some() {} }).await;
+    within("timeout", async {
+        while live.try_next().await.unwrap().is_some() {}
+    })
+    .await;
 }

@@ -25,32 +25,52 @@ async fn hosted_cluster_fault_degrades_until_cleared() {
         .unwrap();
     assert_eq!(h.admin.faults().await.unwrap().len(), 1);
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "f");
-    hcs.create(&PostParams::default(), &hosted_cluster("bad-one", "f")).await.unwrap();
-    hcs.create(&PostParams::default(), &hosted_cluster("good-one", "f")).await.unwrap();
+    hcs.create(&PostParams::default(), &hosted_cluster("bad-one", "f"))
+        .await
+        .unwrap();
+    hcs.create(&PostParams::default(), &hosted_cluster("good-one", "f"))
+        .await
+        .unwrap();
 
-    let bad = within("degraded", await_condition(hcs.clone(), "bad-one", |o: Option<&HostedCluster>| {
-        o.is_some_and(HostedCluster::is_degraded)
-    }))
+    let bad = within(
+        "degraded",
+        await_condition(hcs.clone(), "bad-one", |o: Option<&HostedCluster>| {
+            o.is_some_and(HostedCluster::is_degraded)
+        }),
+    )
     .await
     .unwrap()
     .unwrap();
     assert_eq!(bad.condition("Available").unwrap().reason, "AzureError");
-    within("good available", await_condition(hcs.clone(), "good-one", |o: Option<&HostedCluster>| {
-        o.is_some_and(HostedCluster::is_available)
-    }))
+    within(
+        "good available",
+        await_condition(hcs.clone(), "good-one", |o: Option<&HostedCluster>| {
+            o.is_some_and(HostedCluster::is_available)
+        }),
+    )
     .await
     .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!hcs.get("bad-one").await.unwrap().is_available(), "faulted cluster never becomes available");
+    assert!(
+        !hcs.get("bad-one").await.unwrap().is_available(),
+        "faulted cluster never becomes available"
+    );
 
     h.admin.clear_faults().await.unwrap();
-    within("recovered", await_condition(hcs.clone(), "bad-one", |o: Option<&HostedCluster>| {
-        o.is_some_and(|hc| hc.is_available() && !hc.is_degraded())
-    }))
+    within(
+        "recovered",
+        await_condition(hcs.clone(), "bad-one", |o: Option<&HostedCluster>| {
+            o.is_some_and(|hc| hc.is_available() && !hc.is_degraded())
+        }),
+    )
     .await
     .unwrap();
     let objects = h.admin.objects().await.unwrap();
-    assert!(objects.iter().any(|o| o["metadata"]["name"] == "bad-one-admin-kubeconfig"));
+    assert!(
+        objects
+            .iter()
+            .any(|o| o["metadata"]["name"] == "bad-one-admin-kubeconfig")
+    );
 }
 
 #[tokio::test]
@@ -64,12 +84,20 @@ async fn node_pool_fault_keeps_it_unready() {
         message: "not enough cores".into(),
     });
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "g");
-    hcs.create(&PostParams::default(), &hosted_cluster("hc", "g")).await.unwrap();
+    hcs.create(&PostParams::default(), &hosted_cluster("hc", "g"))
+        .await
+        .unwrap();
     let nps: Api<NodePool> = Api::namespaced(h.client.clone(), "g");
-    nps.create(&PostParams::default(), &node_pool("np", "g", "hc", 2)).await.unwrap();
-    let np = within("fault reported", await_condition(nps.clone(), "np", |o: Option<&NodePool>| {
-        o.and_then(|np| np.condition("Ready")).is_some_and(|c| c.reason == "QuotaExceeded")
-    }))
+    nps.create(&PostParams::default(), &node_pool("np", "g", "hc", 2))
+        .await
+        .unwrap();
+    let np = within(
+        "fault reported",
+        await_condition(nps.clone(), "np", |o: Option<&NodePool>| {
+            o.and_then(|np| np.condition("Ready"))
+                .is_some_and(|c| c.reason == "QuotaExceeded")
+        }),
+    )
     .await
     .unwrap()
     .unwrap();

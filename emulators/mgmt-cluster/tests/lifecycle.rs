@@ -19,22 +19,41 @@ async fn hosted_cluster_and_node_pool_converge_and_delete() {
     let secrets: Api<Secret> = Api::namespaced(h.client.clone(), "clusters");
     let mut pull = Secret::default();
     pull.metadata.name = Some("demo-pull-secret".into());
-    pull.string_data = Some(BTreeMap::from([(".dockerconfigjson".to_owned(), "{}".to_owned())]));
+    pull.string_data = Some(BTreeMap::from([(
+        ".dockerconfigjson".to_owned(),
+        "{}".to_owned(),
+    )]));
     let stored = secrets.create(&PostParams::default(), &pull).await.unwrap();
-    assert!(stored.data.unwrap().contains_key(".dockerconfigjson"), "stringData folded into data");
+    assert!(
+        stored.data.unwrap().contains_key(".dockerconfigjson"),
+        "stringData folded into data"
+    );
 
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "clusters");
-    let created = hcs.create(&PostParams::default(), &hosted_cluster("demo", "clusters")).await.unwrap();
+    let created = hcs
+        .create(&PostParams::default(), &hosted_cluster("demo", "clusters"))
+        .await
+        .unwrap();
     assert_eq!(created.metadata.generation, Some(1));
     assert!(created.metadata.uid.is_some());
 
-    let hc = within("HostedCluster Available", await_condition(hcs.clone(), "demo", |o: Option<&HostedCluster>| {
-        o.is_some_and(HostedCluster::is_available)
-    }))
+    let hc = within(
+        "HostedCluster Available",
+        await_condition(hcs.clone(), "demo", |o: Option<&HostedCluster>| {
+            o.is_some_and(HostedCluster::is_available)
+        }),
+    )
     .await
     .unwrap()
     .unwrap();
-    assert!(hc.metadata.finalizers.as_ref().unwrap().iter().any(|f| f == HYPERSHIFT_FINALIZER));
+    assert!(
+        hc.metadata
+            .finalizers
+            .as_ref()
+            .unwrap()
+            .iter()
+            .any(|f| f == HYPERSHIFT_FINALIZER)
+    );
     let endpoint = hc.control_plane_endpoint().unwrap();
     assert!(endpoint.host.starts_with("10."));
     assert_eq!(endpoint.port, 7443);
@@ -45,28 +64,46 @@ async fn hosted_cluster_and_node_pool_converge_and_delete() {
     assert!(kubeconfig.data.unwrap().contains_key("kubeconfig"));
 
     let nps: Api<NodePool> = Api::namespaced(h.client.clone(), "clusters");
-    nps.create(&PostParams::default(), &node_pool("demo-workers", "clusters", "demo", 2)).await.unwrap();
-    let np = within("NodePool ready", await_condition(nps.clone(), "demo-workers", |o: Option<&NodePool>| {
-        o.is_some_and(|np| np.ready_replicas() == 2)
-    }))
+    nps.create(
+        &PostParams::default(),
+        &node_pool("demo-workers", "clusters", "demo", 2),
+    )
+    .await
+    .unwrap();
+    let np = within(
+        "NodePool ready",
+        await_condition(nps.clone(), "demo-workers", |o: Option<&NodePool>| {
+            o.is_some_and(|np| np.ready_replicas() == 2)
+        }),
+    )
     .await
     .unwrap()
     .unwrap();
     assert!(np.is_ready());
-    assert_eq!(np.status.as_ref().unwrap().version.as_deref(), Some("4.19.0"));
+    assert_eq!(
+        np.status.as_ref().unwrap().version.as_deref(),
+        Some("4.19.0")
+    );
     for c in ["Ready", "AllMachinesReady", "AllNodesHealthy"] {
         assert!(np.condition(c).unwrap().is_true(), "{c}");
     }
 
     // Scale: a spec change bumps generation and converges again.
     let scaled = nps
-        .patch("demo-workers", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 3}})))
+        .patch(
+            "demo-workers",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 3}})),
+        )
         .await
         .unwrap();
     assert_eq!(scaled.metadata.generation, Some(2));
-    within("NodePool scaled", await_condition(nps.clone(), "demo-workers", |o: Option<&NodePool>| {
-        o.is_some_and(|np| np.ready_replicas() == 3 && np.is_ready())
-    }))
+    within(
+        "NodePool scaled",
+        await_condition(nps.clone(), "demo-workers", |o: Option<&NodePool>| {
+            o.is_some_and(|np| np.ready_replicas() == 3 && np.is_ready())
+        }),
+    )
     .await
     .unwrap();
 
@@ -75,11 +112,19 @@ async fn hosted_cluster_and_node_pool_converge_and_delete() {
     let marked = hcs.delete("demo", &DeleteParams::default()).await.unwrap();
     let marked = marked.left().expect("object kept while finalizer remains");
     assert!(marked.metadata.deletion_timestamp.is_some());
-    within("HostedCluster gone", await_condition(hcs.clone(), "demo", is_deleted(&uid))).await.unwrap();
+    within(
+        "HostedCluster gone",
+        await_condition(hcs.clone(), "demo", is_deleted(&uid)),
+    )
+    .await
+    .unwrap();
     assert!(nps.get_opt("demo-workers").await.unwrap().is_none());
 
     let counts = h.admin.requests().await.unwrap();
-    assert!(counts.get("create hostedclusters").copied() == Some(1), "{counts:?}");
+    assert!(
+        counts.get("create hostedclusters").copied() == Some(1),
+        "{counts:?}"
+    );
 }
 
 #[tokio::test]
@@ -87,17 +132,30 @@ async fn node_pool_waits_for_its_hosted_cluster() {
     let h = Harness::fast().await;
     namespace(&h.client, "c1").await;
     let nps: Api<NodePool> = Api::namespaced(h.client.clone(), "c1");
-    nps.create(&PostParams::default(), &node_pool("early", "c1", "later", 1)).await.unwrap();
+    nps.create(
+        &PostParams::default(),
+        &node_pool("early", "c1", "later", 1),
+    )
+    .await
+    .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
     let np = nps.get("early").await.unwrap();
     assert_eq!(np.ready_replicas(), 0);
-    assert_eq!(np.condition("Ready").unwrap().reason, "WaitingForAvailableHostedCluster");
+    assert_eq!(
+        np.condition("Ready").unwrap().reason,
+        "WaitingForAvailableHostedCluster"
+    );
 
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "c1");
-    hcs.create(&PostParams::default(), &hosted_cluster("later", "c1")).await.unwrap();
-    within("NodePool ready after HC", await_condition(nps.clone(), "early", |o: Option<&NodePool>| {
-        o.is_some_and(NodePool::is_ready)
-    }))
+    hcs.create(&PostParams::default(), &hosted_cluster("later", "c1"))
+        .await
+        .unwrap();
+    within(
+        "NodePool ready after HC",
+        await_condition(nps.clone(), "early", |o: Option<&NodePool>| {
+            o.is_some_and(NodePool::is_ready)
+        }),
+    )
     .await
     .unwrap();
 }
@@ -114,26 +172,43 @@ async fn server_side_apply_creates_then_merges() {
     assert_eq!(first.metadata.generation, Some(1));
 
     // Re-applying the same intent is a no-op: same resourceVersion once the operator settled.
-    within("finalizer added", await_condition(hcs.clone(), "applied", |o: Option<&HostedCluster>| {
-        o.is_some_and(|o| o.metadata.finalizers.is_some())
-    }))
+    within(
+        "finalizer added",
+        await_condition(hcs.clone(), "applied", |o: Option<&HostedCluster>| {
+            o.is_some_and(|o| o.metadata.finalizers.is_some())
+        }),
+    )
     .await
     .unwrap();
     let before = hcs.get("applied").await.unwrap();
     let mut intent = hosted_cluster("applied", "ssa");
     intent.metadata.labels = Some(BTreeMap::from([("team".to_owned(), "a".to_owned())]));
-    let again = hcs.patch("applied", &pp, &Patch::Apply(&intent)).await.unwrap();
+    let again = hcs
+        .patch("applied", &pp, &Patch::Apply(&intent))
+        .await
+        .unwrap();
     assert_eq!(again.metadata.generation, Some(1));
-    assert!(again.metadata.finalizers.is_some(), "apply keeps fields it does not mention");
+    assert!(
+        again.metadata.finalizers.is_some(),
+        "apply keeps fields it does not mention"
+    );
 
     // Changing the spec bumps generation; the operator's status stays.
     intent.spec.release.image = "quay.io/openshift-release-dev/ocp-release:4.19.1-x86_64".into();
-    let changed = hcs.patch("applied", &pp, &Patch::Apply(&intent)).await.unwrap();
+    let changed = hcs
+        .patch("applied", &pp, &Patch::Apply(&intent))
+        .await
+        .unwrap();
     assert_eq!(changed.metadata.generation, Some(2));
-    assert_eq!(changed.status, before.status.clone().or(changed.status.clone()));
+    assert_eq!(
+        changed.status,
+        before.status.clone().or(changed.status.clone())
+    );
 
     // Missing fieldManager is refused.
-    let err = hcs.patch("applied", &PatchParams::default(), &Patch::Apply(&intent)).await;
+    let err = hcs
+        .patch("applied", &PatchParams::default(), &Patch::Apply(&intent))
+        .await;
     assert!(err.is_err());
 }
 
@@ -142,7 +217,9 @@ async fn status_subresource_is_separate_from_spec() {
     let h = Harness::fast().await;
     namespace(&h.client, "st").await;
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "st");
-    hcs.create(&PostParams::default(), &hosted_cluster("s", "st")).await.unwrap();
+    hcs.create(&PostParams::default(), &hosted_cluster("s", "st"))
+        .await
+        .unwrap();
     // A main-resource write carrying status does not change status...
     let patched = hcs
         .patch("s", &PatchParams::default(), &Patch::Merge(json!({"status": {"kubeconfig": {"name": "forged"}}, "metadata": {"labels": {"x": "y"}}})))
@@ -155,5 +232,8 @@ async fn status_subresource_is_separate_from_spec() {
         .await
         .unwrap();
     assert_eq!(status.spec.infra_id, "s-abcde");
-    assert_eq!(status.status.unwrap().ignition_endpoint.as_deref(), Some("ign.example"));
+    assert_eq!(
+        status.status.unwrap().ignition_endpoint.as_deref(),
+        Some("ign.example")
+    );
 }

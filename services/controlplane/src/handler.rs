@@ -6,12 +6,13 @@ use std::time::Duration;
 use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
 use hypersaga_config::{Config, TenantConfig};
 use hypersaga_hypershift::{
-    AzureAuthenticationConfig, AzurePlatformSpec, AzureWorkloadIdentities, ClusterNetworkEntry, ClusterNetworking,
-    Condition, DnsSpec, HostedCluster, HostedClusterSpec, LocalObjectReference, NetworkEntry, PlatformSpec, Release,
-    ServicePublishingStrategy, ServicePublishingStrategyMapping, conditions,
+    AzureAuthenticationConfig, AzurePlatformSpec, AzureWorkloadIdentities, ClusterNetworkEntry,
+    ClusterNetworking, Condition, DnsSpec, HostedCluster, HostedClusterSpec, LocalObjectReference,
+    NetworkEntry, PlatformSpec, Release, ServicePublishingStrategy,
+    ServicePublishingStrategyMapping, conditions,
 };
 use hypersaga_oidc::{BlobConfig, BlobPublisher};
-use hypersaga_worker::{Progress, StepHandler};
+use hypersaga_worker::{Progress, StepHandler, StepResult};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::ObjectMeta;
@@ -19,8 +20,8 @@ use kube::{Api, Resource};
 use serde_json::{Value, json};
 use tracing::info;
 
-use crate::kube_ops::{self, Check, Notes, WaitError, target};
-use crate::{DEFAULT_AVAILABLE_TIMEOUT, Error};
+use crate::kube_ops::{self, Check, Notes, target};
+use crate::{DEFAULT_AVAILABLE_TIMEOUT, DEFAULT_RECHECK_INTERVAL, Error};
 
 const STEP: &str = "controlplane.hostedcluster";
 const LABEL_TENANT: &str = "hypersaga.io/tenant";
@@ -36,51 +37,138 @@ const EMPTY_PULL_SECRET: &str = r#"{"auths":{}}"#;
 /// Idempotent: every object has a deterministic name (from [`hypersaga_model::Names`]) and is
 /// written by a forced server-side apply of the full intent, so a repeated `do` converges the
 /// same objects (no new resourceVersion when nothing differs) and then simply observes that
-/// the HostedCluster is already `Available`; `undo` treats 404 as success at every stage and
-/// waits by watch, so it may be resumed after a crash at any point.
+/// the HostedCluster is already `Available`; `undo` treats 404 as success at every stage, so it
+/// may be resumed after a crash at any point.
+///
+/// Neither action waits in the worker: each looks once and answers "wait" while the
+/// HostedCluster is not yet `Available` (or not yet gone); the saga re-checks it later.
 pub struct ControlPlaneHandler {
     client: kube::Client,
     keys: BlobPublisher,
     config: Config,
     available_timeout: Duration,
+    recheck: Duration,
 }
 
 impl ControlPlaneHandler {
     /// Builds the management-cluster client (from `config.kube.kubeconfig`, else inferred)
     /// and the signing-key store client (`config.blob`) once, for every step it will run.
     pub async fn new(config: &Config) -> Result<Self, Error> {
-        let client = hypersaga_hypershift::client::client(config.kube.kubeconfig.as_deref()).await?;
-        let blob_endpoint = config.blob.endpoint.parse().map_err(|e: url::ParseError| Error::BlobEndpoint {
-            endpoint: config.blob.endpoint.clone(),
-            message: e.to_string(),
-        })?;
+        let client =
+            hypersaga_hypershift::client::client(config.kube.kubeconfig.as_deref()).await?;
+        let blob_endpoint =
+            config
+                .blob
+                .endpoint
+                .parse()
+                .map_err(|e: url::ParseError| Error::BlobEndpoint {
+                    endpoint: config.blob.endpoint.clone(),
+                    message: e.to_string(),
+                })?;
         let keys = BlobPublisher::new(BlobConfig {
             blob_endpoint,
             account_name: config.blob.account_name.clone(),
             account_key: hypersaga_oidc::Secret::new(config.blob.account_key.expose().to_owned()),
         })?;
-        let available_timeout =
-            config.kube.available_timeout_s.map(Duration::from_secs).unwrap_or(DEFAULT_AVAILABLE_TIMEOUT);
-        Ok(Self { client, keys, config: config.clone(), available_timeout })
+        let available_timeout = config
+            .kube
+            .available_timeout_s
+            .map(Duration::from_secs)
+            .unwrap_or(DEFAULT_AVAILABLE_TIMEOUT);
+        let recheck = config
+            .kube
+            .recheck_interval_ms
+            .map(Duration::from_millis)
+            .unwrap_or(DEFAULT_RECHECK_INTERVAL);
+        Ok(Self {
+            client,
+            keys,
+            config: config.clone(),
+            available_timeout,
+            recheck,
+        })
     }
 
-    /// Runs one attempt of the step, reporting progress to `notes` (what
+    /// Runs one attempt (or one re-check) of the step, reporting progress to `notes` (what
     /// [`StepHandler::run`] does with the worker's [`Progress`]).
-    pub async fn execute(&self, cmd: &StepCommand, notes: &dyn Notes) -> Result<Outputs, StepError> {
+    pub async fn execute(
+        &self,
+        cmd: &StepCommand,
+        notes: &dyn Notes,
+    ) -> Result<StepResult, StepError> {
         if cmd.step != STEP {
-            return Err(StepError::terminal("UnknownStep", format!("the controlplane service has no step {:?}", cmd.step)));
+            return Err(StepError::terminal(
+                "UnknownStep",
+                format!("the controlplane service has no step {:?}", cmd.step),
+            ));
         }
         match cmd.action {
             Action::Do => self.create(cmd, notes).await,
-            Action::Undo => self.delete(cmd, notes).await.map(|()| Outputs::new()),
+            Action::Undo => self.delete(cmd).await,
         }
     }
 
-    async fn create(&self, cmd: &StepCommand, notes: &dyn Notes) -> Result<Outputs, StepError> {
+    async fn create(&self, cmd: &StepCommand, notes: &dyn Notes) -> Result<StepResult, StepError> {
+        let names = &cmd.context.names;
+        let ns = names.namespace.as_str();
+        let name = cmd.cluster.as_str();
+        let hc_target = target("HostedCluster", Some(ns), name);
+        let clusters: Api<HostedCluster> = Api::namespaced(self.client.clone(), ns);
+        // A re-check only looks: everything was applied by the attempt that started the wait.
+        if !cmd.is_recheck() {
+            notes
+                .note("applying the namespace, secrets and HostedCluster".to_owned())
+                .await;
+            self.apply_all(cmd, &clusters).await?;
+        }
+        let check_target = hc_target.clone();
+        match kube_ops::observe(&clusters, name, &hc_target, move |obj| {
+            check_available(obj, &check_target)
+        })
+        .await?
+        {
+            Check::Done((host, port)) => {
+                info!(object = %hc_target, %host, port, "HostedCluster available");
+                let mut outputs = Outputs::new();
+                outputs.insert(
+                    "hosted_cluster_id".into(),
+                    json!(format!(
+                        "hostedclusters.hypershift.openshift.io/{ns}/{name}"
+                    )),
+                );
+                outputs.insert("namespace_id".into(), json!(format!("namespaces/{ns}")));
+                outputs.insert("control_plane_host".into(), json!(host));
+                outputs.insert("control_plane_port".into(), json!(port));
+                Ok(StepResult::Done(outputs))
+            }
+            Check::Fail(e) => Err(e),
+            Check::Wait(why) => match kube_ops::overdue(
+                cmd,
+                self.available_timeout,
+                "HostedClusterNotAvailable",
+                &hc_target,
+                &why,
+            ) {
+                Some(e) => Err(e),
+                None => Ok(StepResult::wait(why, self.recheck)),
+            },
+        }
+    }
+
+    /// Applies the namespace, the secrets and the HostedCluster (forced server-side apply of
+    /// the whole intent: a no-op when nothing differs).
+    async fn apply_all(
+        &self,
+        cmd: &StepCommand,
+        clusters: &Api<HostedCluster>,
+    ) -> Result<(), StepError> {
         let names = &cmd.context.names;
         let ns = names.namespace.as_str();
         let tenant = self.config.tenant(&cmd.tenant).ok_or_else(|| {
-            StepError::terminal("UnknownTenant", format!("tenant {} is not configured", cmd.tenant))
+            StepError::terminal(
+                "UnknownTenant",
+                format!("tenant {} is not configured", cmd.tenant),
+            )
         })?;
         // Everything we need is gathered before anything is written.
         let inputs = Inputs::from_command(cmd, tenant)?;
@@ -102,58 +190,83 @@ impl ControlPlaneHandler {
         // Namespace.
         let namespaces: Api<Namespace> = Api::all(self.client.clone());
         let namespace = Namespace {
-            metadata: ObjectMeta { name: Some(ns.to_owned()), labels: Some(base_labels(cmd)), ..Default::default() },
+            metadata: ObjectMeta {
+                name: Some(ns.to_owned()),
+                labels: Some(base_labels(cmd)),
+                ..Default::default()
+            },
             ..Default::default()
         };
         kube_ops::apply(&namespaces, ns, &namespace, &target("Namespace", None, ns)).await?;
 
         // Secrets.
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), ns);
-        let pull = self.config.kube.pull_secret.as_ref().map_or(EMPTY_PULL_SECRET, |s| s.expose());
+        let pull = self
+            .config
+            .kube
+            .pull_secret
+            .as_ref()
+            .map_or(EMPTY_PULL_SECRET, |s| s.expose());
         let mut data = BTreeMap::new();
-        data.insert(".dockerconfigjson".to_owned(), ByteString(pull.as_bytes().to_vec()));
-        self.apply_secret(&secrets, cmd, &names.pull_secret, "kubernetes.io/dockerconfigjson", data, false).await?;
+        data.insert(
+            ".dockerconfigjson".to_owned(),
+            ByteString(pull.as_bytes().to_vec()),
+        );
+        self.apply_secret(
+            &secrets,
+            cmd,
+            &names.pull_secret,
+            "kubernetes.io/dockerconfigjson",
+            data,
+            false,
+        )
+        .await?;
 
         let mut data = BTreeMap::new();
-        data.insert("key".to_owned(), ByteString(key.private_key_pem().into_bytes()));
-        self.apply_secret(&secrets, cmd, &names.signing_key_secret, "Opaque", data, false).await?;
+        data.insert(
+            "key".to_owned(),
+            ByteString(key.private_key_pem().into_bytes()),
+        );
+        self.apply_secret(
+            &secrets,
+            cmd,
+            &names.signing_key_secret,
+            "Opaque",
+            data,
+            false,
+        )
+        .await?;
 
         let mut data = BTreeMap::new();
-        data.insert("AZURE_SUBSCRIPTION_ID".to_owned(), ByteString(inputs.subscription_id.as_bytes().to_vec()));
-        data.insert("AZURE_TENANT_ID".to_owned(), ByteString(inputs.azure_tenant_id.as_bytes().to_vec()));
-        self.apply_secret(&secrets, cmd, &names.cloud_credentials_secret, "Opaque", data, true).await?;
+        data.insert(
+            "AZURE_SUBSCRIPTION_ID".to_owned(),
+            ByteString(inputs.subscription_id.as_bytes().to_vec()),
+        );
+        data.insert(
+            "AZURE_TENANT_ID".to_owned(),
+            ByteString(inputs.azure_tenant_id.as_bytes().to_vec()),
+        );
+        self.apply_secret(
+            &secrets,
+            cmd,
+            &names.cloud_credentials_secret,
+            "Opaque",
+            data,
+            true,
+        )
+        .await?;
 
         // The HostedCluster.
         let name = cmd.cluster.as_str();
-        let hc_target = target("HostedCluster", Some(ns), name);
-        let clusters: Api<HostedCluster> = Api::namespaced(self.client.clone(), ns);
         let hc = hosted_cluster(cmd, &inputs);
-        kube_ops::apply(&clusters, name, &hc, &hc_target).await?;
-
-        // Wait for Available=True (or Degraded=True).
-        let check_target = hc_target.clone();
-        let waited = kube_ops::wait_for(clusters, name, &hc_target, self.available_timeout, notes, move |obj| {
-            check_available(obj, &check_target)
-        })
-        .await;
-        let (host, port) = match waited {
-            Ok(endpoint) => endpoint,
-            Err(WaitError::Failed(e)) => return Err(e),
-            Err(WaitError::TimedOut { last }) => {
-                return Err(StepError::retryable(
-                    "HostedClusterNotAvailable",
-                    format!("HostedCluster not Available after {} s: {last}", self.available_timeout.as_secs()),
-                )
-                .with_target(hc_target));
-            }
-        };
-        info!(object = %hc_target, %host, port, "HostedCluster available");
-        let mut outputs = Outputs::new();
-        outputs.insert("hosted_cluster_id".into(), json!(format!("hostedclusters.hypershift.openshift.io/{ns}/{name}")));
-        outputs.insert("namespace_id".into(), json!(format!("namespaces/{ns}")));
-        outputs.insert("control_plane_host".into(), json!(host));
-        outputs.insert("control_plane_port".into(), json!(port));
-        Ok(outputs)
+        kube_ops::apply(
+            clusters,
+            name,
+            &hc,
+            &target("HostedCluster", Some(ns), name),
+        )
+        .await?;
+        Ok(())
     }
 
     async fn apply_secret(
@@ -180,29 +293,35 @@ impl ControlPlaneHandler {
             data: Some(data),
             ..Default::default()
         };
-        kube_ops::apply(api, name, &secret, &target("Secret", Some(&cmd.context.names.namespace), name)).await?;
+        kube_ops::apply(
+            api,
+            name,
+            &secret,
+            &target("Secret", Some(&cmd.context.names.namespace), name),
+        )
+        .await?;
         Ok(())
     }
 
-    async fn delete(&self, cmd: &StepCommand, notes: &dyn Notes) -> Result<(), StepError> {
+    /// Deletes the HostedCluster, then (once it is gone) the secrets and the namespace; each
+    /// call goes as far as it can and answers "wait" for what is still going.
+    async fn delete(&self, cmd: &StepCommand) -> Result<StepResult, StepError> {
         let names = &cmd.context.names;
         let ns = names.namespace.as_str();
         let name = cmd.cluster.as_str();
-        let timeout = self.available_timeout;
-        let timed_out = |code: &str, what: &str, last: String| {
-            StepError::retryable(code, format!("{what} still present after {} s: {last}", timeout.as_secs()))
-                .with_target(what)
-        };
 
         let hc_target = target("HostedCluster", Some(ns), name);
         let clusters: Api<HostedCluster> = Api::namespaced(self.client.clone(), ns);
-        kube_ops::delete_and_wait(clusters, name, &hc_target, timeout, notes).await.map_err(|e| match e {
-            WaitError::Failed(e) => e,
-            WaitError::TimedOut { last } => timed_out("HostedClusterDeletionPending", &hc_target, last),
-        })?;
+        if let Check::Wait(why) = kube_ops::delete_check(&clusters, name, &hc_target).await? {
+            return self.still_deleting(cmd, "HostedClusterDeletionPending", &hc_target, why);
+        }
 
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), ns);
-        for secret in [&names.pull_secret, &names.signing_key_secret, &names.cloud_credentials_secret] {
+        for secret in [
+            &names.pull_secret,
+            &names.signing_key_secret,
+            &names.cloud_credentials_secret,
+        ] {
             if kube_ops::delete(&secrets, secret, &target("Secret", Some(ns), secret)).await? {
                 info!(object = %target("Secret", Some(ns), secret), "deleted");
             }
@@ -210,17 +329,29 @@ impl ControlPlaneHandler {
 
         let ns_target = target("Namespace", None, ns);
         let namespaces: Api<Namespace> = Api::all(self.client.clone());
-        kube_ops::delete_and_wait(namespaces, ns, &ns_target, timeout, notes).await.map_err(|e| match e {
-            WaitError::Failed(e) => e,
-            WaitError::TimedOut { last } => timed_out("NamespaceDeletionPending", &ns_target, last),
-        })?;
-        Ok(())
+        if let Check::Wait(why) = kube_ops::delete_check(&namespaces, ns, &ns_target).await? {
+            return self.still_deleting(cmd, "NamespaceDeletionPending", &ns_target, why);
+        }
+        Ok(StepResult::Done(Outputs::new()))
+    }
+
+    fn still_deleting(
+        &self,
+        cmd: &StepCommand,
+        code: &str,
+        what: &str,
+        why: String,
+    ) -> Result<StepResult, StepError> {
+        match kube_ops::overdue(cmd, self.available_timeout, code, what, &why) {
+            Some(e) => Err(e),
+            None => Ok(StepResult::wait(why, self.recheck)),
+        }
     }
 }
 
 #[async_trait::async_trait]
 impl StepHandler for ControlPlaneHandler {
-    async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<Outputs, StepError> {
+    async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {
         self.execute(cmd, progress).await
     }
 }
@@ -255,11 +386,20 @@ impl Inputs {
 }
 
 fn missing(step: &str, key: &str) -> StepError {
-    StepError::terminal("MissingInput", format!("output {key:?} of step {step} is missing")).with_target(format!("{step}.{key}"))
+    StepError::terminal(
+        "MissingInput",
+        format!("output {key:?} of step {step} is missing"),
+    )
+    .with_target(format!("{step}.{key}"))
 }
 
 /// An earlier step's output, else what the user brought (`fallback`), else `MissingInput`.
-fn required(cmd: &StepCommand, step: &str, key: &str, fallback: Option<&str>) -> Result<String, StepError> {
+fn required(
+    cmd: &StepCommand,
+    step: &str,
+    key: &str,
+    fallback: Option<&str>,
+) -> Result<String, StepError> {
     cmd.context
         .output(step, key)
         .or(fallback)
@@ -272,14 +412,22 @@ fn required(cmd: &StepCommand, step: &str, key: &str, fallback: Option<&str>) ->
 fn workload_identities(cmd: &StepCommand) -> Result<AzureWorkloadIdentities, StepError> {
     const STEP: &str = "identity.workload";
     const KEY: &str = "workload_identities";
-    let value = cmd.context.outputs.get(STEP).and_then(|o| o.get(KEY)).ok_or_else(|| missing(STEP, KEY))?;
+    let value = cmd
+        .context
+        .outputs
+        .get(STEP)
+        .and_then(|o| o.get(KEY))
+        .ok_or_else(|| missing(STEP, KEY))?;
     let parsed = match value {
         Value::String(s) => serde_json::from_str(s),
         other => serde_json::from_value(other.clone()),
     };
     parsed.map_err(|e| {
-        StepError::terminal("InvalidInput", format!("output {KEY:?} of step {STEP} is not HyperShift's workloadIdentities: {e}"))
-            .with_target(format!("{STEP}.{KEY}"))
+        StepError::terminal(
+            "InvalidInput",
+            format!("output {KEY:?} of step {STEP} is not HyperShift's workloadIdentities: {e}"),
+        )
+        .with_target(format!("{STEP}.{KEY}"))
     })
 }
 
@@ -293,7 +441,10 @@ fn base_labels(cmd: &StepCommand) -> BTreeMap<String, String> {
 fn route(service: &str, type_: &str) -> ServicePublishingStrategyMapping {
     ServicePublishingStrategyMapping {
         service: service.to_owned(),
-        service_publishing_strategy: ServicePublishingStrategy { type_: type_.to_owned(), ..Default::default() },
+        service_publishing_strategy: ServicePublishingStrategy {
+            type_: type_.to_owned(),
+            ..Default::default()
+        },
     }
 }
 
@@ -304,16 +455,24 @@ fn hosted_cluster(cmd: &StepCommand, inputs: &Inputs) -> HostedCluster {
     let machine_network = if spec.network.is_user_brought() {
         Vec::new()
     } else {
-        vec![NetworkEntry { cidr: spec.network.vnet_cidr().to_owned() }]
+        vec![NetworkEntry {
+            cidr: spec.network.vnet_cidr().to_owned(),
+        }]
     };
     let mut hc = HostedCluster::new(
         &cmd.cluster,
         HostedClusterSpec {
-            release: Release { image: spec.release_image.clone() },
+            release: Release {
+                image: spec.release_image.clone(),
+            },
             infra_id: names.infra_id.clone(),
             issuer_url: Some(inputs.issuer_url.clone()),
-            pull_secret: Some(LocalObjectReference { name: names.pull_secret.clone() }),
-            service_account_signing_key: Some(LocalObjectReference { name: names.signing_key_secret.clone() }),
+            pull_secret: Some(LocalObjectReference {
+                name: names.pull_secret.clone(),
+            }),
+            service_account_signing_key: Some(LocalObjectReference {
+                name: names.signing_key_secret.clone(),
+            }),
             ssh_key: None,
             dns: Some(DnsSpec {
                 base_domain: spec.base_domain.clone(),
@@ -322,8 +481,13 @@ fn hosted_cluster(cmd: &StepCommand, inputs: &Inputs) -> HostedCluster {
                 private_zone_id: Some(inputs.private_zone_id.clone()),
             }),
             networking: Some(ClusterNetworking {
-                cluster_network: vec![ClusterNetworkEntry { cidr: CLUSTER_NETWORK.to_owned(), host_prefix: None }],
-                service_network: vec![NetworkEntry { cidr: SERVICE_NETWORK.to_owned() }],
+                cluster_network: vec![ClusterNetworkEntry {
+                    cidr: CLUSTER_NETWORK.to_owned(),
+                    host_prefix: None,
+                }],
+                service_network: vec![NetworkEntry {
+                    cidr: SERVICE_NETWORK.to_owned(),
+                }],
                 machine_network,
                 network_type: Some("OVNKubernetes".to_owned()),
             }),
@@ -346,7 +510,8 @@ fn hosted_cluster(cmd: &StepCommand, inputs: &Inputs) -> HostedCluster {
                     tenant_id: inputs.azure_tenant_id.clone(),
                     topology: Some("Public".to_owned()),
                     azure_authentication_config: AzureAuthenticationConfig {
-                        azure_authentication_config_type: AzureAuthenticationConfig::WORKLOAD_IDENTITIES.to_owned(),
+                        azure_authentication_config_type:
+                            AzureAuthenticationConfig::WORKLOAD_IDENTITIES.to_owned(),
                         workload_identities: Some(inputs.workload_identities.clone()),
                     },
                 }),
@@ -374,17 +539,29 @@ fn describe(c: Option<&Condition>, type_: &str) -> String {
 fn check_available(obj: Option<&HostedCluster>, hc_target: &str) -> Check<(String, i32)> {
     let Some(hc) = obj else {
         return Check::Fail(
-            StepError::retryable("HostedClusterGone", "the HostedCluster disappeared while waiting for it").with_target(hc_target),
+            StepError::retryable(
+                "HostedClusterGone",
+                "the HostedCluster disappeared while waiting for it",
+            )
+            .with_target(hc_target),
         );
     };
     let generation = hc.meta().generation;
     if let Some(d) = hc.condition(conditions::DEGRADED).filter(|c| c.is_true())
-        && d.observed_generation.is_none_or(|g| generation.is_none_or(|cur| g >= cur))
+        && d.observed_generation
+            .is_none_or(|g| generation.is_none_or(|cur| g >= cur))
     {
-        let reason = if d.reason.is_empty() { "Unknown" } else { d.reason.as_str() };
+        let reason = if d.reason.is_empty() {
+            "Unknown"
+        } else {
+            d.reason.as_str()
+        };
         return Check::Fail(
-            StepError::terminal("HostedClusterDegraded", format!("HostedCluster is Degraded: {reason}: {}", d.message))
-                .with_target(hc_target),
+            StepError::terminal(
+                "HostedClusterDegraded",
+                format!("HostedCluster is Degraded: {reason}: {}", d.message),
+            )
+            .with_target(hc_target),
         );
     }
     if hc.is_available()
@@ -393,11 +570,16 @@ fn check_available(obj: Option<&HostedCluster>, hc_target: &str) -> Check<(Strin
         return Check::Done((ep.host.clone(), ep.port));
     }
     if hc.status.as_ref().is_none_or(|s| s.conditions.is_empty()) {
-        return Check::Wait("waiting for the HyperShift operator to report HostedCluster status".to_owned());
+        return Check::Wait(
+            "waiting for the HyperShift operator to report HostedCluster status".to_owned(),
+        );
     }
     Check::Wait(format!(
         "{}; {}",
-        describe(hc.condition(conditions::PROGRESSING), conditions::PROGRESSING),
+        describe(
+            hc.condition(conditions::PROGRESSING),
+            conditions::PROGRESSING
+        ),
         describe(hc.condition(conditions::AVAILABLE), conditions::AVAILABLE)
     ))
 }

@@ -1,20 +1,18 @@
 //! Management-cluster plumbing shared by the controlplane and nodepool handlers: server-side
-//! apply, watch-based waits, delete-and-wait, and the mapping of `kube` errors to
-//! [`StepError`]s. The nodepool service re-uses this module rather than copying it.
+//! apply, one-shot checks of what the handler waits for, delete-and-check, and the mapping of
+//! `kube` errors to [`StepError`]s. The nodepool service re-uses this module rather than
+//! copying it.
 
 use std::fmt::Debug;
 use std::time::Duration;
 
-use futures::StreamExt;
 use hypersaga_bus::StepError;
 use hypersaga_hypershift::client::{classify, is_not_found};
 use kube::api::{DeleteParams, Patch, PatchParams};
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher;
 use kube::{Api, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 /// The field manager of every server-side apply hypersaga makes.
 pub const FIELD_MANAGER: &str = "hypersaga";
@@ -53,12 +51,15 @@ where
     K: Resource + Serialize + DeserializeOwned + Clone + Debug,
 {
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    let applied = api.patch(name, &params, &Patch::Apply(obj)).await.map_err(|e| step_error(&e, target))?;
+    let applied = api
+        .patch(name, &params, &Patch::Apply(obj))
+        .await
+        .map_err(|e| step_error(&e, target))?;
     info!(object = %target, resource_version = applied.meta().resource_version.as_deref().unwrap_or(""), "applied");
     Ok(applied)
 }
 
-/// What a wait check decided about the current state of the watched object.
+/// What a check decided about the current state of an object.
 pub enum Check<T> {
     /// The wait is over.
     Done(T),
@@ -68,108 +69,66 @@ pub enum Check<T> {
     Wait(String),
 }
 
-/// Why a wait ended without [`Check::Done`].
-#[derive(Debug)]
-pub enum WaitError {
-    /// The timeout elapsed; `last` is the last reason for waiting.
-    TimedOut { last: String },
-    /// The check failed, or the watch failed terminally.
-    Failed(StepError),
-}
-
-/// Watches the object `name` (a kube watch, resumed with backoff on transient errors;
-/// `what` names it in errors, `Kind/ns/name`) and calls `check` with its current state (`None`: it does not exist) on every change, until
-/// `check` decides or `timeout` elapses. Progress notes are published when the reason for
-/// waiting changes.
-pub async fn wait_for<K, T>(
-    api: Api<K>,
+/// Reads `name` once (`None`: it does not exist) and lets `check` decide. A wait is never
+/// spent inside a worker: a handler answers "wait" and the saga re-checks later, so a
+/// thousand clusters waiting on their control planes hold no worker slot.
+pub async fn observe<K, T>(
+    api: &Api<K>,
     name: &str,
     what: &str,
-    timeout: Duration,
-    notes: &dyn Notes,
-    mut check: impl FnMut(Option<&K>) -> Check<T> + Send,
-) -> Result<T, WaitError>
+    check: impl FnOnce(Option<&K>) -> Check<T>,
+) -> Result<Check<T>, StepError>
 where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    K: Resource + Clone + DeserializeOwned + Debug,
 {
-    let target = what.to_owned();
-    let mut last = String::from("no state observed yet");
-    let mut stream = std::pin::pin!(watcher::watch_object(api, name).default_backoff());
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        let next = tokio::time::timeout_at(deadline, stream.next()).await;
-        let item = match next {
-            Err(_) => return Err(WaitError::TimedOut { last }),
-            Ok(None) => {
-                return Err(WaitError::Failed(StepError::retryable("WatchEnded", format!("watch of {target} ended"))));
-            }
-            Ok(Some(item)) => item,
-        };
-        let obj = match item {
-            Ok(obj) => obj,
-            Err(e) => {
-                if let Some(kube_err) = watch_kube_error(&e) {
-                    let se = step_error(kube_err, &target);
-                    if !se.is_retryable() {
-                        return Err(WaitError::Failed(se));
-                    }
-                }
-                warn!(object = %target, error = %e, "watch failed; resuming with backoff");
-                continue;
-            }
-        };
-        match check(obj.as_ref()) {
-            Check::Done(t) => return Ok(t),
-            Check::Fail(e) => return Err(WaitError::Failed(e)),
-            Check::Wait(why) => {
-                if why != last {
-                    debug!(object = %target, %why, "waiting");
-                    notes.note(why.clone()).await;
-                    last = why;
-                }
-            }
-        }
-    }
+    let obj = api.get_opt(name).await.map_err(|e| step_error(&e, what))?;
+    Ok(check(obj.as_ref()))
 }
 
-fn watch_kube_error(e: &watcher::Error) -> Option<&kube::Error> {
-    match e {
-        watcher::Error::InitialListFailed(k) | watcher::Error::WatchStartFailed(k) | watcher::Error::WatchFailed(k) => {
-            Some(k)
-        }
-        _ => None,
+/// Deletes `name` unless it is already going (404 is success) and says whether it is gone:
+/// `Done` when it is, `Wait` (naming the finalizers holding it) while it is not.
+pub async fn delete_check<K>(api: &Api<K>, name: &str, what: &str) -> Result<Check<()>, StepError>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    let Some(obj) = api.get_opt(name).await.map_err(|e| step_error(&e, what))? else {
+        return Ok(Check::Done(()));
+    };
+    if obj.meta().deletion_timestamp.is_none() && !delete(api, name, what).await? {
+        return Ok(Check::Done(()));
     }
+    let finalizers = obj.meta().finalizers.clone().unwrap_or_default();
+    Ok(Check::Wait(if finalizers.is_empty() {
+        format!("waiting for {what} to be deleted")
+    } else {
+        format!(
+            "waiting for {what} to be deleted (finalizers: {})",
+            finalizers.join(", ")
+        )
+    }))
 }
 
-/// Deletes `name` (404 is success) and waits, by watch, until it is gone — finalizers
-/// included. `what` names the object in progress notes and errors (`Kind/ns/name`).
-pub async fn delete_and_wait<K>(
-    api: Api<K>,
-    name: &str,
+/// A wait that has lasted past `timeout` (since the command's `waiting_since`) becomes the
+/// retryable `code` error: the retry budget, then a pause, take it from there.
+pub fn overdue(
+    cmd: &hypersaga_bus::StepCommand,
+    timeout: Duration,
+    code: &str,
     what: &str,
-    timeout: Duration,
-    notes: &dyn Notes,
-) -> Result<(), WaitError>
-where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
-{
-    if !delete(&api, name, what).await.map_err(WaitError::Failed)? {
-        return Ok(());
-    }
-    wait_for(api, name, what, timeout, notes, |obj| match obj {
-        None => Check::Done(()),
-        Some(o) => {
-            let finalizers = o.meta().finalizers.clone().unwrap_or_default();
-            if finalizers.is_empty() {
-                Check::Wait(format!("waiting for {what} to be deleted"))
-            } else {
-                Check::Wait(format!("waiting for {what} to be deleted (finalizers: {})", finalizers.join(", ")))
-            }
-        }
+    last: &str,
+) -> Option<StepError> {
+    let since = cmd.waiting_since?;
+    let waited = time::OffsetDateTime::now_utc() - since;
+    (waited >= timeout).then(|| {
+        StepError::retryable(
+            code,
+            format!(
+                "{what}: still not done after {} s: {last}",
+                waited.whole_seconds()
+            ),
+        )
+        .with_target(what)
     })
-    .await?;
-    info!(object = %what, "deleted");
-    Ok(())
 }
 
 /// Deletes `name`; `Ok(false)` when it did not exist (404 is success).

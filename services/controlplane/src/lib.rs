@@ -29,6 +29,9 @@ pub const SERVICE: &str = "controlplane";
 /// Default wait for `Available=True` (HyperShift's docs wait 30 min).
 pub const DEFAULT_AVAILABLE_TIMEOUT: Duration = Duration::from_secs(1800);
 
+/// Default spacing of re-checks of a HostedCluster (or NodePool) still coming up or going.
+pub const DEFAULT_RECHECK_INTERVAL: Duration = Duration::from_secs(10);
+
 /// Errors starting or running the service.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -22,22 +22,40 @@ async fn do_is_idempotent_and_undo_removes_everything() {
     hypersaga_devca::install_crypto_provider();
     let (mgmt, az) = tokio::join!(mgmt(DELAY), azurite());
     let key = SigningKey::generate().expect("key");
-    publisher(&az).store_signing_key("acme", &key).await.expect("store key");
-    let handler = ControlPlaneHandler::new(&config(&mgmt, Some(&az), &["acme"])).await.expect("handler");
+    publisher(&az)
+        .store_signing_key("acme", &key)
+        .await
+        .expect("store key");
+    let handler = ControlPlaneHandler::new(&config(&mgmt, Some(&az), &["acme"]))
+        .await
+        .expect("handler");
 
     let cmd = command("acme", "demo", STEP, Action::Do, vec![]);
     let names = cmd.context.names.clone();
     let ns = names.namespace.clone();
     let notes = Collect::default();
-    let outputs = within("do", handler.execute(&cmd, &notes)).await.expect("do succeeds");
+    let outputs = within("do", drive(&handler, &cmd, &notes))
+        .await
+        .expect("do succeeds");
 
     // Outputs.
-    assert_eq!(outputs["hosted_cluster_id"], format!("hostedclusters.hypershift.openshift.io/{ns}/demo"));
+    assert_eq!(
+        outputs["hosted_cluster_id"],
+        format!("hostedclusters.hypershift.openshift.io/{ns}/demo")
+    );
     assert_eq!(outputs["namespace_id"], format!("namespaces/{ns}"));
-    assert!(outputs["control_plane_host"].as_str().is_some_and(|h| !h.is_empty()), "{outputs:?}");
+    assert!(
+        outputs["control_plane_host"]
+            .as_str()
+            .is_some_and(|h| !h.is_empty()),
+        "{outputs:?}"
+    );
     assert_eq!(outputs["control_plane_port"], 7443);
     assert!(
-        notes.notes().iter().any(|n| n.contains("Available=False") || n.contains("HyperShift operator")),
+        notes
+            .notes()
+            .iter()
+            .any(|n| n.contains("Available=False") || n.contains("HyperShift operator")),
         "progress notes: {:?}",
         notes.notes()
     );
@@ -53,80 +71,182 @@ async fn do_is_idempotent_and_undo_removes_everything() {
     let spec = &hc.spec;
     assert_eq!(spec.release.image, IMAGE);
     assert_eq!(spec.infra_id, names.infra_id);
-    assert_eq!(spec.issuer_url.as_deref(), cmd.context.output("identity.oidc", "issuer_url"));
-    assert_eq!(spec.pull_secret.as_ref().map(|r| r.name.as_str()), Some(names.pull_secret.as_str()));
-    assert_eq!(spec.service_account_signing_key.as_ref().map(|r| r.name.as_str()), Some("demosa-token-issuer-key"));
+    assert_eq!(
+        spec.issuer_url.as_deref(),
+        cmd.context.output("identity.oidc", "issuer_url")
+    );
+    assert_eq!(
+        spec.pull_secret.as_ref().map(|r| r.name.as_str()),
+        Some(names.pull_secret.as_str())
+    );
+    assert_eq!(
+        spec.service_account_signing_key
+            .as_ref()
+            .map(|r| r.name.as_str()),
+        Some("demosa-token-issuer-key")
+    );
     let dns = spec.dns.as_ref().expect("dns");
     assert_eq!(dns.base_domain, "example.com");
-    assert_eq!(dns.private_zone_id.as_deref(), cmd.context.output("dns.private-zone", "private_zone_id"));
+    assert_eq!(
+        dns.private_zone_id.as_deref(),
+        cmd.context.output("dns.private-zone", "private_zone_id")
+    );
     let net = spec.networking.as_ref().expect("networking");
     assert_eq!(net.cluster_network[0].cidr, "10.132.0.0/14");
     assert_eq!(net.service_network[0].cidr, "172.31.0.0/16");
     assert_eq!(net.machine_network[0].cidr, "10.0.0.0/16");
     assert_eq!(net.network_type.as_deref(), Some("OVNKubernetes"));
-    let services: Vec<(String, String)> =
-        spec.services.iter().map(|s| (s.service.clone(), s.service_publishing_strategy.type_.clone())).collect();
-    assert!(services.contains(&("APIServer".into(), "LoadBalancer".into())), "{services:?}");
+    let services: Vec<(String, String)> = spec
+        .services
+        .iter()
+        .map(|s| {
+            (
+                s.service.clone(),
+                s.service_publishing_strategy.type_.clone(),
+            )
+        })
+        .collect();
+    assert!(
+        services.contains(&("APIServer".into(), "LoadBalancer".into())),
+        "{services:?}"
+    );
     for route in ["OAuthServer", "Konnectivity", "Ignition"] {
-        assert!(services.contains(&(route.into(), "Route".into())), "{services:?}");
+        assert!(
+            services.contains(&(route.into(), "Route".into())),
+            "{services:?}"
+        );
     }
     assert_eq!(spec.platform.type_, "Azure");
     let azure = spec.platform.azure.as_ref().expect("azure");
     assert_eq!(azure.location, "eastus");
     assert_eq!(azure.resource_group, names.managed_rg);
-    assert_eq!(Some(azure.vnet_id.as_str()), cmd.context.output("network.vnet", "vnet_id"));
-    assert_eq!(Some(azure.subnet_id.as_str()), cmd.context.output("network.vnet", "subnet_id"));
-    assert_eq!(Some(azure.security_group_id.as_str()), cmd.context.output("network.nsg", "nsg_id"));
+    assert_eq!(
+        Some(azure.vnet_id.as_str()),
+        cmd.context.output("network.vnet", "vnet_id")
+    );
+    assert_eq!(
+        Some(azure.subnet_id.as_str()),
+        cmd.context.output("network.vnet", "subnet_id")
+    );
+    assert_eq!(
+        Some(azure.security_group_id.as_str()),
+        cmd.context.output("network.nsg", "nsg_id")
+    );
     assert_eq!(azure.subscription_id, SUBSCRIPTION);
     assert_eq!(azure.tenant_id, AZURE_TENANT);
     assert_eq!(azure.cloud.as_deref(), Some("AzurePublicCloud"));
     assert_eq!(azure.topology.as_deref(), Some("Public"));
     let auth = &azure.azure_authentication_config;
     assert_eq!(auth.azure_authentication_config_type, "WorkloadIdentities");
-    let wi = auth.workload_identities.as_ref().expect("workload identities");
+    let wi = auth
+        .workload_identities
+        .as_ref()
+        .expect("workload identities");
     assert_eq!(wi.disk.client_id, "00000000-0000-0000-0000-000000000004");
     assert_eq!(wi.network.client_id, "00000000-0000-0000-0000-000000000007");
 
     // Namespace and secrets.
     let namespaces: Api<Namespace> = Api::all(mgmt.client.clone());
     let n = namespaces.get(&ns).await.expect("namespace");
-    assert_eq!(n.metadata.labels.as_ref().expect("labels")["hypersaga.io/tenant"], "acme");
+    assert_eq!(
+        n.metadata.labels.as_ref().expect("labels")["hypersaga.io/tenant"],
+        "acme"
+    );
     let secrets: Api<Secret> = Api::namespaced(mgmt.client.clone(), &ns);
     let pull = secrets.get(&names.pull_secret).await.expect("pull secret");
-    assert_eq!(pull.type_.as_deref(), Some("kubernetes.io/dockerconfigjson"));
-    assert_eq!(pull.data.as_ref().expect("data")[".dockerconfigjson"].0, br#"{"auths":{}}"#);
-    let signing = secrets.get(&names.signing_key_secret).await.expect("signing key secret");
-    assert_eq!(signing.data.as_ref().expect("data")["key"].0, key.private_key_pem().into_bytes());
-    let creds = secrets.get(&names.cloud_credentials_secret).await.expect("cloud credentials");
+    assert_eq!(
+        pull.type_.as_deref(),
+        Some("kubernetes.io/dockerconfigjson")
+    );
+    assert_eq!(
+        pull.data.as_ref().expect("data")[".dockerconfigjson"].0,
+        br#"{"auths":{}}"#
+    );
+    let signing = secrets
+        .get(&names.signing_key_secret)
+        .await
+        .expect("signing key secret");
+    assert_eq!(
+        signing.data.as_ref().expect("data")["key"].0,
+        key.private_key_pem().into_bytes()
+    );
+    let creds = secrets
+        .get(&names.cloud_credentials_secret)
+        .await
+        .expect("cloud credentials");
     let data = creds.data.as_ref().expect("data");
     assert_eq!(data["AZURE_SUBSCRIPTION_ID"].0, SUBSCRIPTION.as_bytes());
     assert_eq!(data["AZURE_TENANT_ID"].0, AZURE_TENANT.as_bytes());
-    assert_eq!(creds.metadata.labels.as_ref().expect("labels")["hypershift.openshift.io/safe-to-delete-with-cluster"], "true");
+    assert_eq!(
+        creds.metadata.labels.as_ref().expect("labels")["hypershift.openshift.io/safe-to-delete-with-cluster"],
+        "true"
+    );
 
     // Do again: same object, nothing rewritten, same outputs.
-    let before = (hc.meta().uid.clone(), hc.meta().resource_version.clone(), hc.meta().generation);
-    let again = within("do again", handler.execute(&cmd, &notes)).await.expect("second do succeeds");
+    let before = (
+        hc.meta().uid.clone(),
+        hc.meta().resource_version.clone(),
+        hc.meta().generation,
+    );
+    let again = within("do again", drive(&handler, &cmd, &notes))
+        .await
+        .expect("second do succeeds");
     assert_eq!(again, outputs);
     let hc2 = hcs.get("demo").await.expect("hostedcluster");
-    assert_eq!((hc2.meta().uid.clone(), hc2.meta().resource_version.clone(), hc2.meta().generation), before);
-    assert_eq!(hcs.list(&Default::default()).await.expect("list").items.len(), 1);
+    assert_eq!(
+        (
+            hc2.meta().uid.clone(),
+            hc2.meta().resource_version.clone(),
+            hc2.meta().generation
+        ),
+        before
+    );
+    assert_eq!(
+        hcs.list(&Default::default())
+            .await
+            .expect("list")
+            .items
+            .len(),
+        1
+    );
     let ns_before = n.metadata.resource_version.clone();
-    assert_eq!(namespaces.get(&ns).await.expect("namespace").metadata.resource_version, ns_before);
+    assert_eq!(
+        namespaces
+            .get(&ns)
+            .await
+            .expect("namespace")
+            .metadata
+            .resource_version,
+        ns_before
+    );
 
     // Undo: everything gone; again: still fine.
     let undo = command("acme", "demo", STEP, Action::Undo, vec![]);
-    let out = within("undo", handler.execute(&undo, &notes)).await.expect("undo succeeds");
+    let out = within("undo", drive(&handler, &undo, &notes))
+        .await
+        .expect("undo succeeds");
     assert!(out.is_empty());
-    assert!(objects_in(&mgmt.emulator, &ns).is_empty(), "left behind: {:?}", objects_in(&mgmt.emulator, &ns));
-    within("undo again", handler.execute(&undo, &notes)).await.expect("second undo succeeds");
+    assert!(
+        objects_in(&mgmt.emulator, &ns).is_empty(),
+        "left behind: {:?}",
+        objects_in(&mgmt.emulator, &ns)
+    );
+    within("undo again", drive(&handler, &undo, &notes))
+        .await
+        .expect("second undo succeeds");
 }
 
 #[tokio::test]
 async fn degraded_hosted_cluster_is_terminal() {
     hypersaga_devca::install_crypto_provider();
     let (mgmt, az) = tokio::join!(mgmt(DELAY), azurite());
-    publisher(&az).store_signing_key("acme", &SigningKey::generate().expect("key")).await.expect("store key");
-    let handler = ControlPlaneHandler::new(&config(&mgmt, Some(&az), &["acme"])).await.expect("handler");
+    publisher(&az)
+        .store_signing_key("acme", &SigningKey::generate().expect("key"))
+        .await
+        .expect("store key");
+    let handler = ControlPlaneHandler::new(&config(&mgmt, Some(&az), &["acme"]))
+        .await
+        .expect("handler");
     mgmt.emulator.inject_fault(Fault {
         kind: FaultKind::HostedCluster,
         name_contains: Some("broken".into()),
@@ -134,16 +254,26 @@ async fn degraded_hosted_cluster_is_terminal() {
         message: "the workload identity cannot get a token".into(),
     });
     let cmd = command("acme", "broken", STEP, Action::Do, vec![]);
-    let err = within("do", handler.execute(&cmd, &Collect::default())).await.expect_err("degraded fails");
+    let err = within("do", drive(&handler, &cmd, &Collect::default()))
+        .await
+        .expect_err("degraded fails");
     assert!(!err.is_retryable(), "{err}");
     assert_eq!(err.info.code, "HostedClusterDegraded");
-    assert!(err.info.message.contains("InvalidAzureCredentials"), "{err}");
+    assert!(
+        err.info.message.contains("InvalidAzureCredentials"),
+        "{err}"
+    );
     assert!(err.info.message.contains("cannot get a token"), "{err}");
-    assert_eq!(err.info.target.as_deref(), Some(format!("HostedCluster/{}/broken", cmd.context.names.namespace).as_str()));
+    assert_eq!(
+        err.info.target.as_deref(),
+        Some(format!("HostedCluster/{}/broken", cmd.context.names.namespace).as_str())
+    );
 
     // Compensation still cleans up a degraded cluster.
     let undo = command("acme", "broken", STEP, Action::Undo, vec![]);
-    within("undo", handler.execute(&undo, &Collect::default())).await.expect("undo succeeds");
+    within("undo", drive(&handler, &undo, &Collect::default()))
+        .await
+        .expect("undo succeeds");
     assert!(objects_in(&mgmt.emulator, &cmd.context.names.namespace).is_empty());
 }
 
@@ -151,25 +281,36 @@ async fn degraded_hosted_cluster_is_terminal() {
 async fn missing_inputs_and_keys_are_classified() {
     hypersaga_devca::install_crypto_provider();
     let (mgmt, az) = tokio::join!(mgmt(DELAY), azurite());
-    let handler = ControlPlaneHandler::new(&config(&mgmt, Some(&az), &["acme"])).await.expect("handler");
+    let handler = ControlPlaneHandler::new(&config(&mgmt, Some(&az), &["acme"]))
+        .await
+        .expect("handler");
 
     // No signing key stored yet: retryable (identity.oidc may still be writing it).
     let cmd = command("acme", "demo", STEP, Action::Do, vec![]);
-    let err = handler.execute(&cmd, &Collect::default()).await.expect_err("no key");
+    let err = handler
+        .execute(&cmd, &Collect::default())
+        .await
+        .expect_err("no key");
     assert!(err.is_retryable(), "{err}");
     assert_eq!(err.info.code, "SigningKeyNotFound");
 
     // A missing output of an earlier step: terminal, naming it.
     let mut cmd = command("acme", "demo", STEP, Action::Do, vec![]);
     cmd.context.outputs.remove("dns.private-zone");
-    let err = handler.execute(&cmd, &Collect::default()).await.expect_err("missing input");
+    let err = handler
+        .execute(&cmd, &Collect::default())
+        .await
+        .expect_err("missing input");
     assert!(!err.is_retryable());
     assert_eq!(err.info.code, "MissingInput");
     assert!(err.info.message.contains("private_zone_id"), "{err}");
 
     // An unknown tenant: terminal.
     let cmd = command("other", "demo", STEP, Action::Do, vec![]);
-    let err = handler.execute(&cmd, &Collect::default()).await.expect_err("unknown tenant");
+    let err = handler
+        .execute(&cmd, &Collect::default())
+        .await
+        .expect_err("unknown tenant");
     assert_eq!(err.info.code, "UnknownTenant");
 
     // Nothing was written by any of these.

@@ -2,7 +2,7 @@
 
 use async_nats::jetstream::kv;
 use futures::TryStreamExt;
-use hypersaga_bus::{Bus, StepEvent};
+use hypersaga_bus::{Bus, ENVELOPE_VERSION, OperatorCall, SagaWake, StepEvent};
 use hypersaga_saga::{Applied, Effect, Saga};
 use hypersaga_telemetry::TraceParent;
 use time::OffsetDateTime;
@@ -18,8 +18,10 @@ pub enum Input {
     Wake,
     /// A service reported on a step.
     Event(Box<StepEvent>),
-    /// Periodic re-examination (deadlines).
+    /// Something is due (a lease, a deadline), or the periodic safety net.
     Tick,
+    /// An operator's call (resume, retry a step, compensate, abandon).
+    Operate(Box<OperatorCall>),
 }
 
 /// Compare-and-set attempts before giving up (the event is then redelivered).
@@ -35,7 +37,11 @@ impl Engine {
     pub async fn new(bus: Bus) -> Result<Self> {
         let sagas = bus.sagas().await?;
         let clusters = bus.clusters().await?;
-        Ok(Self { bus, sagas, clusters })
+        Ok(Self {
+            bus,
+            sagas,
+            clusters,
+        })
     }
 
     /// Applies `input` to the saga at `key`. Safe to call any number of times with the same
@@ -51,25 +57,39 @@ impl Engine {
             step = tracing::field::Empty,
             attempt = tracing::field::Empty,
         );
-        if let Input::Event(ev) = input {
-            span.record("cluster", ev.cluster.as_str());
-            span.record("step", ev.step.as_str());
-            span.record("attempt", ev.attempt);
+        match input {
+            Input::Event(ev) => {
+                span.record("cluster", ev.cluster.as_str());
+                span.record("step", ev.step.as_str());
+                span.record("attempt", ev.attempt);
+            }
+            Input::Operate(call) => {
+                span.record("step", call.step.as_deref().unwrap_or(call.action.as_str()));
+            }
+            Input::Wake | Input::Tick => {}
         }
         self.process_inner(key, input).instrument(span).await
     }
 
     async fn process_inner(&self, key: &str, input: &Input) -> Result<()> {
         for _ in 0..MAX_CAS_TRIES {
-            let entry = match self.sagas.entry(key).await.map_err(|e| Error::kv("read saga", e))? {
+            let entry = match self
+                .sagas
+                .entry(key)
+                .await
+                .map_err(|e| Error::kv("read saga", e))?
+            {
                 Some(e) if e.operation == kv::Operation::Put => e,
                 _ => {
                     debug!("no such saga; ignoring");
                     return Ok(());
                 }
             };
-            let mut saga: Saga = serde_json::from_slice(&entry.value)
-                .map_err(|source| Error::Decode { key: key.to_owned(), source })?;
+            let mut saga: Saga =
+                serde_json::from_slice(&entry.value).map_err(|source| Error::Decode {
+                    key: key.to_owned(),
+                    source,
+                })?;
             let mut revision = entry.revision;
 
             // Repair: an earlier transition's outbox that was written but maybe not published.
@@ -88,12 +108,32 @@ impl Engine {
                 Input::Wake => saga.advance(now),
                 Input::Event(ev) => saga.apply(ev, now),
                 Input::Tick => saga.tick(now),
+                Input::Operate(call) => match saga.operate(call, now) {
+                    Ok(applied) => applied,
+                    Err(refusal) => {
+                        // The gateway checks first; this is a race with another transition.
+                        info!(action = call.action.as_str(), actor = %call.actor, %refusal, "operator call refused");
+                        return Ok(());
+                    }
+                },
             };
-            if let Applied::Ignored(why) = applied {
-                debug!(why, "nothing to do");
-                return Ok(());
+            match applied {
+                Applied::Changed => {}
+                Applied::Ignored(why) => {
+                    debug!(why, "nothing to do");
+                    return Ok(());
+                }
+                // The record we read lags the event (a replica behind its leader): retry later.
+                Applied::Ahead => {
+                    return Err(Error::Behind {
+                        key: key.to_owned(),
+                    });
+                }
             }
-            let Some(revision) = self.write(key, &saga, revision).await else { continue };
+            saga.reschedule();
+            let Some(revision) = self.write(key, &saga, revision).await else {
+                continue;
+            };
             self.publish_outbox(&saga).await?;
             snapshot::update_cluster(&self.clusters, &saga).await?;
             if saga.state.is_terminal() {
@@ -104,7 +144,10 @@ impl Engine {
             let _ = self.write(key, &saga, revision).await;
             return Ok(());
         }
-        Err(Error::Contended { key: key.to_owned(), tries: MAX_CAS_TRIES })
+        Err(Error::Contended {
+            key: key.to_owned(),
+            tries: MAX_CAS_TRIES,
+        })
     }
 
     /// Compare-and-set; `None` when someone else changed the saga first.
@@ -122,11 +165,33 @@ impl Engine {
             match effect {
                 Effect::Command(cmd) => {
                     let subject = subjects.cmd(&cmd.tenant, cmd.service());
-                    self.bus.publish_json(&subject, &cmd.msg_id(), &trace, cmd).await?;
+                    self.bus
+                        .publish_json(&subject, &cmd.msg_id(), &trace, cmd)
+                        .await?;
                 }
                 Effect::Audit(ev) => {
                     let subject = subjects.audit(&ev.tenant, &ev.cluster);
-                    self.bus.publish_json(&subject, &ev.msg_id(), &trace, ev).await?;
+                    self.bus
+                        .publish_json(&subject, &ev.msg_id(), &trace, ev)
+                        .await?;
+                }
+                Effect::Schedule { at } => {
+                    let wake = SagaWake {
+                        v: ENVELOPE_VERSION,
+                        tenant: saga.tenant.clone(),
+                        saga_id: saga.id.clone(),
+                    };
+                    // Unique per journal position and time: a repaired outbox is de-duplicated,
+                    // a new timer is not (a reused id would keep the old timer armed).
+                    let msg_id = format!(
+                        "{}:timer:{}:{}",
+                        saga.id,
+                        saga.seq,
+                        at.unix_timestamp_nanos() / 1_000_000
+                    );
+                    self.bus
+                        .schedule(&saga.tenant, &saga.id, *at, &msg_id, &trace, &wake)
+                        .await?;
                 }
             }
         }
@@ -154,11 +219,14 @@ impl Engine {
                     continue;
                 }
             };
-            let Ok(saga) = serde_json::from_slice::<Saga>(&entry.value) else { continue };
+            let Ok(saga) = serde_json::from_slice::<Saga>(&entry.value) else {
+                continue;
+            };
             if (!saga.state.is_terminal() || !saga.outbox.is_empty())
-                && let Err(e) = self.process(&key, &Input::Tick).await {
-                    warn!(saga = %key, error = %e, "resync could not advance saga");
-                }
+                && let Err(e) = self.process(&key, &Input::Tick).await
+            {
+                warn!(saga = %key, error = %e, "resync could not advance saga");
+            }
         }
         Ok(())
     }
@@ -169,5 +237,6 @@ fn input_name(input: &Input) -> &'static str {
         Input::Wake => "wake",
         Input::Event(_) => "event",
         Input::Tick => "tick",
+        Input::Operate(_) => "operate",
     }
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use async_nats::jetstream::consumer::{AckPolicy, pull};
 use futures::StreamExt;
-use hypersaga_bus::{Bus, EVT_STREAM, SagaWake, StepEvent};
+use hypersaga_bus::{Bus, EVT_STREAM, OperatorCall, SagaWake, StepEvent};
 use hypersaga_config::Config;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -32,14 +32,23 @@ pub enum Error {
     #[error("KV {what} failed: {message}")]
     Kv { what: &'static str, message: String },
     #[error("saga record {key} is unreadable")]
-    Decode { key: String, #[source] source: serde_json::Error },
+    Decode {
+        key: String,
+        #[source]
+        source: serde_json::Error,
+    },
     #[error("saga {key} stayed contended after {tries} compare-and-set attempts")]
     Contended { key: String, tries: u32 },
+    #[error("saga {key} as read is older than the event applied to it; retrying")]
+    Behind { key: String },
 }
 
 impl Error {
     pub(crate) fn kv(what: &'static str, e: impl std::fmt::Display) -> Self {
-        Self::Kv { what, message: e.to_string() }
+        Self::Kv {
+            what,
+            message: e.to_string(),
+        }
     }
 }
 
@@ -47,7 +56,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Runs a coordinator replica until `shutdown`.
 pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<()> {
-    let bus = Bus::connect(&config.nats.url, "hypersaga-coordinator", &config.nats.prefix).await?;
+    let bus = Bus::connect(
+        &config.nats.url,
+        "hypersaga-coordinator",
+        &config.nats.prefix,
+    )
+    .await?;
     let engine = Arc::new(Engine::new(bus.clone()).await?);
     let resync = tokio::spawn(resync_loop(
         engine.clone(),
@@ -62,14 +76,24 @@ pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<()> {
 
 /// Consumes completion events and wake-ups from `HCP_EVT` through one durable consumer shared
 /// by all coordinator replicas.
-async fn consume(bus: Bus, engine: Arc<Engine>, config: &hypersaga_config::CoordinatorConfig, shutdown: CancellationToken) -> Result<()> {
+async fn consume(
+    bus: Bus,
+    engine: Arc<Engine>,
+    config: &hypersaga_config::CoordinatorConfig,
+    shutdown: CancellationToken,
+) -> Result<()> {
     let concurrency = config.concurrency;
-    let stream = bus.jetstream().get_stream(EVT_STREAM).await.map_err(|e| Error::kv("open HCP_EVT", e))?;
+    let stream = bus
+        .jetstream()
+        .get_stream(EVT_STREAM)
+        .await
+        .map_err(|e| Error::kv("open HCP_EVT", e))?;
     let consumer = stream
         .get_or_create_consumer(
             "coordinator",
             pull::Config {
                 durable_name: Some("coordinator".into()),
+                filter_subjects: bus.subjects().coordinator_filters(),
                 ack_policy: AckPolicy::Explicit,
                 ack_wait: Duration::from_secs(config.ack_wait_s),
                 // In-flight work is bounded locally by the semaphore; the server-side cap is
@@ -124,19 +148,52 @@ async fn consume(bus: Bus, engine: Arc<Engine>, config: &hypersaga_config::Coord
         });
         while tasks.try_join_next().is_some() {}
     }
-    let _ = tokio::time::timeout(Duration::from_secs(10), async { while tasks.join_next().await.is_some() {} }).await;
+    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
     Ok(())
 }
 
 /// Saga ids become KV keys: anything else is dropped rather than retried forever.
 fn valid_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 fn decode(subject: &str, payload: &[u8]) -> Option<(String, Input)> {
-    if subject.ends_with(".saga.start") {
+    if subject.ends_with(".saga.operate") {
+        return match serde_json::from_slice::<OperatorCall>(payload) {
+            Ok(c) if valid_id(&c.saga_id) => Some((
+                hypersaga_bus::subjects::saga_key(&c.tenant, &c.saga_id),
+                Input::Operate(Box::new(c)),
+            )),
+            Ok(c) => {
+                warn!(saga = %c.saga_id, %subject, "operator call with an invalid saga id dropped");
+                None
+            }
+            Err(e) => {
+                warn!(error = %e, %subject, "undecodable operator call dropped");
+                None
+            }
+        };
+    }
+    if subject.ends_with(".saga.start") || subject.ends_with(".saga.tick") {
         match serde_json::from_slice::<SagaWake>(payload) {
-            Ok(w) if valid_id(&w.saga_id) => Some((hypersaga_bus::subjects::saga_key(&w.tenant, &w.saga_id), Input::Wake)),
+            Ok(w) if valid_id(&w.saga_id) => {
+                let input = if subject.ends_with(".saga.tick") {
+                    Input::Tick
+                } else {
+                    Input::Wake
+                };
+                Some((
+                    hypersaga_bus::subjects::saga_key(&w.tenant, &w.saga_id),
+                    input,
+                ))
+            }
             Ok(w) => {
                 warn!(saga = %w.saga_id, %subject, "wake-up with an invalid saga id dropped");
                 None
@@ -148,9 +205,10 @@ fn decode(subject: &str, payload: &[u8]) -> Option<(String, Input)> {
         }
     } else {
         match serde_json::from_slice::<StepEvent>(payload) {
-            Ok(ev) if valid_id(&ev.saga_id) => {
-                Some((hypersaga_bus::subjects::saga_key(&ev.tenant, &ev.saga_id), Input::Event(Box::new(ev))))
-            }
+            Ok(ev) if valid_id(&ev.saga_id) => Some((
+                hypersaga_bus::subjects::saga_key(&ev.tenant, &ev.saga_id),
+                Input::Event(Box::new(ev)),
+            )),
             Ok(ev) => {
                 warn!(saga = %ev.saga_id, %subject, "event with an invalid saga id dropped");
                 None

@@ -13,12 +13,19 @@ use crate::{Error, Result};
 pub async fn update_cluster(clusters: &kv::Store, saga: &Saga) -> Result<()> {
     let key = cluster_key(&saga.tenant, &saga.cluster);
     for _ in 0..16 {
-        let entry = match clusters.entry(&key).await.map_err(|e| Error::kv("read cluster", e))? {
+        let entry = match clusters
+            .entry(&key)
+            .await
+            .map_err(|e| Error::kv("read cluster", e))?
+        {
             Some(e) if e.operation == kv::Operation::Put => e,
             _ => return Ok(()),
         };
-        let mut record: ClusterRecord = serde_json::from_slice(&entry.value)
-            .map_err(|source| Error::Decode { key: key.clone(), source })?;
+        let mut record: ClusterRecord =
+            serde_json::from_slice(&entry.value).map_err(|source| Error::Decode {
+                key: key.clone(),
+                source,
+            })?;
         if record.operation.id != saga.id || record.saga_seq >= saga.seq {
             return Ok(());
         }
@@ -28,8 +35,15 @@ pub async fn update_cluster(clusters: &kv::Store, saga: &Saga) -> Result<()> {
         record.resources = saga.resources();
         record.message = summary(saga);
         record.saga_seq = saga.seq;
-        let bytes = serde_json::to_vec(&record).map_err(|source| Error::Decode { key: key.clone(), source })?;
-        if clusters.update(&key, bytes.into(), entry.revision).await.is_ok() {
+        let bytes = serde_json::to_vec(&record).map_err(|source| Error::Decode {
+            key: key.clone(),
+            source,
+        })?;
+        if clusters
+            .update(&key, bytes.into(), entry.revision)
+            .await
+            .is_ok()
+        {
             return Ok(());
         }
     }
@@ -42,7 +56,15 @@ fn summary(saga: &Saga) -> String {
     let done = saga
         .steps
         .iter()
-        .filter(|s| matches!(s.state, StepState::Succeeded | StepState::Compensated | StepState::Kept | StepState::Skipped))
+        .filter(|s| {
+            matches!(
+                s.state,
+                StepState::Succeeded
+                    | StepState::Compensated
+                    | StepState::Kept
+                    | StepState::Skipped
+            )
+        })
         .count();
     let running: Vec<&str> = saga
         .steps
@@ -51,7 +73,12 @@ fn summary(saga: &Saga) -> String {
         .map(|s| s.id.as_str())
         .collect();
     if let (Some(e), true) = (&saga.error, saga.state.is_terminal()) {
-        return format!("{} failed: {}: {}", e.step.as_deref().unwrap_or("operation"), e.code, e.message);
+        return format!(
+            "{} failed: {}: {}",
+            e.step.as_deref().unwrap_or("operation"),
+            e.code,
+            e.message
+        );
     }
     if running.is_empty() {
         format!("{done}/{total} steps done")

@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hypersaga_api::v1 as pb;
-use hypersaga_bus::{Action, Bus, Outputs, StepCommand, StepError};
+use hypersaga_bus::{Action, Bus, StepCommand, StepError};
 use hypersaga_config::{Config, Secret, TenantAzure, TenantConfig};
 use hypersaga_model::TenantId;
 use hypersaga_procs::NatsServer;
-use hypersaga_worker::{Progress, StepHandler, WorkerOptions};
+use hypersaga_worker::{Progress, StepHandler, StepResult, WorkerOptions};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -28,20 +28,32 @@ struct Scripted {
 
 #[async_trait::async_trait]
 impl StepHandler for Scripted {
-    async fn run(&self, cmd: &StepCommand, _p: &Progress) -> Result<Outputs, StepError> {
-        self.calls.lock().unwrap().push((cmd.step.clone(), cmd.action, cmd.attempt));
-        if let Some((left, retryable)) = self.failures.lock().unwrap().get_mut(&(cmd.step.clone(), cmd.action))
-            && *left > 0 {
-                *left -= 1;
-                return Err(if *retryable {
-                    StepError::retryable("InternalServerError", "scripted")
-                } else {
-                    StepError::terminal("AuthorizationFailed", "scripted").with_target("privateDnsZones")
-                });
-            }
+    async fn run(&self, cmd: &StepCommand, _p: &Progress) -> Result<StepResult, StepError> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push((cmd.step.clone(), cmd.action, cmd.attempt));
+        if let Some((left, retryable)) = self
+            .failures
+            .lock()
+            .unwrap()
+            .get_mut(&(cmd.step.clone(), cmd.action))
+            && *left > 0
+        {
+            *left -= 1;
+            return Err(if *retryable {
+                StepError::retryable("InternalServerError", "scripted")
+            } else {
+                StepError::terminal("AuthorizationFailed", "scripted")
+                    .with_target("privateDnsZones")
+            });
+        }
         let mut out = BTreeMap::new();
-        out.insert(format!("{}_id", cmd.step.replace(['.', '-'], "_")), Value::from(format!("/ids/{}", cmd.step)));
-        Ok(out)
+        out.insert(
+            format!("{}_id", cmd.step.replace(['.', '-'], "_")),
+            Value::from(format!("/ids/{}", cmd.step)),
+        );
+        Ok(StepResult::Done(out))
     }
 }
 
@@ -58,13 +70,20 @@ struct Harness {
 impl Harness {
     async fn start() -> Harness {
         let dir = tempfile::tempdir().unwrap();
-        let nats = NatsServer::start(dir.path()).await.expect("nats-server (run scripts/setup.sh)");
+        let nats = NatsServer::start(dir.path())
+            .await
+            .expect("nats-server (run scripts/setup.sh)");
         let mut config = Config::default();
         config.nats.url = nats.url().to_owned();
         config.tenants = vec![TenantConfig {
             id: TenantId::new("acme").unwrap(),
             token: Secret::new(TOKEN),
-            azure: TenantAzure { tenant_id: "t".into(), subscription_id: "s".into(), client_id: "c".into(), client_secret: Secret::new("x") },
+            azure: TenantAzure {
+                tenant_id: "t".into(),
+                subscription_id: "s".into(),
+                client_id: "c".into(),
+                client_secret: Secret::new("x"),
+            },
         }];
         config.coordinator.base_delay_ms = 50;
         config.coordinator.max_delay_ms = 200;
@@ -77,13 +96,32 @@ impl Harness {
         let (c, s) = (config.clone(), shutdown.clone());
         tokio::spawn(async move { hypersaga_gateway::run(&c, listener, s).await.unwrap() });
         let handler = Arc::new(Scripted::default());
-        let bus = Bus::connect(&config.nats.url, "test-workers", "hcp").await.unwrap();
+        let bus = Bus::connect(&config.nats.url, "test-workers", "hcp")
+            .await
+            .unwrap();
         for service in SERVICES {
-            let opts = WorkerOptions { service: service.into(), concurrency: 8, ack_wait: Duration::from_secs(2), drain_grace: Duration::from_secs(1) };
-            let (b, h, s) = (bus.clone(), handler.clone() as Arc<dyn StepHandler>, shutdown.clone());
+            let opts = WorkerOptions {
+                service: service.into(),
+                concurrency: 8,
+                ack_wait: Duration::from_secs(2),
+                drain_grace: Duration::from_secs(1),
+            };
+            let (b, h, s) = (
+                bus.clone(),
+                handler.clone() as Arc<dyn StepHandler>,
+                shutdown.clone(),
+            );
             tokio::spawn(async move { hypersaga_worker::run(b, h, opts, s).await.unwrap() });
         }
-        let mut h = Harness { _nats: nats, _dir: dir, config, grpc, handler, coordinator: None, shutdown };
+        let mut h = Harness {
+            _nats: nats,
+            _dir: dir,
+            config,
+            grpc,
+            handler,
+            coordinator: None,
+            shutdown,
+        };
         h.start_coordinator();
         h
     }
@@ -102,10 +140,14 @@ impl Harness {
         }
     }
 
-    async fn client(&self) -> pb::cluster_service_client::ClusterServiceClient<tonic::transport::Channel> {
+    async fn client(
+        &self,
+    ) -> pb::cluster_service_client::ClusterServiceClient<tonic::transport::Channel> {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if let Ok(c) = pb::cluster_service_client::ClusterServiceClient::connect(self.grpc.clone()).await {
+            if let Ok(c) =
+                pb::cluster_service_client::ClusterServiceClient::connect(self.grpc.clone()).await
+            {
                 return c;
             }
             assert!(Instant::now() < deadline, "gateway did not start");
@@ -115,7 +157,8 @@ impl Harness {
 
     async fn call<T>(&self, msg: T) -> tonic::Request<T> {
         let mut r = tonic::Request::new(msg);
-        r.metadata_mut().insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
+        r.metadata_mut()
+            .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
         r
     }
 
@@ -123,13 +166,18 @@ impl Harness {
         let mut c = self.client().await;
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let got = c.get_cluster(self.call(pb::GetClusterRequest { name: name.into() }).await).await;
+            let got = c
+                .get_cluster(self.call(pb::GetClusterRequest { name: name.into() }).await)
+                .await;
             if let Ok(r) = got {
                 let cl = r.into_inner();
                 if cl.status.as_ref().map(|s| s.phase) == Some(phase as i32) {
                     return cl;
                 }
-                assert!(Instant::now() < deadline, "timed out waiting for {phase:?}: {cl:#?}");
+                assert!(
+                    Instant::now() < deadline,
+                    "timed out waiting for {phase:?}: {cl:#?}"
+                );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -154,76 +202,171 @@ fn request(name: &str) -> pb::CreateClusterRequest {
             location: "eastus".into(),
             base_domain: "example.com".into(),
             release_image: "quay.io/x/release:4.21.0".into(),
-            node_pools: vec![pb::NodePoolSpec { name: "workers".into(), replicas: 2, vm_size: "Standard_D4s_v5".into() }],
+            node_pools: vec![pb::NodePoolSpec {
+                name: "workers".into(),
+                replicas: 2,
+                vm_size: "Standard_D4s_v5".into(),
+            }],
             network: None,
         }),
     }
 }
 
 fn position(calls: &[(String, Action, u32)], step: &str, action: Action) -> usize {
-    calls.iter().position(|(s, a, _)| s == step && *a == action).unwrap_or_else(|| panic!("{step} {action:?} never ran: {calls:?}"))
+    calls
+        .iter()
+        .position(|(s, a, _)| s == step && *a == action)
+        .unwrap_or_else(|| panic!("{step} {action:?} never ran: {calls:?}"))
 }
 
 #[tokio::test]
 async fn create_then_delete_runs_every_step_in_dependency_order() {
     let h = Harness::start().await;
     let mut c = h.client().await;
-    c.create_cluster(h.call(request("demo")).await).await.unwrap();
+    c.create_cluster(h.call(request("demo")).await)
+        .await
+        .unwrap();
     h.wait_phase("demo", pb::ClusterPhase::Ready).await;
     let calls = h.calls();
     assert_eq!(calls.len(), 12, "each step once: {calls:?}");
-    assert!(position(&calls, "network.nsg", Action::Do) < position(&calls, "network.vnet", Action::Do));
-    assert!(position(&calls, "dns.vnet-link", Action::Do) < position(&calls, "controlplane.hostedcluster", Action::Do));
-    assert!(position(&calls, "controlplane.hostedcluster", Action::Do) < position(&calls, "nodepool.workers", Action::Do));
+    assert!(
+        position(&calls, "network.nsg", Action::Do) < position(&calls, "network.vnet", Action::Do)
+    );
+    assert!(
+        position(&calls, "dns.vnet-link", Action::Do)
+            < position(&calls, "controlplane.hostedcluster", Action::Do)
+    );
+    assert!(
+        position(&calls, "controlplane.hostedcluster", Action::Do)
+            < position(&calls, "nodepool.workers", Action::Do)
+    );
 
-    c.delete_cluster(h.call(pb::DeleteClusterRequest { name: "demo".into(), request_id: String::new() }).await).await.unwrap();
+    c.delete_cluster(
+        h.call(pb::DeleteClusterRequest {
+            name: "demo".into(),
+            request_id: String::new(),
+        })
+        .await,
+    )
+    .await
+    .unwrap();
     let deleted_or_gone = async {
         loop {
-            match c.get_cluster(h.call(pb::GetClusterRequest { name: "demo".into() }).await).await {
+            match c
+                .get_cluster(
+                    h.call(pb::GetClusterRequest {
+                        name: "demo".into(),
+                    })
+                    .await,
+                )
+                .await
+            {
                 Err(e) if e.code() == tonic::Code::NotFound => break,
                 _ => tokio::time::sleep(Duration::from_millis(50)).await,
             }
         }
     };
-    tokio::time::timeout(Duration::from_secs(30), deleted_or_gone).await.expect("deleted");
+    tokio::time::timeout(Duration::from_secs(30), deleted_or_gone)
+        .await
+        .expect("deleted");
     let calls = h.calls();
-    let undos: Vec<&str> = calls.iter().filter(|(_, a, _)| *a == Action::Undo).map(|(s, _, _)| s.as_str()).collect();
-    assert_eq!(undos.len(), 10, "everything but the two identity steps is undone: {undos:?}");
-    assert!(position(&calls, "nodepool.workers", Action::Undo) < position(&calls, "controlplane.hostedcluster", Action::Undo));
-    assert!(position(&calls, "network.vnet", Action::Undo) < position(&calls, "network.nsg", Action::Undo));
-    assert!(position(&calls, "network.nsg", Action::Undo) < position(&calls, "network.resource-groups", Action::Undo));
+    let undos: Vec<&str> = calls
+        .iter()
+        .filter(|(_, a, _)| *a == Action::Undo)
+        .map(|(s, _, _)| s.as_str())
+        .collect();
+    assert_eq!(
+        undos.len(),
+        10,
+        "everything but the two identity steps is undone: {undos:?}"
+    );
+    assert!(
+        position(&calls, "nodepool.workers", Action::Undo)
+            < position(&calls, "controlplane.hostedcluster", Action::Undo)
+    );
+    assert!(
+        position(&calls, "network.vnet", Action::Undo)
+            < position(&calls, "network.nsg", Action::Undo)
+    );
+    assert!(
+        position(&calls, "network.nsg", Action::Undo)
+            < position(&calls, "network.resource-groups", Action::Undo)
+    );
 }
 
 #[tokio::test]
 async fn retryable_failures_retry_and_terminal_failures_compensate() {
     let h = Harness::start().await;
-    h.handler.failures.lock().unwrap().insert(("network.vnet".into(), Action::Do), (2, true));
+    h.handler
+        .failures
+        .lock()
+        .unwrap()
+        .insert(("network.vnet".into(), Action::Do), (2, true));
     let mut c = h.client().await;
-    c.create_cluster(h.call(request("bumpy")).await).await.unwrap();
+    c.create_cluster(h.call(request("bumpy")).await)
+        .await
+        .unwrap();
     let ready = h.wait_phase("bumpy", pb::ClusterPhase::Ready).await;
-    let vnet = ready.status.unwrap().operation.unwrap().steps.into_iter().find(|s| s.id == "network.vnet").unwrap();
+    let vnet = ready
+        .status
+        .unwrap()
+        .operation
+        .unwrap()
+        .steps
+        .into_iter()
+        .find(|s| s.id == "network.vnet")
+        .unwrap();
     assert_eq!(vnet.attempts, 3);
 
-    h.handler.failures.lock().unwrap().insert(("dns.private-zone".into(), Action::Do), (1, false));
-    c.create_cluster(h.call(request("doomed")).await).await.unwrap();
+    h.handler
+        .failures
+        .lock()
+        .unwrap()
+        .insert(("dns.private-zone".into(), Action::Do), (1, false));
+    c.create_cluster(h.call(request("doomed")).await)
+        .await
+        .unwrap();
     let failed = h.wait_phase("doomed", pb::ClusterPhase::Failed).await;
     let err = failed.status.unwrap().error.unwrap();
-    assert_eq!((err.step.as_str(), err.code.as_str()), ("dns.private-zone", "AuthorizationFailed"));
+    assert_eq!(
+        (err.step.as_str(), err.code.as_str()),
+        ("dns.private-zone", "AuthorizationFailed")
+    );
     let calls = h.calls();
-    let undone: Vec<&str> = calls.iter().filter(|(_, a, _)| *a == Action::Undo).map(|(s, _, _)| s.as_str()).collect();
-    assert!(undone.contains(&"dns.private-zone") && undone.contains(&"network.resource-groups"), "{undone:?}");
-    assert!(!undone.iter().any(|s| s.starts_with("identity.")), "{undone:?}");
+    let undone: Vec<&str> = calls
+        .iter()
+        .filter(|(_, a, _)| *a == Action::Undo)
+        .map(|(s, _, _)| s.as_str())
+        .collect();
+    assert!(
+        undone.contains(&"dns.private-zone") && undone.contains(&"network.resource-groups"),
+        "{undone:?}"
+    );
+    assert!(
+        !undone.iter().any(|s| s.starts_with("identity.")),
+        "{undone:?}"
+    );
 }
 
 #[tokio::test]
 async fn a_crashed_coordinator_is_replaced_and_the_saga_finishes_once() {
     let mut h = Harness::start().await;
     // Slow the saga down in the middle so the crash lands mid-way.
-    h.handler.failures.lock().unwrap().insert(("network.load-balancer".into(), Action::Do), (2, true));
+    h.handler
+        .failures
+        .lock()
+        .unwrap()
+        .insert(("network.load-balancer".into(), Action::Do), (2, true));
     let mut c = h.client().await;
-    c.create_cluster(h.call(request("phoenix")).await).await.unwrap();
+    c.create_cluster(h.call(request("phoenix")).await)
+        .await
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !h.calls().iter().any(|(s, _, _)| s == "network.load-balancer") {
+    while !h
+        .calls()
+        .iter()
+        .any(|(s, _, _)| s == "network.load-balancer")
+    {
         assert!(Instant::now() < deadline);
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -238,26 +381,46 @@ async fn a_crashed_coordinator_is_replaced_and_the_saga_finishes_once() {
     }
     // Redelivery may repeat an attempt (that is why handlers are idempotent), but no step runs
     // more attempts than its failures require.
-    let lb_attempts = calls.iter().filter(|(s, _, _)| s == "network.load-balancer").map(|(_, _, a)| *a).max();
+    let lb_attempts = calls
+        .iter()
+        .filter(|(s, _, _)| s == "network.load-balancer")
+        .map(|(_, _, a)| *a)
+        .max();
     assert_eq!(lb_attempts, Some(3), "{calls:?}");
-    assert!(calls.iter().filter(|(s, _, _)| s == "controlplane.hostedcluster").all(|(_, _, a)| *a == 1));
+    assert!(
+        calls
+            .iter()
+            .filter(|(s, _, _)| s == "controlplane.hostedcluster")
+            .all(|(_, _, a)| *a == 1)
+    );
 }
 
 #[tokio::test]
 async fn a_stale_command_is_fenced_off_by_the_saga_record() {
     let h = Harness::start().await;
     let mut c = h.client().await;
-    c.create_cluster(h.call(request("fenced")).await).await.unwrap();
+    c.create_cluster(h.call(request("fenced")).await)
+        .await
+        .unwrap();
     let ready = h.wait_phase("fenced", pb::ClusterPhase::Ready).await;
     let before = h.calls().len();
 
     // Replay the first command of a step that finished long ago, as a republish after the
     // de-duplication window would.
     let op = ready.status.unwrap().operation.unwrap().id;
-    let bus = Bus::connect(&h.config.nats.url, "stale-publisher", "hcp").await.unwrap();
+    let bus = Bus::connect(&h.config.nats.url, "stale-publisher", "hcp")
+        .await
+        .unwrap();
     let sagas = bus.sagas().await.unwrap();
-    let saga: hypersaga_saga::Saga =
-        serde_json::from_slice(&sagas.entry(format!("acme.{op}")).await.unwrap().unwrap().value).unwrap();
+    let saga: hypersaga_saga::Saga = serde_json::from_slice(
+        &sagas
+            .entry(format!("acme.{op}"))
+            .await
+            .unwrap()
+            .unwrap()
+            .value,
+    )
+    .unwrap();
     let stale = StepCommand {
         v: 1,
         saga_id: op.clone(),
@@ -266,14 +429,30 @@ async fn a_stale_command_is_fenced_off_by_the_saga_record() {
         step: "network.vnet".into(),
         action: Action::Do,
         attempt: 1,
+        fence: 1,
         not_before: None,
         deadline: saga.deadline,
+        lease_ms: 60_000,
+        memo: Value::Null,
+        waiting_since: None,
         context: saga.context.clone(),
     };
     let subject = bus.subjects().cmd(&stale.tenant, "network");
-    bus.publish_json(&subject, "replayed-after-window", &hypersaga_telemetry::TraceParent::new_root(), &stale).await.unwrap();
+    bus.publish_json(
+        &subject,
+        "replayed-after-window",
+        &hypersaga_telemetry::TraceParent::new_root(),
+        &stale,
+    )
+    .await
+    .unwrap();
     tokio::time::sleep(Duration::from_millis(800)).await;
-    assert_eq!(h.calls().len(), before, "the stale command must not run: {:?}", &h.calls()[before..]);
+    assert_eq!(
+        h.calls().len(),
+        before,
+        "the stale command must not run: {:?}",
+        &h.calls()[before..]
+    );
 }
 
 #[tokio::test]
@@ -285,7 +464,9 @@ async fn listing_while_records_change_shows_each_cluster_once() {
     }
     h.wait_phase("two", pb::ClusterPhase::Ready).await;
     // Rewrite the records continuously, as the coordinator does during sagas.
-    let bus = Bus::connect(&h.config.nats.url, "churn", "hcp").await.unwrap();
+    let bus = Bus::connect(&h.config.nats.url, "churn", "hcp")
+        .await
+        .unwrap();
     let clusters = bus.clusters().await.unwrap();
     let churn = tokio::spawn(async move {
         for _ in 0..300 {
@@ -297,8 +478,15 @@ async fn listing_while_records_change_shows_each_cluster_once() {
         }
     });
     for _ in 0..40 {
-        let names: Vec<String> =
-            c.list_clusters(h.call(pb::ListClustersRequest {}).await).await.unwrap().into_inner().clusters.into_iter().map(|c| c.name).collect();
+        let names: Vec<String> = c
+            .list_clusters(h.call(pb::ListClustersRequest {}).await)
+            .await
+            .unwrap()
+            .into_inner()
+            .clusters
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
         assert_eq!(names, vec!["one", "two"]);
     }
     churn.abort();

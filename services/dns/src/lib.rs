@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
 use hypersaga_config::Config;
-use hypersaga_stepkit::{ArmClients, Notes, TenantArm, unknown_step};
-use hypersaga_worker::{Progress, StepHandler};
+use hypersaga_stepkit::{ArmClients, Halt, Notes, TenantArm, conclude, drive, unknown_step};
+use hypersaga_worker::{Progress, StepHandler, StepResult};
 use tokio_util::sync::CancellationToken;
 
 /// Private DNS api-version HyperShift uses for zones, links and record sets.
@@ -71,18 +71,32 @@ impl DnsHandler {
         })
     }
 
-    /// Runs one step; `notes` receives progress messages. What the worker calls, and what
-    /// tests call directly.
+    /// One check of a step: as far as it can go now. `Wait` while Azure still works on an
+    /// operation the step started (the saga checks again later, with the memo). What the
+    /// worker runs.
+    pub async fn check(
+        &self,
+        cmd: &StepCommand,
+        notes: &dyn Notes,
+    ) -> Result<StepResult, StepError> {
+        conclude(self.step(cmd, notes).await)
+    }
+
+    /// Runs a step to its end in place, checking again after each wait (tests and tools).
     pub async fn execute(
         &self,
         cmd: &StepCommand,
         notes: &dyn Notes,
     ) -> Result<Outputs, StepError> {
+        drive(cmd, |c| async move { self.check(&c, notes).await }).await
+    }
+
+    async fn step(&self, cmd: &StepCommand, notes: &dyn Notes) -> Result<Outputs, Halt> {
         if !matches!(
             cmd.step.as_str(),
             steps::PRIVATE_ZONE | steps::VNET_LINK | steps::RECORDS
         ) {
-            return Err(unknown_step(cmd));
+            return Err(unknown_step(cmd).into());
         }
         let arm = self.arm.tenant(&cmd.tenant)?;
         match (cmd.step.as_str(), cmd.action) {
@@ -92,15 +106,15 @@ impl DnsHandler {
             (steps::VNET_LINK, Action::Undo) => vnet_link::delete(&arm, cmd, notes).await,
             (steps::RECORDS, Action::Do) => records::create(&arm, cmd).await,
             (steps::RECORDS, Action::Undo) => records::delete(&arm, cmd).await,
-            _ => Err(unknown_step(cmd)),
+            _ => Err(unknown_step(cmd).into()),
         }
     }
 }
 
 #[async_trait::async_trait]
 impl StepHandler for DnsHandler {
-    async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<Outputs, StepError> {
-        self.execute(cmd, progress).await
+    async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {
+        self.check(cmd, progress).await
     }
 }
 

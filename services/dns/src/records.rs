@@ -5,8 +5,8 @@
 use std::net::Ipv4Addr;
 
 use hypersaga_azure::ids;
-use hypersaga_bus::{Outputs, StepCommand, StepError};
-use hypersaga_stepkit::{TenantArm, ensure, missing_output, remove, step_error};
+use hypersaga_bus::{Outputs, StepCommand};
+use hypersaga_stepkit::{Halt, Ops, TenantArm, ensure, missing_output, remove, step_error};
 use serde_json::{Value, json};
 
 use crate::{PRIVATE_DNS_API, output, steps, zone_id};
@@ -75,7 +75,7 @@ fn record_id(arm: &TenantArm, cmd: &StepCommand, record_type: &str) -> String {
     ids::child_id(&zone_id(arm, cmd), record_type, NAME)
 }
 
-pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, StepError> {
+pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
     let host = cmd
         .context
         .output(steps::HOSTED_CLUSTER, "control_plane_host")
@@ -91,11 +91,19 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
         .map_err(step_error)?
         .is_some()
     {
-        remove(&arm.client, "DNS record set", &other, PRIVATE_DNS_API).await?;
+        remove(
+            &arm.client,
+            &Ops::of(cmd),
+            "DNS record set",
+            &other,
+            PRIVATE_DNS_API,
+        )
+        .await?;
     }
     let id = record_id(arm, cmd, target.record_type());
     ensure(
         &arm.client,
+        &Ops::of(cmd),
         "DNS record set",
         &id,
         PRIVATE_DNS_API,
@@ -107,10 +115,11 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
 }
 
 /// Deletes the `api` record set, A or CNAME, whichever exists (absent is success).
-pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, StepError> {
+pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
     for record_type in ["A", "CNAME"] {
         remove(
             &arm.client,
+            &Ops::of(cmd),
             "DNS record set",
             &record_id(arm, cmd, record_type),
             PRIVATE_DNS_API,

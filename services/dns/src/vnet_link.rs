@@ -1,10 +1,10 @@
 //! `dns.vnet-link`: link the private zone to the cluster's VNet, without auto-registration, so
 //! the guest resolves `*.apps.NAME.BD` privately.
 
-use hypersaga_azure::ids;
+use hypersaga_azure::{ArmError, Progress, ids};
 use hypersaga_bus::{Outputs, StepCommand, StepError};
 use hypersaga_stepkit::{
-    Notes, TenantArm, missing_output, provisioning_state, remove, step_error, tags,
+    Halt, Notes, Ops, TenantArm, missing_output, provisioning_state, remove, step_error, tags,
 };
 use serde_json::{Value, json};
 use tracing::info;
@@ -47,12 +47,18 @@ pub(crate) async fn create(
     arm: &TenantArm,
     cmd: &StepCommand,
     notes: &dyn Notes,
-) -> Result<Outputs, StepError> {
+) -> Result<Outputs, Halt> {
     let vnet_id = cmd
         .context
         .output(steps::NETWORK_VNET, "vnet_id")
         .ok_or_else(|| missing_output(steps::NETWORK_VNET, "vnet_id"))?;
     let id = id(arm, cmd);
+    let message =
+        format!("waiting for Azure to link the private DNS zone to {vnet_id} (it takes 30-60 s)");
+    // A re-check polls the operation the first check started.
+    if let Some(pending) = Ops::of(cmd).pending(&id) {
+        return finish_link(arm.client.poll_once(pending).await, &id, message);
+    }
     let existing = arm
         .client
         .get(&id, PRIVATE_DNS_API)
@@ -65,42 +71,57 @@ pub(crate) async fn create(
                 "ResourceBeingDeleted",
                 format!("virtual network link {id} is being deleted"),
             )
-            .with_target(id));
+            .with_target(id)
+            .into());
         }
         if state.eq_ignore_ascii_case("Succeeded") && matches(link, vnet_id) {
             info!(resource = "virtual network link", %id, "adopted");
             return Ok(Outputs::from([output("vnet_link_id", id)]));
         }
     }
-    notes
-        .note(format!(
-            "waiting for private DNS zone link to {vnet_id} (Azure takes 30-60 s)"
-        ))
-        .await;
-    match arm
+    notes.note(message.clone()).await;
+    let started = arm
         .client
-        .put(&id, PRIVATE_DNS_API, &body(cmd, vnet_id))
-        .await
-    {
-        Ok(_) => info!(resource = "virtual network link", %id, "created"),
+        .begin_put(&id, PRIVATE_DNS_API, &body(cmd, vnet_id))
+        .await;
+    finish_link(started, &id, message)
+}
+
+/// Where the link's creation got to: done, still running, or refused (an "already linked"
+/// conflict counts as done).
+fn finish_link(
+    progress: Result<Progress, ArmError>,
+    id: &str,
+    message: String,
+) -> Result<Outputs, Halt> {
+    match progress {
+        Ok(Progress::Done(_)) => info!(resource = "virtual network link", %id, "created"),
+        Ok(Progress::Running(pending)) => {
+            return Err(Halt::Wait {
+                message,
+                id: id.to_owned(),
+                pending,
+            });
+        }
         Err(e) if already_linked(&e) => {
             info!(resource = "virtual network link", %id, "VNet already linked; counted as success")
         }
-        Err(e) => return Err(step_error(e)),
+        Err(e) => return Err(step_error(e).into()),
     }
-    Ok(Outputs::from([output("vnet_link_id", id)]))
+    Ok(Outputs::from([output("vnet_link_id", id.to_owned())]))
 }
 
 pub(crate) async fn delete(
     arm: &TenantArm,
     cmd: &StepCommand,
     notes: &dyn Notes,
-) -> Result<Outputs, StepError> {
+) -> Result<Outputs, Halt> {
     notes
         .note("deleting the private DNS zone's VNet link".to_owned())
         .await;
     remove(
         &arm.client,
+        &Ops::of(cmd),
         "virtual network link",
         &id(arm, cmd),
         PRIVATE_DNS_API,

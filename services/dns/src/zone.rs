@@ -1,7 +1,7 @@
 //! `dns.private-zone`: the private zone `NAME.BD` in the managed RG, location `global`.
 
-use hypersaga_bus::{Outputs, StepCommand, StepError};
-use hypersaga_stepkit::{Notes, TenantArm, any, ensure, remove, tags};
+use hypersaga_bus::{Outputs, StepCommand};
+use hypersaga_stepkit::{Halt, Notes, Ops, TenantArm, any, ensure, remove, tags};
 use serde_json::{Value, json};
 
 use crate::{PRIVATE_DNS_API, output, zone_id};
@@ -19,7 +19,7 @@ pub(crate) async fn create(
     arm: &TenantArm,
     cmd: &StepCommand,
     notes: &dyn Notes,
-) -> Result<Outputs, StepError> {
+) -> Result<Outputs, Halt> {
     let id = zone_id(arm, cmd);
     notes
         .note(format!(
@@ -29,6 +29,7 @@ pub(crate) async fn create(
         .await;
     ensure(
         &arm.client,
+        &Ops::of(cmd),
         "private DNS zone",
         &id,
         PRIVATE_DNS_API,
@@ -45,7 +46,7 @@ pub(crate) async fn delete(
     arm: &TenantArm,
     cmd: &StepCommand,
     notes: &dyn Notes,
-) -> Result<Outputs, StepError> {
+) -> Result<Outputs, Halt> {
     notes
         .note(format!(
             "deleting private DNS zone {}",
@@ -54,6 +55,7 @@ pub(crate) async fn delete(
         .await;
     remove(
         &arm.client,
+        &Ops::of(cmd),
         "private DNS zone",
         &zone_id(arm, cmd),
         PRIVATE_DNS_API,

@@ -2,7 +2,9 @@
 
 use hypersaga_api::v1 as pb;
 use hypersaga_model::record::{OperationKind, OperationState, OperationView, StepState, StepView};
-use hypersaga_model::{ClusterPhase, ClusterRecord, ClusterSpec, ErrorInfo, NetworkSpec, NodePoolSpec};
+use hypersaga_model::{
+    ClusterPhase, ClusterRecord, ClusterSpec, ErrorInfo, NetworkSpec, NodePoolSpec,
+};
 use time::OffsetDateTime;
 
 fn opt(s: String) -> Option<String> {
@@ -19,7 +21,11 @@ pub fn spec_from_pb(s: pb::ClusterSpec) -> ClusterSpec {
         node_pools: s
             .node_pools
             .into_iter()
-            .map(|p| NodePoolSpec { name: p.name.trim().to_owned(), replicas: p.replicas, vm_size: p.vm_size.trim().to_owned() })
+            .map(|p| NodePoolSpec {
+                name: p.name.trim().to_owned(),
+                replicas: p.replicas,
+                vm_size: p.vm_size.trim().to_owned(),
+            })
             .collect(),
         network: NetworkSpec {
             vnet_cidr: opt(n.vnet_cidr),
@@ -39,7 +45,11 @@ pub fn spec_to_pb(s: &ClusterSpec) -> pb::ClusterSpec {
         node_pools: s
             .node_pools
             .iter()
-            .map(|p| pb::NodePoolSpec { name: p.name.clone(), replicas: p.replicas, vm_size: p.vm_size.clone() })
+            .map(|p| pb::NodePoolSpec {
+                name: p.name.clone(),
+                replicas: p.replicas,
+                vm_size: p.vm_size.clone(),
+            })
             .collect(),
         network: Some(pb::NetworkSpec {
             vnet_cidr: s.network.vnet_cidr().to_owned(),
@@ -59,7 +69,10 @@ pub fn spec_to_pb(s: &ClusterSpec) -> pb::ClusterSpec {
 }
 
 fn ts(t: OffsetDateTime) -> prost_types::Timestamp {
-    prost_types::Timestamp { seconds: t.unix_timestamp(), nanos: t.nanosecond() as i32 }
+    prost_types::Timestamp {
+        seconds: t.unix_timestamp(),
+        nanos: t.nanosecond() as i32,
+    }
 }
 
 pub fn error_to_pb(e: &ErrorInfo) -> pb::ErrorDetail {
@@ -96,6 +109,17 @@ fn step_to_pb(s: &StepView) -> pb::Step {
         depends_on: s.depends_on.clone(),
         start_time: s.started_at.map(ts),
         end_time: s.ended_at.map(ts),
+        waiting_since: s.waiting_since.map(ts),
+    }
+}
+
+pub fn op_state_to_pb(s: OperationState) -> pb::OperationState {
+    match s {
+        OperationState::Running => pb::OperationState::Running,
+        OperationState::Compensating => pb::OperationState::Compensating,
+        OperationState::Succeeded => pb::OperationState::Succeeded,
+        OperationState::Failed => pb::OperationState::Failed,
+        OperationState::Paused => pb::OperationState::Paused,
     }
 }
 
@@ -107,18 +131,18 @@ pub fn operation_to_pb(o: &OperationView) -> pb::Operation {
             OperationKind::Create => pb::OperationKind::Create,
             OperationKind::Delete => pb::OperationKind::Delete,
         } as i32,
-        state: match o.state {
-            OperationState::Running => pb::OperationState::Running,
-            OperationState::Compensating => pb::OperationState::Compensating,
-            OperationState::Succeeded => pb::OperationState::Succeeded,
-            OperationState::Failed => pb::OperationState::Failed,
-        } as i32,
+        state: op_state_to_pb(o.state) as i32,
         start_time: Some(ts(o.started_at)),
         end_time: o.ended_at.map(ts),
         deadline: Some(ts(o.deadline)),
         error: o.error.as_ref().map(error_to_pb),
         steps: o.steps.iter().map(step_to_pb).collect(),
         request_id: o.request_id.clone().unwrap_or_default(),
+        pause: o.pause.as_ref().map(|p| pb::PauseDetail {
+            since: Some(ts(p.since)),
+            reason: Some(error_to_pb(&p.reason)),
+            steps: p.steps.clone(),
+        }),
     }
 }
 

@@ -34,7 +34,11 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Serves the API on an already-bound listener until `shutdown` (tests pass port 0).
-pub async fn run(config: &Config, listener: TcpListener, shutdown: CancellationToken) -> Result<()> {
+pub async fn run(
+    config: &Config,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<()> {
     let bus = Bus::connect(&config.nats.url, "hypersaga-gateway", &config.nats.prefix).await?;
     let gateway = Gateway::new(config.clone(), bus).await?;
     let (health, health_service) = tonic_health::server::health_reporter();
@@ -50,7 +54,10 @@ pub async fn run(config: &Config, listener: TcpListener, shutdown: CancellationT
         .add_service(health_service)
         .add_service(reflection)
         .add_service(ClusterServiceServer::new(gateway))
-        .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), shutdown.cancelled_owned())
+        .serve_with_incoming_shutdown(
+            tokio_stream::wrappers::TcpListenerStream::new(listener),
+            shutdown.cancelled_owned(),
+        )
         .await?;
     Ok(())
 }

@@ -1,5 +1,7 @@
 //! `ClusterService` handlers.
 
+mod operator;
+
 use std::collections::BTreeMap;
 use std::pin::Pin;
 
@@ -8,18 +10,19 @@ use futures::{Stream, StreamExt, TryStreamExt};
 use hypersaga_api::v1 as pb;
 use hypersaga_api::v1::cluster_service_server::ClusterService;
 use hypersaga_bus::subjects::{cluster_key, saga_key};
-use hypersaga_bus::{Bus, ENVELOPE_VERSION, SagaWake, StepContext};
+use hypersaga_bus::{Bus, ENVELOPE_VERSION, OperatorAction, SagaWake, StepContext};
 use hypersaga_config::{Config, TenantConfig};
 use hypersaga_model::names::infra_id;
 use hypersaga_model::record::{CLUSTER_RECORD_VERSION, OperationKind};
 use hypersaga_model::{ClusterPhase, ClusterRecord, Names, validate_create, validate_subscription};
-use hypersaga_saga::{NewSaga, RetryPolicy, Saga, create_plan};
+use hypersaga_saga::{NewSaga, RetryPolicy, Saga, Timing, create_plan};
 use hypersaga_telemetry::TraceParent;
 use time::{Duration, OffsetDateTime};
 use tonic::{Code, Request, Response, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 use tracing::{info, instrument, warn};
 
+use self::operator::CallRequest;
 use crate::convert::{cluster_to_pb, operation_to_pb, spec_from_pb};
 
 /// The gRPC service. Cheap to clone.
@@ -35,20 +38,26 @@ impl Gateway {
     pub async fn new(config: Config, bus: Bus) -> Result<Self, hypersaga_bus::Error> {
         let clusters = bus.clusters().await?;
         let sagas = bus.sagas().await?;
-        Ok(Self { config, bus, clusters, sagas })
+        Ok(Self {
+            config,
+            bus,
+            clusters,
+            sagas,
+        })
     }
 
     /// The tenant of the caller's bearer token; a missing or unknown token is UNAUTHENTICATED.
     fn tenant<T>(&self, req: &Request<T>) -> Result<TenantConfig, Status> {
-        let header = req
-            .metadata()
-            .get("authorization")
-            .ok_or_else(|| Status::unauthenticated("missing `authorization: Bearer <token>` metadata"))?;
+        let header = req.metadata().get("authorization").ok_or_else(|| {
+            Status::unauthenticated("missing `authorization: Bearer <token>` metadata")
+        })?;
         let token = header
             .to_str()
             .ok()
             .and_then(|h| h.strip_prefix("Bearer "))
-            .ok_or_else(|| Status::unauthenticated("authorization metadata must be `Bearer <token>`"))?;
+            .ok_or_else(|| {
+                Status::unauthenticated("authorization metadata must be `Bearer <token>`")
+            })?;
         self.config
             .tenant_by_token(token.trim())
             .cloned()
@@ -57,18 +66,42 @@ impl Gateway {
 
     fn retry_policy(&self) -> RetryPolicy {
         let c = &self.config.coordinator;
-        RetryPolicy { max_attempts: c.max_attempts, base_delay_ms: c.base_delay_ms, max_delay_ms: c.max_delay_ms }
+        RetryPolicy {
+            max_attempts: c.max_attempts,
+            base_delay_ms: c.base_delay_ms,
+            max_delay_ms: c.max_delay_ms,
+        }
     }
 
-    async fn load_cluster(&self, tenant: &TenantConfig, name: &str) -> Result<Option<(ClusterRecord, u64)>, Status> {
+    fn timing(&self) -> Timing {
+        let c = &self.config.coordinator;
+        Timing {
+            lease_ms: c.lease_ms,
+            start_lease_ms: c.start_lease_ms,
+            step_timeout_s: c.step_timeout_s,
+            recheck_min_ms: c.recheck_min_ms,
+            recheck_max_ms: c.recheck_max_ms,
+        }
+    }
+
+    async fn load_cluster(
+        &self,
+        tenant: &TenantConfig,
+        name: &str,
+    ) -> Result<Option<(ClusterRecord, u64)>, Status> {
         let key = cluster_key(&tenant.id, name);
         if !valid_key_part(name) {
             return Ok(None);
         }
-        let entry = self.clusters.entry(key).await.map_err(internal("read cluster"))?;
+        let entry = self
+            .clusters
+            .entry(key)
+            .await
+            .map_err(internal("read cluster"))?;
         match entry {
             Some(e) if e.operation == kv::Operation::Put => {
-                let rec: ClusterRecord = serde_json::from_slice(&e.value).map_err(internal("decode cluster"))?;
+                let rec: ClusterRecord =
+                    serde_json::from_slice(&e.value).map_err(internal("decode cluster"))?;
                 Ok(Some((rec, e.revision)))
             }
             _ => Ok(None),
@@ -79,10 +112,15 @@ impl Gateway {
         if !valid_key_part(id) {
             return Ok(None);
         }
-        match self.sagas.entry(saga_key(&tenant.id, id)).await.map_err(internal("read operation"))? {
-            Some(e) if e.operation == kv::Operation::Put => {
-                Ok(Some(serde_json::from_slice(&e.value).map_err(internal("decode operation"))?))
-            }
+        match self
+            .sagas
+            .entry(saga_key(&tenant.id, id))
+            .await
+            .map_err(internal("read operation"))?
+        {
+            Some(e) if e.operation == kv::Operation::Put => Ok(Some(
+                serde_json::from_slice(&e.value).map_err(internal("decode operation"))?,
+            )),
             _ => Ok(None),
         }
     }
@@ -93,19 +131,36 @@ impl Gateway {
         let key = saga_key(&saga.tenant, &saga.id);
         let bytes = serde_json::to_vec(saga).map_err(internal("encode saga"))?;
         if let Err(e) = self.sagas.create(&key, bytes.into()).await
-            && e.kind() != kv::CreateErrorKind::AlreadyExists {
-                return Err(internal("write saga")(e));
-            }
-        let wake = SagaWake { v: ENVELOPE_VERSION, tenant: saga.tenant.clone(), saga_id: saga.id.clone() };
+            && e.kind() != kv::CreateErrorKind::AlreadyExists
+        {
+            return Err(internal("write saga")(e));
+        }
+        let wake = SagaWake {
+            v: ENVELOPE_VERSION,
+            tenant: saga.tenant.clone(),
+            saga_id: saga.id.clone(),
+        };
         let trace = TraceParent::with_trace_id(&saga.trace_id);
         self.bus
-            .publish_json(&self.bus.subjects().saga_start(&saga.tenant), &format!("{}:wake", saga.id), &trace, &wake)
+            .publish_json(
+                &self.bus.subjects().saga_start(&saga.tenant),
+                &format!("{}:wake", saga.id),
+                &trace,
+                &wake,
+            )
             .await
             .map_err(internal("wake coordinator"))?;
         Ok(())
     }
 
-    fn new_saga(&self, rec: &ClusterRecord, kind: OperationKind, op_id: String, request_id: Option<String>, outputs: BTreeMap<String, hypersaga_bus::Outputs>) -> Saga {
+    fn new_saga(
+        &self,
+        rec: &ClusterRecord,
+        kind: OperationKind,
+        op_id: String,
+        request_id: Option<String>,
+        outputs: BTreeMap<String, hypersaga_bus::Outputs>,
+    ) -> Saga {
         let names = Names::new(&rec.tenant, &rec.name, &rec.infra_id, &rec.spec.base_domain);
         let timeout = match kind {
             OperationKind::Create => self.config.coordinator.create_timeout_s,
@@ -118,8 +173,14 @@ impl Gateway {
                 cluster: rec.name.clone(),
                 kind,
                 plan: create_plan(&rec.spec),
-                context: StepContext { cluster_uid: rec.uid.clone(), names, spec: rec.spec.clone(), outputs },
+                context: StepContext {
+                    cluster_uid: rec.uid.clone(),
+                    names,
+                    spec: rec.spec.clone(),
+                    outputs,
+                },
                 retry: self.retry_policy(),
+                timing: self.timing(),
                 timeout: Duration::seconds(timeout as i64),
                 request_id,
                 actor: format!("tenant:{}", rec.tenant),
@@ -132,7 +193,9 @@ impl Gateway {
 
 /// KV keys accept `[-/_=.a-zA-Z0-9]`; anything else cannot name a stored object.
 fn valid_key_part(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 fn internal<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> Status {
@@ -151,7 +214,10 @@ type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::Cluster, Status>> + Send
 #[tonic::async_trait]
 impl ClusterService for Gateway {
     #[instrument(skip_all, fields(tenant, cluster, operation))]
-    async fn create_cluster(&self, req: Request<pb::CreateClusterRequest>) -> Result<Response<pb::Operation>, Status> {
+    async fn create_cluster(
+        &self,
+        req: Request<pb::CreateClusterRequest>,
+    ) -> Result<Response<pb::Operation>, Status> {
         let tenant = self.tenant(&req)?;
         let req = req.into_inner();
         let span = tracing::Span::current();
@@ -168,32 +234,52 @@ impl ClusterService for Gateway {
                 let details = ErrorDetails::with_bad_request(
                     violations
                         .iter()
-                        .map(|v| tonic_types::FieldViolation::new(v.field.clone(), v.description.clone()))
+                        .map(|v| {
+                            tonic_types::FieldViolation::new(v.field.clone(), v.description.clone())
+                        })
                         .collect::<Vec<_>>(),
                 );
-                let summary = violations.iter().map(|v| format!("{}: {}", v.field, v.description)).collect::<Vec<_>>().join("; ");
-                return Err(Status::with_error_details(Code::InvalidArgument, format!("invalid request: {summary}"), details));
+                let summary = violations
+                    .iter()
+                    .map(|v| format!("{}: {}", v.field, v.description))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                return Err(Status::with_error_details(
+                    Code::InvalidArgument,
+                    format!("invalid request: {summary}"),
+                    details,
+                ));
             }
         };
         let request_id = Some(req.request_id.trim().to_owned()).filter(|r| !r.is_empty());
         let key = cluster_key(&tenant.id, &req.name);
         let existing = self.load_cluster(&tenant, &req.name).await?;
         if let Some((rec, _)) = &existing
-            && rec.phase != ClusterPhase::Deleted {
-                if request_id.is_some() && rec.create_request_id == request_id && rec.operation.kind == OperationKind::Create {
-                    // A retried request: the same operation, and repair a half-finished accept.
-                    let saga = match self.load_saga(&tenant, &rec.operation.id).await? {
-                        Some(s) => s,
-                        None => self.new_saga(rec, OperationKind::Create, rec.operation.id.clone(), request_id.clone(), BTreeMap::new()),
-                    };
-                    self.start(&saga).await?;
-                    return Ok(Response::new(operation_to_pb(&saga.view())));
-                }
-                return Err(Status::already_exists(format!(
-                    "cluster {:?} already exists (phase {:?}); delete it first or choose another name",
-                    req.name, rec.phase
-                )));
+            && rec.phase != ClusterPhase::Deleted
+        {
+            if request_id.is_some()
+                && rec.create_request_id == request_id
+                && rec.operation.kind == OperationKind::Create
+            {
+                // A retried request: the same operation, and repair a half-finished accept.
+                let saga = match self.load_saga(&tenant, &rec.operation.id).await? {
+                    Some(s) => s,
+                    None => self.new_saga(
+                        rec,
+                        OperationKind::Create,
+                        rec.operation.id.clone(),
+                        request_id.clone(),
+                        BTreeMap::new(),
+                    ),
+                };
+                self.start(&saga).await?;
+                return Ok(Response::new(operation_to_pb(&saga.view())));
             }
+            return Err(Status::already_exists(format!(
+                "cluster {:?} already exists (phase {:?}); delete it first or choose another name",
+                req.name, rec.phase
+            )));
+        }
         let uid = uuid::Uuid::new_v4().to_string();
         let now = OffsetDateTime::now_utc();
         let op_id = format!("op-{}", uuid::Uuid::new_v4().simple());
@@ -215,7 +301,13 @@ impl ClusterService for Gateway {
             saga_seq: 0,
             management_cluster: hypersaga_model::record::DEFAULT_MANAGEMENT_CLUSTER.to_owned(),
         };
-        let saga = self.new_saga(&rec, OperationKind::Create, op_id.clone(), request_id, BTreeMap::new());
+        let saga = self.new_saga(
+            &rec,
+            OperationKind::Create,
+            op_id.clone(),
+            request_id,
+            BTreeMap::new(),
+        );
         rec.operation = saga.view();
         let bytes = serde_json::to_vec(&rec).map_err(internal("encode cluster"))?;
         let conflict = match existing {
@@ -234,10 +326,15 @@ impl ClusterService for Gateway {
             // Someone else wrote first. If it was this very request (a client retry racing the
             // first call), answer with its operation; otherwise the name is taken.
             if let Some((other, _)) = self.load_cluster(&tenant, &req.name).await?
-                && rec.create_request_id.is_some() && other.create_request_id == rec.create_request_id {
-                    return Ok(Response::new(operation_to_pb(&other.operation)));
-                }
-            return Err(Status::already_exists(format!("cluster {:?} was created concurrently", req.name)));
+                && rec.create_request_id.is_some()
+                && other.create_request_id == rec.create_request_id
+            {
+                return Ok(Response::new(operation_to_pb(&other.operation)));
+            }
+            return Err(Status::already_exists(format!(
+                "cluster {:?} was created concurrently",
+                req.name
+            )));
         }
         self.start(&saga).await?;
         tracing::Span::current().record("operation", op_id.as_str());
@@ -245,16 +342,24 @@ impl ClusterService for Gateway {
         Ok(Response::new(operation_to_pb(&saga.view())))
     }
 
-    async fn get_cluster(&self, req: Request<pb::GetClusterRequest>) -> Result<Response<pb::Cluster>, Status> {
+    async fn get_cluster(
+        &self,
+        req: Request<pb::GetClusterRequest>,
+    ) -> Result<Response<pb::Cluster>, Status> {
         let tenant = self.tenant(&req)?;
         let name = req.into_inner().name;
         match self.load_cluster(&tenant, &name).await? {
-            Some((rec, rev)) if rec.phase != ClusterPhase::Deleted => Ok(Response::new(cluster_to_pb(&rec, rev))),
+            Some((rec, rev)) if rec.phase != ClusterPhase::Deleted => {
+                Ok(Response::new(cluster_to_pb(&rec, rev)))
+            }
             _ => Err(not_found(&name)),
         }
     }
 
-    async fn list_clusters(&self, req: Request<pb::ListClustersRequest>) -> Result<Response<pb::ListClustersResponse>, Status> {
+    async fn list_clusters(
+        &self,
+        req: Request<pb::ListClustersRequest>,
+    ) -> Result<Response<pb::ListClustersResponse>, Status> {
         let tenant = self.tenant(&req)?;
         let prefix = format!("{}.", tenant.id);
         // A key written while the listing runs can be delivered twice: a set de-duplicates.
@@ -269,19 +374,25 @@ impl ClusterService for Gateway {
         let mut clusters = Vec::new();
         for key in keys.into_iter().filter(|k| k.starts_with(&prefix)) {
             if let Some((rec, rev)) = self.load_cluster(&tenant, &key[prefix.len()..]).await?
-                && rec.phase != ClusterPhase::Deleted {
-                    clusters.push(cluster_to_pb(&rec, rev));
-                }
+                && rec.phase != ClusterPhase::Deleted
+            {
+                clusters.push(cluster_to_pb(&rec, rev));
+            }
         }
         clusters.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Response::new(pb::ListClustersResponse { clusters }))
     }
 
     #[instrument(skip_all, fields(tenant, cluster))]
-    async fn delete_cluster(&self, req: Request<pb::DeleteClusterRequest>) -> Result<Response<pb::Operation>, Status> {
+    async fn delete_cluster(
+        &self,
+        req: Request<pb::DeleteClusterRequest>,
+    ) -> Result<Response<pb::Operation>, Status> {
         let tenant = self.tenant(&req)?;
         let req = req.into_inner();
-        tracing::Span::current().record("tenant", tenant.id.as_str()).record("cluster", req.name.as_str());
+        tracing::Span::current()
+            .record("tenant", tenant.id.as_str())
+            .record("cluster", req.name.as_str());
         let request_id = Some(req.request_id.trim().to_owned()).filter(|r| !r.is_empty());
         for _ in 0..8 {
             let Some((mut rec, revision)) = self.load_cluster(&tenant, &req.name).await? else {
@@ -298,7 +409,13 @@ impl ClusterService for Gateway {
                 // Already being deleted: the same operation (idempotent), and repair an accept
                 // that wrote the record but not the saga (a crash or a timed-out write).
                 if self.load_saga(&tenant, &rec.operation.id).await?.is_none() {
-                    let saga = self.new_saga(&rec, OperationKind::Delete, rec.operation.id.clone(), rec.delete_request_id.clone(), BTreeMap::new());
+                    let saga = self.new_saga(
+                        &rec,
+                        OperationKind::Delete,
+                        rec.operation.id.clone(),
+                        rec.delete_request_id.clone(),
+                        BTreeMap::new(),
+                    );
                     self.start(&saga).await?;
                 }
                 return Ok(Response::new(operation_to_pb(&rec.operation)));
@@ -316,7 +433,13 @@ impl ClusterService for Gateway {
                 None => BTreeMap::new(),
             };
             let op_id = format!("op-{}", uuid::Uuid::new_v4().simple());
-            let saga = self.new_saga(&rec, OperationKind::Delete, op_id, request_id.clone(), outputs);
+            let saga = self.new_saga(
+                &rec,
+                OperationKind::Delete,
+                op_id,
+                request_id.clone(),
+                outputs,
+            );
             rec.operation = saga.view();
             rec.phase = ClusterPhase::Deleting;
             rec.message = "deleting".into();
@@ -324,7 +447,12 @@ impl ClusterService for Gateway {
             rec.delete_request_id = request_id.clone();
             rec.saga_seq = 0;
             let bytes = serde_json::to_vec(&rec).map_err(internal("encode cluster"))?;
-            if self.clusters.update(cluster_key(&tenant.id, &req.name), bytes.into(), revision).await.is_err() {
+            if self
+                .clusters
+                .update(cluster_key(&tenant.id, &req.name), bytes.into(), revision)
+                .await
+                .is_err()
+            {
                 continue;
             }
             self.start(&saga).await?;
@@ -336,7 +464,10 @@ impl ClusterService for Gateway {
 
     type WatchClusterStream = WatchStream;
 
-    async fn watch_cluster(&self, req: Request<pb::WatchClusterRequest>) -> Result<Response<Self::WatchClusterStream>, Status> {
+    async fn watch_cluster(
+        &self,
+        req: Request<pb::WatchClusterRequest>,
+    ) -> Result<Response<Self::WatchClusterStream>, Status> {
         let tenant = self.tenant(&req)?;
         let name = req.into_inner().name;
         if self.load_cluster(&tenant, &name).await?.is_none() {
@@ -360,34 +491,122 @@ impl ClusterService for Gateway {
                 let entry = match entry {
                     Some(Ok(e)) => e,
                     Some(Err(e)) => {
-                        let _ = tx.send(Err(Status::unavailable(format!("watch interrupted: {e}; watch again")))).await;
+                        let _ = tx
+                            .send(Err(Status::unavailable(format!(
+                                "watch interrupted: {e}; watch again"
+                            ))))
+                            .await;
                         return;
                     }
                     None => {
-                        let _ = tx.send(Err(Status::unavailable("watch ended early; watch again"))).await;
+                        let _ = tx
+                            .send(Err(Status::unavailable("watch ended early; watch again")))
+                            .await;
                         return;
                     }
                 };
                 if entry.operation != kv::Operation::Put {
                     return;
                 }
-                let Ok(rec) = serde_json::from_slice::<ClusterRecord>(&entry.value) else { continue };
+                let Ok(rec) = serde_json::from_slice::<ClusterRecord>(&entry.value) else {
+                    continue;
+                };
                 let terminal = rec.phase.is_terminal() && rec.operation.state.is_terminal();
-                if tx.send(Ok(cluster_to_pb(&rec, entry.revision))).await.is_err() || terminal {
+                if tx
+                    .send(Ok(cluster_to_pb(&rec, entry.revision)))
+                    .await
+                    .is_err()
+                    || terminal
+                {
                     return;
                 }
             }
         });
-        Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))))
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
     }
 
-    async fn get_operation(&self, req: Request<pb::GetOperationRequest>) -> Result<Response<pb::Operation>, Status> {
+    async fn get_operation(
+        &self,
+        req: Request<pb::GetOperationRequest>,
+    ) -> Result<Response<pb::Operation>, Status> {
         let tenant = self.tenant(&req)?;
         let id = req.into_inner().id;
         match self.load_saga(&tenant, &id).await? {
             Some(saga) => Ok(Response::new(operation_to_pb(&saga.view()))),
             None => Err(Status::not_found(format!("operation {id:?} not found"))),
         }
+    }
+
+    async fn list_operations(
+        &self,
+        req: Request<pb::ListOperationsRequest>,
+    ) -> Result<Response<pb::ListOperationsResponse>, Status> {
+        let tenant = self.tenant(&req)?;
+        self.list_operations_page(&tenant, req.into_inner())
+            .await
+            .map(Response::new)
+    }
+
+    async fn resume_operation(
+        &self,
+        req: Request<pb::ResumeOperationRequest>,
+    ) -> Result<Response<pb::Operation>, Status> {
+        let tenant = self.tenant(&req)?;
+        let r = req.into_inner();
+        let call = CallRequest {
+            id: r.id,
+            action: OperatorAction::Resume,
+            step: None,
+            request_id: r.request_id,
+        };
+        self.operate(&tenant, call).await.map(Response::new)
+    }
+
+    async fn retry_operation_step(
+        &self,
+        req: Request<pb::RetryOperationStepRequest>,
+    ) -> Result<Response<pb::Operation>, Status> {
+        let tenant = self.tenant(&req)?;
+        let r = req.into_inner();
+        let call = CallRequest {
+            id: r.id,
+            action: OperatorAction::RetryStep,
+            step: Some(r.step),
+            request_id: r.request_id,
+        };
+        self.operate(&tenant, call).await.map(Response::new)
+    }
+
+    async fn compensate_operation(
+        &self,
+        req: Request<pb::CompensateOperationRequest>,
+    ) -> Result<Response<pb::Operation>, Status> {
+        let tenant = self.tenant(&req)?;
+        let r = req.into_inner();
+        let call = CallRequest {
+            id: r.id,
+            action: OperatorAction::Compensate,
+            step: None,
+            request_id: r.request_id,
+        };
+        self.operate(&tenant, call).await.map(Response::new)
+    }
+
+    async fn abandon_operation(
+        &self,
+        req: Request<pb::AbandonOperationRequest>,
+    ) -> Result<Response<pb::Operation>, Status> {
+        let tenant = self.tenant(&req)?;
+        let r = req.into_inner();
+        let call = CallRequest {
+            id: r.id,
+            action: OperatorAction::Abandon,
+            step: None,
+            request_id: r.request_id,
+        };
+        self.operate(&tenant, call).await.map(Response::new)
     }
 }
 
@@ -405,5 +624,6 @@ fn placeholder_view(op_id: &str, cluster: &str) -> hypersaga_model::record::Oper
         error: None,
         steps: Vec::new(),
         request_id: None,
+        pause: None,
     }
 }

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
 use hypersaga_config::Config;
 use hypersaga_oidc::{BlobConfig, BlobPublisher, Secret};
-use hypersaga_stepkit::{ArmClients, Notes, unknown_step};
-use hypersaga_worker::{Progress, StepHandler};
+use hypersaga_stepkit::{ArmClients, Halt, Notes, conclude, drive, unknown_step};
+use hypersaga_worker::{Progress, StepHandler, StepResult};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
@@ -83,15 +83,28 @@ impl IdentityHandler {
         })
     }
 
-    /// Runs one step; `notes` receives progress messages. What the worker calls, and what
-    /// tests call directly.
+    /// One check of a step: as far as it can go now (`Wait` while Azure still works on an
+    /// operation the step started). What the worker runs.
+    pub async fn check(
+        &self,
+        cmd: &StepCommand,
+        notes: &dyn Notes,
+    ) -> Result<StepResult, StepError> {
+        conclude(self.step(cmd, notes).await)
+    }
+
+    /// Runs a step to its end in place, checking again after each wait (tests and tools).
     pub async fn execute(
         &self,
         cmd: &StepCommand,
         notes: &dyn Notes,
     ) -> Result<Outputs, StepError> {
+        drive(cmd, |c| async move { self.check(&c, notes).await }).await
+    }
+
+    async fn step(&self, cmd: &StepCommand, notes: &dyn Notes) -> Result<Outputs, Halt> {
         match (cmd.step.as_str(), cmd.action) {
-            (steps::OIDC, Action::Do) => issuer::ensure(&self.publisher, cmd, notes).await,
+            (steps::OIDC, Action::Do) => Ok(issuer::ensure(&self.publisher, cmd, notes).await?),
             (steps::WORKLOAD, Action::Do) => {
                 let arm = self.arm.tenant(&cmd.tenant)?;
                 workload::ensure(&arm, cmd, notes).await
@@ -100,14 +113,14 @@ impl IdentityHandler {
                 info!(step = %cmd.step, "persistent by design; undo leaves it in place");
                 Ok(Outputs::new())
             }
-            _ => Err(unknown_step(cmd)),
+            _ => Err(unknown_step(cmd).into()),
         }
     }
 }
 
 #[async_trait::async_trait]
 impl StepHandler for IdentityHandler {
-    async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<Outputs, StepError> {
-        self.execute(cmd, progress).await
+    async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {
+        self.check(cmd, progress).await
     }
 }

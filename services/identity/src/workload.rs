@@ -5,7 +5,9 @@ use futures::future::join_all;
 use hypersaga_azure::ids;
 use hypersaga_bus::{Outputs, StepCommand, StepError};
 use hypersaga_model::identities::{AUDIENCE, WORKLOAD_IDENTITIES, WorkloadIdentity};
-use hypersaga_stepkit::{Notes, TenantArm, any, ensure as ensure_resource, missing_output, tags};
+use hypersaga_stepkit::{
+    Halt, Notes, Ops, TenantArm, any, ensure as ensure_resource, missing_output, tags,
+};
 use serde_json::{Map, Value, json};
 
 use crate::steps;
@@ -73,7 +75,7 @@ pub(crate) async fn ensure(
     arm: &TenantArm,
     cmd: &StepCommand,
     notes: &dyn Notes,
-) -> Result<Outputs, StepError> {
+) -> Result<Outputs, Halt> {
     let issuer = cmd
         .context
         .output(steps::OIDC, "issuer_url")
@@ -82,6 +84,7 @@ pub(crate) async fn ensure(
     let rg_body = json!({ "location": cmd.context.spec.location, "tags": tags(cmd) });
     ensure_resource(
         &arm.client,
+        &Ops::of(cmd),
         "resource group",
         &rg_id,
         RESOURCES_API,
@@ -106,28 +109,36 @@ pub(crate) async fn ensure(
             .map(|w| ensure_identity(arm, cmd, w, issuer)),
     )
     .await;
-    // Every identity ran to the end; report a terminal failure before a retryable one, since
-    // retrying cannot fix the terminal one.
+    // Every identity ran to the end; report a terminal failure before a retryable one (since
+    // retrying cannot fix the terminal one), and either before a wait on Azure.
     let mut identities = Vec::with_capacity(results.len());
-    let mut first_error: Option<StepError> = None;
+    let mut first: Option<Halt> = None;
     for r in results {
         match r {
             Ok(i) => identities.push(i),
-            Err(e) => {
-                let replace = match &first_error {
-                    None => true,
-                    Some(prev) => prev.is_retryable() && !e.is_retryable(),
-                };
-                if replace {
-                    first_error = Some(e);
+            Err(h) => {
+                if first
+                    .as_ref()
+                    .is_none_or(|prev| severity(&h) > severity(prev))
+                {
+                    first = Some(h);
                 }
             }
         }
     }
-    if let Some(e) = first_error {
-        return Err(e);
+    if let Some(h) = first {
+        return Err(h);
     }
     Ok(outputs(&rg_id, &identities))
+}
+
+/// Which stop to report when several identities stopped: terminal > retryable > waiting.
+fn severity(h: &Halt) -> u8 {
+    match h {
+        Halt::Failed(e) if !e.is_retryable() => 2,
+        Halt::Failed(_) => 1,
+        Halt::Wait { .. } => 0,
+    }
 }
 
 /// One identity, then its credentials strictly one at a time: Azure refuses concurrent
@@ -138,11 +149,12 @@ async fn ensure_identity(
     cmd: &StepCommand,
     w: &WorkloadIdentity,
     issuer: &str,
-) -> Result<Identity, StepError> {
+) -> Result<Identity, Halt> {
     let names = &cmd.context.names;
     let id = arm.resource_id(&names.identity_rg, MSI_TYPE, &names.identity(w.suffix));
     let mi = ensure_resource(
         &arm.client,
+        &Ops::of(cmd),
         "managed identity",
         &id,
         MSI_API,
@@ -172,6 +184,7 @@ async fn ensure_identity(
         );
         ensure_resource(
             &arm.client,
+            &Ops::of(cmd),
             "federated identity credential",
             &fic_id,
             FIC_API,

@@ -24,8 +24,8 @@ use std::sync::Arc;
 
 use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
 use hypersaga_config::Config;
-use hypersaga_stepkit::{ArmClients, Notes, unknown_step};
-use hypersaga_worker::{Progress, StepHandler};
+use hypersaga_stepkit::{ArmClients, Halt, Notes, conclude, drive, unknown_step};
+use hypersaga_worker::{Progress, StepHandler, StepResult};
 use tokio_util::sync::CancellationToken;
 
 /// `Microsoft.Resources` api-version HyperShift uses for resource groups.
@@ -79,13 +79,27 @@ impl NetworkHandler {
         })
     }
 
-    /// Runs one step; `notes` receives progress messages. What the worker calls, and what
-    /// tests call directly.
+    /// One check of a step: as far as it can go now. `Wait` while Azure still works on an
+    /// operation the step started (the saga checks again later, with the memo). What the
+    /// worker runs.
+    pub async fn check(
+        &self,
+        cmd: &StepCommand,
+        notes: &dyn Notes,
+    ) -> Result<StepResult, StepError> {
+        conclude(self.step(cmd, notes).await)
+    }
+
+    /// Runs a step to its end in place, checking again after each wait (tests and tools).
     pub async fn execute(
         &self,
         cmd: &StepCommand,
         notes: &dyn Notes,
     ) -> Result<Outputs, StepError> {
+        drive(cmd, |c| async move { self.check(&c, notes).await }).await
+    }
+
+    async fn step(&self, cmd: &StepCommand, notes: &dyn Notes) -> Result<Outputs, Halt> {
         let known = matches!(
             cmd.step.as_str(),
             steps::RESOURCE_GROUPS
@@ -95,7 +109,7 @@ impl NetworkHandler {
                 | steps::LOAD_BALANCER
         );
         if !known {
-            return Err(unknown_step(cmd));
+            return Err(unknown_step(cmd).into());
         }
         let arm = self.arm.tenant(&cmd.tenant)?;
         match (cmd.step.as_str(), cmd.action) {
@@ -111,15 +125,15 @@ impl NetworkHandler {
             (steps::PUBLIC_IP, Action::Undo) => public_ip::delete(&arm, cmd).await,
             (steps::LOAD_BALANCER, Action::Do) => load_balancer::create(&arm, cmd).await,
             (steps::LOAD_BALANCER, Action::Undo) => load_balancer::delete(&arm, cmd).await,
-            _ => Err(unknown_step(cmd)),
+            _ => Err(unknown_step(cmd).into()),
         }
     }
 }
 
 #[async_trait::async_trait]
 impl StepHandler for NetworkHandler {
-    async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<Outputs, StepError> {
-        self.execute(cmd, progress).await
+    async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {
+        self.check(cmd, progress).await
     }
 }
 

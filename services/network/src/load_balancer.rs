@@ -3,8 +3,8 @@
 //! provider expect (`loadBalancerName=INFRA`, backend pool `INFRA`).
 
 use hypersaga_azure::ids;
-use hypersaga_bus::{Outputs, StepCommand, StepError};
-use hypersaga_stepkit::{TenantArm, ensure, missing_output, remove, tags};
+use hypersaga_bus::{Outputs, StepCommand};
+use hypersaga_stepkit::{Halt, Ops, TenantArm, ensure, missing_output, remove, tags};
 use serde_json::{Value, json};
 
 use crate::{NETWORK_API, output, steps};
@@ -82,7 +82,7 @@ pub(crate) fn id(arm: &TenantArm, cmd: &StepCommand) -> String {
     arm.resource_id(&n.managed_rg, TYPE, &n.load_balancer)
 }
 
-pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, StepError> {
+pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
     let public_ip_id = cmd
         .context
         .output(steps::PUBLIC_IP, "public_ip_id")
@@ -90,6 +90,7 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
     let id = id(arm, cmd);
     ensure(
         &arm.client,
+        &Ops::of(cmd),
         "load balancer",
         &id,
         NETWORK_API,
@@ -100,7 +101,14 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
     Ok(Outputs::from([output("load_balancer_id", id)]))
 }
 
-pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, StepError> {
-    remove(&arm.client, "load balancer", &id(arm, cmd), NETWORK_API).await?;
+pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
+    remove(
+        &arm.client,
+        &Ops::of(cmd),
+        "load balancer",
+        &id(arm, cmd),
+        NETWORK_API,
+    )
+    .await?;
     Ok(Outputs::new())
 }

@@ -2,8 +2,8 @@
 //! with an empty rule set (hypershift-azure.md §1.1 row 4) — the in-cluster cloud provider
 //! adds rules later, which is why an existing NSG is adopted, never re-PUT.
 
-use hypersaga_bus::{Outputs, StepCommand, StepError};
-use hypersaga_stepkit::{TenantArm, any, ensure, remove, tags};
+use hypersaga_bus::{Outputs, StepCommand};
+use hypersaga_stepkit::{Halt, Ops, TenantArm, any, ensure, remove, tags};
 use serde_json::{Value, json};
 
 use crate::user_network::{given, look_up};
@@ -27,7 +27,7 @@ pub(crate) fn id(arm: &TenantArm, cmd: &StepCommand) -> String {
     arm.resource_id(&n.nsg_rg, TYPE, &n.nsg)
 }
 
-pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, StepError> {
+pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
     let network = &cmd.context.spec.network;
     if network.is_user_brought() {
         let nsg_id = given("nsg_id", network.nsg_id.as_deref())?;
@@ -37,6 +37,7 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
     let id = id(arm, cmd);
     ensure(
         &arm.client,
+        &Ops::of(cmd),
         "network security group",
         &id,
         NETWORK_API,
@@ -49,10 +50,11 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
 
 /// Deletes our NSG. A user-brought NSG is left alone (the saga never asks, but this service
 /// does not rely on that).
-pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, StepError> {
+pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
     if !cmd.context.spec.network.is_user_brought() {
         remove(
             &arm.client,
+            &Ops::of(cmd),
             "network security group",
             &id(arm, cmd),
             NETWORK_API,

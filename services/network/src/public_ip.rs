@@ -2,8 +2,8 @@
 //! (hypershift-azure.md §1.1 row 10). HyperShift wraps this PUT in a 409 retry loop; here a
 //! 409 is a retryable step failure and the saga's backoff does the same job, visibly.
 
-use hypersaga_bus::{Outputs, StepCommand, StepError};
-use hypersaga_stepkit::{TenantArm, any, ensure, remove, tags};
+use hypersaga_bus::{Outputs, StepCommand};
+use hypersaga_stepkit::{Halt, Ops, TenantArm, any, ensure, remove, tags};
 use serde_json::{Value, json};
 
 use crate::{NETWORK_API, output};
@@ -33,13 +33,29 @@ pub(crate) fn id(arm: &TenantArm, cmd: &StepCommand) -> String {
 
 /// Creates or adopts it. An existing one is adopted: its address may already be in use by the
 /// load balancer, and nothing in it is ours to change.
-pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, StepError> {
+pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
     let id = id(arm, cmd);
-    ensure(&arm.client, "public IP", &id, NETWORK_API, &body(cmd), any).await?;
+    ensure(
+        &arm.client,
+        &Ops::of(cmd),
+        "public IP",
+        &id,
+        NETWORK_API,
+        &body(cmd),
+        any,
+    )
+    .await?;
     Ok(Outputs::from([output("public_ip_id", id)]))
 }
 
-pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, StepError> {
-    remove(&arm.client, "public IP", &id(arm, cmd), NETWORK_API).await?;
+pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
+    remove(
+        &arm.client,
+        &Ops::of(cmd),
+        "public IP",
+        &id(arm, cmd),
+        NETWORK_API,
+    )
+    .await?;
     Ok(Outputs::new())
 }

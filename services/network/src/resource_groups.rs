@@ -1,8 +1,8 @@
 //! `network.resource-groups`: the managed RG, and the VNet and NSG RGs unless the network is
 //! the user's (hypershift-azure.md §1.1 rows 1, 3, 5; §1.5 for the delete order).
 
-use hypersaga_bus::{Outputs, StepCommand, StepError};
-use hypersaga_stepkit::{Notes, TenantArm, any, ensure, remove, tags};
+use hypersaga_bus::{Outputs, StepCommand};
+use hypersaga_stepkit::{Halt, Notes, Ops, TenantArm, any, ensure, remove, tags};
 use serde_json::{Value, json};
 
 use crate::user_network::user_resource_groups;
@@ -26,13 +26,14 @@ fn owned(cmd: &StepCommand) -> Vec<(&'static str, &str)> {
 
 /// Creates (or adopts) the groups. A resource group has nothing of ours to reconcile, so an
 /// existing one is adopted as is (a different location would fail the PUT anyway).
-pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, StepError> {
+pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
     let body = body(cmd);
     let mut out = Outputs::new();
     for (key, rg) in owned(cmd) {
         let id = arm.resource_group_id(rg);
         ensure(
             &arm.client,
+            &Ops::of(cmd),
             "resource group",
             &id,
             RESOURCES_API,
@@ -52,7 +53,7 @@ pub(crate) async fn delete(
     arm: &TenantArm,
     cmd: &StepCommand,
     notes: &dyn Notes,
-) -> Result<Outputs, StepError> {
+) -> Result<Outputs, Halt> {
     let keep = user_resource_groups(cmd);
     for (_, rg) in owned(cmd) {
         let id = arm.resource_group_id(rg);
@@ -65,7 +66,14 @@ pub(crate) async fn delete(
                 "deleting resource group {rg} and everything in it (can take minutes)"
             ))
             .await;
-        remove(&arm.client, "resource group", &id, RESOURCES_API).await?;
+        remove(
+            &arm.client,
+            &Ops::of(cmd),
+            "resource group",
+            &id,
+            RESOURCES_API,
+        )
+        .await?;
     }
     Ok(Outputs::new())
 }

@@ -2,8 +2,8 @@
 //! (hypershift-azure.md §1.1 row 6), or the user's VNet and subnet, looked up.
 
 use hypersaga_azure::ids;
-use hypersaga_bus::{Outputs, StepCommand, StepError};
-use hypersaga_stepkit::{TenantArm, ensure, missing_output, remove, tags};
+use hypersaga_bus::{Outputs, StepCommand};
+use hypersaga_stepkit::{Halt, Ops, TenantArm, ensure, missing_output, remove, tags};
 use serde_json::{Value, json};
 
 use crate::user_network::{given, look_up};
@@ -63,7 +63,7 @@ pub(crate) fn id(arm: &TenantArm, cmd: &StepCommand) -> String {
     arm.resource_id(&n.vnet_rg, TYPE, &n.vnet)
 }
 
-pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, StepError> {
+pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
     let network = &cmd.context.spec.network;
     if network.is_user_brought() {
         let vnet_id = given("vnet_id", network.vnet_id.as_deref())?;
@@ -82,6 +82,7 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
     let id = id(arm, cmd);
     ensure(
         &arm.client,
+        &Ops::of(cmd),
         "virtual network",
         &id,
         NETWORK_API,
@@ -97,9 +98,16 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
 }
 
 /// Deletes our VNet (its subnet goes with it). A user-brought VNet is left alone.
-pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, StepError> {
+pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
     if !cmd.context.spec.network.is_user_brought() {
-        remove(&arm.client, "virtual network", &id(arm, cmd), NETWORK_API).await?;
+        remove(
+            &arm.client,
+            &Ops::of(cmd),
+            "virtual network",
+            &id(arm, cmd),
+            NETWORK_API,
+        )
+        .await?;
     }
     Ok(Outputs::new())
 }

@@ -19,8 +19,23 @@ use kube::api::{Patch, PatchParams};
 
 const DELAY: Duration = Duration::from_millis(100);
 
+#[async_trait::async_trait]
+impl Execute for NodePoolHandler {
+    async fn exec(
+        &self,
+        cmd: &hypersaga_bus::StepCommand,
+        notes: &dyn hypersaga_controlplane::kube_ops::Notes,
+    ) -> Result<hypersaga_worker::StepResult, hypersaga_bus::StepError> {
+        self.execute(cmd, notes).await
+    }
+}
+
 fn pool(name: &str, replicas: i32) -> PoolSpec {
-    PoolSpec { name: name.into(), replicas, vm_size: "Standard_D4s_v5".into() }
+    PoolSpec {
+        name: name.into(),
+        replicas,
+        vm_size: "Standard_D4s_v5".into(),
+    }
 }
 
 /// Puts the namespace and an (eventually Available) HostedCluster on the emulator, as the
@@ -32,14 +47,21 @@ async fn hosted_cluster(mgmt: &Mgmt, cmd: &hypersaga_bus::StepCommand) {
     let namespaces: Api<Namespace> = Api::all(mgmt.client.clone());
     let mut n = Namespace::default();
     n.metadata.name = Some(ns.into());
-    namespaces.patch(ns, &params, &Patch::Apply(&n)).await.expect("namespace");
+    namespaces
+        .patch(ns, &params, &Patch::Apply(&n))
+        .await
+        .expect("namespace");
     let ctx = &cmd.context;
     let out = |step: &str, key: &str| ctx.output(step, key).expect("output").to_owned();
-    let wi = |n: &str| WorkloadIdentity { client_id: format!("00000000-0000-0000-0000-00000000000{n}") };
+    let wi = |n: &str| WorkloadIdentity {
+        client_id: format!("00000000-0000-0000-0000-00000000000{n}"),
+    };
     let mut hc = HostedCluster::new(
         &cmd.cluster,
         HostedClusterSpec {
-            release: Release { image: IMAGE.into() },
+            release: Release {
+                image: IMAGE.into(),
+            },
             infra_id: names.infra_id.clone(),
             platform: PlatformSpec {
                 type_: "Azure".into(),
@@ -53,7 +75,8 @@ async fn hosted_cluster(mgmt: &Mgmt, cmd: &hypersaga_bus::StepCommand) {
                     tenant_id: AZURE_TENANT.into(),
                     topology: Some("Public".into()),
                     azure_authentication_config: AzureAuthenticationConfig {
-                        azure_authentication_config_type: AzureAuthenticationConfig::WORKLOAD_IDENTITIES.into(),
+                        azure_authentication_config_type:
+                            AzureAuthenticationConfig::WORKLOAD_IDENTITIES.into(),
                         workload_identities: Some(AzureWorkloadIdentities {
                             image_registry: wi("1"),
                             ingress: wi("2"),
@@ -73,23 +96,45 @@ async fn hosted_cluster(mgmt: &Mgmt, cmd: &hypersaga_bus::StepCommand) {
     );
     hc.metadata.namespace = Some(ns.into());
     let hcs: Api<HostedCluster> = Api::namespaced(mgmt.client.clone(), ns);
-    hcs.patch(&cmd.cluster, &params, &Patch::Apply(&hc)).await.expect("hostedcluster");
+    hcs.patch(&cmd.cluster, &params, &Patch::Apply(&hc))
+        .await
+        .expect("hostedcluster");
 }
 
 #[tokio::test]
 async fn do_waits_for_ready_nodes_and_undo_removes_the_pool() {
     hypersaga_devca::install_crypto_provider();
     let mgmt = mgmt(DELAY).await;
-    let handler = NodePoolHandler::new(&config(&mgmt, None, &["acme"])).await.expect("handler");
-    let cmd = command("acme", "demo", "nodepool.workers", Action::Do, vec![pool("workers", 3)]);
+    let handler = NodePoolHandler::new(&config(&mgmt, None, &["acme"]))
+        .await
+        .expect("handler");
+    let cmd = command(
+        "acme",
+        "demo",
+        "nodepool.workers",
+        Action::Do,
+        vec![pool("workers", 3)],
+    );
     hosted_cluster(&mgmt, &cmd).await;
     let ns = cmd.context.names.namespace.clone();
 
     let notes = Collect::default();
-    let outputs = within("do", handler.execute(&cmd, &notes)).await.expect("do succeeds");
-    assert_eq!(outputs["node_pool_id"], format!("nodepools.hypershift.openshift.io/{ns}/demo-workers"));
+    let outputs = within("do", drive(&handler, &cmd, &notes))
+        .await
+        .expect("do succeeds");
+    assert_eq!(
+        outputs["node_pool_id"],
+        format!("nodepools.hypershift.openshift.io/{ns}/demo-workers")
+    );
     assert_eq!(outputs["ready_replicas"], 3);
-    assert!(notes.notes().iter().any(|n| n.starts_with("0/3 nodes ready")), "notes: {:?}", notes.notes());
+    assert!(
+        notes
+            .notes()
+            .iter()
+            .any(|n| n.starts_with("0/3 nodes ready")),
+        "notes: {:?}",
+        notes.notes()
+    );
 
     let pools: Api<NodePool> = Api::namespaced(mgmt.client.clone(), &ns);
     let np = pools.get("demo-workers").await.expect("nodepool");
@@ -98,36 +143,78 @@ async fn do_waits_for_ready_nodes_and_undo_removes_the_pool() {
     assert_eq!(np.spec.cluster_name, "demo");
     assert_eq!(np.spec.replicas, Some(3));
     assert_eq!(np.spec.release.image, IMAGE);
-    assert_eq!(np.spec.management.as_ref().map(|m| m.upgrade_type.as_str()), Some("Replace"));
+    assert_eq!(
+        np.spec.management.as_ref().map(|m| m.upgrade_type.as_str()),
+        Some("Replace")
+    );
     let azure = np.spec.platform.azure.as_ref().expect("azure");
     assert_eq!(np.spec.platform.type_, "Azure");
     assert_eq!(azure.vm_size, "Standard_D4s_v5");
     assert_eq!(azure.image.type_, "AzureMarketplace");
-    assert_eq!(azure.image.azure_marketplace.as_ref().and_then(|m| m.image_generation.as_deref()), Some("Gen2"));
+    assert_eq!(
+        azure
+            .image
+            .azure_marketplace
+            .as_ref()
+            .and_then(|m| m.image_generation.as_deref()),
+        Some("Gen2")
+    );
     assert_eq!(azure.os_disk.size_gib, 120);
-    assert_eq!(azure.os_disk.disk_storage_account_type.as_deref(), Some("Premium_LRS"));
-    assert_eq!(Some(azure.subnet_id.as_str()), cmd.context.output("network.vnet", "subnet_id"));
+    assert_eq!(
+        azure.os_disk.disk_storage_account_type.as_deref(),
+        Some("Premium_LRS")
+    );
+    assert_eq!(
+        Some(azure.subnet_id.as_str()),
+        cmd.context.output("network.vnet", "subnet_id")
+    );
     let labels = np.metadata.labels.clone().unwrap_or_default();
     assert_eq!(labels["hypersaga.io/tenant"], "acme");
     assert_eq!(labels["hypersaga.io/cluster"], "demo");
 
     // Do again: same object, untouched.
     let rv = np.metadata.resource_version.clone();
-    let again = within("do again", handler.execute(&cmd, &notes)).await.expect("second do");
+    let again = within("do again", drive(&handler, &cmd, &notes))
+        .await
+        .expect("second do");
     assert_eq!(again, outputs);
-    assert_eq!(pools.get("demo-workers").await.expect("nodepool").metadata.resource_version, rv);
+    assert_eq!(
+        pools
+            .get("demo-workers")
+            .await
+            .expect("nodepool")
+            .metadata
+            .resource_version,
+        rv
+    );
 
     // Scale (same step, new replica count): waits for the new size.
-    let scaled = command("acme", "demo", "nodepool.workers", Action::Do, vec![pool("workers", 5)]);
-    let out = within("scale", handler.execute(&scaled, &notes)).await.expect("scale");
+    let scaled = command(
+        "acme",
+        "demo",
+        "nodepool.workers",
+        Action::Do,
+        vec![pool("workers", 5)],
+    );
+    let out = within("scale", drive(&handler, &scaled, &notes))
+        .await
+        .expect("scale");
     assert_eq!(out["ready_replicas"], 5);
 
     // Undo removes it; again is fine.
     let undo = command("acme", "demo", "nodepool.workers", Action::Undo, vec![]);
-    within("undo", handler.execute(&undo, &notes)).await.expect("undo");
+    within("undo", drive(&handler, &undo, &notes))
+        .await
+        .expect("undo");
     assert!(pools.get_opt("demo-workers").await.expect("get").is_none());
-    assert!(!objects_in(&mgmt.emulator, &ns).iter().any(|o| o.starts_with("NodePool/")));
-    within("undo again", handler.execute(&undo, &notes)).await.expect("second undo");
+    assert!(
+        !objects_in(&mgmt.emulator, &ns)
+            .iter()
+            .any(|o| o.starts_with("NodePool/"))
+    );
+    within("undo again", drive(&handler, &undo, &notes))
+        .await
+        .expect("second undo");
 }
 
 #[tokio::test]
@@ -142,7 +229,9 @@ async fn zero_replicas_faults_and_unknown_pools() {
     hosted_cluster(&mgmt, &base).await;
 
     // Zero replicas: done once created.
-    let out = within("empty", handler.execute(&base, &Collect::default())).await.expect("empty pool");
+    let out = within("empty", drive(&handler, &base, &Collect::default()))
+        .await
+        .expect("empty pool");
     assert_eq!(out["ready_replicas"], 0);
 
     // A pool the operator cannot get ready: retryable NodePoolNotReady after the timeout,
@@ -154,15 +243,23 @@ async fn zero_replicas_faults_and_unknown_pools() {
         message: "Operation could not be completed as it results in exceeding approved Total Regional Cores quota".into(),
     });
     let cmd = command("acme", "demo", "nodepool.broken", Action::Do, pools.clone());
-    let err = within("broken", handler.execute(&cmd, &Collect::default())).await.expect_err("not ready");
+    let err = within("broken", drive(&handler, &cmd, &Collect::default()))
+        .await
+        .expect_err("not ready");
     assert!(err.is_retryable(), "{err}");
     assert_eq!(err.info.code, "NodePoolNotReady");
     assert!(err.info.message.contains("QuotaExceeded"), "{err}");
-    assert_eq!(err.info.target.as_deref(), Some(format!("NodePool/{}/demo-broken", base.context.names.namespace).as_str()));
+    assert_eq!(
+        err.info.target.as_deref(),
+        Some(format!("NodePool/{}/demo-broken", base.context.names.namespace).as_str())
+    );
 
     // A pool the spec does not have: terminal.
     let cmd = command("acme", "demo", "nodepool.ghost", Action::Do, pools);
-    let err = handler.execute(&cmd, &Collect::default()).await.expect_err("unknown pool");
+    let err = handler
+        .execute(&cmd, &Collect::default())
+        .await
+        .expect_err("unknown pool");
     assert!(!err.is_retryable());
     assert_eq!(err.info.code, "UnknownNodePool");
 }

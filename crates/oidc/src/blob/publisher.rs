@@ -2,17 +2,21 @@
 
 use std::sync::Arc;
 
+use azure_core::Bytes;
 use azure_core::credentials::Secret;
 use azure_core::http::headers::HeaderName;
 use azure_core::http::policies::Policy;
 use azure_core::http::{ClientOptions, StatusCode};
-use azure_core::Bytes;
-use azure_storage_blob::models::{BlobClientUploadOptions, BlobContainerClientCreateOptions, PublicAccessType};
-use azure_storage_blob::{BlobClient, BlobClientOptions, BlobContainerClient, BlobContainerClientOptions};
+use azure_storage_blob::models::{
+    BlobClientUploadOptions, BlobContainerClientCreateOptions, PublicAccessType,
+};
+use azure_storage_blob::{
+    BlobClient, BlobClientOptions, BlobContainerClient, BlobContainerClientOptions,
+};
 use url::Url;
 
 use super::shared_key::SharedKeyPolicy;
-use crate::documents::{discovery_document, jwks, DISCOVERY_PATH, JWKS_PATH};
+use crate::documents::{DISCOVERY_PATH, JWKS_PATH, discovery_document, jwks};
 use crate::error::{Error, Result};
 use crate::key::{PublicKey, SigningKey};
 
@@ -52,7 +56,9 @@ pub struct BlobPublisher {
 
 impl std::fmt::Debug for BlobPublisher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BlobPublisher").field("endpoint", &self.endpoint.as_str()).finish_non_exhaustive()
+        f.debug_struct("BlobPublisher")
+            .field("endpoint", &self.endpoint.as_str())
+            .finish_non_exhaustive()
     }
 }
 
@@ -66,26 +72,36 @@ impl BlobPublisher {
     /// Builds the publisher. Does no I/O.
     pub fn new(config: BlobConfig) -> Result<Self> {
         if config.blob_endpoint.cannot_be_a_base() {
-            return Err(Error::Config(format!("blob endpoint is not a base URL: {}", config.blob_endpoint)));
+            return Err(Error::Config(format!(
+                "blob endpoint is not a base URL: {}",
+                config.blob_endpoint
+            )));
         }
         let policy = SharedKeyPolicy::new(&config.account_name, config.account_key.secret())?;
         let mut endpoint = config.blob_endpoint;
         let trimmed = endpoint.path().trim_end_matches('/').to_owned();
         endpoint.set_path(&trimmed);
         endpoint.set_query(None);
-        Ok(Self { endpoint, policy: Arc::new(policy) })
+        Ok(Self {
+            endpoint,
+            policy: Arc::new(policy),
+        })
     }
 
     /// The issuer URL for `container`: blob endpoint + `/` + container, no trailing slash.
     /// It must equal the token `iss` and every FIC's `issuer` byte-for-byte.
     pub fn issuer_url(&self, container: &str) -> String {
-        format!("{}/{container}", self.endpoint.as_str().trim_end_matches('/'))
+        format!(
+            "{}/{container}",
+            self.endpoint.as_str().trim_end_matches('/')
+        )
     }
 
     /// Creates `name` with public access level `blob` (anonymous read of blobs, no listing),
     /// or accepts it if it already exists with public read.
     pub async fn ensure_public_container(&self, name: &str) -> Result<()> {
-        self.ensure_container(name, Some(PublicAccessType::Blob)).await
+        self.ensure_container(name, Some(PublicAccessType::Blob))
+            .await
     }
 
     /// Creates `name` with no public access, or accepts it if it already exists private.
@@ -94,9 +110,18 @@ impl BlobPublisher {
     }
 
     /// Uploads (overwrites) one blob. `path` may contain `/` (kept as-is, not escaped).
-    pub async fn put_blob(&self, container: &str, path: &str, bytes: Vec<u8>, content_type: &str) -> Result<()> {
+    pub async fn put_blob(
+        &self,
+        container: &str,
+        path: &str,
+        bytes: Vec<u8>,
+        content_type: &str,
+    ) -> Result<()> {
         let client = self.blob_client(container, path)?;
-        let options = BlobClientUploadOptions { blob_content_type: Some(content_type.to_owned()), ..Default::default() };
+        let options = BlobClientUploadOptions {
+            blob_content_type: Some(content_type.to_owned()),
+            ..Default::default()
+        };
         client
             .upload(Bytes::from(bytes).into(), Some(options))
             .await
@@ -108,17 +133,34 @@ impl BlobPublisher {
     /// Uploads one blob only if none exists at `path` (`If-None-Match: *`). `Ok(false)` when
     /// one already does: another writer got there first, and its blob is left untouched.
     /// For values that must be chosen once, such as a tenant's signing key.
-    pub async fn create_blob(&self, container: &str, path: &str, bytes: Vec<u8>, content_type: &str) -> Result<bool> {
+    pub async fn create_blob(
+        &self,
+        container: &str,
+        path: &str,
+        bytes: Vec<u8>,
+        content_type: &str,
+    ) -> Result<bool> {
         let client = self.blob_client(container, path)?;
-        let options = BlobClientUploadOptions { blob_content_type: Some(content_type.to_owned()), ..Default::default() }
-            .if_not_exists();
-        match client.upload(Bytes::from(bytes).into(), Some(options)).await {
+        let options = BlobClientUploadOptions {
+            blob_content_type: Some(content_type.to_owned()),
+            ..Default::default()
+        }
+        .if_not_exists();
+        match client
+            .upload(Bytes::from(bytes).into(), Some(options))
+            .await
+        {
             Ok(_) => {
                 tracing::debug!(container, path, "blob created");
                 Ok(true)
             }
             // 409 BlobAlreadyExists (412 ConditionNotMet on some service versions).
-            Err(e) if matches!(e.http_status(), Some(StatusCode::Conflict) | Some(StatusCode::PreconditionFailed)) => {
+            Err(e)
+                if matches!(
+                    e.http_status(),
+                    Some(StatusCode::Conflict) | Some(StatusCode::PreconditionFailed)
+                ) =>
+            {
                 tracing::debug!(container, path, "blob already exists; not overwritten");
                 Ok(false)
             }
@@ -131,7 +173,14 @@ impl BlobPublisher {
         let client = self.blob_client(container, path)?;
         let op = || format!("get {container}/{path}");
         match client.download(None).await {
-            Ok(result) => Ok(Some(result.body.collect().await.map_err(|e| Error::blob(op(), e))?.to_vec())),
+            Ok(result) => Ok(Some(
+                result
+                    .body
+                    .collect()
+                    .await
+                    .map_err(|e| Error::blob(op(), e))?
+                    .to_vec(),
+            )),
             Err(e) if e.http_status() == Some(StatusCode::NotFound) => Ok(None),
             Err(e) => Err(Error::blob(op(), e)),
         }
@@ -143,10 +192,13 @@ impl BlobPublisher {
     pub async fn publish_issuer(&self, container: &str, keys: &[PublicKey]) -> Result<String> {
         let issuer = self.issuer_url(container);
         self.ensure_public_container(container).await?;
-        let discovery = serde_json::to_vec(&discovery_document(&issuer)).map_err(|e| Error::Config(e.to_string()))?;
+        let discovery = serde_json::to_vec(&discovery_document(&issuer))
+            .map_err(|e| Error::Config(e.to_string()))?;
         let key_set = serde_json::to_vec(&jwks(keys)).map_err(|e| Error::Config(e.to_string()))?;
-        self.put_blob(container, DISCOVERY_PATH, discovery, "application/json").await?;
-        self.put_blob(container, JWKS_PATH, key_set, "application/json").await?;
+        self.put_blob(container, DISCOVERY_PATH, discovery, "application/json")
+            .await?;
+        self.put_blob(container, JWKS_PATH, key_set, "application/json")
+            .await?;
         tracing::info!(issuer = %issuer, keys = keys.len(), "OIDC issuer published");
         Ok(issuer)
     }
@@ -154,8 +206,13 @@ impl BlobPublisher {
     /// Saves `key` (PKCS#1 PEM) for `tenant` in the private [`Self::KEY_CONTAINER`].
     pub async fn store_signing_key(&self, tenant: &str, key: &SigningKey) -> Result<()> {
         self.ensure_private_container(Self::KEY_CONTAINER).await?;
-        self.put_blob(Self::KEY_CONTAINER, &key_blob(tenant), key.private_key_pem().into_bytes(), "application/x-pem-file")
-            .await
+        self.put_blob(
+            Self::KEY_CONTAINER,
+            &key_blob(tenant),
+            key.private_key_pem().into_bytes(),
+            "application/x-pem-file",
+        )
+        .await
     }
 
     /// Saves `key` for `tenant` only if the tenant has no key yet. `Ok(false)` when another
@@ -164,16 +221,25 @@ impl BlobPublisher {
     /// published JWKS and the tokens would disagree.
     pub async fn create_signing_key(&self, tenant: &str, key: &SigningKey) -> Result<bool> {
         self.ensure_private_container(Self::KEY_CONTAINER).await?;
-        self.create_blob(Self::KEY_CONTAINER, &key_blob(tenant), key.private_key_pem().into_bytes(), "application/x-pem-file")
-            .await
+        self.create_blob(
+            Self::KEY_CONTAINER,
+            &key_blob(tenant),
+            key.private_key_pem().into_bytes(),
+            "application/x-pem-file",
+        )
+        .await
     }
 
     /// Loads the key saved by [`Self::store_signing_key`]; `None` if there is none yet.
     pub async fn load_signing_key(&self, tenant: &str) -> Result<Option<SigningKey>> {
-        let Some(bytes) = self.get_blob(Self::KEY_CONTAINER, &key_blob(tenant)).await? else {
+        let Some(bytes) = self
+            .get_blob(Self::KEY_CONTAINER, &key_blob(tenant))
+            .await?
+        else {
             return Ok(None);
         };
-        let pem = String::from_utf8(bytes).map_err(|_| Error::Pem("stored key is not UTF-8".into()))?;
+        let pem =
+            String::from_utf8(bytes).map_err(|_| Error::Pem("stored key is not UTF-8".into()))?;
         SigningKey::from_private_key_pem(&pem).map(Some)
     }
 
@@ -181,10 +247,17 @@ impl BlobPublisher {
         validate_container_name(name)?;
         let client = self.container_client(name)?;
         let want_public = access.is_some();
-        let options = BlobContainerClientCreateOptions { access, ..Default::default() };
+        let options = BlobContainerClientCreateOptions {
+            access,
+            ..Default::default()
+        };
         match client.create(Some(options)).await {
             Ok(_) => {
-                tracing::info!(container = name, public = want_public, "blob container created");
+                tracing::info!(
+                    container = name,
+                    public = want_public,
+                    "blob container created"
+                );
                 Ok(())
             }
             Err(e) if e.http_status() == Some(StatusCode::Conflict) => {
@@ -194,7 +267,11 @@ impl BlobPublisher {
                     .get_properties(None)
                     .await
                     .map_err(|e| Error::blob(format!("read container {name}"), e))?;
-                let level = props.headers().get_optional_str(&PUBLIC_ACCESS).unwrap_or("").to_ascii_lowercase();
+                let level = props
+                    .headers()
+                    .get_optional_str(&PUBLIC_ACCESS)
+                    .unwrap_or("")
+                    .to_ascii_lowercase();
                 let is_public = level == "blob" || level == "container";
                 if is_public == want_public {
                     Ok(())
@@ -217,7 +294,10 @@ impl BlobPublisher {
     }
 
     fn client_options(&self) -> ClientOptions {
-        ClientOptions { per_try_policies: vec![self.policy.clone()], ..Default::default() }
+        ClientOptions {
+            per_try_policies: vec![self.policy.clone()],
+            ..Default::default()
+        }
     }
 
     fn container_url(&self, container: &str) -> Result<Url> {
@@ -230,22 +310,34 @@ impl BlobPublisher {
     }
 
     fn container_client(&self, container: &str) -> Result<BlobContainerClient> {
-        let options = BlobContainerClientOptions { client_options: self.client_options(), ..Default::default() };
+        let options = BlobContainerClientOptions {
+            client_options: self.client_options(),
+            ..Default::default()
+        };
         BlobContainerClient::new(self.container_url(container)?, None, Some(options))
             .map_err(|e| Error::blob(format!("client for {container}"), e))
     }
 
     fn blob_client(&self, container: &str, path: &str) -> Result<BlobClient> {
         validate_container_name(container)?;
-        if path.is_empty() || path.starts_with('/') || path.split('/').any(|s| s.is_empty() || s == "." || s == "..") {
+        if path.is_empty()
+            || path.starts_with('/')
+            || path
+                .split('/')
+                .any(|s| s.is_empty() || s == "." || s == "..")
+        {
             return Err(Error::Config(format!("invalid blob path {path:?}")));
         }
         let mut url = self.container_url(container)?;
         url.path_segments_mut()
             .map_err(|()| Error::Config("blob endpoint is not a base URL".into()))?
             .extend(path.split('/'));
-        let options = BlobClientOptions { client_options: self.client_options(), ..Default::default() };
-        BlobClient::new(url, None, Some(options)).map_err(|e| Error::blob(format!("client for {container}/{path}"), e))
+        let options = BlobClientOptions {
+            client_options: self.client_options(),
+            ..Default::default()
+        };
+        BlobClient::new(url, None, Some(options))
+            .map_err(|e| Error::blob(format!("client for {container}/{path}"), e))
     }
 }
 
@@ -257,11 +349,17 @@ fn key_blob(tenant: &str) -> String {
 /// ending with a letter or digit.
 fn validate_container_name(name: &str) -> Result<()> {
     let ok = (3..=63).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !name.starts_with('-')
         && !name.ends_with('-')
         && !name.contains("--");
-    if ok { Ok(()) } else { Err(Error::Config(format!("invalid container name {name:?}"))) }
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Config(format!("invalid container name {name:?}")))
+    }
 }
 
 #[cfg(test)]
@@ -280,9 +378,15 @@ mod tests {
     #[test]
     fn urls() {
         let p = publisher();
-        assert_eq!(p.issuer_url("oidc"), "http://127.0.0.1:10000/devstoreaccount1/oidc");
         assert_eq!(
-            p.blob_client("oidc", ".well-known/openid-configuration").unwrap().url().as_str(),
+            p.issuer_url("oidc"),
+            "http://127.0.0.1:10000/devstoreaccount1/oidc"
+        );
+        assert_eq!(
+            p.blob_client("oidc", ".well-known/openid-configuration")
+                .unwrap()
+                .url()
+                .as_str(),
             "http://127.0.0.1:10000/devstoreaccount1/oidc/.well-known/openid-configuration"
         );
         assert!(p.blob_client("oidc", "../x").is_err());

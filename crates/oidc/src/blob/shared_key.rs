@@ -31,7 +31,9 @@ pub(crate) struct SharedKeyPolicy {
 
 impl std::fmt::Debug for SharedKeyPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SharedKeyPolicy").field("account", &self.account).finish_non_exhaustive()
+        f.debug_struct("SharedKeyPolicy")
+            .field("account", &self.account)
+            .finish_non_exhaustive()
     }
 }
 
@@ -41,11 +43,15 @@ impl SharedKeyPolicy {
         let key = STANDARD
             .decode(account_key.trim())
             .map_err(|_| Error::Config("storage account key is not base64".into()))?;
-        Ok(Self { account: account.to_owned(), key: Arc::new(key) })
+        Ok(Self {
+            account: account.to_owned(),
+            key: Arc::new(key),
+        })
     }
 
     fn signature(&self, string_to_sign: &str) -> Result<String> {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).map_err(|_| Error::Config("bad account key".into()))?;
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key)
+            .map_err(|_| Error::Config("bad account key".into()))?;
         mac.update(string_to_sign.as_bytes());
         Ok(STANDARD.encode(mac.finalize().into_bytes()))
     }
@@ -54,13 +60,27 @@ impl SharedKeyPolicy {
 /// Everything the signature covers, taken from the request as it will be sent.
 pub(crate) fn string_to_sign(account: &str, request: &Request) -> String {
     let headers = request.headers();
-    let get = |name: &'static str| headers.get_optional_str(&HeaderName::from_static(name)).unwrap_or("").to_owned();
+    let get = |name: &'static str| {
+        headers
+            .get_optional_str(&HeaderName::from_static(name))
+            .unwrap_or("")
+            .to_owned()
+    };
     // Since 2015-02-21 a zero length is signed as the empty string.
     let content_length = match get("content-length") {
         l if !l.is_empty() => l,
-        _ => request.body().len().filter(|&n| n > 0).map(|n| n.to_string()).unwrap_or_default(),
+        _ => request
+            .body()
+            .len()
+            .filter(|&n| n > 0)
+            .map(|n| n.to_string())
+            .unwrap_or_default(),
     };
-    let content_length = if content_length == "0" { String::new() } else { content_length };
+    let content_length = if content_length == "0" {
+        String::new()
+    } else {
+        content_length
+    };
 
     let mut ms_headers: BTreeMap<String, String> = BTreeMap::new();
     for (name, value) in headers.iter() {
@@ -69,13 +89,19 @@ pub(crate) fn string_to_sign(account: &str, request: &Request) -> String {
             ms_headers.insert(name, value.as_str().trim().to_owned());
         }
     }
-    let canonical_headers: String = ms_headers.iter().map(|(k, v)| format!("{k}:{v}\n")).collect();
+    let canonical_headers: String = ms_headers
+        .iter()
+        .map(|(k, v)| format!("{k}:{v}\n"))
+        .collect();
 
     let url = request.url();
     let mut resource = format!("/{account}{}", url.path());
     let mut params: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (k, v) in url.query_pairs() {
-        params.entry(k.to_ascii_lowercase()).or_default().push(v.into_owned());
+        params
+            .entry(k.to_ascii_lowercase())
+            .or_default()
+            .push(v.into_owned());
     }
     for (k, mut values) in params {
         values.sort();
@@ -104,18 +130,28 @@ pub(crate) fn string_to_sign(account: &str, request: &Request) -> String {
 
 #[async_trait]
 impl Policy for SharedKeyPolicy {
-    async fn send(&self, ctx: &Context, request: &mut Request, next: &[Arc<dyn Policy>]) -> PolicyResult {
+    async fn send(
+        &self,
+        ctx: &Context,
+        request: &mut Request,
+        next: &[Arc<dyn Policy>],
+    ) -> PolicyResult {
         let date = OffsetDateTime::now_utc()
             .format(format_description!(
                 "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
             ))
-            .map_err(|e| azure_core::Error::with_message(azure_core::error::ErrorKind::Other, e.to_string()))?;
+            .map_err(|e| {
+                azure_core::Error::with_message(azure_core::error::ErrorKind::Other, e.to_string())
+            })?;
         request.insert_header("x-ms-date", date);
         let to_sign = string_to_sign(&self.account, request);
-        let signature = self
-            .signature(&to_sign)
-            .map_err(|e| azure_core::Error::with_message(azure_core::error::ErrorKind::Credential, e.to_string()))?;
-        request.insert_header("authorization", format!("SharedKey {}:{signature}", self.account));
+        let signature = self.signature(&to_sign).map_err(|e| {
+            azure_core::Error::with_message(azure_core::error::ErrorKind::Credential, e.to_string())
+        })?;
+        request.insert_header(
+            "authorization",
+            format!("SharedKey {}:{signature}", self.account),
+        );
         next[0].send(ctx, request, &next[1..]).await
     }
 }
@@ -127,7 +163,9 @@ mod tests {
 
     #[test]
     fn canonical_form() {
-        let url = "http://127.0.0.1:10000/devstoreaccount1/oidc?restype=container&comp=acl".parse().unwrap();
+        let url = "http://127.0.0.1:10000/devstoreaccount1/oidc?restype=container&comp=acl"
+            .parse()
+            .unwrap();
         let mut req = Request::new(url, Method::Put);
         req.insert_header("x-ms-version", "2025-01-05");
         req.insert_header("x-ms-date", "Mon, 01 Jan 2024 00:00:00 GMT");

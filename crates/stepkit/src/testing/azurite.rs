@@ -13,12 +13,21 @@ pub struct Azurite {
 impl Azurite {
     /// Starts Azurite on a free loopback port (installed by `scripts/setup.sh`).
     pub async fn start() -> Self {
-        let process = hypersaga_procs::Azurite::start().await.expect("start Azurite (run scripts/setup.sh)");
-        Self { endpoint: process.blob_endpoint(), _process: process }
+        let process = hypersaga_procs::Azurite::start()
+            .await
+            .expect("start Azurite (run scripts/setup.sh)");
+        Self {
+            endpoint: process.blob_endpoint(),
+            _process: process,
+        }
     }
 
     /// The `[blob]` configuration section for this Azurite.
     pub fn blob_config(&self) -> BlobConfig {
-        BlobConfig { endpoint: self.endpoint.clone(), account_name: ACCOUNT.into(), account_key: Secret::new(ACCOUNT_KEY) }
+        BlobConfig {
+            endpoint: self.endpoint.clone(),
+            account_name: ACCOUNT.into(),
+            account_key: Secret::new(ACCOUNT_KEY),
+        }
     }
 }

@@ -225,8 +225,12 @@ pub fn command(
         step: step.to_owned(),
         action,
         attempt: 1,
+        fence: 1,
         not_before: None,
         deadline: time::OffsetDateTime::now_utc() + time::Duration::hours(1),
+        lease_ms: 60_000,
+        memo: serde_json::Value::Null,
+        waiting_since: None,
         context: StepContext {
             cluster_uid: format!("{cluster}-uid"),
             names,

@@ -27,9 +27,16 @@ pub(super) async fn core_versions() -> Json<Value> {
 }
 
 fn resource_list(group: &str, version: &str) -> Value {
-    let group_version = if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") };
+    let group_version = if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    };
     let mut resources = Vec::new();
-    for def in KINDS.iter().filter(|d| d.group == group && d.version == version) {
+    for def in KINDS
+        .iter()
+        .filter(|d| d.group == group && d.version == version)
+    {
         resources.push(resource_entry(def));
         if def.status_subresource {
             resources.push(json!({
@@ -89,7 +96,10 @@ pub(super) async fn group(Path(group): Path<String>) -> Response {
 }
 
 pub(super) async fn group_resources(Path((group, version)): Path<(String, String)>) -> Response {
-    if !kinds::groups().iter().any(|(g, v)| *g == group && *v == version) {
+    if !kinds::groups()
+        .iter()
+        .any(|(g, v)| *g == group && *v == version)
+    {
         return ApiError::resource_not_found(&format!("/apis/{group}/{version}")).into_response();
     }
     Json(resource_list(&group, &version)).into_response()

@@ -76,7 +76,11 @@ pub(crate) fn parse_target(group: &str, version: &str, rest: &str) -> ApiResult<
     let namespaced_path = segs.len() >= 3
         && segs[0] == "namespaces"
         && kinds::lookup(group, version, segs[2]).is_some_and(|r| KINDS[r].namespaced);
-    let (namespace, tail) = if namespaced_path { (Some(segs[1]), &segs[2..]) } else { (None, &segs[..]) };
+    let (namespace, tail) = if namespaced_path {
+        (Some(segs[1]), &segs[2..])
+    } else {
+        (None, &segs[..])
+    };
     let (plural, name, sub) = match tail {
         [p] => (*p, None, None),
         [p, n] => (*p, Some(*n), None),
@@ -110,8 +114,16 @@ mod tests {
         let t = parse_target("", "v1", "namespaces/foo/status").unwrap();
         assert_eq!(t.subresource.as_deref(), Some("status"));
         let t = parse_target("", "v1", "namespaces/foo/secrets/bar").unwrap();
-        assert_eq!((t.res, t.namespace.as_deref(), t.name.as_deref()), (kinds::SECRETS, Some("foo"), Some("bar")));
-        let t = parse_target("hypershift.openshift.io", "v1beta1", "namespaces/c/hostedclusters/x/status").unwrap();
+        assert_eq!(
+            (t.res, t.namespace.as_deref(), t.name.as_deref()),
+            (kinds::SECRETS, Some("foo"), Some("bar"))
+        );
+        let t = parse_target(
+            "hypershift.openshift.io",
+            "v1beta1",
+            "namespaces/c/hostedclusters/x/status",
+        )
+        .unwrap();
         assert_eq!(t.res, kinds::HOSTED_CLUSTERS);
         let t = parse_target("hypershift.openshift.io", "v1beta1", "nodepools").unwrap();
         assert_eq!((t.res, t.namespace), (kinds::NODE_POOLS, None));

@@ -25,7 +25,10 @@ pub(super) async fn root() -> Json<Value> {
     let mut paths = Map::new();
     for def in KINDS.iter() {
         let gv = gv_path(def);
-        paths.insert(gv.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash=hypersaga")}));
+        paths.insert(
+            gv.clone(),
+            json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash=hypersaga")}),
+        );
     }
     Json(json!({"paths": paths}))
 }

@@ -40,7 +40,9 @@ pub(super) async fn grouped(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    handle(&emu, &group, &version, &rest, method, &params, &headers, &body)
+    handle(
+        &emu, &group, &version, &rest, method, &params, &headers, &body,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -62,7 +64,14 @@ fn handle(
             None => def.plural.to_owned(),
         };
         emu.count_request(format!("{verb} {resource}"));
-        let req = Req { emu, target: &target, def, params, headers, body };
+        let req = Req {
+            emu,
+            target: &target,
+            def,
+            params,
+            headers,
+            body,
+        };
         match verb {
             "get" => req.get(),
             "list" => req.list(),
@@ -72,7 +81,9 @@ fn handle(
             "patch" => req.patch(),
             "delete" => req.delete(),
             "deletecollection" => req.delete_collection(),
-            _ => Err(ApiError::method_not_allowed(format!("{method} is not supported"))),
+            _ => Err(ApiError::method_not_allowed(format!(
+                "{method} is not supported"
+            ))),
         }
     });
     result.unwrap_or_else(IntoResponse::into_response)
@@ -91,7 +102,11 @@ fn verb(method: &Method, target: &Target, params: &Params) -> ApiResult<&'static
         ("PATCH", true) => "patch",
         ("DELETE", true) if !sub => "delete",
         ("DELETE", false) => "deletecollection",
-        _ => return Err(ApiError::method_not_allowed(format!("the server does not allow this method on the requested resource ({method})"))),
+        _ => {
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource ({method})"
+            )));
+        }
     })
 }
 
@@ -105,7 +120,10 @@ struct Req<'a> {
 }
 
 fn content_type(headers: &HeaderMap) -> &str {
-    headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json")
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
 }
 
 fn json_response(code: StatusCode, obj: Value) -> Response {
@@ -122,7 +140,11 @@ impl Req<'_> {
     }
 
     fn scope(&self) -> Scope {
-        if self.target.subresource.is_some() { Scope::Status } else { Scope::Main }
+        if self.target.subresource.is_some() {
+            Scope::Status
+        } else {
+            Scope::Main
+        }
     }
 
     fn wants_table(&self) -> bool {
@@ -156,13 +178,19 @@ impl Req<'_> {
 
     fn require_namespace(&self) -> ApiResult<()> {
         if self.def.namespaced && self.target.namespace.is_none() {
-            return Err(ApiError::method_not_allowed("a namespace is required for this request"));
+            return Err(ApiError::method_not_allowed(
+                "a namespace is required for this request",
+            ));
         }
         Ok(())
     }
 
     fn get(&self) -> ApiResult<Response> {
-        let obj = self.emu.shared().store.get(self.target.res, self.ns(), self.name())?;
+        let obj = self
+            .emu
+            .shared()
+            .store
+            .get(self.target.res, self.ns(), self.name())?;
         self.respond(StatusCode::OK, obj)
     }
 
@@ -175,14 +203,22 @@ impl Req<'_> {
 
     fn list(&self) -> ApiResult<Response> {
         let selectors = self.selectors()?;
-        let (items, rv) = self.emu.shared().store.list(self.target.res, self.target.namespace.as_deref());
+        let (items, rv) = self
+            .emu
+            .shared()
+            .store
+            .list(self.target.res, self.target.namespace.as_deref());
         let mut items: Vec<Value> = items.into_iter().filter(|o| selectors.matches(o)).collect();
         let mut list_meta = json!({"resourceVersion": rv.to_string()});
         if let Some(token) = self.params.get("continue").filter(|t| !t.is_empty()) {
             let after = decode_continue(token)?;
             items.retain(|o| item_key(o) > after);
         }
-        if let Some(limit) = self.params.get("limit").and_then(|l| l.parse::<usize>().ok()).filter(|l| *l > 0)
+        if let Some(limit) = self
+            .params
+            .get("limit")
+            .and_then(|l| l.parse::<usize>().ok())
+            .filter(|l| *l > 0)
             && items.len() > limit
         {
             let remaining = items.len() - limit;
@@ -213,8 +249,14 @@ impl Req<'_> {
             namespace: self.target.namespace.clone(),
             selectors: self.selectors()?,
             resource_version: self.params.get("resourceVersion").cloned(),
-            timeout_seconds: self.params.get("timeoutSeconds").and_then(|t| t.parse().ok()),
-            bookmarks: self.params.get("allowWatchBookmarks").is_some_and(|b| b == "true" || b == "1"),
+            timeout_seconds: self
+                .params
+                .get("timeoutSeconds")
+                .and_then(|t| t.parse().ok()),
+            bookmarks: self
+                .params
+                .get("allowWatchBookmarks")
+                .is_some_and(|b| b == "true" || b == "1"),
             table: self.wants_table(),
         };
         watch::respond(self.emu, options)
@@ -232,7 +274,11 @@ impl Req<'_> {
             ));
         }
         metadata_mut(&mut obj).remove("resourceVersion");
-        let created = self.emu.shared().store.create(self.target.res, self.ns(), obj)?;
+        let created = self
+            .emu
+            .shared()
+            .store
+            .create(self.target.res, self.ns(), obj)?;
         self.respond(StatusCode::CREATED, created)
     }
 
@@ -250,7 +296,12 @@ impl Req<'_> {
     }
 
     fn patch(&self) -> ApiResult<Response> {
-        let ct = content_type(self.headers).split(';').next().unwrap_or("").trim().to_owned();
+        let ct = content_type(self.headers)
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_owned();
         let body = self.body_json()?;
         let store = &self.emu.shared().store;
         let (res, ns, name, scope) = (self.target.res, self.ns(), self.name(), self.scope());
@@ -275,7 +326,9 @@ impl Req<'_> {
                     return Err(ApiError::invalid(
                         self.def,
                         name,
-                        &[crate::error::Cause::required("metadata.managedFields.fieldManager")],
+                        &[crate::error::Cause::required(
+                            "metadata.managedFields.fieldManager",
+                        )],
                     ));
                 }
                 if self.def.namespaced
@@ -297,7 +350,11 @@ impl Req<'_> {
             }
             other => return Err(ApiError::unsupported_media_type(other)),
         };
-        let code = if written.created { StatusCode::CREATED } else { StatusCode::OK };
+        let code = if written.created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        };
         self.respond(code, written.object)
     }
 
@@ -308,11 +365,16 @@ impl Req<'_> {
         {
             let current = store.get(self.target.res, self.ns(), self.name())?;
             for (field, label) in [("resourceVersion", "ResourceVersion"), ("uid", "UID")] {
-                if let Some(want) = options.pointer(&format!("/preconditions/{field}")).and_then(Value::as_str)
+                if let Some(want) = options
+                    .pointer(&format!("/preconditions/{field}"))
+                    .and_then(Value::as_str)
                     && Some(want) != meta_str(&current, field)
                 {
                     let mut err = ApiError::conflict(self.def, self.name());
-                    err.message = format!("Precondition failed: {label} in precondition: {want}, {label} in object meta: {}", meta_str(&current, field).unwrap_or(""));
+                    err.message = format!(
+                        "Precondition failed: {label} in precondition: {want}, {label} in object meta: {}",
+                        meta_str(&current, field).unwrap_or("")
+                    );
                     return Err(err);
                 }
             }
@@ -322,7 +384,8 @@ impl Req<'_> {
     }
 
     fn delete_collection(&self) -> ApiResult<Response> {
-        self.require_namespace().or_else(|e| if self.def.namespaced { Err(e) } else { Ok(()) })?;
+        self.require_namespace()
+            .or_else(|e| if self.def.namespaced { Err(e) } else { Ok(()) })?;
         let selectors = self.selectors()?;
         let store = &self.emu.shared().store;
         let (items, _) = store.list(self.target.res, self.target.namespace.as_deref());
@@ -343,7 +406,11 @@ impl Req<'_> {
 
 fn item_key(obj: &Value) -> String {
     // NUL sorts before every name character, so string order equals (namespace, name) order.
-    format!("{}\u{0}{}", meta_str(obj, "namespace").unwrap_or(""), meta_str(obj, "name").unwrap_or(""))
+    format!(
+        "{}\u{0}{}",
+        meta_str(obj, "namespace").unwrap_or(""),
+        meta_str(obj, "name").unwrap_or("")
+    )
 }
 
 fn decode_continue(token: &str) -> ApiResult<String> {

@@ -26,40 +26,123 @@ fn at(obj: &Value, pointer: &str) -> Value {
 fn columns(kind: &str) -> Vec<Column> {
     match kind {
         "HostedCluster" => vec![
-            Column { name: "Version", type_: "string", cell: |o| {
-                o.pointer("/status/version/history").and_then(Value::as_array)
-                    .and_then(|h| h.iter().find(|e| e["state"] == "Completed"))
-                    .map(|e| e["version"].clone()).unwrap_or(json!(""))
-            }},
-            Column { name: "KubeConfig", type_: "string", cell: |o| at(o, "/status/kubeconfig/name") },
-            Column { name: "Progress", type_: "string", cell: |o| at(o, "/status/version/history/0/state") },
-            Column { name: "Available", type_: "string", cell: |o| condition(o, "Available", "status") },
-            Column { name: "Progressing", type_: "string", cell: |o| condition(o, "Progressing", "status") },
-            Column { name: "Message", type_: "string", cell: |o| condition(o, "Available", "message") },
+            Column {
+                name: "Version",
+                type_: "string",
+                cell: |o| {
+                    o.pointer("/status/version/history")
+                        .and_then(Value::as_array)
+                        .and_then(|h| h.iter().find(|e| e["state"] == "Completed"))
+                        .map(|e| e["version"].clone())
+                        .unwrap_or(json!(""))
+                },
+            },
+            Column {
+                name: "KubeConfig",
+                type_: "string",
+                cell: |o| at(o, "/status/kubeconfig/name"),
+            },
+            Column {
+                name: "Progress",
+                type_: "string",
+                cell: |o| at(o, "/status/version/history/0/state"),
+            },
+            Column {
+                name: "Available",
+                type_: "string",
+                cell: |o| condition(o, "Available", "status"),
+            },
+            Column {
+                name: "Progressing",
+                type_: "string",
+                cell: |o| condition(o, "Progressing", "status"),
+            },
+            Column {
+                name: "Message",
+                type_: "string",
+                cell: |o| condition(o, "Available", "message"),
+            },
         ],
         "NodePool" => vec![
-            Column { name: "Cluster", type_: "string", cell: |o| at(o, "/spec/clusterName") },
-            Column { name: "Desired Nodes", type_: "integer", cell: |o| at(o, "/spec/replicas") },
-            Column { name: "Current Nodes", type_: "integer", cell: |o| at(o, "/status/replicas") },
-            Column { name: "Ready", type_: "string", cell: |o| condition(o, "Ready", "status") },
-            Column { name: "Version", type_: "string", cell: |o| at(o, "/status/version") },
-            Column { name: "Message", type_: "string", cell: |o| condition(o, "Ready", "message") },
+            Column {
+                name: "Cluster",
+                type_: "string",
+                cell: |o| at(o, "/spec/clusterName"),
+            },
+            Column {
+                name: "Desired Nodes",
+                type_: "integer",
+                cell: |o| at(o, "/spec/replicas"),
+            },
+            Column {
+                name: "Current Nodes",
+                type_: "integer",
+                cell: |o| at(o, "/status/replicas"),
+            },
+            Column {
+                name: "Ready",
+                type_: "string",
+                cell: |o| condition(o, "Ready", "status"),
+            },
+            Column {
+                name: "Version",
+                type_: "string",
+                cell: |o| at(o, "/status/version"),
+            },
+            Column {
+                name: "Message",
+                type_: "string",
+                cell: |o| condition(o, "Ready", "message"),
+            },
         ],
-        "Namespace" => vec![Column { name: "Status", type_: "string", cell: |o| at(o, "/status/phase") }],
+        "Namespace" => vec![Column {
+            name: "Status",
+            type_: "string",
+            cell: |o| at(o, "/status/phase"),
+        }],
         "Secret" => vec![
-            Column { name: "Type", type_: "string", cell: |o| at(o, "/type") },
-            Column { name: "Data", type_: "string", cell: |o| json!(o.get("data").and_then(Value::as_object).map_or(0, |m| m.len())) },
+            Column {
+                name: "Type",
+                type_: "string",
+                cell: |o| at(o, "/type"),
+            },
+            Column {
+                name: "Data",
+                type_: "string",
+                cell: |o| {
+                    json!(
+                        o.get("data")
+                            .and_then(Value::as_object)
+                            .map_or(0, |m| m.len())
+                    )
+                },
+            },
         ],
-        "ConfigMap" => vec![Column { name: "Data", type_: "string", cell: |o| json!(o.get("data").and_then(Value::as_object).map_or(0, |m| m.len())) }],
+        "ConfigMap" => vec![Column {
+            name: "Data",
+            type_: "string",
+            cell: |o| {
+                json!(
+                    o.get("data")
+                        .and_then(Value::as_object)
+                        .map_or(0, |m| m.len())
+                )
+            },
+        }],
         _ => vec![],
     }
 }
 
 fn age(obj: &Value) -> Value {
-    let Some(created) = obj.pointer("/metadata/creationTimestamp").and_then(Value::as_str) else {
+    let Some(created) = obj
+        .pointer("/metadata/creationTimestamp")
+        .and_then(Value::as_str)
+    else {
         return json!("<unknown>");
     };
-    let Ok(t) = time::OffsetDateTime::parse(created, &time::format_description::well_known::Rfc3339) else {
+    let Ok(t) =
+        time::OffsetDateTime::parse(created, &time::format_description::well_known::Rfc3339)
+    else {
         return json!("<unknown>");
     };
     let secs = (time::OffsetDateTime::now_utc() - t).whole_seconds().max(0);
@@ -75,9 +158,13 @@ fn age(obj: &Value) -> Value {
 /// watch events too).
 pub(super) fn table(def: &ResourceDef, objects: &[Value]) -> Value {
     let cols = columns(def.kind);
-    let mut defs = vec![json!({"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0})];
+    let mut defs = vec![
+        json!({"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0}),
+    ];
     defs.extend(cols.iter().map(|c| json!({"name": c.name, "type": c.type_, "format": "", "description": c.name, "priority": 0})));
-    defs.push(json!({"name": "Age", "type": "date", "format": "", "description": "Age", "priority": 0}));
+    defs.push(
+        json!({"name": "Age", "type": "date", "format": "", "description": "Age", "priority": 0}),
+    );
     let rows: Vec<Value> = objects
         .iter()
         .map(|o| {

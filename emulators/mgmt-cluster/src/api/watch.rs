@@ -39,9 +39,10 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 pub(super) fn respond(emu: &Emulator, opts: Options) -> ApiResult<Response> {
     let from = match opts.resource_version.as_deref() {
         None | Some("") | Some("0") => None,
-        Some(rv) => Some(rv.parse::<u64>().map_err(|_| {
-            ApiError::bad_request(format!("invalid resourceVersion {rv:?}"))
-        })?),
+        Some(rv) => Some(
+            rv.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?,
+        ),
     };
     let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(256);
     match emu.shared().store.subscribe(opts.res, from) {
@@ -62,7 +63,8 @@ pub(super) fn respond(emu: &Emulator, opts: Options) -> ApiResult<Response> {
 }
 
 fn line(type_: &str, object: Value) -> Bytes {
-    let mut bytes = serde_json::to_vec(&json!({"type": type_, "object": object})).unwrap_or_default();
+    let mut bytes =
+        serde_json::to_vec(&json!({"type": type_, "object": object})).unwrap_or_default();
     bytes.push(b'\n');
     Bytes::from(bytes)
 }
@@ -70,7 +72,10 @@ fn line(type_: &str, object: Value) -> Bytes {
 impl Options {
     fn wants(&self, ev: &Event) -> bool {
         ev.resource == self.res
-            && self.namespace.as_deref().is_none_or(|ns| ns == ev.namespace)
+            && self
+                .namespace
+                .as_deref()
+                .is_none_or(|ns| ns == ev.namespace)
             && self.selectors.matches(&ev.object)
     }
 
@@ -98,10 +103,13 @@ async fn forward(
             return;
         }
     }
-    let timeout = opts.timeout_seconds.map_or(DEFAULT_TIMEOUT, Duration::from_secs);
+    let timeout = opts
+        .timeout_seconds
+        .map_or(DEFAULT_TIMEOUT, Duration::from_secs);
     let deadline = tokio::time::sleep(timeout);
     tokio::pin!(deadline);
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + bookmark_every, bookmark_every);
+    let mut ticker =
+        tokio::time::interval_at(tokio::time::Instant::now() + bookmark_every, bookmark_every);
     loop {
         tokio::select! {
             _ = &mut deadline => return,

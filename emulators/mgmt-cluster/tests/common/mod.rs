@@ -27,22 +27,40 @@ impl Harness {
         let ca = hypersaga_devca::DevCa::generate().expect("CA");
         let cert = ca.issue_loopback_cert().expect("cert");
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let url = format!("https://127.0.0.1:{}", listener.local_addr().expect("addr").port());
+        let url = format!(
+            "https://127.0.0.1:{}",
+            listener.local_addr().expect("addr").port()
+        );
         let (stop, stopped) = oneshot::channel::<()>();
         let router = emulator.router();
         tokio::spawn(async move {
             let shutdown = async move {
                 let _ = stopped.await;
             };
-            hypersaga_devca::serve_tls(listener, router, &cert, shutdown).await.expect("serve");
+            hypersaga_devca::serve_tls(listener, router, &cert, shutdown)
+                .await
+                .expect("serve");
         });
-        let admin_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind admin");
+        let admin_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind admin");
         let admin_url = format!("http://{}", admin_listener.local_addr().expect("addr"));
         let admin_router = emulator.admin_router();
-        tokio::spawn(async move { axum::serve(admin_listener, admin_router).await.expect("admin") });
+        tokio::spawn(async move {
+            axum::serve(admin_listener, admin_router)
+                .await
+                .expect("admin")
+        });
         let ca_pem = ca.cert_pem().to_owned();
         let client = client_for(&url, &ca_pem, TOKEN).await;
-        Self { emulator, client, admin: AdminClient::new(admin_url), url, ca_pem, _stop: stop }
+        Self {
+            emulator,
+            client,
+            admin: AdminClient::new(admin_url),
+            url,
+            ca_pem,
+            _stop: stop,
+        }
     }
 
     pub async fn fast() -> Self {
@@ -62,7 +80,9 @@ pub async fn client_for(url: &str, ca_pem: &str, token: &str) -> kube::Client {
 pub const IMAGE: &str = "quay.io/openshift-release-dev/ocp-release:4.19.0-x86_64";
 
 fn wi(id: &str) -> WorkloadIdentity {
-    WorkloadIdentity { client_id: format!("00000000-0000-0000-0000-00000000000{id}") }
+    WorkloadIdentity {
+        client_id: format!("00000000-0000-0000-0000-00000000000{id}"),
+    }
 }
 
 pub fn hosted_cluster(name: &str, ns: &str) -> HostedCluster {
@@ -71,24 +91,36 @@ pub fn hosted_cluster(name: &str, ns: &str) -> HostedCluster {
     let mut hc = HostedCluster::new(
         name,
         HostedClusterSpec {
-            release: Release { image: IMAGE.into() },
+            release: Release {
+                image: IMAGE.into(),
+            },
             infra_id: format!("{name}-abcde"),
             issuer_url: Some("https://issuer.example/demo".into()),
-            pull_secret: Some(LocalObjectReference { name: format!("{name}-pull-secret") }),
-            dns: Some(DnsSpec { base_domain: "example.com".into(), ..Default::default() }),
+            pull_secret: Some(LocalObjectReference {
+                name: format!("{name}-pull-secret"),
+            }),
+            dns: Some(DnsSpec {
+                base_domain: "example.com".into(),
+                ..Default::default()
+            }),
             platform: PlatformSpec {
                 type_: "Azure".into(),
                 azure: Some(AzurePlatformSpec {
                     location: "eastus".into(),
                     resource_group: format!("{name}-rg"),
                     vnet_id: format!("{rg}/providers/Microsoft.Network/virtualNetworks/vnet"),
-                    subnet_id: format!("{rg}/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default"),
+                    subnet_id: format!(
+                        "{rg}/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default"
+                    ),
                     subscription_id: sub.into(),
-                    security_group_id: format!("{rg}/providers/Microsoft.Network/networkSecurityGroups/nsg"),
+                    security_group_id: format!(
+                        "{rg}/providers/Microsoft.Network/networkSecurityGroups/nsg"
+                    ),
                     tenant_id: "22222222-2222-2222-2222-222222222222".into(),
                     topology: Some("Public".into()),
                     azure_authentication_config: AzureAuthenticationConfig {
-                        azure_authentication_config_type: AzureAuthenticationConfig::WORKLOAD_IDENTITIES.into(),
+                        azure_authentication_config_type:
+                            AzureAuthenticationConfig::WORKLOAD_IDENTITIES.into(),
                         workload_identities: Some(AzureWorkloadIdentities {
                             image_registry: wi("1"),
                             ingress: wi("2"),
@@ -145,10 +177,14 @@ pub async fn namespace(client: &kube::Client, name: &str) {
     let api: kube::Api<Namespace> = kube::Api::all(client.clone());
     let mut ns = Namespace::default();
     ns.metadata.name = Some(name.into());
-    api.create(&Default::default(), &ns).await.expect("namespace created");
+    api.create(&Default::default(), &ns)
+        .await
+        .expect("namespace created");
 }
 
 /// Bounds every wait so a regression fails fast instead of hanging.
 pub async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(10), fut).await.unwrap_or_else(|_| panic!("timed out: {what}"))
+    tokio::time::timeout(Duration::from_secs(10), fut)
+        .await
+        .unwrap_or_else(|_| panic!("timed out: {what}"))
 }

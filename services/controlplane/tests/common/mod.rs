@@ -7,12 +7,13 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use hypersaga_bus::{Action, ENVELOPE_VERSION, Outputs, StepCommand, StepContext};
+use hypersaga_bus::{Action, ENVELOPE_VERSION, Outputs, StepCommand, StepContext, StepError};
 use hypersaga_config::{Config, Secret, TenantAzure, TenantConfig};
 use hypersaga_controlplane::kube_ops::Notes;
 use hypersaga_emulator_mgmt::{Emulator, kubeconfig_yaml};
 use hypersaga_model::names::infra_id;
 use hypersaga_model::{ClusterSpec, Names, NodePoolSpec, TenantId};
+use hypersaga_worker::StepResult;
 use serde_json::json;
 use tokio::sync::oneshot;
 
@@ -39,20 +40,34 @@ pub async fn mgmt(delay: Duration) -> Mgmt {
     let ca = hypersaga_devca::DevCa::generate().expect("CA");
     let cert = ca.issue_loopback_cert().expect("cert");
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("https://127.0.0.1:{}", listener.local_addr().expect("addr").port());
+    let url = format!(
+        "https://127.0.0.1:{}",
+        listener.local_addr().expect("addr").port()
+    );
     let (stop, stopped) = oneshot::channel::<()>();
     let router = emulator.router();
     tokio::spawn(async move {
         let shutdown = async move {
             let _ = stopped.await;
         };
-        hypersaga_devca::serve_tls(listener, router, &cert, shutdown).await.expect("serve");
+        hypersaga_devca::serve_tls(listener, router, &cert, shutdown)
+            .await
+            .expect("serve");
     });
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(&kubeconfig, kubeconfig_yaml(&url, ca.cert_pem(), TOKEN)).expect("write kubeconfig");
-    let client = hypersaga_hypershift::client::client(Some(&kubeconfig)).await.expect("client");
-    Mgmt { emulator, client, kubeconfig, _dir: dir, _stop: stop }
+    std::fs::write(&kubeconfig, kubeconfig_yaml(&url, ca.cert_pem(), TOKEN))
+        .expect("write kubeconfig");
+    let client = hypersaga_hypershift::client::client(Some(&kubeconfig))
+        .await
+        .expect("client");
+    Mgmt {
+        emulator,
+        client,
+        kubeconfig,
+        _dir: dir,
+        _stop: stop,
+    }
 }
 
 /// A real Azurite blob service on a free loopback port (as `hypersaga dev` starts it).
@@ -62,8 +77,13 @@ pub struct Azurite {
 }
 
 pub async fn azurite() -> Azurite {
-    let process = hypersaga_procs::Azurite::start().await.expect("start Azurite (run scripts/setup.sh)");
-    Azurite { endpoint: process.blob_endpoint(), _process: process }
+    let process = hypersaga_procs::Azurite::start()
+        .await
+        .expect("start Azurite (run scripts/setup.sh)");
+    Azurite {
+        endpoint: process.blob_endpoint(),
+        _process: process,
+    }
 }
 
 pub fn publisher(az: &Azurite) -> hypersaga_oidc::BlobPublisher {
@@ -89,7 +109,10 @@ pub fn tenant_config(id: &str) -> TenantConfig {
 }
 
 pub fn config(mgmt: &Mgmt, az: Option<&Azurite>, tenants: &[&str]) -> Config {
-    let mut c = Config { tenants: tenants.iter().map(|t| tenant_config(t)).collect(), ..Default::default() };
+    let mut c = Config {
+        tenants: tenants.iter().map(|t| tenant_config(t)).collect(),
+        ..Default::default()
+    };
     c.kube.kubeconfig = Some(mgmt.kubeconfig.clone());
     c.kube.available_timeout_s = Some(20);
     if let Some(az) = az {
@@ -106,7 +129,13 @@ pub fn rg_id(rg: &str) -> String {
 
 /// A step command as the coordinator would send it, with the outputs of every step the
 /// control plane depends on.
-pub fn command(tenant: &str, cluster: &str, step: &str, action: Action, pools: Vec<NodePoolSpec>) -> StepCommand {
+pub fn command(
+    tenant: &str,
+    cluster: &str,
+    step: &str,
+    action: Action,
+    pools: Vec<NodePoolSpec>,
+) -> StepCommand {
     let tenant = TenantId::new(tenant).expect("tenant");
     let uid = format!("uid-{cluster}");
     let infra = infra_id(cluster, &uid);
@@ -118,12 +147,23 @@ pub fn command(tenant: &str, cluster: &str, step: &str, action: Action, pools: V
         node_pools: pools,
         network: Default::default(),
     };
-    let vnet = format!("{}/providers/Microsoft.Network/virtualNetworks/{}", rg_id(&names.vnet_rg), names.vnet);
+    let vnet = format!(
+        "{}/providers/Microsoft.Network/virtualNetworks/{}",
+        rg_id(&names.vnet_rg),
+        names.vnet
+    );
     let mut outputs: BTreeMap<String, Outputs> = BTreeMap::new();
     let mut put = |step: &str, key: &str, value: serde_json::Value| {
-        outputs.entry(step.to_owned()).or_default().insert(key.to_owned(), value);
+        outputs
+            .entry(step.to_owned())
+            .or_default()
+            .insert(key.to_owned(), value);
     };
-    put("identity.oidc", "issuer_url", json!(format!("http://127.0.0.1:10000/{ACCOUNT}/oidc-{tenant}")));
+    put(
+        "identity.oidc",
+        "issuer_url",
+        json!(format!("http://127.0.0.1:10000/{ACCOUNT}/oidc-{tenant}")),
+    );
     let wi = |n: u8| json!({"clientID": format!("00000000-0000-0000-0000-0000000000{n:02}")});
     put(
         "identity.workload",
@@ -134,17 +174,33 @@ pub fn command(tenant: &str, cluster: &str, step: &str, action: Action, pools: V
         }),
     );
     put("network.vnet", "vnet_id", json!(vnet));
-    put("network.vnet", "subnet_id", json!(format!("{vnet}/subnets/{}", names.subnet)));
+    put(
+        "network.vnet",
+        "subnet_id",
+        json!(format!("{vnet}/subnets/{}", names.subnet)),
+    );
     put(
         "network.nsg",
         "nsg_id",
-        json!(format!("{}/providers/Microsoft.Network/networkSecurityGroups/{}", rg_id(&names.nsg_rg), names.nsg)),
+        json!(format!(
+            "{}/providers/Microsoft.Network/networkSecurityGroups/{}",
+            rg_id(&names.nsg_rg),
+            names.nsg
+        )),
     );
-    put("network.resource-groups", "managed_rg_id", json!(rg_id(&names.managed_rg)));
+    put(
+        "network.resource-groups",
+        "managed_rg_id",
+        json!(rg_id(&names.managed_rg)),
+    );
     put(
         "dns.private-zone",
         "private_zone_id",
-        json!(format!("{}/providers/Microsoft.Network/privateDnsZones/{}", rg_id(&names.managed_rg), names.private_zone)),
+        json!(format!(
+            "{}/providers/Microsoft.Network/privateDnsZones/{}",
+            rg_id(&names.managed_rg),
+            names.private_zone
+        )),
     );
     StepCommand {
         v: ENVELOPE_VERSION,
@@ -154,9 +210,18 @@ pub fn command(tenant: &str, cluster: &str, step: &str, action: Action, pools: V
         step: step.into(),
         action,
         attempt: 1,
+        fence: 1,
         not_before: None,
         deadline: time::OffsetDateTime::now_utc() + time::Duration::hours(1),
-        context: StepContext { cluster_uid: uid, names, spec, outputs },
+        lease_ms: 60_000,
+        memo: serde_json::Value::Null,
+        waiting_since: None,
+        context: StepContext {
+            cluster_uid: uid,
+            names,
+            spec,
+            outputs,
+        },
     }
 }
 
@@ -178,8 +243,51 @@ impl Collect {
 }
 
 /// Bounds every step so a regression fails fast instead of hanging.
+/// A step handler as these tests call it (each service's `execute`).
+#[async_trait::async_trait]
+pub trait Execute: Sync {
+    async fn exec(&self, cmd: &StepCommand, notes: &dyn Notes) -> Result<StepResult, StepError>;
+}
+
+#[async_trait::async_trait]
+impl Execute for hypersaga_controlplane::ControlPlaneHandler {
+    async fn exec(&self, cmd: &StepCommand, notes: &dyn Notes) -> Result<StepResult, StepError> {
+        self.execute(cmd, notes).await
+    }
+}
+
+/// Runs a step as the saga would: the command, then re-checks — each with the memo the
+/// handler left, a new fence and `waiting_since` set — for as long as it answers "wait"
+/// (each wait's message goes to `notes`, as the saga shows it to users).
+pub async fn drive(
+    handler: &dyn Execute,
+    cmd: &StepCommand,
+    notes: &Collect,
+) -> Result<Outputs, StepError> {
+    let mut cmd = cmd.clone();
+    loop {
+        match handler.exec(&cmd, notes).await? {
+            StepResult::Done(outputs) => return Ok(outputs),
+            StepResult::Wait {
+                message,
+                recheck_after,
+                memo,
+            } => {
+                notes.note(message).await;
+                cmd.memo = memo;
+                cmd.fence += 1;
+                cmd.waiting_since
+                    .get_or_insert_with(time::OffsetDateTime::now_utc);
+                tokio::time::sleep(recheck_after.min(Duration::from_millis(100))).await;
+            }
+        }
+    }
+}
+
 pub async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(30), fut).await.unwrap_or_else(|_| panic!("timed out: {what}"))
+    tokio::time::timeout(Duration::from_secs(30), fut)
+        .await
+        .unwrap_or_else(|_| panic!("timed out: {what}"))
 }
 
 /// Objects the emulator holds in `namespace` (any kind), as `kind/name`.
@@ -189,8 +297,15 @@ pub fn objects_in(emulator: &Emulator, namespace: &str) -> Vec<String> {
         .into_iter()
         .filter(|o| {
             o.pointer("/metadata/namespace").and_then(|v| v.as_str()) == Some(namespace)
-                || (o["kind"] == "Namespace" && o.pointer("/metadata/name").and_then(|v| v.as_str()) == Some(namespace))
+                || (o["kind"] == "Namespace"
+                    && o.pointer("/metadata/name").and_then(|v| v.as_str()) == Some(namespace))
         })
-        .map(|o| format!("{}/{}", o["kind"].as_str().unwrap_or("?"), o["metadata"]["name"].as_str().unwrap_or("?")))
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o["kind"].as_str().unwrap_or("?"),
+                o["metadata"]["name"].as_str().unwrap_or("?")
+            )
+        })
         .collect()
 }

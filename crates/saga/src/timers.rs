@@ -1,0 +1,175 @@
+//! Time: leases, step deadlines and the operation's deadline, and when the saga next needs
+//! looking at. The coordinator schedules one wake-up per saga at [`Saga::next_due`], so no
+//! process scans every saga to find the few that are due.
+
+use hypersaga_bus::Action;
+use hypersaga_model::ErrorInfo;
+use hypersaga_model::record::{OperationKind, OperationState, StepState};
+use serde_json::json;
+use time::OffsetDateTime;
+
+use crate::saga::{Applied, Saga};
+use crate::transitions::millis;
+
+/// Leases that may expire before the step is paused: the first re-dispatch covers a lost
+/// command; the second expiry means the service is not there.
+const LEASE_EXPIRIES_BEFORE_PAUSE: u32 = 2;
+
+impl Saga {
+    /// When this saga next has something due (a lease, a step deadline, the operation's
+    /// deadline); `None` when only an input can move it (finished, or paused and idle).
+    pub fn next_due(&self) -> Option<OffsetDateTime> {
+        if self.state.is_terminal() {
+            return None;
+        }
+        let steps = self
+            .steps
+            .iter()
+            .filter(|s| s.in_flight())
+            .flat_map(|s| [s.lease_until, s.deadline])
+            .flatten();
+        let operation_deadline_applies = !self.deadline_passed
+            && match self.kind {
+                OperationKind::Create => {
+                    self.pause.is_none() && self.state == OperationState::Running
+                }
+                OperationKind::Delete => true,
+            };
+        let operation = operation_deadline_applies.then_some(self.deadline);
+        steps.chain(operation).min()
+    }
+
+    /// Time-based checks.
+    /// - A step whose lease expired is dispatched again once; a second expiry pauses the
+    ///   saga (the service is gone or cannot answer).
+    /// - A step past its deadline pauses the saga.
+    /// - A create past the operation's deadline is compensated (steps still running report
+    ///   back later and are then undone); a delete past its deadline stops and fails, saying
+    ///   what it could not remove. Compensation itself has no deadline: leaving half a
+    ///   cluster behind is worse than finishing late. A paused create waits for its operator.
+    pub fn tick(&mut self, now: OffsetDateTime) -> Applied {
+        if self.state.is_terminal() {
+            return Applied::Ignored("saga is finished");
+        }
+        let before = self.seq;
+        let mut changed = false;
+        for i in 0..self.steps.len() {
+            let s = &self.steps[i];
+            if !s.in_flight() {
+                continue;
+            }
+            if s.deadline.is_some_and(|d| d <= now) {
+                let info = ErrorInfo {
+                    code: "StepDeadlineExceeded".into(),
+                    message: format!(
+                        "{} ({}) did not finish within {} s{}",
+                        s.id,
+                        s.action.as_str(),
+                        self.timing.step_timeout_s,
+                        if s.message.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; last: {}", s.message)
+                        }
+                    ),
+                    step: Some(s.id.clone()),
+                    retryable: true,
+                    ..Default::default()
+                };
+                self.stop_step(i, &info, now);
+                changed = true;
+            } else if s.lease_until.is_some_and(|l| l <= now) {
+                let s = &mut self.steps[i];
+                s.lease_expiries += 1;
+                let service = s.service().to_owned();
+                if s.lease_expiries >= LEASE_EXPIRIES_BEFORE_PAUSE {
+                    let info = ErrorInfo {
+                        code: "LeaseExpired".into(),
+                        message: format!(
+                            "no word from the {service} service on {} ({}) after {} dispatches; is it running?",
+                            s.id,
+                            s.action.as_str(),
+                            s.lease_expiries
+                        ),
+                        step: Some(s.id.clone()),
+                        retryable: true,
+                        ..Default::default()
+                    };
+                    self.stop_step(i, &info, now);
+                } else {
+                    let silent_ms = s.lease_until.map_or(0, |l| millis(now - l));
+                    self.audit(
+                        "step.lease_expired",
+                        Some(i),
+                        json!({ "service": service, "late_ms": silent_ms }),
+                        now,
+                    );
+                    self.send(i, None, now);
+                }
+                changed = true;
+            }
+        }
+        if !self.deadline_passed
+            && now >= self.deadline
+            && (self.pause.is_none() || self.kind == OperationKind::Delete)
+        {
+            self.deadline_passed = true;
+            let info = ErrorInfo {
+                code: "OperationDeadlineExceeded".into(),
+                message: format!(
+                    "the operation did not finish by its deadline {}",
+                    self.deadline
+                ),
+                ..Default::default()
+            };
+            self.audit(
+                "saga.deadline_exceeded",
+                None,
+                json!({ "error": info }),
+                now,
+            );
+            if self.error.is_none() {
+                self.error = Some(info);
+            }
+            match (self.kind, self.state) {
+                (OperationKind::Create, OperationState::Running) => self.begin_compensation(now),
+                (OperationKind::Create, _) => {}
+                (OperationKind::Delete, _) => self.finish(OperationState::Failed, now),
+            }
+            changed = true;
+        }
+        self.advance(now);
+        if changed || self.seq != before {
+            self.updated_at = now;
+            Applied::Changed
+        } else {
+            Applied::Ignored("nothing due")
+        }
+    }
+
+    /// Takes an in-flight step back (its worker, if any, loses its lease) and pauses on it.
+    fn stop_step(&mut self, i: usize, info: &ErrorInfo, now: OffsetDateTime) {
+        let s = &mut self.steps[i];
+        s.state = StepState::Failed;
+        s.ended_at = Some(now);
+        s.lease_until = None;
+        s.wait = None;
+        let action = s.action;
+        s.last_error = Some(hypersaga_bus::StepError {
+            info: info.clone(),
+            retry_after_ms: None,
+            throttled: false,
+        });
+        self.audit(
+            "step.failed",
+            Some(i),
+            json!({ "error": info, "will_retry": false }),
+            now,
+        );
+        // Forward work being compensated is undone rather than awaited.
+        if action == Action::Do && self.backward() {
+            return;
+        }
+        self.pause_step(i, info.clone(), now);
+    }
+}

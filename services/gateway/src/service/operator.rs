@@ -1,0 +1,426 @@
+//! Operator calls (resume, retry a step, compensate, abandon) and `ListOperations`, with
+//! which operators find what waits for them.
+//!
+//! The gateway never changes a saga: the coordinator is its only writer. The gateway checks a
+//! call against the saga as it is now, so a call that cannot apply is refused at once with a
+//! reason a program can branch on, then hands it to the coordinator, which checks it again
+//! when it applies it (the saga may have moved meanwhile), audits it with its actor and moves
+//! the saga on.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_nats::HeaderMap;
+use async_nats::jetstream::consumer::{DeliverPolicy, ReplayPolicy, push};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use futures::StreamExt;
+use hypersaga_api::v1 as pb;
+use hypersaga_bus::{ENVELOPE_VERSION, OperatorAction, OperatorCall};
+use hypersaga_config::TenantConfig;
+use hypersaga_saga::{Refusal, Saga};
+use hypersaga_telemetry::TraceParent;
+use tonic::{Code, Status};
+use tonic_types::{ErrorDetails, FieldViolation, StatusExt};
+use tracing::{info, instrument, warn};
+
+use super::{Gateway, internal, valid_key_part};
+use crate::convert::{op_state_to_pb, operation_to_pb};
+
+/// `google.rpc.ErrorInfo.domain` of refused operator calls.
+const ERROR_DOMAIN: &str = "hypersaga.io";
+const DEFAULT_PAGE_SIZE: usize = 100;
+const MAX_PAGE_SIZE: usize = 1000;
+/// A request id becomes part of a `Nats-Msg-Id` header, so it must be short and header-safe.
+const MAX_REQUEST_ID_LEN: usize = 128;
+/// Reading a tenant's operations gives up (UNAVAILABLE, retryable) if no record arrives for
+/// this long before all have, rather than leaving the call hanging on a failing server.
+const LIST_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One operator call, as the RPCs receive it.
+pub(super) struct CallRequest {
+    pub id: String,
+    pub action: OperatorAction,
+    /// Only for [`OperatorAction::RetryStep`].
+    pub step: Option<String>,
+    pub request_id: String,
+}
+
+impl Gateway {
+    /// Checks an operator call against the operation as it is now and sends it to the
+    /// coordinator; answers with the operation as it is *before* the call takes effect.
+    #[instrument(skip_all, fields(tenant = %tenant.id, operation = %req.id, action = req.action.as_str()))]
+    pub(super) async fn operate(
+        &self,
+        tenant: &TenantConfig,
+        req: CallRequest,
+    ) -> Result<pb::Operation, Status> {
+        let action = req.action;
+        let step = req.step.as_deref().map(str::trim).filter(|s| !s.is_empty());
+        let request_id = req.request_id.trim();
+        let mut violations = Vec::new();
+        if req.id.is_empty() {
+            violations.push(FieldViolation::new(
+                "id",
+                "the operation id (op-…) is required",
+            ));
+        } else if !valid_key_part(&req.id) {
+            violations.push(FieldViolation::new("id", "not an operation id (op-…)"));
+        }
+        if action == OperatorAction::RetryStep && step.is_none() {
+            violations.push(FieldViolation::new(
+                "step",
+                "the id of a paused step is required, e.g. network.vnet",
+            ));
+        }
+        if !valid_request_id(request_id) {
+            violations.push(FieldViolation::new(
+                "request_id",
+                format!("at most {MAX_REQUEST_ID_LEN} printable ASCII characters, without spaces"),
+            ));
+        }
+        if !violations.is_empty() {
+            return Err(bad_request(violations));
+        }
+        let Some(saga) = self.load_saga(tenant, &req.id).await? else {
+            return Err(Status::not_found(format!(
+                "operation {:?} not found",
+                req.id
+            )));
+        };
+        if action == OperatorAction::RetryStep
+            && let Some(step) = step
+            && !saga.steps.iter().any(|s| s.id == step)
+        {
+            let steps: Vec<&str> = saga.steps.iter().map(|s| s.id.as_str()).collect();
+            let description = format!(
+                "operation {} has no step {step:?}; its steps: {}",
+                saga.id,
+                steps.join(", ")
+            );
+            return Err(bad_request(vec![FieldViolation::new("step", description)]));
+        }
+        let step = if action == OperatorAction::RetryStep {
+            step
+        } else {
+            None
+        };
+        if let Err(refusal) = saga.check_operator(action, step) {
+            info!(refusal = refusal.code(), "operator call refused");
+            return Err(refused(&saga, action, &refusal));
+        }
+        // The request id makes a retried RPC one message (JetStream drops the duplicate).
+        let call_id = if request_id.is_empty() {
+            uuid::Uuid::new_v4().to_string()
+        } else {
+            request_id.to_owned()
+        };
+        let call = OperatorCall {
+            v: ENVELOPE_VERSION,
+            tenant: tenant.id.clone(),
+            saga_id: saga.id.clone(),
+            action,
+            step: step.map(str::to_owned),
+            actor: format!("tenant:{}", tenant.id),
+            call_id,
+        };
+        let msg_id = format!("{}:operate:{}", saga.id, call.call_id);
+        let subject = self.bus.subjects().saga_operate(&tenant.id);
+        let trace = TraceParent::with_trace_id(&saga.trace_id);
+        self.bus
+            .publish_json(&subject, &msg_id, &trace, &call)
+            .await
+            .map_err(internal("send operator call"))?;
+        info!(
+            tenant = %tenant.id,
+            operation = %saga.id,
+            action = action.as_str(),
+            actor = %call.actor,
+            step = call.step.as_deref().unwrap_or(""),
+            call_id = %call.call_id,
+            "operator call sent"
+        );
+        Ok(operation_to_pb(&saga.view()))
+    }
+
+    /// One page of the tenant's operations, newest first.
+    pub(super) async fn list_operations_page(
+        &self,
+        tenant: &TenantConfig,
+        req: pb::ListOperationsRequest,
+    ) -> Result<pb::ListOperationsResponse, Status> {
+        let mut violations = Vec::new();
+        let state = match req.state {
+            0 => None,
+            s => match pb::OperationState::try_from(s) {
+                Ok(s) => Some(s),
+                Err(_) => {
+                    violations.push(FieldViolation::new(
+                        "state",
+                        format!("unknown operation state {s}"),
+                    ));
+                    None
+                }
+            },
+        };
+        let page_size = match usize::try_from(req.page_size) {
+            Ok(0) => DEFAULT_PAGE_SIZE,
+            Ok(n) => n.min(MAX_PAGE_SIZE),
+            Err(_) => {
+                violations.push(FieldViolation::new("page_size", "must not be negative"));
+                DEFAULT_PAGE_SIZE
+            }
+        };
+        let cursor = match req.page_token.trim() {
+            "" => None,
+            token => {
+                let cursor = Cursor::decode(token);
+                if cursor.is_none() {
+                    violations.push(FieldViolation::new(
+                        "page_token",
+                        "not a token from ListOperationsResponse.next_page_token",
+                    ));
+                }
+                cursor
+            }
+        };
+        if !violations.is_empty() {
+            return Err(bad_request(violations));
+        }
+        let cluster = req.cluster.trim();
+        let mut sagas: Vec<Saga> = self
+            .tenant_sagas(tenant)
+            .await?
+            .into_iter()
+            .filter(|s| state.is_none_or(|st| op_state_to_pb(s.visible_state()) == st))
+            .filter(|s| cluster.is_empty() || s.cluster == cluster)
+            .collect();
+        sagas.sort_by(|a, b| Cursor::of(a).order(&Cursor::of(b)));
+        // Everything up to and including the cursor was on earlier pages. New operations sort
+        // before it (they are newer), so paging neither repeats nor skips any.
+        let start = match &cursor {
+            Some(c) => sagas.partition_point(|s| Cursor::of(s).order(c) != Ordering::Greater),
+            None => 0,
+        };
+        let rest = &sagas[start..];
+        let page = &rest[..rest.len().min(page_size)];
+        let next_page_token = match page.last() {
+            Some(last) if rest.len() > page.len() => Cursor::of(last).encode(),
+            _ => String::new(),
+        };
+        Ok(pb::ListOperationsResponse {
+            operations: page.iter().map(|s| operation_to_pb(&s.view())).collect(),
+            next_page_token,
+        })
+    }
+
+    /// The latest record of every operation of `tenant`, and of no other tenant: the KV
+    /// stream is read with a subject filter on the tenant's keys (`<tenant>.*`), so other
+    /// tenants' keys are never even listed. An ordered consumer says up front how many
+    /// records there are, which tells an empty tenant from a slow server without a timeout
+    /// guess.
+    async fn tenant_sagas(&self, tenant: &TenantConfig) -> Result<Vec<Saga>, Status> {
+        let consumer = self
+            .sagas
+            .stream
+            .create_consumer(push::OrderedConfig {
+                deliver_subject: self.bus.client().new_inbox(),
+                description: Some("gateway ListOperations".into()),
+                filter_subject: format!("{}{}.*", self.sagas.prefix, tenant.id),
+                deliver_policy: DeliverPolicy::LastPerSubject,
+                replay_policy: ReplayPolicy::Instant,
+                ..Default::default()
+            })
+            .await
+            .map_err(internal("list operations"))?;
+        let mut sagas = Vec::new();
+        if consumer.cached_info().num_pending == 0 {
+            return Ok(sagas);
+        }
+        let mut messages = consumer
+            .messages()
+            .await
+            .map_err(internal("list operations"))?;
+        loop {
+            let msg = match tokio::time::timeout(LIST_IDLE_TIMEOUT, messages.next()).await {
+                Ok(Some(Ok(msg))) => msg,
+                Ok(Some(Err(e))) => return Err(internal("list operations")(e)),
+                Ok(None) => return Err(internal("list operations")("the listing ended early")),
+                Err(_) => return Err(internal("list operations")("no record arrived in time")),
+            };
+            // `pending` counts what is still to come: 0 once the newest record has arrived.
+            let pending = msg.info().map_err(internal("list operations"))?.pending;
+            if is_put(msg.headers.as_ref()) {
+                match serde_json::from_slice::<Saga>(&msg.payload) {
+                    Ok(saga) => sagas.push(saga),
+                    // One unreadable record must not hide every other operation.
+                    Err(e) => {
+                        warn!(subject = %msg.subject, error = %e, "unreadable operation record left out of a listing")
+                    }
+                }
+            }
+            if pending == 0 {
+                return Ok(sagas);
+            }
+        }
+    }
+}
+
+/// Whether a KV stream message holds a value rather than a delete or purge marker.
+fn is_put(headers: Option<&HeaderMap>) -> bool {
+    headers.is_none_or(|h| {
+        h.get("KV-Operation").is_none_or(|op| op.as_str() == "PUT")
+            && h.get(async_nats::header::NATS_MARKER_REASON).is_none()
+    })
+}
+
+/// Empty (the gateway then picks one), or short, printable and without spaces.
+fn valid_request_id(s: &str) -> bool {
+    s.len() <= MAX_REQUEST_ID_LEN && s.bytes().all(|b| b.is_ascii_graphic())
+}
+
+fn bad_request(violations: Vec<FieldViolation>) -> Status {
+    let summary = violations
+        .iter()
+        .map(|v| format!("{}: {}", v.field, v.description))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Status::with_error_details(
+        Code::InvalidArgument,
+        format!("invalid request: {summary}"),
+        ErrorDetails::with_bad_request(violations),
+    )
+}
+
+/// FAILED_PRECONDITION, with the refusal's code as `google.rpc.ErrorInfo.reason` so that
+/// programs branch on it rather than on the message.
+fn refused(saga: &Saga, action: OperatorAction, refusal: &Refusal) -> Status {
+    let mut metadata = HashMap::from([
+        ("operation".to_owned(), saga.id.clone()),
+        ("action".to_owned(), action.as_str().to_owned()),
+        (
+            "state".to_owned(),
+            op_state_to_pb(saga.visible_state())
+                .as_str_name()
+                .to_owned(),
+        ),
+    ]);
+    if let Some(pause) = &saga.pause {
+        metadata.insert("paused_steps".to_owned(), pause.steps.join(","));
+    }
+    let verb = match action {
+        OperatorAction::Resume => "resume",
+        OperatorAction::RetryStep => "retry a step of",
+        OperatorAction::Compensate => "compensate",
+        OperatorAction::Abandon => "abandon",
+    };
+    Status::with_error_details(
+        Code::FailedPrecondition,
+        format!("cannot {verb} operation {}: {refusal}", saga.id),
+        ErrorDetails::with_error_info(refusal.code(), ERROR_DOMAIN, metadata),
+    )
+}
+
+/// A position in the newest-first order of operations; `page_token` is its opaque encoding.
+#[derive(Debug, PartialEq, Eq)]
+struct Cursor {
+    created_ns: i128,
+    id: String,
+}
+
+impl Cursor {
+    /// Token layout version, so the encoding can change without misreading old tokens.
+    const VERSION: &str = "1";
+
+    fn of(saga: &Saga) -> Self {
+        Self {
+            created_ns: saga.created_at.unix_timestamp_nanos(),
+            id: saga.id.clone(),
+        }
+    }
+
+    /// Newest first; operations created at the same instant by id.
+    fn order(&self, other: &Self) -> Ordering {
+        other
+            .created_ns
+            .cmp(&self.created_ns)
+            .then_with(|| self.id.cmp(&other.id))
+    }
+
+    fn encode(&self) -> String {
+        URL_SAFE_NO_PAD.encode(format!("{}:{}:{}", Self::VERSION, self.created_ns, self.id))
+    }
+
+    fn decode(token: &str) -> Option<Self> {
+        let bytes = URL_SAFE_NO_PAD.decode(token).ok()?;
+        let text = String::from_utf8(bytes).ok()?;
+        let rest = text.strip_prefix(Self::VERSION)?.strip_prefix(':')?;
+        let (created_ns, id) = rest.split_once(':')?;
+        let created_ns = created_ns.parse().ok()?;
+        valid_key_part(id).then(|| Self {
+            created_ns,
+            id: id.to_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_survives_its_token_and_bad_tokens_are_refused() {
+        let c = Cursor {
+            created_ns: 1_790_000_000_123_456_789,
+            id: "op-0af7".into(),
+        };
+        assert_eq!(Cursor::decode(&c.encode()), Some(c));
+        for bad in [
+            "",
+            "not base64!",
+            &URL_SAFE_NO_PAD.encode("2:1:op-x"),
+            &URL_SAFE_NO_PAD.encode("1:x:op-x"),
+            &URL_SAFE_NO_PAD.encode("1:1:a.b"),
+        ] {
+            assert_eq!(Cursor::decode(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn newest_first_then_by_id() {
+        let c = |ns, id: &str| Cursor {
+            created_ns: ns,
+            id: id.into(),
+        };
+        let mut v = vec![c(1, "op-b"), c(3, "op-a"), c(1, "op-a"), c(2, "op-z")];
+        v.sort_by(Cursor::order);
+        assert_eq!(
+            v,
+            vec![c(3, "op-a"), c(2, "op-z"), c(1, "op-a"), c(1, "op-b")]
+        );
+    }
+
+    #[test]
+    fn request_ids_must_be_header_safe() {
+        assert!(valid_request_id(""));
+        assert!(valid_request_id("3f2b6c1e-8f1c-4c55-9d0f-0e6f1f0b9a11"));
+        assert!(!valid_request_id("a b"));
+        assert!(!valid_request_id("a\r\nNats-Msg-Id: x"));
+        assert!(!valid_request_id(&"x".repeat(MAX_REQUEST_ID_LEN + 1)));
+    }
+
+    #[test]
+    fn delete_and_purge_markers_are_not_values() {
+        assert!(is_put(None));
+        let mut h = HeaderMap::new();
+        h.insert("KV-Operation", "DEL");
+        assert!(!is_put(Some(&h)));
+        let mut h = HeaderMap::new();
+        h.insert("KV-Operation", "PUT");
+        assert!(is_put(Some(&h)));
+        let mut h = HeaderMap::new();
+        h.insert(async_nats::header::NATS_MARKER_REASON, "MaxAge");
+        assert!(!is_put(Some(&h)));
+    }
+}
