@@ -48,6 +48,11 @@ pub enum Command {
     /// Drive the local emulators: inject faults, read request counts.
     #[command(subcommand)]
     Emulator(commands::emulator::EmulatorCommand),
+    /// Measure: the engine beside raw JetStream, a fleet against ARM's budgets, fairness
+    /// between tenants. Prints figures and ratios beside their targets (`-o json` for
+    /// scripts); starts and stops everything it measures itself.
+    #[command(subcommand)]
+    Bench(crate::bench::BenchCommand),
 }
 
 /// How client commands find and authenticate to the API.
@@ -104,5 +109,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Operation(c) => commands::operation::run(c).await,
         Command::Audit(c) => commands::audit::run(c).await,
         Command::Emulator(c) => commands::emulator::run(c).await,
+        Command::Bench(c) => crate::bench::run(c).await,
     }
 }

@@ -134,7 +134,15 @@ async fn retryable_faults_are_retried_until_success() {
     assert_eq!(phase(&ready), "ready", "{ready:#?}");
     let s = steps(&ready);
     assert_eq!(s["network.nsg"], ("succeeded".to_string(), 3));
-    assert_eq!(s["network.vnet"], ("succeeded".to_string(), 3));
+    // Throttling is backpressure, not failure: the two 429s cost no attempt.
+    assert_eq!(s["network.vnet"], ("succeeded".to_string(), 1));
+    let throttled = system
+        .audit_events("acme", "bumpy")
+        .await
+        .iter()
+        .filter(|e| e["type"] == "step.throttled")
+        .count();
+    assert_eq!(throttled, 2, "each 429 was waited out, on the audit stream");
     let faults = admin.faults().await.unwrap();
     assert!(
         faults.is_empty(),

@@ -8,5 +8,6 @@ mod audit_and_lifecycle;
 mod cli;
 mod crash;
 mod faults;
+mod fleet;
 mod operator;
 mod tenants_and_validation;

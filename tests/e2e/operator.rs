@@ -4,8 +4,6 @@
 
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::consumer::{DeliverPolicy, pull};
-use futures::StreamExt;
 use hypersaga_api::v1 as pb;
 use serde_json::Value;
 use tonic::Code;
@@ -45,31 +43,7 @@ fn text(o: &std::process::Output) -> String {
 
 /// Every audit event of one cluster so far.
 async fn audit_events(system: &System, cluster: &str) -> Vec<Value> {
-    let nats = async_nats::connect(&system.endpoints.nats_url)
-        .await
-        .expect("nats");
-    let js = async_nats::jetstream::new(nats);
-    let stream = js.get_stream("HCP_AUDIT").await.expect("audit stream");
-    let consumer = stream
-        .create_consumer(pull::OrderedConfig {
-            filter_subject: format!("hcp.acme.audit.{cluster}"),
-            deliver_policy: DeliverPolicy::All,
-            ..Default::default()
-        })
-        .await
-        .expect("consumer");
-    let count = consumer.cached_info().num_pending as usize;
-    let mut messages = consumer.messages().await.expect("messages");
-    let mut events = Vec::new();
-    while events.len() < count {
-        let msg = tokio::time::timeout(Duration::from_secs(5), messages.next())
-            .await
-            .expect("audit message")
-            .expect("some")
-            .expect("ok");
-        events.push(serde_json::from_slice(&msg.payload).expect("json"));
-    }
-    events
+    system.audit_events("acme", cluster).await
 }
 
 /// Waits until the cluster's audit trail has an event of `kind` (events are published just

@@ -135,6 +135,36 @@ impl System {
         Stopped { pid }
     }
 
+    /// Every audit event of one of the tenant's clusters so far, in order.
+    pub async fn audit_events(&self, tenant: &str, cluster: &str) -> Vec<Value> {
+        use async_nats::jetstream::consumer::{DeliverPolicy, pull};
+        let nats = async_nats::connect(&self.endpoints.nats_url)
+            .await
+            .expect("nats");
+        let js = async_nats::jetstream::new(nats);
+        let stream = js.get_stream("HCP_AUDIT").await.expect("audit stream");
+        let consumer = stream
+            .create_consumer(pull::OrderedConfig {
+                filter_subject: format!("hcp.{tenant}.audit.{cluster}"),
+                deliver_policy: DeliverPolicy::All,
+                ..Default::default()
+            })
+            .await
+            .expect("consumer");
+        let count = consumer.cached_info().num_pending as usize;
+        let mut messages = consumer.messages().await.expect("messages");
+        let mut events = Vec::new();
+        while events.len() < count {
+            let msg = tokio::time::timeout(Duration::from_secs(5), messages.next())
+                .await
+                .expect("audit message")
+                .expect("some")
+                .expect("ok");
+            events.push(serde_json::from_slice(&msg.payload).expect("json"));
+        }
+        events
+    }
+
     /// Top-level ARM resources of a subscription, as the inventory API lists them.
     pub async fn inventory(&self, tenant: &str) -> Vec<Value> {
         let all = self

@@ -17,7 +17,7 @@ async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
         |r: pb::ListClustersResponse| r.clusters.into_iter().map(|c| c.name).collect::<Vec<_>>();
     assert_eq!(
         names(
-            acme.list_clusters(pb::ListClustersRequest {})
+            acme.list_clusters(pb::ListClustersRequest::default())
                 .await
                 .unwrap()
                 .into_inner()
@@ -27,7 +27,7 @@ async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
     assert_eq!(
         names(
             globex
-                .list_clusters(pb::ListClustersRequest {})
+                .list_clusters(pb::ListClustersRequest::default())
                 .await
                 .unwrap()
                 .into_inner()
@@ -132,7 +132,7 @@ async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
             .await
             .unwrap();
     let e = stranger
-        .list_clusters(pb::ListClustersRequest {})
+        .list_clusters(pb::ListClustersRequest::default())
         .await
         .unwrap_err();
     assert_eq!(e.code(), tonic::Code::Unauthenticated);
@@ -214,7 +214,7 @@ async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
         .unwrap_err();
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
     let listed = names(
-        acme.list_clusters(pb::ListClustersRequest {})
+        acme.list_clusters(pb::ListClustersRequest::default())
             .await
             .unwrap()
             .into_inner(),

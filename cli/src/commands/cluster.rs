@@ -20,8 +20,11 @@ pub enum ClusterCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
-    /// List the tenant's clusters.
+    /// List the tenant's clusters, by name (every page).
     List {
+        /// Clusters fetched per request [default: the server's, 100].
+        #[arg(long, value_parser = clap::value_parser!(i32).range(1..=1000))]
+        page_size: Option<i32>,
         #[command(flatten)]
         client: ClientArgs,
     },
@@ -113,22 +116,33 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
                 Err(s) => fail(s),
             }
         }
-        ClusterCommand::List { client } => {
+        ClusterCommand::List { page_size, client } => {
             let mut c = client.client().await?;
-            match c.list_clusters(pb::ListClustersRequest {}).await {
-                Ok(r) => {
-                    let list = r.into_inner().clusters;
-                    match client.output {
-                        Format::Json => {
-                            let v: Vec<_> = list.iter().map(output::cluster_json).collect();
-                            println!("{}", serde_json::to_string_pretty(&v)?);
-                        }
-                        Format::Text => print!("{}", output::clusters_table(&list)),
-                    }
-                    Ok(ExitCode::SUCCESS)
+            let mut list = Vec::new();
+            let mut page_token = String::new();
+            loop {
+                let req = pb::ListClustersRequest {
+                    page_size: page_size.unwrap_or(0),
+                    page_token,
+                };
+                let page = match c.list_clusters(req).await {
+                    Ok(r) => r.into_inner(),
+                    Err(s) => return fail(s),
+                };
+                list.extend(page.clusters);
+                page_token = page.next_page_token;
+                if page_token.is_empty() {
+                    break;
                 }
-                Err(s) => fail(s),
             }
+            match client.output {
+                Format::Json => {
+                    let v: Vec<_> = list.iter().map(output::cluster_json).collect();
+                    println!("{}", serde_json::to_string_pretty(&v)?);
+                }
+                Format::Text => print!("{}", output::clusters_table(&list)),
+            }
+            Ok(ExitCode::SUCCESS)
         }
         ClusterCommand::Delete {
             name,

@@ -46,6 +46,11 @@ pub struct DevArgs {
     /// Timing profile of the emulators and retries.
     #[arg(long, value_enum, default_value_t = Profile::Demo)]
     pub profile: Profile,
+    /// Multiplies ARM's throttling limits — the emulator's buckets and the services' shared
+    /// budget alike — so load tests can scale budgets and latencies down together (1 = Azure's
+    /// real limits).
+    #[arg(long, default_value_t = 1.0, value_parser = positive_scale)]
+    pub arm_budget_scale: f64,
     /// Log filter for the services (RUST_LOG syntax).
     #[arg(long, default_value = "info")]
     pub log: String,
@@ -82,6 +87,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             })
             .collect(),
         latency: timings.arm_latency,
+        throttle: hypersaga_emulator_arm::ThrottleConfig::default().scaled(args.arm_budget_scale),
         ..Default::default()
     });
     let arm_url = serve_tls(arm.router(), &cert, shutdown.clone())?;
@@ -140,6 +146,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             ca_bundle: Some(ca_path.clone()),
             lro_poll_interval_ms: timings.lro_poll_interval_ms,
             lro_timeout_s: 600,
+            budget: scaled_budget(args.arm_budget_scale),
+            ..AzureConfig::default()
         },
         blob: BlobConfig {
             endpoint: azurite.blob_endpoint(),
@@ -161,6 +169,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             filter: args.log.clone(),
             format: "text".into(),
         },
+        ..Config::default()
     };
     config.validate()?;
     let config_path = state.join("config.json");
@@ -228,6 +237,28 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+fn positive_scale(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 => Ok(f),
+        _ => Err(format!("{s:?} is not a positive number")),
+    }
+}
+
+/// ARM's limits (what `ArmBudget::default` holds) multiplied by `scale`.
+fn scaled_budget(scale: f64) -> hypersaga_config::ArmBudget {
+    let d = hypersaga_config::ArmBudget::default();
+    let burst = |b: u32| ((f64::from(b) * scale).round() as u32).max(1);
+    hypersaga_config::ArmBudget {
+        reads_per_sec: d.reads_per_sec * scale,
+        reads_burst: burst(d.reads_burst),
+        writes_per_sec: d.writes_per_sec * scale,
+        writes_burst: burst(d.writes_burst),
+        deletes_per_sec: d.deletes_per_sec * scale,
+        deletes_burst: burst(d.deletes_burst),
+        ..d
+    }
 }
 
 /// Fresh state each run: the emulators keep theirs in memory, so old bus state would only
@@ -308,7 +339,7 @@ async fn wait_for_gateway(e: &Endpoints, shutdown: &CancellationToken) -> bool {
     let token = &e.tenants[0].token;
     while Instant::now() < deadline && !shutdown.is_cancelled() {
         if let Ok(mut c) = crate::client::connect(&e.grpc, token).await
-            && c.list_clusters(hypersaga_api::v1::ListClustersRequest {})
+            && c.list_clusters(hypersaga_api::v1::ListClustersRequest::default())
                 .await
                 .is_ok()
         {

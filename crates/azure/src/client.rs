@@ -10,6 +10,7 @@ use url::Url;
 
 use crate::config::ArmConfig;
 use crate::error::{ArmError, Result};
+use crate::gate::{Feedback, Gate, RequestClass};
 use crate::lro;
 use crate::request::{self, Answer, log_path};
 use crate::transport;
@@ -50,6 +51,8 @@ pub(crate) struct Inner {
     pub base: Url,
     pub poll_interval: Duration,
     pub lro_timeout: Duration,
+    /// The shared request budget, when one is installed.
+    pub gate: Option<Arc<dyn Gate>>,
 }
 
 impl std::fmt::Debug for ArmClient {
@@ -65,6 +68,11 @@ impl ArmClient {
     /// same transport), and a pipeline with bearer-token auth and no automatic retries.
     /// Does no I/O; the first token is fetched on the first call.
     pub fn new(config: ArmConfig) -> Result<Self> {
+        Self::with_gate(config, None)
+    }
+
+    /// As [`ArmClient::new`], with every request paced by `gate` (see [`Gate`]).
+    pub fn with_gate(config: ArmConfig, gate: Option<Arc<dyn Gate>>) -> Result<Self> {
         if config.resource_manager_url.scheme() != "https" {
             // azure_core refuses to send a bearer token over plain HTTP; fail early and clearly.
             return Err(ArmError::Config(format!(
@@ -98,6 +106,7 @@ impl ArmClient {
                 base,
                 poll_interval: config.lro_poll_interval,
                 lro_timeout: config.lro_timeout,
+                gate,
             }),
         })
     }
@@ -239,6 +248,7 @@ impl Inner {
         Ok(url)
     }
 
+    /// Sends one request, paced by the gate when there is one.
     pub async fn send(
         &self,
         method: Method,
@@ -246,7 +256,30 @@ impl Inner {
         body: Option<&serde_json::Value>,
         attempt: u32,
     ) -> Result<Answer> {
-        request::send(&self.pipeline, method, url, body, attempt).await
+        let class = RequestClass::of(&method);
+        if let Some(gate) = &self.gate
+            && let Err(retry_after) = gate.admit(class).await
+        {
+            return Err(ArmError::Paced {
+                path: log_path(url),
+                class: class.as_str(),
+                retry_after,
+            });
+        }
+        let answer = request::send(&self.pipeline, method, url, body, attempt).await?;
+        if let Some(gate) = &self.gate {
+            let remaining = answer
+                .header(class.remaining_header())
+                .and_then(|v| v.trim().parse().ok());
+            gate.observe(Feedback {
+                class,
+                status: answer.status,
+                remaining,
+                retry_after: answer.retry_after(),
+            })
+            .await;
+        }
+        Ok(answer)
     }
 
     /// GET returning `None` on 404.

@@ -122,6 +122,17 @@ pub enum ArmError {
         /// What was wrong.
         message: String,
     },
+    /// Not sent: the shared request budget's next slot for this class is `retry_after` away,
+    /// further than is worth waiting in place. Backpressure, like a 429, but before ARM saw it.
+    #[error("{class} budget for ARM spent: {path} not sent, next slot in {retry_after:?}")]
+    Paced {
+        /// Request path without query.
+        path: String,
+        /// `reads`, `writes` or `deletes`.
+        class: &'static str,
+        /// When the budget has a slot again.
+        retry_after: Duration,
+    },
     /// The client was configured wrongly (bad URL, unreadable CA bundle, …).
     #[error("invalid ARM client configuration: {0}")]
     Config(String),
@@ -173,7 +184,9 @@ impl ArmError {
                 None if status.eq_ignore_ascii_case("Canceled") => ErrorKind::Retryable,
                 None => ErrorKind::Terminal,
             },
-            Self::Transport { .. } | Self::LroTimeout { .. } => ErrorKind::Retryable,
+            Self::Transport { .. } | Self::LroTimeout { .. } | Self::Paced { .. } => {
+                ErrorKind::Retryable
+            }
             Self::Credential { status, .. } => match status {
                 None => ErrorKind::Retryable,
                 Some(s) => match classify(Some(*s), None) {
@@ -247,6 +260,7 @@ impl ArmError {
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             Self::Http { retry_after, .. } => *retry_after,
+            Self::Paced { retry_after, .. } => Some(*retry_after),
             _ => None,
         }
     }
@@ -279,6 +293,7 @@ impl ArmError {
             Self::Transport { .. } => "transport",
             Self::Credential { .. } => "credential",
             Self::LroTimeout { .. } => "lro_timeout",
+            Self::Paced { .. } => "paced",
             Self::InvalidResponse { .. } => "invalid_response",
             Self::Config(_) => "config",
             Self::InvalidId(_) => "invalid_id",

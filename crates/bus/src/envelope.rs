@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
 
+use crate::steps::{StepId, StepOutputs};
+
 /// Current version of the command and event envelopes.
 pub const ENVELOPE_VERSION: u32 = 1;
 /// Current version of the audit event schema (documented in docs/events.md).
@@ -45,7 +47,20 @@ pub struct StepContext {
 }
 
 impl StepContext {
-    /// One output of an earlier step, as a string.
+    /// The outputs of an earlier step, typed: `ctx.outputs_of::<VnetOutputs>(&StepId::Vnet)`.
+    /// Missing or unreadable is the terminal `MissingStepOutput`, naming the step and the key
+    /// (see [`StepOutputs::from_outputs`]).
+    pub fn outputs_of<T: StepOutputs>(&self, step: &StepId) -> Result<T, StepError> {
+        let empty = Outputs::new();
+        let outputs = self
+            .outputs
+            .get(step.to_string().as_str())
+            .unwrap_or(&empty);
+        T::from_outputs(step, outputs)
+    }
+
+    /// One output of an earlier step, as a string, by wire id and key (the untyped view, for
+    /// tools and tests; steps read [`StepContext::outputs_of`]).
     pub fn output(&self, step: &str, key: &str) -> Option<&str> {
         self.outputs
             .get(step)
@@ -119,6 +134,28 @@ impl StepCommand {
     pub fn service(&self) -> &str {
         self.step.split('.').next().unwrap_or(&self.step)
     }
+
+    /// The step to run, typed. An id that names no step is [`StepCommand::unknown_step`].
+    pub fn step_id(&self) -> Result<StepId, StepError> {
+        self.step.parse().map_err(|_| self.unknown_step())
+    }
+
+    /// This command names a step (or action) the service receiving it does not own: terminal,
+    /// since redelivering the same command cannot change that. It means the coordinator and
+    /// the service disagree on the plan (a version skew during an upgrade, or a misrouted
+    /// command).
+    pub fn unknown_step(&self) -> StepError {
+        StepError::terminal(
+            "UnknownStep",
+            format!(
+                "service {} has no step {:?} ({})",
+                self.service(),
+                self.step,
+                self.action.as_str()
+            ),
+        )
+        .with_target(self.step.clone())
+    }
 }
 
 /// A failure, classified: retryable ones are retried with backoff; terminal ones start
@@ -173,6 +210,16 @@ impl StepError {
         e.retry_after_ms = Some(retry_after_ms);
         e.throttled = true;
         e
+    }
+
+    /// An output of an earlier step that this step needs is missing. Terminal: the DAG runs
+    /// that step first, so its absence is a plan bug, not something time heals.
+    pub fn missing_output(step: impl std::fmt::Display, key: &str) -> Self {
+        Self::terminal(
+            "MissingStepOutput",
+            format!("step {step} did not provide output {key:?}"),
+        )
+        .with_target(format!("{step}.{key}"))
     }
 
     pub fn with_target(mut self, target: impl Into<String>) -> Self {
@@ -275,12 +322,17 @@ impl StepEvent {
     }
 }
 
-/// Wake-up for the coordinator: an operation was accepted (its saga record is in KV).
+/// Wake-up for the coordinator: an operation was accepted (the cluster record names it), or
+/// its saga has something due.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SagaWake {
     pub v: u32,
     pub tenant: TenantId,
     pub saga_id: String,
+    /// The cluster whose record names the operation. A coordinator that finds no saga for
+    /// `saga_id` builds it from that record. Absent on timer wake-ups (their saga exists).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
 }
 
 /// What an operator asks of a saga that cannot go on by itself.

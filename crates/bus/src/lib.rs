@@ -9,8 +9,11 @@
 //! | `<p>.<tenant>.audit.<cluster>` | `HCP_AUDIT` (limits, long retention) | public lifecycle events |
 //! | KV `hcp_sagas`, `hcp_clusters` | JetStream KV | saga state; cluster records |
 #![forbid(unsafe_code)]
+// `StepError` is large by design (it keeps Azure's code, message, target and `Retry-After`).
+#![allow(clippy::result_large_err)]
 
 pub mod envelope;
+pub mod steps;
 pub mod subjects;
 mod topology;
 
@@ -22,6 +25,7 @@ use hypersaga_telemetry::{TRACEPARENT, TraceParent};
 use serde::Serialize;
 
 pub use envelope::*;
+pub use steps::*;
 pub use subjects::Subjects;
 pub use topology::{AUDIT_STREAM, CLUSTERS_BUCKET, CMD_STREAM, EVT_STREAM, SAGAS_BUCKET};
 

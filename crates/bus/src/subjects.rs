@@ -78,6 +78,12 @@ impl Subjects {
     }
 }
 
+/// The durable consumer through which a service's workers take one tenant's commands (one
+/// per tenant, so tenants are served in turn).
+pub fn worker_consumer(service: &str, tenant: &TenantId) -> String {
+    format!("svc-{service}-{tenant}")
+}
+
 /// KV key of a cluster record.
 pub fn cluster_key(tenant: &TenantId, name: &str) -> String {
     format!("{tenant}.{name}")

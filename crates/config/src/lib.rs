@@ -5,6 +5,7 @@
 
 mod secret;
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -39,6 +40,7 @@ pub struct Config {
     pub coordinator: CoordinatorConfig,
     pub worker: WorkerConfig,
     pub log: LogConfig,
+    pub quotas: QuotasConfig,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -88,6 +90,48 @@ pub struct AzureConfig {
     /// LRO poll interval when Azure sends no `Retry-After` (Azure SDKs use 30 s).
     pub lro_poll_interval_ms: u64,
     pub lro_timeout_s: u64,
+    /// The ARM regional instance requests reach: ARM throttles per region, so budgets are
+    /// kept per region.
+    pub arm_region: String,
+    /// The request budget every replica of every service shares per subscription.
+    pub budget: ArmBudget,
+}
+
+/// ARM's throttling limits per subscription × principal × region (since 2024: reads 250 /
+/// 25 s⁻¹, writes and deletes 200 / 10 s⁻¹), and the share of them hypersaga allows itself.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ArmBudget {
+    /// Off: requests go out unpaced and ARM's 429s are the only brake.
+    pub enabled: bool,
+    pub reads_per_sec: f64,
+    pub reads_burst: u32,
+    pub writes_per_sec: f64,
+    pub writes_burst: u32,
+    pub deletes_per_sec: f64,
+    pub deletes_burst: u32,
+    /// Fraction of the limits used (the rest is left for other clients of the subscription
+    /// and for clock skew between replicas).
+    pub headroom: f64,
+    /// A step is held back (without running, without a worker) while its subscription's
+    /// budget is spent further ahead than this.
+    pub defer_after_ms: u64,
+}
+
+impl Default for ArmBudget {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            reads_per_sec: 25.0,
+            reads_burst: 250,
+            writes_per_sec: 10.0,
+            writes_burst: 200,
+            deletes_per_sec: 10.0,
+            deletes_burst: 200,
+            headroom: 0.9,
+            defer_after_ms: 2_000,
+        }
+    }
 }
 
 impl Default for AzureConfig {
@@ -98,6 +142,8 @@ impl Default for AzureConfig {
             ca_bundle: None,
             lro_poll_interval_ms: 30_000,
             lro_timeout_s: 1800,
+            arm_region: "eastus".into(),
+            budget: ArmBudget::default(),
         }
     }
 }
@@ -198,6 +244,56 @@ impl Default for CoordinatorConfig {
     }
 }
 
+/// Per-tenant limits the gateway enforces (`RESOURCE_EXHAUSTED` beyond them).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QuotasConfig {
+    /// Clusters a tenant may have (any phase but deleted).
+    pub max_clusters: u32,
+    /// Operations of a tenant that have not finished (paused ones included).
+    pub max_operations_in_flight: u32,
+    /// Overrides by tenant id (`[quotas.tenants.acme] max_clusters = 500`).
+    pub tenants: BTreeMap<String, QuotaOverrides>,
+}
+
+impl Default for QuotasConfig {
+    fn default() -> Self {
+        Self {
+            max_clusters: 100,
+            max_operations_in_flight: 64,
+            tenants: BTreeMap::new(),
+        }
+    }
+}
+
+/// One tenant's quotas where they differ from the defaults.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QuotaOverrides {
+    pub max_clusters: Option<u32>,
+    pub max_operations_in_flight: Option<u32>,
+}
+
+/// The quotas that apply to one tenant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Quotas {
+    pub max_clusters: u32,
+    pub max_operations_in_flight: u32,
+}
+
+impl QuotasConfig {
+    /// The defaults, with the tenant's overrides applied.
+    pub fn for_tenant(&self, tenant: &TenantId) -> Quotas {
+        let o = self.tenants.get(tenant.as_str());
+        Quotas {
+            max_clusters: o.and_then(|o| o.max_clusters).unwrap_or(self.max_clusters),
+            max_operations_in_flight: o
+                .and_then(|o| o.max_operations_in_flight)
+                .unwrap_or(self.max_operations_in_flight),
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WorkerConfig {
@@ -267,6 +363,11 @@ impl Config {
             }
             if !tokens.insert(t.token.expose()) {
                 problems.push(format!("tenants[{i}].token: shared with another tenant"));
+            }
+        }
+        for id in self.quotas.tenants.keys() {
+            if !self.tenants.iter().any(|t| t.id.as_str() == id) {
+                problems.push(format!("quotas.tenants.{id}: no such tenant"));
             }
         }
         for (field, value) in [
@@ -347,6 +448,63 @@ client_secret = "shh"
             "{dumped}"
         );
         assert!(!format!("{c:?}").contains("shh"));
+    }
+
+    #[test]
+    fn quotas_default_and_are_overridden_per_tenant() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        let tenant = |id: &str| {
+            format!(
+                r#"
+[[tenants]]
+id = "{id}"
+token = "0123456789abcdef-{id}"
+[tenants.azure]
+tenant_id = "t"
+subscription_id = "s"
+client_id = "c"
+client_secret = "shh"
+"#
+            )
+        };
+        let quotas = r#"
+[quotas]
+max_operations_in_flight = 10
+[quotas.tenants.acme]
+max_clusters = 3
+"#;
+        std::fs::write(
+            &path,
+            format!("{quotas}{}{}", tenant("acme"), tenant("globex")),
+        )
+        .unwrap();
+        let c = Config::load(Some(&path)).unwrap();
+        let q = |id: &str| c.quotas.for_tenant(&TenantId::new(id).unwrap());
+        assert_eq!(
+            q("acme"),
+            Quotas {
+                max_clusters: 3,
+                max_operations_in_flight: 10
+            }
+        );
+        assert_eq!(
+            q("globex"),
+            Quotas {
+                max_clusters: 100,
+                max_operations_in_flight: 10
+            }
+        );
+        std::fs::write(
+            &path,
+            format!(
+                "{}\n[quotas.tenants.nobody]\nmax_clusters = 1\n",
+                tenant("acme")
+            ),
+        )
+        .unwrap();
+        let err = Config::load(Some(&path)).unwrap_err().to_string();
+        assert!(err.contains("quotas.tenants.nobody"), "{err}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The records users read: a cluster (spec + status) and a view of its current operation.
-//! The coordinator writes them to the `hcp_clusters` KV bucket after every saga transition,
-//! so `GetCluster` is one read and `WatchCluster` is one KV watch.
+//! The gateway writes a cluster record when it accepts an operation (its only write); the
+//! coordinator builds the operation's saga from it and keeps it up to date after every saga
+//! transition, so `GetCluster` is one read and `WatchCluster` is one KV watch.
 
 use std::collections::BTreeMap;
 
@@ -177,6 +178,28 @@ pub struct ClusterRecord {
     /// placement across several comes later, and is recorded here, per cluster.
     #[serde(default = "default_management_cluster")]
     pub management_cluster: String,
+    /// What the coordinator needs, beyond the rest of this record, to build the saga of the
+    /// operation the gateway accepted (`operation`). Kept after the saga is built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<OperationIntent>,
+}
+
+/// Who asked for an operation, and how to trace it. The gateway writes it into the cluster
+/// record together with the operation (one compare-and-set, and nothing else); the coordinator
+/// builds the saga from the record (kind, request id, start and deadline are in
+/// [`ClusterRecord::operation`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperationIntent {
+    /// The operation this is for: the record's `operation.id` when it was accepted.
+    pub operation: String,
+    /// The authenticated principal, e.g. `tenant:acme`.
+    pub actor: String,
+    /// W3C trace id shared by every message of the operation.
+    pub trace_id: String,
+    /// The cluster's operation before this one: a delete carries over its outputs (what the
+    /// create made and kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_operation: Option<String>,
 }
 
 /// The name of the only management cluster until placement exists.

@@ -24,6 +24,7 @@ mod operator;
 pub mod plan;
 mod retry;
 mod saga;
+mod steps_view;
 mod timers;
 mod transitions;
 
@@ -31,6 +32,7 @@ pub use operator::Refusal;
 pub use plan::{StepDef, UndoPolicy, create_plan};
 pub use retry::RetryPolicy;
 pub use saga::{Applied, Effect, NewSaga, Pause, SAGA_VERSION, Saga, StepRecord, StepWait, Timing};
+pub use steps_view::StepsView;
 
 #[cfg(test)]
 #[path = "saga_tests.rs"]

@@ -2,6 +2,7 @@
 //! (azure-latencies.md §4.3): the private DNS zone needs only its resource group, the VNet
 //! link needs the zone and the VNet, the public IP and load balancer need only the managed RG.
 
+use hypersaga_bus::StepId;
 use hypersaga_model::ClusterSpec;
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +15,8 @@ pub enum UndoPolicy {
     Keep,
 }
 
-/// One node of a saga DAG.
+/// One node of a saga DAG. Ids are wire ids: a [`StepId`]'s string for the create plan, any
+/// `<service>.<name>` for other DAGs (a benchmark's no-op steps).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StepDef {
     pub id: String,
@@ -23,31 +25,19 @@ pub struct StepDef {
 }
 
 impl StepDef {
-    fn new(id: impl Into<String>, deps: &[&str], undo: UndoPolicy) -> Self {
+    /// A step of the create plan: its wire id and those of its dependencies.
+    fn of(id: StepId, deps: &[StepId], undo: UndoPolicy) -> Self {
         Self {
-            id: id.into(),
-            deps: deps.iter().map(|d| (*d).to_owned()).collect(),
+            id: id.to_string(),
+            deps: deps.iter().map(StepId::to_string).collect(),
             undo,
         }
     }
 }
 
-pub const OIDC: &str = "identity.oidc";
-pub const WORKLOAD_IDENTITIES: &str = "identity.workload";
-pub const RESOURCE_GROUPS: &str = "network.resource-groups";
-pub const NSG: &str = "network.nsg";
-pub const VNET: &str = "network.vnet";
-pub const PUBLIC_IP: &str = "network.public-ip";
-pub const LOAD_BALANCER: &str = "network.load-balancer";
-pub const PRIVATE_ZONE: &str = "dns.private-zone";
-pub const VNET_LINK: &str = "dns.vnet-link";
-pub const HOSTED_CLUSTER: &str = "controlplane.hostedcluster";
-pub const DNS_RECORDS: &str = "dns.records";
-/// Prefix of node pool steps: `nodepool.<pool name>`.
-pub const NODE_POOL_PREFIX: &str = "nodepool.";
-
 /// The steps that create a cluster.
 pub fn create_plan(spec: &ClusterSpec) -> Vec<StepDef> {
+    use StepId::*;
     use UndoPolicy::{Keep, Undo};
     // A network the user brings is adopted, never deleted.
     let byo = if spec.network.is_user_brought() {
@@ -56,26 +46,26 @@ pub fn create_plan(spec: &ClusterSpec) -> Vec<StepDef> {
         Undo
     };
     let mut steps = vec![
-        StepDef::new(OIDC, &[], Keep),
-        StepDef::new(WORKLOAD_IDENTITIES, &[OIDC], Keep),
-        StepDef::new(RESOURCE_GROUPS, &[], Undo),
-        StepDef::new(NSG, &[RESOURCE_GROUPS], byo),
-        StepDef::new(VNET, &[NSG], byo),
-        StepDef::new(PUBLIC_IP, &[RESOURCE_GROUPS], Undo),
-        StepDef::new(LOAD_BALANCER, &[PUBLIC_IP], Undo),
-        StepDef::new(PRIVATE_ZONE, &[RESOURCE_GROUPS], Undo),
-        StepDef::new(VNET_LINK, &[PRIVATE_ZONE, VNET], Undo),
-        StepDef::new(
-            HOSTED_CLUSTER,
-            &[WORKLOAD_IDENTITIES, VNET, LOAD_BALANCER, VNET_LINK],
+        StepDef::of(Oidc, &[], Keep),
+        StepDef::of(WorkloadIdentities, &[Oidc], Keep),
+        StepDef::of(ResourceGroups, &[], Undo),
+        StepDef::of(Nsg, &[ResourceGroups], byo),
+        StepDef::of(Vnet, &[Nsg], byo),
+        StepDef::of(PublicIp, &[ResourceGroups], Undo),
+        StepDef::of(LoadBalancer, &[PublicIp], Undo),
+        StepDef::of(PrivateZone, &[ResourceGroups], Undo),
+        StepDef::of(VnetLink, &[PrivateZone, Vnet], Undo),
+        StepDef::of(
+            HostedCluster,
+            &[WorkloadIdentities, Vnet, LoadBalancer, VnetLink],
             Undo,
         ),
-        StepDef::new(DNS_RECORDS, &[HOSTED_CLUSTER, PRIVATE_ZONE], Undo),
+        StepDef::of(DnsRecords, &[HostedCluster, PrivateZone], Undo),
     ];
     for pool in &spec.node_pools {
-        steps.push(StepDef::new(
-            format!("{NODE_POOL_PREFIX}{}", pool.name),
-            &[HOSTED_CLUSTER],
+        steps.push(StepDef::of(
+            StepId::node_pool(&pool.name),
+            &[HostedCluster],
             Undo,
         ));
     }
@@ -113,7 +103,12 @@ mod tests {
                 );
             }
         }
-        assert!(plan.iter().any(|s| s.id == "nodepool.workers"));
+        assert!(plan.iter().any(|s| s.id == StepId::node_pool("workers")));
+        // Every id is a step some service owns.
+        for s in &plan {
+            let id: StepId = s.id.parse().unwrap();
+            assert_eq!(s.id.split('.').next(), Some(id.service().as_str()));
+        }
     }
 
     #[test]
@@ -124,7 +119,7 @@ mod tests {
                 .into(),
         );
         let plan = create_plan(&s);
-        let nsg = plan.iter().find(|p| p.id == NSG).unwrap();
+        let nsg = plan.iter().find(|p| p.id == StepId::Nsg).unwrap();
         assert_eq!(nsg.undo, UndoPolicy::Keep);
     }
 }

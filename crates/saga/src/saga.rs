@@ -28,6 +28,10 @@ pub enum Effect {
         #[serde(with = "time::serde::rfc3339")]
         at: OffsetDateTime,
     },
+    /// Wake another saga of the same tenant (a delete waiting for this create to stop).
+    Wake {
+        saga_id: String,
+    },
 }
 
 /// A step waiting on something outside, between re-checks.
@@ -235,6 +239,12 @@ pub struct Saga {
     pub outbox: Vec<Effect>,
     #[serde(default)]
     pub deadline_passed: bool,
+    /// The delete that superseded this create: it stops at the next safe point, then wakes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
+    /// The create this delete waits for before it starts (set while that create stops).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
     /// The due time of the timer last put in the outbox.
     #[serde(
         default,
@@ -258,6 +268,8 @@ pub struct NewSaga {
     pub request_id: Option<String>,
     pub actor: String,
     pub trace_id: String,
+    /// For a delete that supersedes a running create: that create's id.
+    pub after: Option<String>,
 }
 
 impl Saga {
@@ -295,6 +307,8 @@ impl Saga {
             seq: 0,
             outbox: Vec::new(),
             deadline_passed: false,
+            superseded_by: None,
+            after: n.after,
             scheduled: None,
         };
         let (kind, detail) = match saga.kind {

@@ -1,5 +1,5 @@
 use super::*;
-use crate::plan::{self, create_plan};
+use crate::plan::create_plan;
 use hypersaga_bus::{
     Action, OperatorAction, OperatorCall, Outcome, StepCommand, StepContext, StepError, StepEvent,
 };
@@ -7,6 +7,40 @@ use hypersaga_model::record::{OperationKind, OperationState, StepState};
 use hypersaga_model::{ClusterPhase, ClusterSpec, Names, NetworkSpec, NodePoolSpec, TenantId};
 use serde_json::{Value, json};
 use time::{Duration, OffsetDateTime};
+
+/// The create plan's step ids as the saga record spells them (pinned: the record, the
+/// commands and the events keep them byte for byte).
+mod plan {
+    pub const OIDC: &str = "identity.oidc";
+    pub const WORKLOAD_IDENTITIES: &str = "identity.workload";
+    pub const RESOURCE_GROUPS: &str = "network.resource-groups";
+    pub const NSG: &str = "network.nsg";
+    pub const VNET: &str = "network.vnet";
+    pub const PUBLIC_IP: &str = "network.public-ip";
+    pub const LOAD_BALANCER: &str = "network.load-balancer";
+    pub const PRIVATE_ZONE: &str = "dns.private-zone";
+    pub const HOSTED_CLUSTER: &str = "controlplane.hostedcluster";
+    pub const DNS_RECORDS: &str = "dns.records";
+}
+
+#[test]
+fn pinned_ids_are_the_typed_ones() {
+    use hypersaga_bus::StepId;
+    for (pinned, id) in [
+        (plan::OIDC, StepId::Oidc),
+        (plan::WORKLOAD_IDENTITIES, StepId::WorkloadIdentities),
+        (plan::RESOURCE_GROUPS, StepId::ResourceGroups),
+        (plan::NSG, StepId::Nsg),
+        (plan::VNET, StepId::Vnet),
+        (plan::PUBLIC_IP, StepId::PublicIp),
+        (plan::LOAD_BALANCER, StepId::LoadBalancer),
+        (plan::PRIVATE_ZONE, StepId::PrivateZone),
+        (plan::HOSTED_CLUSTER, StepId::HostedCluster),
+        (plan::DNS_RECORDS, StepId::DnsRecords),
+    ] {
+        assert_eq!(pinned, id.to_string());
+    }
+}
 
 fn t0() -> OffsetDateTime {
     OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap()
@@ -59,6 +93,7 @@ fn saga(kind: OperationKind) -> Saga {
             request_id: None,
             actor: "tenant:acme".into(),
             trace_id: "t".into(),
+            after: None,
         },
         t0(),
     )
@@ -70,7 +105,7 @@ fn drain(s: &mut Saga) -> Vec<StepCommand> {
         .drain(..)
         .filter_map(|e| match e {
             Effect::Command(c) => Some(*c),
-            Effect::Audit(_) | Effect::Schedule { .. } => None,
+            Effect::Audit(_) | Effect::Schedule { .. } | Effect::Wake { .. } => None,
         })
         .collect()
 }
@@ -164,7 +199,7 @@ fn audit_sequence_is_gapless_and_ends_with_ready() {
                     audits.push(*a);
                     None
                 }
-                Effect::Schedule { .. } => None,
+                Effect::Schedule { .. } | Effect::Wake { .. } => None,
             })
             .collect();
         if cmds.is_empty() {
@@ -503,7 +538,7 @@ fn split(s: &mut Saga) -> (Vec<StepCommand>, Vec<hypersaga_bus::AuditEvent>) {
         match e {
             Effect::Command(c) => cmds.push(*c),
             Effect::Audit(a) => log.push(*a),
-            Effect::Schedule { .. } => {}
+            Effect::Schedule { .. } | Effect::Wake { .. } => {}
         }
     }
     (cmds, log)
@@ -514,7 +549,7 @@ fn audits(s: &mut Saga) -> Vec<hypersaga_bus::AuditEvent> {
         .drain(..)
         .filter_map(|e| match e {
             Effect::Audit(a) => Some(*a),
-            Effect::Command(_) | Effect::Schedule { .. } => None,
+            Effect::Command(_) | Effect::Schedule { .. } | Effect::Wake { .. } => None,
         })
         .collect()
 }
@@ -902,4 +937,159 @@ fn the_next_due_time_goes_out_as_one_timer_when_it_changes() {
     let _ = run_all_ok(&mut s);
     s.reschedule();
     assert_eq!(s.scheduled, None, "a finished saga needs no timer");
+}
+
+#[test]
+fn a_busy_service_keeps_its_queued_steps_and_only_a_silent_one_pauses_them() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    let first = drain(&mut s);
+    let oidc = first.iter().find(|c| c.step == plan::OIDC).unwrap().clone();
+    let mut now = t0();
+    // Long after two start leases, the identity service is still working through a backlog.
+    for _ in 0..5 {
+        now += Duration::seconds(61);
+        assert_eq!(
+            s.lapsed_services(now),
+            vec!["identity".to_string(), "network".to_string()]
+        );
+        s.tick_with(now, |svc| svc == "identity" || svc == "network");
+    }
+    let step_now = step(&s, plan::OIDC);
+    assert_eq!(
+        (step_now.fence, step_now.lease_expiries),
+        (oidc.fence, 0),
+        "not re-dispatched, not counted"
+    );
+    assert!(s.pause.is_none());
+    // Then it stops taking anything off its queue.
+    now += Duration::seconds(61);
+    s.tick_with(now, |_| false);
+    assert!(
+        step(&s, plan::OIDC).fence > oidc.fence,
+        "re-dispatched once"
+    );
+    now += Duration::seconds(61);
+    s.tick_with(now, |_| false);
+    assert_eq!(
+        s.pause.as_ref().map(|p| p.reason.code.as_str()),
+        Some("LeaseExpired")
+    );
+}
+
+#[test]
+fn a_superseded_create_cancels_its_waits_lets_running_steps_report_then_wakes_the_delete() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    let first = drain(&mut s);
+    let oidc = first.iter().find(|c| c.step == plan::OIDC).unwrap().clone();
+    let rg = first
+        .iter()
+        .find(|c| c.step == plan::RESOURCE_GROUPS)
+        .unwrap()
+        .clone();
+    // The resource groups wait on Azure; the OIDC issuer is being written right now.
+    let waiting = Outcome::Waiting {
+        message: "ARM operation InProgress".into(),
+        recheck_after_ms: 5_000,
+        memo: Value::Null,
+    };
+    report(&mut s, &rg, waiting);
+    let recheck = drain(&mut s).pop().unwrap();
+    assert_eq!(s.supersede("op-delete", t0()), Applied::Changed);
+    assert_eq!(
+        state_of(&s, plan::RESOURCE_GROUPS),
+        StepState::Failed,
+        "the wait is cancelled at once"
+    );
+    assert_eq!(
+        report(&mut s, &recheck, ok(&[])),
+        Applied::Ignored("stale or duplicate report")
+    );
+    assert!(!s.is_finished(), "the running OIDC step reports first");
+    assert!(drain(&mut s).is_empty(), "nothing more is dispatched");
+    report(&mut s, &oidc, ok(&[("issuer_url", "https://i")]));
+    assert!(s.is_finished());
+    assert_eq!(s.error.as_ref().unwrap().code, "Superseded");
+    let wakes: Vec<String> = s
+        .outbox
+        .iter()
+        .filter_map(|e| {
+            if let Effect::Wake { saga_id } = e {
+                Some(saga_id.clone())
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!(wakes, vec!["op-delete".to_string()]);
+    let log = audits(&mut s);
+    assert_eq!(log.last().unwrap().kind, "operation.superseded");
+    assert_eq!(
+        s.supersede("op-delete", t0()),
+        Applied::Ignored("finished or already superseded")
+    );
+
+    // The delete waited; released, it takes over what the create made and starts.
+    let mut d = saga(OperationKind::Delete);
+    d.after = Some("op1".into());
+    assert_eq!(
+        d.advance(t0()),
+        Applied::Ignored("waiting for the superseded operation to stop")
+    );
+    assert!(drain(&mut d).is_empty());
+    assert_eq!(d.release(&s.context.outputs, t0()), Applied::Changed);
+    assert_eq!(
+        d.context.output(plan::OIDC, "issuer_url"),
+        Some("https://i")
+    );
+    let waves = run_all_ok(&mut d);
+    assert_eq!(waves[0], vec!["dns.records:undo", "nodepool.workers:undo"]);
+    assert_eq!(d.state, OperationState::Succeeded);
+}
+
+#[test]
+fn a_paused_create_superseded_ends_at_once() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    let mut cmd = drain(&mut s)
+        .into_iter()
+        .find(|c| c.step == plan::OIDC)
+        .unwrap();
+    let others: Vec<StepCommand> = vec![];
+    let _ = others;
+    for _ in 0..3 {
+        report(
+            &mut s,
+            &cmd,
+            Outcome::Failed {
+                error: StepError::retryable("InternalServerError", "boom"),
+            },
+        );
+        if let Some(n) = drain(&mut s).into_iter().find(|c| c.step == plan::OIDC) {
+            cmd = n;
+        }
+    }
+    assert!(s.pause.is_some());
+    // The resource groups step is still running: it reports, then the create ends.
+    let rg_running = s
+        .steps
+        .iter()
+        .any(|x| x.id == plan::RESOURCE_GROUPS && x.in_flight());
+    s.supersede("op-delete", t0());
+    assert!(s.pause.is_none());
+    assert_eq!(s.is_finished(), !rg_running);
+}
+
+#[test]
+fn workers_read_the_steps_of_the_stored_record() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    let stored = serde_json::to_vec(&s).unwrap();
+    let view = crate::StepsView::from_record(&stored).unwrap();
+    assert_eq!(view.steps, s.steps);
+    let oidc = view.step(plan::OIDC).expect("oidc");
+    assert_eq!(oidc.state, StepState::Running);
+    assert_eq!(oidc.fence, s.steps[0].fence);
+    assert!(view.step("identity.nope").is_none());
 }

@@ -36,7 +36,13 @@ impl Saga {
                 OperationKind::Delete => true,
             };
         let operation = operation_deadline_applies.then_some(self.deadline);
-        steps.chain(operation).min()
+        // A delete waiting for a superseded create looks again now and then, should the
+        // create's wake-up be lost.
+        let waiting = self
+            .after
+            .as_ref()
+            .map(|_| self.updated_at + time::Duration::seconds(30));
+        steps.chain(operation).chain(waiting).min()
     }
 
     /// Time-based checks.
@@ -48,6 +54,28 @@ impl Saga {
     ///   what it could not remove. Compensation itself has no deadline: leaving half a
     ///   cluster behind is worse than finishing late. A paused create waits for its operator.
     pub fn tick(&mut self, now: OffsetDateTime) -> Applied {
+        self.tick_with(now, |_| false)
+    }
+
+    /// The services owning steps whose lease has run out at `now` (to ask whether they are
+    /// busy before [`Saga::tick_with`]).
+    pub fn lapsed_services(&self, now: OffsetDateTime) -> Vec<String> {
+        let mut services: Vec<String> = self
+            .steps
+            .iter()
+            .filter(|s| s.in_flight() && s.lease_until.is_some_and(|l| l <= now))
+            .map(|s| s.service().to_owned())
+            .collect();
+        services.sort();
+        services.dedup();
+        services
+    }
+
+    /// As [`Saga::tick`], knowing which services are `busy`: alive and taking commands off
+    /// their queues. A lapsed lease of a busy service's step is renewed rather than counted —
+    /// the command is queued behind others, or its heartbeats are late, not lost — so a burst
+    /// of work never pauses a saga; only a service that takes nothing off its queue does.
+    pub fn tick_with(&mut self, now: OffsetDateTime, busy: impl Fn(&str) -> bool) -> Applied {
         if self.state.is_terminal() {
             return Applied::Ignored("saga is finished");
         }
@@ -77,6 +105,12 @@ impl Saga {
                     ..Default::default()
                 };
                 self.stop_step(i, &info, now);
+                changed = true;
+            } else if s.lease_until.is_some_and(|l| l <= now) && busy(s.service()) {
+                let start_lease = time::Duration::milliseconds(
+                    i64::try_from(self.timing.start_lease_ms).unwrap_or(i64::MAX),
+                );
+                self.steps[i].lease_until = Some(now + start_lease);
                 changed = true;
             } else if s.lease_until.is_some_and(|l| l <= now) {
                 let s = &mut self.steps[i];

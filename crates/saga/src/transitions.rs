@@ -36,8 +36,23 @@ impl Saga {
         if self.pause.is_some() {
             return Applied::Ignored("saga is paused");
         }
+        if self.after.is_some() {
+            return Applied::Ignored("waiting for the superseded operation to stop");
+        }
         let before = self.seq;
-        if self.backward() {
+        if let Some(by) = self.superseded_by.clone() {
+            // Dispatch nothing more; end once every running step has reported.
+            if !self.steps.iter().any(StepRecord::in_flight) {
+                if self.error.is_none() {
+                    self.error = Some(ErrorInfo {
+                        code: "Superseded".into(),
+                        message: format!("superseded by delete {by}"),
+                        ..Default::default()
+                    });
+                }
+                self.finish(OperationState::Failed, now);
+            }
+        } else if self.backward() {
             self.advance_backward(now)
         } else {
             self.advance_forward(now)
@@ -396,6 +411,7 @@ impl Saga {
             s.wait = None;
         }
         let kind = match (self.kind, state) {
+            _ if self.superseded_by.is_some() => "operation.superseded",
             (OperationKind::Create, OperationState::Succeeded) => "cluster.ready",
             (OperationKind::Create, _) => "cluster.failed",
             (OperationKind::Delete, OperationState::Succeeded) => "cluster.deleted",
@@ -414,6 +430,57 @@ impl Saga {
         let detail =
             json!({ "error": self.error, "not_undone": leftovers, "resources": self.resources() });
         self.audit(kind, None, detail, now);
+        if let Some(by) = self.superseded_by.clone() {
+            self.outbox.push(Effect::Wake { saga_id: by });
+        }
+    }
+
+    /// A delete supersedes this create (or its compensation): nothing more is dispatched,
+    /// steps waiting on Azure or HyperShift are taken back at once (their next re-check is
+    /// dropped by its fence), steps running now report first — the next safe point — and
+    /// then the saga ends and wakes the delete, which removes everything.
+    pub fn supersede(&mut self, by: &str, now: OffsetDateTime) -> Applied {
+        if self.state.is_terminal() || self.superseded_by.is_some() {
+            return Applied::Ignored("finished or already superseded");
+        }
+        self.superseded_by = Some(by.to_owned());
+        self.pause = None;
+        self.audit("operation.superseding", None, json!({ "by": by }), now);
+        for i in 0..self.steps.len() {
+            let s = &mut self.steps[i];
+            if s.in_flight() && s.wait.is_some() {
+                s.state = StepState::Failed;
+                s.ended_at = Some(now);
+                s.lease_until = None;
+                s.wait = None;
+                self.audit("step.cancelled", Some(i), json!({ "by": by }), now);
+            }
+        }
+        self.advance(now);
+        self.updated_at = now;
+        Applied::Changed
+    }
+
+    /// The create this delete waited for has stopped: take over its outputs (what it made,
+    /// for the record) and start.
+    pub fn release(
+        &mut self,
+        outputs: &std::collections::BTreeMap<String, hypersaga_bus::Outputs>,
+        now: OffsetDateTime,
+    ) -> Applied {
+        let Some(create) = self.after.take() else {
+            return Applied::Ignored("not waiting");
+        };
+        for (step, out) in outputs {
+            self.context
+                .outputs
+                .entry(step.clone())
+                .or_insert_with(|| out.clone());
+        }
+        self.audit("operation.released", None, json!({ "after": create }), now);
+        self.advance(now);
+        self.updated_at = now;
+        Applied::Changed
     }
 
     pub(crate) fn audit(

@@ -4,7 +4,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use hypersaga_azure::{ArmClient, ArmConfig, CredentialConfig, Secret, ids};
+use hypersaga_azure::{ArmClient, ArmConfig, CredentialConfig, RequestClass, Secret, ids};
+use hypersaga_bus::Action;
 use hypersaga_bus::StepError;
 use hypersaga_config::{Config, TenantAzure};
 use hypersaga_model::TenantId;
@@ -12,6 +13,7 @@ use url::Url;
 
 use crate::Error;
 use crate::errors::step_error;
+use crate::pacing::Budgets;
 
 /// A tenant's ARM client and the subscription its clusters live in.
 #[derive(Clone, Debug)]
@@ -45,6 +47,7 @@ pub struct ArmClients {
     lro_timeout: Duration,
     tenants: HashMap<TenantId, TenantAzure>,
     cache: Mutex<HashMap<TenantId, TenantArm>>,
+    budgets: Option<Budgets>,
 }
 
 impl std::fmt::Debug for ArmClients {
@@ -90,7 +93,30 @@ impl ArmClients {
                 .map(|t| (t.id.clone(), t.azure.clone()))
                 .collect(),
             cache: Mutex::new(HashMap::new()),
+            budgets: None,
         })
+    }
+
+    /// Paces every client's requests through the shared `budgets` (none: unpaced).
+    pub fn with_budgets(mut self, budgets: Option<Budgets>) -> Self {
+        self.budgets = budgets;
+        self
+    }
+
+    /// How long a step of `tenant` should be held back before it starts, when its
+    /// subscription's budget for what the step does (writes forward, deletes backward) is
+    /// spent further ahead than the configured threshold. The worker defers it without
+    /// running it, so no slot waits on the budget.
+    pub async fn defer(&self, tenant: &TenantId, action: Action) -> Option<Duration> {
+        let budgets = self.budgets.as_ref()?;
+        let azure = self.tenants.get(tenant)?;
+        let class = match action {
+            Action::Do => RequestClass::Write,
+            Action::Undo => RequestClass::Delete,
+        };
+        budgets
+            .defer(&azure.subscription_id, &azure.client_id, class)
+            .await
     }
 
     /// The client of `tenant`. A tenant missing from the configuration is terminal
@@ -107,18 +133,25 @@ impl ArmClients {
             )
             .with_target("tenants"));
         };
-        let client = ArmClient::new(ArmConfig {
-            resource_manager_url: self.resource_manager_url.clone(),
-            authority_host: self.authority_host.clone(),
-            ca_bundle_pem: self.ca_bundle_pem.clone(),
-            credential: CredentialConfig::ClientSecret {
-                tenant_id: azure.tenant_id.clone(),
-                client_id: azure.client_id.clone(),
-                client_secret: Secret::new(azure.client_secret.expose().to_owned()),
+        let gate = self
+            .budgets
+            .as_ref()
+            .map(|b| b.gate(&azure.subscription_id, &azure.client_id));
+        let client = ArmClient::with_gate(
+            ArmConfig {
+                resource_manager_url: self.resource_manager_url.clone(),
+                authority_host: self.authority_host.clone(),
+                ca_bundle_pem: self.ca_bundle_pem.clone(),
+                credential: CredentialConfig::ClientSecret {
+                    tenant_id: azure.tenant_id.clone(),
+                    client_id: azure.client_id.clone(),
+                    client_secret: Secret::new(azure.client_secret.expose().to_owned()),
+                },
+                lro_poll_interval: self.lro_poll_interval,
+                lro_timeout: self.lro_timeout,
             },
-            lro_poll_interval: self.lro_poll_interval,
-            lro_timeout: self.lro_timeout,
-        })
+            gate,
+        )
         .map_err(step_error)?;
         let arm = TenantArm {
             client,

@@ -33,7 +33,29 @@ pub fn step_error(e: ArmError) -> StepError {
     out.retry_after_ms = e
         .retry_after()
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    // Throttling is backpressure: the step waits it out without spending an attempt.
+    if retryable && is_throttling(&e) {
+        out.throttled = true;
+        out.retry_after_ms.get_or_insert(1_000);
+    }
     out
+}
+
+/// ARM's "too many requests" (a spent budget), as opposed to a 429 that reports contention on
+/// one resource (`RetryableErrorDueToAnotherOperation`), which is worth an attempt.
+fn is_throttling(e: &ArmError) -> bool {
+    if matches!(e, ArmError::Paced { .. }) {
+        return true;
+    }
+    const CODES: &[&str] = &[
+        "SubscriptionRequestsThrottled",
+        "TooManyRequests",
+        "RetryableErrorDueToTooManyCalls",
+    ];
+    match e.code() {
+        Some(code) => CODES.iter().any(|c| c.eq_ignore_ascii_case(code)),
+        None => e.status() == Some(429),
+    }
 }
 
 /// A code for failures ARM gave none for (no answer, no error body).
@@ -47,34 +69,24 @@ fn fallback_code(e: &ArmError) -> String {
         ArmError::InvalidResponse { .. } => "InvalidAzureResponse".into(),
         ArmError::Config(_) => "AzureClientMisconfigured".into(),
         ArmError::InvalidId(_) => "InvalidResourceId".into(),
+        ArmError::Paced { .. } => "ArmBudgetExhausted".into(),
         _ => "AzureError".into(),
     }
 }
 
 /// A step id (or action) this service does not own: terminal, since redelivering the same
 /// command cannot change that. It means the coordinator and the service disagree on the
-/// plan (a version skew during an upgrade, or a misrouted command).
+/// plan (a version skew during an upgrade, or a misrouted command). See
+/// [`StepCommand::unknown_step`].
 pub fn unknown_step(cmd: &StepCommand) -> StepError {
-    StepError::terminal(
-        "UnknownStep",
-        format!(
-            "service {} has no step {:?} ({})",
-            cmd.service(),
-            cmd.step,
-            cmd.action.as_str()
-        ),
-    )
-    .with_target(cmd.step.clone())
+    cmd.unknown_step()
 }
 
 /// An output of an earlier step that this step needs is missing. Terminal: the DAG runs that
-/// step first, so its absence is a plan bug, not something time heals.
+/// step first, so its absence is a plan bug, not something time heals. Steps reading typed
+/// outputs ([`hypersaga_bus::StepContext::outputs_of`]) get this error from there.
 pub fn missing_output(step: &str, key: &str) -> StepError {
-    StepError::terminal(
-        "MissingStepOutput",
-        format!("step {step} did not provide output {key:?}"),
-    )
-    .with_target(format!("{step}.{key}"))
+    StepError::missing_output(step, key)
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ mod ensure;
 mod errors;
 mod flow;
 mod notes;
+mod pacing;
 mod service;
 mod tags;
 #[cfg(feature = "test-support")]
@@ -38,15 +39,11 @@ pub use ensure::{Ensured, any, ensure, provisioning_state, remove};
 pub use errors::{missing_output, step_error, unknown_step};
 pub use flow::{Halt, Ops, conclude, drive};
 pub use notes::{LogNotes, Notes};
-pub use service::run_service;
+pub use pacing::Budgets;
+pub use service::{budgets, connect, run_service};
 pub use tags::{CLUSTER_TAG, SAGA_TAG, TENANT_TAG, tags};
 
-pub use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
-
-/// One string output of a step, ready to collect into [`Outputs`].
-pub fn output(key: &str, value: impl Into<String>) -> (String, serde_json::Value) {
-    (key.to_owned(), serde_json::Value::String(value.into()))
-}
+pub use hypersaga_bus::{Action, Outputs, StepCommand, StepError, StepId, StepOutputs};
 
 /// Why a service could not start or stopped.
 #[derive(Debug, thiserror::Error)]

@@ -9,28 +9,50 @@ use hypersaga_worker::{StepHandler, WorkerOptions};
 use tokio_util::sync::CancellationToken;
 
 use crate::Error;
+use crate::pacing::Budgets;
+use hypersaga_pacer::Pacer;
 
 /// How long in-flight steps may finish after shutdown before they are left to redelivery.
 /// Short on purpose: every step is idempotent, so an unfinished one is simply re-run (and its
 /// work adopted) by another replica.
 const DRAIN_GRACE: Duration = Duration::from_secs(10);
 
-/// Connects to the bus as `hypersaga-<service>` and runs `handler` on the service's commands
-/// until `shutdown`.
-pub async fn run_service(
-    config: &Config,
-    service: &str,
-    handler: Arc<dyn StepHandler>,
-    shutdown: CancellationToken,
-) -> Result<(), Error> {
-    let bus = Bus::connect(
+/// Connects to the bus as `hypersaga-<service>`.
+pub async fn connect(config: &Config, service: &str) -> Result<Bus, Error> {
+    Ok(Bus::connect(
         &config.nats.url,
         &format!("hypersaga-{service}"),
         &config.nats.prefix,
     )
-    .await?;
+    .await?)
+}
+
+/// The shared ARM request budgets on `bus`, as `config.azure` sets them (`None`: pacing off).
+pub async fn budgets(bus: &Bus, config: &Config) -> Result<Option<Budgets>, Error> {
+    if !config.azure.budget.enabled {
+        return Ok(None);
+    }
+    let pacer = Pacer::new(bus.jetstream().clone(), hypersaga_pacer::DEFAULT_BUCKET)
+        .await
+        .map_err(|e| Error::Config(format!("ARM budget store: {e}")))?;
+    Ok(Budgets::new(
+        pacer,
+        &config.azure.arm_region,
+        &config.azure.budget,
+    ))
+}
+
+/// Runs `handler` on the service's commands until `shutdown`.
+pub async fn run_service(
+    config: &Config,
+    service: &str,
+    bus: Bus,
+    handler: Arc<dyn StepHandler>,
+    shutdown: CancellationToken,
+) -> Result<(), Error> {
     let opts = WorkerOptions {
         service: service.to_owned(),
+        tenants: config.tenants.iter().map(|t| t.id.clone()).collect(),
         concurrency: config.worker.concurrency.max(1),
         ack_wait: Duration::from_secs(config.worker.ack_wait_s.max(1)),
         drain_grace: DRAIN_GRACE,

@@ -13,22 +13,8 @@ use hypersaga_bus::subjects::saga_key;
 use hypersaga_bus::{Action, StepCommand};
 use hypersaga_model::TenantId;
 use hypersaga_model::record::StepState;
+use hypersaga_saga::{StepRecord, StepsView};
 use serde::Deserialize;
-
-/// The part of a saga record the fence reads (unknown fields are ignored).
-#[derive(Deserialize)]
-struct SagaSteps {
-    steps: Vec<StepFence>,
-}
-
-#[derive(Deserialize)]
-struct StepFence {
-    id: String,
-    state: StepState,
-    action: Action,
-    #[serde(default)]
-    fence: u64,
-}
 
 /// Where a command belongs, readable even when the rest of it is not.
 #[derive(Deserialize)]
@@ -63,14 +49,14 @@ pub(crate) async fn check(sagas: &kv::Store, cmd: &StepCommand) -> Result<Verdic
     let Some(entry) = entry.filter(|e| e.operation == kv::Operation::Put) else {
         return Ok(Verdict::MovedOn);
     };
-    let saga: SagaSteps = serde_json::from_slice(&entry.value).map_err(|e| e.to_string())?;
-    let Some(step) = saga.steps.iter().find(|s| s.id == cmd.step) else {
+    let saga = StepsView::from_record(&entry.value).map_err(|e| e.to_string())?;
+    let Some(step) = saga.step(&cmd.step) else {
         return Ok(Verdict::MovedOn);
     };
     Ok(judge(step, cmd.action, cmd.fence))
 }
 
-fn judge(step: &StepFence, action: Action, fence: u64) -> Verdict {
+fn judge(step: &StepRecord, action: Action, fence: u64) -> Verdict {
     if step.fence < fence {
         Verdict::Behind
     } else if step.fence == fence
@@ -87,13 +73,18 @@ fn judge(step: &StepFence, action: Action, fence: u64) -> Verdict {
 mod tests {
     use super::*;
 
-    fn step(state: StepState, action: Action, fence: u64) -> StepFence {
-        StepFence {
-            id: "network.vnet".into(),
-            state,
-            action,
-            fence,
-        }
+    /// A step as the coordinator stores it in the saga record.
+    fn step(state: StepState, action: Action, fence: u64) -> StepRecord {
+        serde_json::from_value(serde_json::json!({
+            "id": "network.vnet",
+            "deps": ["network.nsg"],
+            "undo": "undo",
+            "state": state,
+            "action": action,
+            "attempts": 1,
+            "fence": fence,
+        }))
+        .expect("a stored step")
     }
 
     #[test]

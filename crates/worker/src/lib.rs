@@ -17,12 +17,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_nats::jetstream::consumer::{AckPolicy, pull};
 use async_nats::jetstream::{AckKind, kv};
-use futures::StreamExt;
-use hypersaga_bus::{
-    Bus, CMD_STREAM, Outcome, Outputs, StepCommand, StepError, StepEvent, trace_of,
-};
+use hypersaga_bus::{Bus, Outcome, Outputs, StepCommand, StepError, StepEvent, trace_of};
 use serde_json::Value;
 use time::OffsetDateTime;
 use tokio::sync::Semaphore;
@@ -30,6 +26,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, field, info, info_span, warn};
 
+mod fair;
 mod fence;
 
 /// Runs one attempt of a step of a saga.
@@ -39,6 +36,13 @@ mod fence;
 #[async_trait::async_trait]
 pub trait StepHandler: Send + Sync + 'static {
     async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError>;
+
+    /// How long `cmd` should be held back before it runs at all — e.g. its subscription's
+    /// ARM budget is spent that far ahead. The worker defers it without taking a slot, so
+    /// one tenant's exhausted budget never occupies the slots another tenant's work needs.
+    async fn defer(&self, _cmd: &StepCommand) -> Option<Duration> {
+        None
+    }
 }
 
 /// How far a handler got.
@@ -85,8 +89,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// How a service's worker runs.
 #[derive(Clone, Debug)]
 pub struct WorkerOptions {
-    /// Service name: consumes `<p>.*.cmd.<service>`.
+    /// Service name: consumes `<p>.<tenant>.cmd.<service>`.
     pub service: String,
+    /// The tenants whose commands this worker takes, in turn (one consumer each).
+    pub tenants: Vec<hypersaga_model::TenantId>,
     /// Steps run at once by this replica.
     pub concurrency: usize,
     /// After this long without an ack or progress, JetStream redelivers a command.
@@ -141,81 +147,29 @@ pub async fn run(
     opts: WorkerOptions,
     shutdown: CancellationToken,
 ) -> Result<()> {
-    let name = format!("svc-{}", opts.service);
-    let err = |e: &dyn std::fmt::Display| Error::Consumer {
-        consumer: name.clone(),
-        message: e.to_string(),
-    };
-    let stream = bus
-        .jetstream()
-        .get_stream(CMD_STREAM)
-        .await
-        .map_err(|e| err(&e))?;
-    let consumer = stream
-        .get_or_create_consumer(
-            &name,
-            pull::Config {
-                durable_name: Some(name.clone()),
-                filter_subject: bus.subjects().cmd_filter(&opts.service),
-                ack_policy: AckPolicy::Explicit,
-                ack_wait: opts.ack_wait,
-                // Attempts are counted and bounded by the coordinator, not by redelivery.
-                max_deliver: -1,
-                // Work is bounded by this replica's semaphore; the server-side cap is shared
-                // by all replicas and holds NAK-delayed retries too, so keep it out of the way.
-                max_ack_pending: 10_000,
-                ..Default::default()
-            },
-        )
-        .await
-        .map_err(|e| err(&e))?;
+    let mut queues =
+        fair::TenantQueues::open(&bus, &opts.service, &opts.tenants, opts.ack_wait).await?;
     let sagas = bus.sagas().await?;
-    info!(service = %opts.service, consumer = %name, "worker started");
+    info!(service = %opts.service, tenants = opts.tenants.len(), "worker started");
     let permits = Arc::new(Semaphore::new(opts.concurrency));
     let mut tasks = JoinSet::new();
     loop {
-        // Pull only as many commands as there are free slots: a command fetched ahead and left
-        // waiting in a buffer would outlive its ack wait, be redelivered elsewhere, and could
-        // then run after the saga had already moved on.
-        let first = tokio::select! {
+        // Take a command only when a slot is free: a command fetched ahead and left waiting in
+        // a buffer would outlive its ack wait, be redelivered elsewhere, and could then run
+        // after the saga had already moved on.
+        let permit = tokio::select! {
             _ = shutdown.cancelled() => break,
             p = permits.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
         };
-        let mut slots = vec![first];
-        while let Ok(p) = permits.clone().try_acquire_owned() {
-            slots.push(p);
-        }
-        let batch = tokio::select! {
-            _ = shutdown.cancelled() => break,
-            b = consumer.batch().max_messages(slots.len()).expires(Duration::from_secs(5)).messages() => b,
+        let Some(msg) = queues.next(&shutdown).await else {
+            break;
         };
-        let mut batch = match batch {
-            Ok(b) => b,
-            Err(e) => {
-                warn!(error = %e, "pull failed; retrying");
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                continue;
-            }
-        };
-        loop {
-            let next = tokio::select! {
-                _ = shutdown.cancelled() => None,
-                m = batch.next() => m,
-            };
-            match next {
-                None => break,
-                Some(Err(e)) => warn!(error = %e, "pull failed"),
-                Some(Ok(msg)) => {
-                    let Some(permit) = slots.pop() else { break };
-                    let (bus, sagas, handler, ack_wait) =
-                        (bus.clone(), sagas.clone(), handler.clone(), opts.ack_wait);
-                    tasks.spawn(async move {
-                        handle(bus, sagas, handler, msg, ack_wait).await;
-                        drop(permit);
-                    });
-                }
-            }
-        }
+        let (bus, sagas, handler, ack_wait) =
+            (bus.clone(), sagas.clone(), handler.clone(), opts.ack_wait);
+        tasks.spawn(async move {
+            handle(bus, sagas, handler, msg, ack_wait).await;
+            drop(permit);
+        });
         while tasks.try_join_next().is_some() {}
     }
     info!(in_flight = tasks.len(), "draining");
@@ -273,6 +227,26 @@ async fn handle(
                 .await;
             return;
         }
+    }
+    if let Some(wait) = handler.defer(&cmd).await {
+        // Keep the step ours with the coordinator while it waits (a heartbeat with the reason),
+        // and come back well within the lease.
+        let wait =
+            wait.min(Duration::from_millis(cmd.lease_ms / 2).max(Duration::from_millis(100)));
+        let progress = Progress {
+            bus: bus.clone(),
+            cmd: cmd.clone(),
+            trace: trace.clone(),
+            last: std::sync::Mutex::new(String::new()),
+        };
+        progress
+            .note(format!(
+                "waiting for the subscription's ARM request budget (~{} s)",
+                wait.as_secs().max(1)
+            ))
+            .await;
+        let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
+        return;
     }
     let delivered = msg.info().map(|i| i.delivered).unwrap_or(1);
     let span = info_span!(

@@ -3,7 +3,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
+use hypersaga_bus::{
+    Action, HostedClusterOutputs, NsgOutputs, OidcOutputs, Outputs, PrivateZoneOutputs,
+    StepCommand, StepError, StepId, StepOutputs, VnetOutputs, WorkloadIdentitiesOutputs,
+};
 use hypersaga_config::{Config, TenantConfig};
 use hypersaga_hypershift::{
     AzureAuthenticationConfig, AzurePlatformSpec, AzureWorkloadIdentities, ClusterNetworkEntry,
@@ -17,13 +20,11 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::ObjectMeta;
 use kube::{Api, Resource};
-use serde_json::{Value, json};
 use tracing::info;
 
 use crate::kube_ops::{self, Check, Notes, target};
 use crate::{DEFAULT_AVAILABLE_TIMEOUT, DEFAULT_RECHECK_INTERVAL, Error};
 
-const STEP: &str = "controlplane.hostedcluster";
 const LABEL_TENANT: &str = "hypersaga.io/tenant";
 const LABEL_CLUSTER: &str = "hypersaga.io/cluster";
 const LABEL_SAGA: &str = "hypersaga.io/saga";
@@ -96,11 +97,8 @@ impl ControlPlaneHandler {
         cmd: &StepCommand,
         notes: &dyn Notes,
     ) -> Result<StepResult, StepError> {
-        if cmd.step != STEP {
-            return Err(StepError::terminal(
-                "UnknownStep",
-                format!("the controlplane service has no step {:?}", cmd.step),
-            ));
+        if cmd.step_id()? != StepId::HostedCluster {
+            return Err(cmd.unknown_step());
         }
         match cmd.action {
             Action::Do => self.create(cmd, notes).await,
@@ -129,17 +127,15 @@ impl ControlPlaneHandler {
         {
             Check::Done((host, port)) => {
                 info!(object = %hc_target, %host, port, "HostedCluster available");
-                let mut outputs = Outputs::new();
-                outputs.insert(
-                    "hosted_cluster_id".into(),
-                    json!(format!(
+                let outputs = HostedClusterOutputs {
+                    control_plane_host: host,
+                    control_plane_port: port,
+                    hosted_cluster_id: format!(
                         "hostedclusters.hypershift.openshift.io/{ns}/{name}"
-                    )),
-                );
-                outputs.insert("namespace_id".into(), json!(format!("namespaces/{ns}")));
-                outputs.insert("control_plane_host".into(), json!(host));
-                outputs.insert("control_plane_port".into(), json!(port));
-                Ok(StepResult::Done(outputs))
+                    ),
+                    namespace_id: format!("namespaces/{ns}"),
+                };
+                Ok(StepResult::Done(outputs.into_outputs()))
             }
             Check::Fail(e) => Err(e),
             Check::Wait(why) => match kube_ops::overdue(
@@ -370,65 +366,83 @@ struct Inputs {
 
 impl Inputs {
     fn from_command(cmd: &StepCommand, tenant: &TenantConfig) -> Result<Self, StepError> {
-        let ctx = &cmd.context;
-        let net = &ctx.spec.network;
+        let net = &cmd.context.spec.network;
         Ok(Self {
-            issuer_url: required(cmd, "identity.oidc", "issuer_url", None)?,
+            issuer_url: earlier::<OidcOutputs>(cmd, &StepId::Oidc)?.issuer_url,
             workload_identities: workload_identities(cmd)?,
-            vnet_id: required(cmd, "network.vnet", "vnet_id", net.vnet_id.as_deref())?,
-            subnet_id: required(cmd, "network.vnet", "subnet_id", net.subnet_id.as_deref())?,
-            nsg_id: required(cmd, "network.nsg", "nsg_id", net.nsg_id.as_deref())?,
-            private_zone_id: required(cmd, "dns.private-zone", "private_zone_id", None)?,
+            vnet_id: id_or_given(
+                cmd,
+                StepId::Vnet,
+                |o: VnetOutputs| o.vnet_id,
+                net.vnet_id.as_deref(),
+            )?,
+            subnet_id: id_or_given(
+                cmd,
+                StepId::Vnet,
+                |o: VnetOutputs| o.subnet_id,
+                net.subnet_id.as_deref(),
+            )?,
+            nsg_id: id_or_given(
+                cmd,
+                StepId::Nsg,
+                |o: NsgOutputs| o.nsg_id,
+                net.nsg_id.as_deref(),
+            )?,
+            private_zone_id: earlier::<PrivateZoneOutputs>(cmd, &StepId::PrivateZone)?
+                .private_zone_id,
             subscription_id: tenant.azure.subscription_id.clone(),
             azure_tenant_id: tenant.azure.tenant_id.clone(),
         })
     }
 }
 
-fn missing(step: &str, key: &str) -> StepError {
-    StepError::terminal(
-        "MissingInput",
-        format!("output {key:?} of step {step} is missing"),
-    )
-    .with_target(format!("{step}.{key}"))
-}
-
-/// An earlier step's output, else what the user brought (`fallback`), else `MissingInput`.
-fn required(
-    cmd: &StepCommand,
-    step: &str,
-    key: &str,
-    fallback: Option<&str>,
-) -> Result<String, StepError> {
-    cmd.context
-        .output(step, key)
-        .or(fallback)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .ok_or_else(|| missing(step, key))
-}
-
-/// `identity.workload` → `workload_identities`, as a JSON object or a string holding one.
-fn workload_identities(cmd: &StepCommand) -> Result<AzureWorkloadIdentities, StepError> {
-    const STEP: &str = "identity.workload";
-    const KEY: &str = "workload_identities";
-    let value = cmd
-        .context
-        .outputs
-        .get(STEP)
-        .and_then(|o| o.get(KEY))
-        .ok_or_else(|| missing(STEP, KEY))?;
-    let parsed = match value {
-        Value::String(s) => serde_json::from_str(s),
-        other => serde_json::from_value(other.clone()),
-    };
-    parsed.map_err(|e| {
-        StepError::terminal(
-            "InvalidInput",
-            format!("output {KEY:?} of step {STEP} is not HyperShift's workloadIdentities: {e}"),
-        )
-        .with_target(format!("{STEP}.{KEY}"))
+/// The outputs of an earlier step. Missing or unreadable is a terminal `MissingInput`, naming
+/// the step and the output.
+fn earlier<T: StepOutputs>(cmd: &StepCommand, step: &StepId) -> Result<T, StepError> {
+    cmd.context.outputs_of(step).map_err(|mut e| {
+        e.info.code = "MissingInput".to_owned();
+        e
     })
+}
+
+/// An id from an earlier step's outputs, else what the user brought (`given`), else
+/// `MissingInput`.
+fn id_or_given<T: StepOutputs>(
+    cmd: &StepCommand,
+    step: StepId,
+    pick: impl FnOnce(T) -> String,
+    given: Option<&str>,
+) -> Result<String, StepError> {
+    match earlier(cmd, &step).map(pick) {
+        Ok(id) if !id.is_empty() => Ok(id),
+        found => match given.filter(|id| !id.is_empty()) {
+            Some(id) => Ok(id.to_owned()),
+            None => Err(found.err().unwrap_or_else(|| {
+                StepError::terminal(
+                    "MissingInput",
+                    format!("step {step} reported an empty resource id"),
+                )
+                .with_target(step.to_string())
+            })),
+        },
+    }
+}
+
+/// `identity.workload` → `workload_identities`, as HyperShift's `workloadIdentities`.
+fn workload_identities(cmd: &StepCommand) -> Result<AzureWorkloadIdentities, StepError> {
+    let step = StepId::WorkloadIdentities;
+    let outputs = earlier::<WorkloadIdentitiesOutputs>(cmd, &step)?;
+    serde_json::to_value(&outputs.workload_identities)
+        .and_then(serde_json::from_value)
+        .map_err(|e| {
+            StepError::terminal(
+                "InvalidInput",
+                format!(
+                    "output \"workload_identities\" of step {step} is not HyperShift's workloadIdentities: {e}"
+                ),
+            )
+            .with_target(format!("{step}.workload_identities"))
+        })
 }
 
 fn base_labels(cmd: &StepCommand) -> BTreeMap<String, String> {

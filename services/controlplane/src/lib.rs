@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 pub use handler::ControlPlaneHandler;
 
 /// Service name: consumes `<prefix>.*.cmd.controlplane`.
-pub const SERVICE: &str = "controlplane";
+pub const SERVICE: &str = hypersaga_bus::Service::ControlPlane.as_str();
 /// Default wait for `Available=True` (HyperShift's docs wait 30 min).
 pub const DEFAULT_AVAILABLE_TIMEOUT: Duration = Duration::from_secs(1800);
 
@@ -49,7 +49,8 @@ pub enum Error {
 /// blob client), connects to the bus and serves the service's commands
 /// ([`hypersaga_stepkit::run_service`]).
 pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<(), Error> {
+    let bus = hypersaga_stepkit::connect(config, SERVICE).await?;
     let handler = Arc::new(ControlPlaneHandler::new(config).await?);
-    hypersaga_stepkit::run_service(config, SERVICE, handler, shutdown).await?;
+    hypersaga_stepkit::run_service(config, SERVICE, bus, handler, shutdown).await?;
     Ok(())
 }

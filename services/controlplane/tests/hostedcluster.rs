@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use hypersaga_bus::Action;
+use hypersaga_bus::{Action, NsgOutputs, OidcOutputs, PrivateZoneOutputs, StepId, VnetOutputs};
 use hypersaga_controlplane::ControlPlaneHandler;
 use hypersaga_emulator_mgmt::{Fault, FaultKind};
 use hypersaga_hypershift::HostedCluster;
@@ -14,7 +14,7 @@ use hypersaga_oidc::SigningKey;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::{Api, Resource};
 
-const STEP: &str = "controlplane.hostedcluster";
+const STEP: StepId = StepId::HostedCluster;
 const DELAY: Duration = Duration::from_millis(100);
 
 #[tokio::test]
@@ -71,10 +71,8 @@ async fn do_is_idempotent_and_undo_removes_everything() {
     let spec = &hc.spec;
     assert_eq!(spec.release.image, IMAGE);
     assert_eq!(spec.infra_id, names.infra_id);
-    assert_eq!(
-        spec.issuer_url.as_deref(),
-        cmd.context.output("identity.oidc", "issuer_url")
-    );
+    let oidc: OidcOutputs = cmd.context.outputs_of(&StepId::Oidc).unwrap();
+    assert_eq!(spec.issuer_url, Some(oidc.issuer_url));
     assert_eq!(
         spec.pull_secret.as_ref().map(|r| r.name.as_str()),
         Some(names.pull_secret.as_str())
@@ -87,10 +85,8 @@ async fn do_is_idempotent_and_undo_removes_everything() {
     );
     let dns = spec.dns.as_ref().expect("dns");
     assert_eq!(dns.base_domain, "example.com");
-    assert_eq!(
-        dns.private_zone_id.as_deref(),
-        cmd.context.output("dns.private-zone", "private_zone_id")
-    );
+    let zone: PrivateZoneOutputs = cmd.context.outputs_of(&StepId::PrivateZone).unwrap();
+    assert_eq!(dns.private_zone_id, Some(zone.private_zone_id));
     let net = spec.networking.as_ref().expect("networking");
     assert_eq!(net.cluster_network[0].cidr, "10.132.0.0/14");
     assert_eq!(net.service_network[0].cidr, "172.31.0.0/16");
@@ -120,18 +116,11 @@ async fn do_is_idempotent_and_undo_removes_everything() {
     let azure = spec.platform.azure.as_ref().expect("azure");
     assert_eq!(azure.location, "eastus");
     assert_eq!(azure.resource_group, names.managed_rg);
-    assert_eq!(
-        Some(azure.vnet_id.as_str()),
-        cmd.context.output("network.vnet", "vnet_id")
-    );
-    assert_eq!(
-        Some(azure.subnet_id.as_str()),
-        cmd.context.output("network.vnet", "subnet_id")
-    );
-    assert_eq!(
-        Some(azure.security_group_id.as_str()),
-        cmd.context.output("network.nsg", "nsg_id")
-    );
+    let vnet: VnetOutputs = cmd.context.outputs_of(&StepId::Vnet).unwrap();
+    assert_eq!(azure.vnet_id, vnet.vnet_id);
+    assert_eq!(azure.subnet_id, vnet.subnet_id);
+    let nsg: NsgOutputs = cmd.context.outputs_of(&StepId::Nsg).unwrap();
+    assert_eq!(azure.security_group_id, nsg.nsg_id);
     assert_eq!(azure.subscription_id, SUBSCRIPTION);
     assert_eq!(azure.tenant_id, AZURE_TENANT);
     assert_eq!(azure.cloud.as_deref(), Some("AzurePublicCloud"));
@@ -296,7 +285,9 @@ async fn missing_inputs_and_keys_are_classified() {
 
     // A missing output of an earlier step: terminal, naming it.
     let mut cmd = command("acme", "demo", STEP, Action::Do, vec![]);
-    cmd.context.outputs.remove("dns.private-zone");
+    cmd.context
+        .outputs
+        .remove(StepId::PrivateZone.to_string().as_str());
     let err = handler
         .execute(&cmd, &Collect::default())
         .await

@@ -8,8 +8,13 @@ use hypersaga_telemetry::TraceParent;
 use time::OffsetDateTime;
 use tracing::{Instrument, debug, info, info_span, warn};
 
+use crate::backlog::Backlogs;
 use crate::snapshot;
 use crate::{Error, Result};
+
+mod intake;
+
+use self::intake::SagaSettings;
 
 /// What woke a saga up.
 #[derive(Debug)]
@@ -22,6 +27,8 @@ pub enum Input {
     Tick,
     /// An operator's call (resume, retry a step, compensate, abandon).
     Operate(Box<OperatorCall>),
+    /// A delete supersedes this create: stop at the next safe point, then wake it.
+    Supersede { by: String },
 }
 
 /// Compare-and-set attempts before giving up (the event is then redelivered).
@@ -31,16 +38,23 @@ pub struct Engine {
     bus: Bus,
     sagas: kv::Store,
     clusters: kv::Store,
+    backlogs: Backlogs,
+    /// Retries and timing of the sagas this replica builds (see [`Engine::start`]).
+    settings: SagaSettings,
 }
 
 impl Engine {
-    pub async fn new(bus: Bus) -> Result<Self> {
+    pub async fn new(bus: Bus, config: &hypersaga_config::Config) -> Result<Self> {
         let sagas = bus.sagas().await?;
         let clusters = bus.clusters().await?;
+        let tenants = config.tenants.iter().map(|t| t.id.clone()).collect();
+        let backlogs = Backlogs::new(bus.jetstream().clone(), tenants);
         Ok(Self {
             bus,
             sagas,
             clusters,
+            backlogs,
+            settings: SagaSettings::from_config(&config.coordinator),
         })
     }
 
@@ -66,7 +80,7 @@ impl Engine {
             Input::Operate(call) => {
                 span.record("step", call.step.as_deref().unwrap_or(call.action.as_str()));
             }
-            Input::Wake | Input::Tick => {}
+            Input::Wake | Input::Tick | Input::Supersede { .. } => {}
         }
         self.process_inner(key, input).instrument(span).await
     }
@@ -105,9 +119,23 @@ impl Engine {
 
             let now = OffsetDateTime::now_utc();
             let applied = match input {
+                Input::Wake | Input::Tick if saga.after.is_some() => {
+                    self.after_create(&mut saga, now).await?
+                }
+                Input::Supersede { by } => saga.supersede(by, now),
                 Input::Wake => saga.advance(now),
                 Input::Event(ev) => saga.apply(ev, now),
-                Input::Tick => saga.tick(now),
+                Input::Tick => {
+                    // A lapsed lease in a service busy with a backlog is queueing, not loss.
+                    let horizon = std::time::Duration::from_millis(saga.timing.start_lease_ms);
+                    let mut busy = std::collections::HashSet::new();
+                    for service in saga.lapsed_services(now) {
+                        if self.backlogs.busy(&service, &saga.tenant, horizon).await {
+                            busy.insert(service);
+                        }
+                    }
+                    saga.tick_with(now, |s| busy.contains(s))
+                }
                 Input::Operate(call) => match saga.operate(call, now) {
                     Ok(applied) => applied,
                     Err(refusal) => {
@@ -150,6 +178,54 @@ impl Engine {
         })
     }
 
+    /// A delete that supersedes a create starts once that create has stopped: until then it
+    /// tells the create (again — idempotent) to stop at its next safe point; the create wakes
+    /// it when it has.
+    async fn after_create(&self, saga: &mut Saga, now: OffsetDateTime) -> Result<Applied> {
+        let Some(create) = saga.after.clone() else {
+            return Ok(Applied::Ignored("not waiting"));
+        };
+        let create_key = hypersaga_bus::subjects::saga_key(&saga.tenant, &create);
+        for asked in [false, true] {
+            if let Some(outputs) = self.stopped_outputs(&create_key).await? {
+                return Ok(saga.release(&outputs, now));
+            }
+            if !asked {
+                let stop = Input::Supersede {
+                    by: saga.id.clone(),
+                };
+                Box::pin(self.process(&create_key, &stop)).await?;
+            }
+        }
+        Ok(Applied::Ignored(
+            "waiting for the superseded create to stop",
+        ))
+    }
+
+    /// The outputs of the saga at `key` once it has finished (or was never built: nothing of
+    /// it can run); `None` while it runs.
+    async fn stopped_outputs(
+        &self,
+        key: &str,
+    ) -> Result<Option<std::collections::BTreeMap<String, hypersaga_bus::Outputs>>> {
+        match self
+            .sagas
+            .entry(key)
+            .await
+            .map_err(|e| Error::kv("read saga", e))?
+        {
+            Some(e) if e.operation == kv::Operation::Put => {
+                let other: Saga =
+                    serde_json::from_slice(&e.value).map_err(|source| Error::Decode {
+                        key: key.to_owned(),
+                        source,
+                    })?;
+                Ok(other.is_finished().then_some(other.context.outputs))
+            }
+            _ => Ok(Some(Default::default())),
+        }
+    }
+
     /// Compare-and-set; `None` when someone else changed the saga first.
     async fn write(&self, key: &str, saga: &Saga, revision: u64) -> Option<u64> {
         let bytes = serde_json::to_vec(saga).ok()?;
@@ -180,6 +256,7 @@ impl Engine {
                         v: ENVELOPE_VERSION,
                         tenant: saga.tenant.clone(),
                         saga_id: saga.id.clone(),
+                        cluster: None,
                     };
                     // Unique per journal position and time: a repaired outbox is de-duplicated,
                     // a new timer is not (a reused id would keep the old timer armed).
@@ -193,12 +270,26 @@ impl Engine {
                         .schedule(&saga.tenant, &saga.id, *at, &msg_id, &trace, &wake)
                         .await?;
                 }
+                Effect::Wake { saga_id } => {
+                    let wake = SagaWake {
+                        v: ENVELOPE_VERSION,
+                        tenant: saga.tenant.clone(),
+                        saga_id: saga_id.clone(),
+                        cluster: Some(saga.cluster.clone()),
+                    };
+                    let subject = subjects.saga_start(&saga.tenant);
+                    let msg_id = format!("{saga_id}:woken-by:{}", saga.id);
+                    self.bus
+                        .publish_json(&subject, &msg_id, &trace, &wake)
+                        .await?;
+                }
             }
         }
         Ok(())
     }
 
-    /// Ticks every saga that is unfinished or still has an outbox.
+    /// Ticks every saga that is unfinished or still has an outbox, then starts every accepted
+    /// operation that has no saga yet (its wake-up was lost).
     pub async fn resync(&self) -> Result<()> {
         // A key written while the listing runs can be delivered twice: a set de-duplicates.
         let keys: std::collections::BTreeSet<String> = self
@@ -209,9 +300,9 @@ impl Engine {
             .try_collect()
             .await
             .map_err(|e| Error::kv("list sagas", e))?;
-        for key in keys {
+        for key in &keys {
             // One saga that cannot be processed must not stop the others' deadlines.
-            let entry = match self.sagas.entry(&key).await {
+            let entry = match self.sagas.entry(key).await {
                 Ok(Some(e)) if e.operation == kv::Operation::Put => e,
                 Ok(_) => continue,
                 Err(e) => {
@@ -223,12 +314,12 @@ impl Engine {
                 continue;
             };
             if (!saga.state.is_terminal() || !saga.outbox.is_empty())
-                && let Err(e) = self.process(&key, &Input::Tick).await
+                && let Err(e) = self.process(key, &Input::Tick).await
             {
                 warn!(saga = %key, error = %e, "resync could not advance saga");
             }
         }
-        Ok(())
+        self.resync_accepted(&keys).await
     }
 }
 
@@ -238,5 +329,6 @@ fn input_name(input: &Input) -> &'static str {
         Input::Event(_) => "event",
         Input::Tick => "tick",
         Input::Operate(_) => "operate",
+        Input::Supersede { .. } => "supersede",
     }
 }

@@ -1,5 +1,9 @@
 //! The saga coordinator: sequences every operation's steps and compensates on failure.
 //!
+//! It is the only writer of sagas. The gateway accepts an operation by writing the cluster
+//! record alone (naming the operation) and publishing a start wake-up; the coordinator builds
+//! the saga from that record, and its resync builds any whose wake-up was lost.
+//!
 //! Stateless between events: each saga lives in the `hcp_sagas` KV bucket and is changed only
 //! by compare-and-set on its revision, so any replica can handle any event and a crash at any
 //! instant loses nothing. Every transition writes the saga *with its outbox* (the commands and
@@ -8,6 +12,7 @@
 //! event that caused the transition is acknowledged only at the very end.
 #![forbid(unsafe_code)]
 
+mod backlog;
 mod engine;
 mod snapshot;
 
@@ -62,7 +67,7 @@ pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<()> {
         &config.nats.prefix,
     )
     .await?;
-    let engine = Arc::new(Engine::new(bus.clone()).await?);
+    let engine = Arc::new(Engine::new(bus.clone(), config).await?);
     let resync = tokio::spawn(resync_loop(
         engine.clone(),
         Duration::from_millis(config.coordinator.resync_interval_ms),
@@ -129,9 +134,9 @@ async fn consume(
         let engine = engine.clone();
         tasks.spawn(async move {
             let _permit = permit;
-            let input = decode(&msg.subject, &msg.payload);
-            let result = match &input {
-                Some((key, input)) => engine.process(key, input).await,
+            let result = match decode(&msg.subject, &msg.payload) {
+                Some(Decoded::Start(wake)) => engine.start(&wake).await,
+                Some(Decoded::Input(key, input)) => engine.process(&key, &input).await,
                 None => Ok(()),
             };
             match result {
@@ -164,10 +169,18 @@ fn valid_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-fn decode(subject: &str, payload: &[u8]) -> Option<(String, Input)> {
+/// What one message asks of the engine.
+enum Decoded {
+    /// An accepted operation: build its saga from the cluster record if need be, then advance.
+    Start(SagaWake),
+    /// An input to the saga at this key.
+    Input(String, Input),
+}
+
+fn decode(subject: &str, payload: &[u8]) -> Option<Decoded> {
     if subject.ends_with(".saga.operate") {
         return match serde_json::from_slice::<OperatorCall>(payload) {
-            Ok(c) if valid_id(&c.saga_id) => Some((
+            Ok(c) if valid_id(&c.saga_id) => Some(Decoded::Input(
                 hypersaga_bus::subjects::saga_key(&c.tenant, &c.saga_id),
                 Input::Operate(Box::new(c)),
             )),
@@ -184,15 +197,16 @@ fn decode(subject: &str, payload: &[u8]) -> Option<(String, Input)> {
     if subject.ends_with(".saga.start") || subject.ends_with(".saga.tick") {
         match serde_json::from_slice::<SagaWake>(payload) {
             Ok(w) if valid_id(&w.saga_id) => {
-                let input = if subject.ends_with(".saga.tick") {
-                    Input::Tick
+                if subject.ends_with(".saga.tick") {
+                    Some(Decoded::Input(
+                        hypersaga_bus::subjects::saga_key(&w.tenant, &w.saga_id),
+                        Input::Tick,
+                    ))
                 } else {
-                    Input::Wake
-                };
-                Some((
-                    hypersaga_bus::subjects::saga_key(&w.tenant, &w.saga_id),
-                    input,
-                ))
+                    // A cluster name that cannot be a key part names no record.
+                    let cluster = w.cluster.filter(|c| valid_id(c));
+                    Some(Decoded::Start(SagaWake { cluster, ..w }))
+                }
             }
             Ok(w) => {
                 warn!(saga = %w.saga_id, %subject, "wake-up with an invalid saga id dropped");
@@ -205,7 +219,7 @@ fn decode(subject: &str, payload: &[u8]) -> Option<(String, Input)> {
         }
     } else {
         match serde_json::from_slice::<StepEvent>(payload) {
-            Ok(ev) if valid_id(&ev.saga_id) => Some((
+            Ok(ev) if valid_id(&ev.saga_id) => Some(Decoded::Input(
                 hypersaga_bus::subjects::saga_key(&ev.tenant, &ev.saga_id),
                 Input::Event(Box::new(ev)),
             )),
@@ -222,7 +236,8 @@ fn decode(subject: &str, payload: &[u8]) -> Option<(String, Input)> {
 }
 
 /// Level-triggered safety net: re-examines every unfinished saga (deadlines, outboxes left by a
-/// crash, wake-ups that never arrived).
+/// crash, wake-ups that never arrived) and builds the saga of every accepted operation that
+/// has none (a start wake-up that never arrived).
 async fn resync_loop(engine: Arc<Engine>, every: Duration, shutdown: CancellationToken) {
     let mut tick = tokio::time::interval(every);
     loop {

@@ -8,16 +8,27 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hypersaga_api::v1 as pb;
-use hypersaga_bus::{Action, Bus, StepCommand, StepError};
-use hypersaga_config::{Config, Secret, TenantAzure, TenantConfig};
-use hypersaga_model::TenantId;
+use hypersaga_bus::{Action, Bus, SagaWake, StepCommand, StepError};
+use hypersaga_config::{Config, QuotaOverrides, Secret, TenantAzure, TenantConfig};
+use hypersaga_model::names::infra_id;
+use hypersaga_model::record::{
+    CLUSTER_RECORD_VERSION, OperationIntent, OperationKind, OperationState, OperationView,
+};
+use hypersaga_model::{
+    ClusterPhase, ClusterRecord, ClusterSpec, NetworkSpec, NodePoolSpec, TenantId,
+};
 use hypersaga_procs::NatsServer;
+use hypersaga_telemetry::TraceParent;
 use hypersaga_worker::{Progress, StepHandler, StepResult, WorkerOptions};
 use serde_json::Value;
+use time::OffsetDateTime;
 use tokio_util::sync::CancellationToken;
+use tonic_types::StatusExt;
 
 const SERVICES: [&str; 5] = ["identity", "network", "dns", "controlplane", "nodepool"];
 const TOKEN: &str = "test-token-0123456789";
+/// The second tenant's token.
+const GLOBEX: &str = "globex-token-0123456789";
 
 /// Records every call; fails chosen (step, action) pairs a number of times.
 #[derive(Default)]
@@ -69,27 +80,34 @@ struct Harness {
 
 impl Harness {
     async fn start() -> Harness {
+        Self::start_with(|_| {}).await
+    }
+
+    /// Tenants `acme` ([`TOKEN`]) and `globex` ([`GLOBEX`]); `tweak` adjusts the config.
+    async fn start_with(tweak: impl FnOnce(&mut Config)) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let nats = NatsServer::start(dir.path())
             .await
             .expect("nats-server (run scripts/setup.sh)");
         let mut config = Config::default();
         config.nats.url = nats.url().to_owned();
-        config.tenants = vec![TenantConfig {
-            id: TenantId::new("acme").unwrap(),
-            token: Secret::new(TOKEN),
+        let tenant = |id: &str, token: &str| TenantConfig {
+            id: TenantId::new(id).unwrap(),
+            token: Secret::new(token),
             azure: TenantAzure {
                 tenant_id: "t".into(),
                 subscription_id: "s".into(),
                 client_id: "c".into(),
                 client_secret: Secret::new("x"),
             },
-        }];
+        };
+        config.tenants = vec![tenant("acme", TOKEN), tenant("globex", GLOBEX)];
         config.coordinator.base_delay_ms = 50;
         config.coordinator.max_delay_ms = 200;
         config.coordinator.max_attempts = 4;
         config.coordinator.resync_interval_ms = 300;
         config.coordinator.ack_wait_s = 2;
+        tweak(&mut config);
         let shutdown = CancellationToken::new();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let grpc = format!("http://{}", listener.local_addr().unwrap());
@@ -102,6 +120,7 @@ impl Harness {
         for service in SERVICES {
             let opts = WorkerOptions {
                 service: service.into(),
+                tenants: config.tenants.iter().map(|t| t.id.clone()).collect(),
                 concurrency: 8,
                 ack_wait: Duration::from_secs(2),
                 drain_grace: Duration::from_secs(1),
@@ -156,9 +175,13 @@ impl Harness {
     }
 
     async fn call<T>(&self, msg: T) -> tonic::Request<T> {
+        self.call_as(TOKEN, msg)
+    }
+
+    fn call_as<T>(&self, token: &str, msg: T) -> tonic::Request<T> {
         let mut r = tonic::Request::new(msg);
         r.metadata_mut()
-            .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
+            .insert("authorization", format!("Bearer {token}").parse().unwrap());
         r
     }
 
@@ -479,7 +502,7 @@ async fn listing_while_records_change_shows_each_cluster_once() {
     });
     for _ in 0..40 {
         let names: Vec<String> = c
-            .list_clusters(h.call(pb::ListClustersRequest {}).await)
+            .list_clusters(h.call(pb::ListClustersRequest::default()).await)
             .await
             .unwrap()
             .into_inner()
@@ -490,4 +513,341 @@ async fn listing_while_records_change_shows_each_cluster_once() {
         assert_eq!(names, vec!["one", "two"]);
     }
     churn.abort();
+}
+
+/// A cluster record as the gateway writes it to accept a create: the record, naming its new
+/// operation, and nothing else.
+fn accepted_record(name: &str, op_id: &str, trace_id: &str) -> ClusterRecord {
+    let now = OffsetDateTime::now_utc();
+    let uid = format!("uid-{name}");
+    ClusterRecord {
+        v: CLUSTER_RECORD_VERSION,
+        tenant: TenantId::new("acme").unwrap(),
+        name: name.into(),
+        infra_id: infra_id(name, &uid),
+        uid,
+        spec: ClusterSpec {
+            location: "eastus".into(),
+            base_domain: "example.com".into(),
+            release_image: "quay.io/x/release:4.21.0".into(),
+            node_pools: vec![NodePoolSpec {
+                name: "workers".into(),
+                replicas: 2,
+                vm_size: "Standard_D4s_v5".into(),
+            }],
+            network: NetworkSpec::default(),
+        },
+        created_at: now,
+        create_request_id: None,
+        delete_request_id: None,
+        phase: ClusterPhase::Accepted,
+        message: "accepted".into(),
+        error: None,
+        operation: OperationView {
+            id: op_id.into(),
+            cluster: name.into(),
+            kind: OperationKind::Create,
+            state: OperationState::Running,
+            started_at: now,
+            ended_at: None,
+            deadline: now + time::Duration::hours(1),
+            error: None,
+            steps: Vec::new(),
+            request_id: None,
+            pause: None,
+        },
+        resources: BTreeMap::new(),
+        saga_seq: 0,
+        management_cluster: "default".into(),
+        intent: Some(OperationIntent {
+            operation: op_id.into(),
+            actor: "tenant:acme".into(),
+            trace_id: trace_id.into(),
+            previous_operation: None,
+        }),
+    }
+}
+
+async fn saga_of(bus: &Bus, op: &str) -> Option<hypersaga_saga::Saga> {
+    let sagas = bus.sagas().await.unwrap();
+    let entry = sagas.entry(format!("acme.{op}")).await.unwrap()?;
+    Some(serde_json::from_slice(&entry.value).unwrap())
+}
+
+#[tokio::test]
+async fn an_accept_written_as_the_gateway_does_is_built_and_runs_to_ready() {
+    // No resync after the one at start-up: the wake-up alone must build the saga.
+    let h = Harness::start_with(|c| c.coordinator.resync_interval_ms = 3_600_000).await;
+    let bus = Bus::connect(&h.config.nats.url, "test-gateway", "hcp")
+        .await
+        .unwrap();
+    let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let rec = accepted_record("solo", "op-solo", trace_id);
+    let clusters = bus.clusters().await.unwrap();
+    clusters
+        .create("acme.solo", serde_json::to_vec(&rec).unwrap().into())
+        .await
+        .unwrap();
+    let wake = SagaWake {
+        v: 1,
+        tenant: rec.tenant.clone(),
+        saga_id: "op-solo".into(),
+        cluster: Some("solo".into()),
+    };
+    bus.publish_json(
+        &bus.subjects().saga_start(&rec.tenant),
+        "op-solo:wake",
+        &TraceParent::with_trace_id(trace_id),
+        &wake,
+    )
+    .await
+    .unwrap();
+    let ready = h.wait_phase("solo", pb::ClusterPhase::Ready).await;
+    assert_eq!(ready.status.unwrap().operation.unwrap().id, "op-solo");
+    assert_eq!(h.calls().len(), 12, "each step once: {:?}", h.calls());
+    // The saga is the record's: who asked, the trace, when it started, its deadline.
+    let saga = saga_of(&bus, "op-solo").await.expect("saga built");
+    assert_eq!(saga.actor, "tenant:acme");
+    assert_eq!(saga.trace_id, trace_id);
+    assert_eq!(saga.created_at, rec.operation.started_at);
+    assert_eq!(saga.deadline, rec.operation.deadline);
+}
+
+#[tokio::test]
+async fn an_accept_whose_wake_up_was_lost_is_started_by_the_resync() {
+    let mut h = Harness::start().await;
+    h.crash_coordinator();
+    let bus = Bus::connect(&h.config.nats.url, "test-gateway", "hcp")
+        .await
+        .unwrap();
+    let rec = accepted_record("orphan", "op-orphan", "0af7651916cd43dd8448eb211c80319c");
+    bus.clusters()
+        .await
+        .unwrap()
+        .create("acme.orphan", serde_json::to_vec(&rec).unwrap().into())
+        .await
+        .unwrap();
+    // No wake-up, no saga: GetOperation answers from the record meanwhile.
+    let mut c = h.client().await;
+    let op = c
+        .get_operation(
+            h.call(pb::GetOperationRequest {
+                id: "op-orphan".into(),
+            })
+            .await,
+        )
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (op.state, op.kind, op.cluster.as_str(), op.steps.len()),
+        (
+            pb::OperationState::Running as i32,
+            pb::OperationKind::Create as i32,
+            "orphan",
+            0
+        )
+    );
+    // Another tenant does not see it; an unknown operation is still not found.
+    for (token, id) in [(GLOBEX, "op-orphan"), (TOKEN, "op-nothing")] {
+        let e = c
+            .get_operation(h.call_as(token, pb::GetOperationRequest { id: id.into() }))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::NotFound, "{id}");
+    }
+    assert!(saga_of(&bus, "op-orphan").await.is_none());
+    h.start_coordinator();
+    h.wait_phase("orphan", pb::ClusterPhase::Ready).await;
+    let saga = saga_of(&bus, "op-orphan")
+        .await
+        .expect("built by the resync");
+    assert_eq!(saga.trace_id, "0af7651916cd43dd8448eb211c80319c");
+}
+
+#[tokio::test]
+async fn quotas_refuse_clusters_and_operations_beyond_them_naming_the_quota() {
+    let h = Harness::start_with(|c| {
+        c.quotas.tenants.insert(
+            "acme".into(),
+            QuotaOverrides {
+                max_clusters: Some(2),
+                ..Default::default()
+            },
+        );
+        c.quotas.tenants.insert(
+            "globex".into(),
+            QuotaOverrides {
+                max_operations_in_flight: Some(1),
+                ..Default::default()
+            },
+        );
+    })
+    .await;
+    let mut c = h.client().await;
+    let mut b = request("b");
+    b.request_id = "create-b".into();
+    c.create_cluster(h.call(request("a")).await).await.unwrap();
+    let first = c
+        .create_cluster(h.call(b.clone()).await)
+        .await
+        .unwrap()
+        .into_inner();
+    let e = c
+        .create_cluster(h.call(request("c")).await)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e:?}");
+    assert!(
+        e.message().contains("max_clusters") && e.message().contains("at most 2"),
+        "{}",
+        e.message()
+    );
+    let failure = e.get_details_quota_failure().expect("QuotaFailure");
+    assert_eq!(failure.violations.len(), 1);
+    assert_eq!(failure.violations[0].subject, "tenant:acme");
+    assert!(
+        failure.violations[0].description.contains("max_clusters"),
+        "{failure:?}"
+    );
+    // A retried request is answered, quota or not: it asks for nothing new.
+    let again = c
+        .create_cluster(h.call(b).await)
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(again.id, first.id);
+    // A deleted cluster no longer counts.
+    h.wait_phase("a", pb::ClusterPhase::Ready).await;
+    c.delete_cluster(
+        h.call(pb::DeleteClusterRequest {
+            name: "a".into(),
+            request_id: String::new(),
+        })
+        .await,
+    )
+    .await
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match c.create_cluster(h.call(request("c")).await).await {
+            Ok(_) => break,
+            Err(e) if e.code() == tonic::Code::ResourceExhausted => {
+                assert!(Instant::now() < deadline, "a never went away: {e:?}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
+    // globex may have one operation unfinished: hold its first create in a retry loop.
+    h.handler
+        .failures
+        .lock()
+        .unwrap()
+        .insert(("network.vnet".into(), Action::Do), (1000, true));
+    c.create_cluster(h.call_as(GLOBEX, request("x")))
+        .await
+        .unwrap();
+    let e = c
+        .create_cluster(h.call_as(GLOBEX, request("y")))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e:?}");
+    assert!(
+        e.message().contains("max_operations_in_flight"),
+        "{}",
+        e.message()
+    );
+    let failure = e.get_details_quota_failure().expect("QuotaFailure");
+    assert_eq!(failure.violations[0].subject, "tenant:globex");
+    assert!(
+        failure.violations[0]
+            .description
+            .contains("max_operations_in_flight"),
+        "{failure:?}"
+    );
+}
+
+#[tokio::test]
+async fn clusters_are_listed_a_page_at_a_time_by_name_and_only_the_callers() {
+    let h = Harness::start().await;
+    let mut c = h.client().await;
+    for name in ["c3", "c1", "c5", "c2", "c4"] {
+        c.create_cluster(h.call(request(name)).await).await.unwrap();
+    }
+    // Another tenant's names sort between and around the caller's.
+    for name in ["c0", "c25", "c9"] {
+        c.create_cluster(h.call_as(GLOBEX, request(name)))
+            .await
+            .unwrap();
+    }
+    let mut pages = Vec::new();
+    let mut page_token = String::new();
+    loop {
+        let page = c
+            .list_clusters(
+                h.call(pb::ListClustersRequest {
+                    page_size: 2,
+                    page_token,
+                })
+                .await,
+            )
+            .await
+            .unwrap()
+            .into_inner();
+        pages.push(
+            page.clusters
+                .into_iter()
+                .map(|c| c.name)
+                .collect::<Vec<_>>(),
+        );
+        page_token = page.next_page_token;
+        if page_token.is_empty() {
+            break;
+        }
+        assert!(pages.len() < 10, "paging does not end: {pages:?}");
+    }
+    assert_eq!(
+        pages,
+        vec![vec!["c1", "c2"], vec!["c3", "c4"], vec!["c5"]],
+        "{pages:?}"
+    );
+    let globex: Vec<String> = c
+        .list_clusters(h.call_as(GLOBEX, pb::ListClustersRequest::default()))
+        .await
+        .unwrap()
+        .into_inner()
+        .clusters
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(globex, vec!["c0", "c25", "c9"]);
+
+    for bad in [
+        pb::ListClustersRequest {
+            page_size: 0,
+            page_token: "not-a-token".into(),
+        },
+        pb::ListClustersRequest {
+            page_size: -1,
+            page_token: String::new(),
+        },
+    ] {
+        let field = if bad.page_size < 0 {
+            "page_size"
+        } else {
+            "page_token"
+        };
+        let e = c.list_clusters(h.call(bad).await).await.unwrap_err();
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+        let fields: Vec<String> = e
+            .get_details_bad_request()
+            .expect("BadRequest")
+            .field_violations
+            .into_iter()
+            .map(|v| v.field)
+            .collect();
+        assert_eq!(fields, vec![field]);
+    }
 }

@@ -16,7 +16,7 @@ mod zone;
 
 use std::sync::Arc;
 
-use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
+use hypersaga_bus::{Action, Outputs, Service, StepCommand, StepError, StepId};
 use hypersaga_config::Config;
 use hypersaga_stepkit::{ArmClients, Halt, Notes, TenantArm, conclude, drive, unknown_step};
 use hypersaga_worker::{Progress, StepHandler, StepResult};
@@ -24,20 +24,6 @@ use tokio_util::sync::CancellationToken;
 
 /// Private DNS api-version HyperShift uses for zones, links and record sets.
 pub const PRIVATE_DNS_API: &str = "2024-06-01";
-
-/// Step ids this service owns.
-pub mod steps {
-    /// The private DNS zone.
-    pub const PRIVATE_ZONE: &str = "dns.private-zone";
-    /// The zone's link to the cluster VNet.
-    pub const VNET_LINK: &str = "dns.vnet-link";
-    /// The `api` record.
-    pub const RECORDS: &str = "dns.records";
-    /// Step whose `vnet_id` output the link points at.
-    pub const NETWORK_VNET: &str = "network.vnet";
-    /// Step whose `control_plane_host` output the `api` record points at.
-    pub const HOSTED_CLUSTER: &str = "controlplane.hostedcluster";
-}
 
 /// Why the service could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -49,8 +35,11 @@ pub enum Error {
 
 /// Runs the dns service until `shutdown`.
 pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<(), Error> {
-    let handler = Arc::new(DnsHandler::new(config)?);
-    hypersaga_stepkit::run_service(config, "dns", handler, shutdown).await?;
+    let service = Service::Dns.as_str();
+    let bus = hypersaga_stepkit::connect(config, service).await?;
+    let budgets = hypersaga_stepkit::budgets(&bus, config).await?;
+    let handler = Arc::new(DnsHandler::new(config)?.with_budgets(budgets));
+    hypersaga_stepkit::run_service(config, service, bus, handler, shutdown).await?;
     Ok(())
 }
 
@@ -69,6 +58,12 @@ impl DnsHandler {
         Ok(Self {
             arm: ArmClients::new(config)?,
         })
+    }
+
+    /// Paces its ARM requests through the shared per-subscription budgets.
+    pub fn with_budgets(mut self, budgets: Option<hypersaga_stepkit::Budgets>) -> Self {
+        self.arm = self.arm.with_budgets(budgets);
+        self
     }
 
     /// One check of a step: as far as it can go now. `Wait` while Azure still works on an
@@ -92,20 +87,18 @@ impl DnsHandler {
     }
 
     async fn step(&self, cmd: &StepCommand, notes: &dyn Notes) -> Result<Outputs, Halt> {
-        if !matches!(
-            cmd.step.as_str(),
-            steps::PRIVATE_ZONE | steps::VNET_LINK | steps::RECORDS
-        ) {
+        let step = cmd.step_id()?;
+        if step.service() != Service::Dns {
             return Err(unknown_step(cmd).into());
         }
         let arm = self.arm.tenant(&cmd.tenant)?;
-        match (cmd.step.as_str(), cmd.action) {
-            (steps::PRIVATE_ZONE, Action::Do) => zone::create(&arm, cmd, notes).await,
-            (steps::PRIVATE_ZONE, Action::Undo) => zone::delete(&arm, cmd, notes).await,
-            (steps::VNET_LINK, Action::Do) => vnet_link::create(&arm, cmd, notes).await,
-            (steps::VNET_LINK, Action::Undo) => vnet_link::delete(&arm, cmd, notes).await,
-            (steps::RECORDS, Action::Do) => records::create(&arm, cmd).await,
-            (steps::RECORDS, Action::Undo) => records::delete(&arm, cmd).await,
+        match (step, cmd.action) {
+            (StepId::PrivateZone, Action::Do) => zone::create(&arm, cmd, notes).await,
+            (StepId::PrivateZone, Action::Undo) => zone::delete(&arm, cmd, notes).await,
+            (StepId::VnetLink, Action::Do) => vnet_link::create(&arm, cmd, notes).await,
+            (StepId::VnetLink, Action::Undo) => vnet_link::delete(&arm, cmd, notes).await,
+            (StepId::DnsRecords, Action::Do) => records::create(&arm, cmd).await,
+            (StepId::DnsRecords, Action::Undo) => records::delete(&arm, cmd).await,
             _ => Err(unknown_step(cmd).into()),
         }
     }
@@ -113,6 +106,10 @@ impl DnsHandler {
 
 #[async_trait::async_trait]
 impl StepHandler for DnsHandler {
+    async fn defer(&self, cmd: &StepCommand) -> Option<std::time::Duration> {
+        self.arm.defer(&cmd.tenant, cmd.action).await
+    }
+
     async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {
         self.check(cmd, progress).await
     }
@@ -124,8 +121,6 @@ pub(crate) fn zone_id(arm: &TenantArm, cmd: &StepCommand) -> String {
     arm.resource_id(&n.managed_rg, zone::TYPE, &n.private_zone)
 }
 
-pub(crate) use hypersaga_stepkit::output;
-
 #[cfg(test)]
 mod tests {
     use hypersaga_bus::Action;
@@ -136,7 +131,7 @@ mod tests {
 
     #[test]
     fn zone_and_link_bodies() {
-        let cmd = command("demo", spec(), steps::PRIVATE_ZONE, Action::Do, []);
+        let cmd = command("demo", spec(), StepId::PrivateZone, Action::Do, []);
         let tags = json!({"hypersaga.io_tenant": "acme", "hypersaga.io_cluster": "demo", "hypersaga.io_saga": "saga-demo"});
         assert_eq!(
             zone::body(&cmd),

@@ -5,11 +5,13 @@
 use std::net::Ipv4Addr;
 
 use hypersaga_azure::ids;
-use hypersaga_bus::{Outputs, StepCommand};
-use hypersaga_stepkit::{Halt, Ops, TenantArm, ensure, missing_output, remove, step_error};
+use hypersaga_bus::{
+    DnsRecordsOutputs, HostedClusterOutputs, Outputs, StepCommand, StepId, StepOutputs,
+};
+use hypersaga_stepkit::{Halt, Ops, TenantArm, ensure, remove, step_error};
 use serde_json::{Value, json};
 
-use crate::{PRIVATE_DNS_API, output, steps, zone_id};
+use crate::{PRIVATE_DNS_API, zone_id};
 
 /// Record set name.
 pub(crate) const NAME: &str = "api";
@@ -76,11 +78,10 @@ fn record_id(arm: &TenantArm, cmd: &StepCommand, record_type: &str) -> String {
 }
 
 pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
-    let host = cmd
-        .context
-        .output(steps::HOSTED_CLUSTER, "control_plane_host")
-        .ok_or_else(|| missing_output(steps::HOSTED_CLUSTER, "control_plane_host"))?;
-    let target = Target::parse(host);
+    let HostedClusterOutputs {
+        control_plane_host, ..
+    } = cmd.context.outputs_of(&StepId::HostedCluster)?;
+    let target = Target::parse(&control_plane_host);
     // The endpoint may have changed kind since an earlier attempt (IP → host name): the old
     // record set must go first, or the CNAME would be refused.
     let other = record_id(arm, cmd, target.other_type());
@@ -111,7 +112,7 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
         |v| target.matches(v),
     )
     .await?;
-    Ok(Outputs::from([output("api_record_id", id)]))
+    Ok(DnsRecordsOutputs { api_record_id: id }.into_outputs())
 }
 
 /// Deletes the `api` record set, A or CNAME, whichever exists (absent is success).

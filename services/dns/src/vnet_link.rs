@@ -2,14 +2,16 @@
 //! the guest resolves `*.apps.NAME.BD` privately.
 
 use hypersaga_azure::{ArmError, Progress, ids};
-use hypersaga_bus::{Outputs, StepCommand, StepError};
+use hypersaga_bus::{
+    Outputs, StepCommand, StepError, StepId, StepOutputs, VnetLinkOutputs, VnetOutputs,
+};
 use hypersaga_stepkit::{
-    Halt, Notes, Ops, TenantArm, missing_output, provisioning_state, remove, step_error, tags,
+    Halt, Notes, Ops, TenantArm, provisioning_state, remove, step_error, tags,
 };
 use serde_json::{Value, json};
 use tracing::info;
 
-use crate::{PRIVATE_DNS_API, output, steps, zone_id};
+use crate::{PRIVATE_DNS_API, zone_id};
 
 pub(crate) fn body(cmd: &StepCommand, vnet_id: &str) -> Value {
     json!({
@@ -48,10 +50,8 @@ pub(crate) async fn create(
     cmd: &StepCommand,
     notes: &dyn Notes,
 ) -> Result<Outputs, Halt> {
-    let vnet_id = cmd
-        .context
-        .output(steps::NETWORK_VNET, "vnet_id")
-        .ok_or_else(|| missing_output(steps::NETWORK_VNET, "vnet_id"))?;
+    let VnetOutputs { vnet_id, .. } = cmd.context.outputs_of(&StepId::Vnet)?;
+    let vnet_id = vnet_id.as_str();
     let id = id(arm, cmd);
     let message =
         format!("waiting for Azure to link the private DNS zone to {vnet_id} (it takes 30-60 s)");
@@ -76,7 +76,7 @@ pub(crate) async fn create(
         }
         if state.eq_ignore_ascii_case("Succeeded") && matches(link, vnet_id) {
             info!(resource = "virtual network link", %id, "adopted");
-            return Ok(Outputs::from([output("vnet_link_id", id)]));
+            return Ok(VnetLinkOutputs { vnet_link_id: id }.into_outputs());
         }
     }
     notes.note(message.clone()).await;
@@ -108,7 +108,10 @@ fn finish_link(
         }
         Err(e) => return Err(step_error(e).into()),
     }
-    Ok(Outputs::from([output("vnet_link_id", id.to_owned())]))
+    Ok(VnetLinkOutputs {
+        vnet_link_id: id.to_owned(),
+    }
+    .into_outputs())
 }
 
 pub(crate) async fn delete(

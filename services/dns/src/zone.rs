@@ -1,10 +1,10 @@
 //! `dns.private-zone`: the private zone `NAME.BD` in the managed RG, location `global`.
 
-use hypersaga_bus::{Outputs, StepCommand};
+use hypersaga_bus::{Outputs, PrivateZoneOutputs, StepCommand, StepOutputs};
 use hypersaga_stepkit::{Halt, Notes, Ops, TenantArm, any, ensure, remove, tags};
 use serde_json::{Value, json};
 
-use crate::{PRIVATE_DNS_API, output, zone_id};
+use crate::{PRIVATE_DNS_API, zone_id};
 
 /// ARM type of private DNS zones.
 pub(crate) const TYPE: &str = "Microsoft.Network/privateDnsZones";
@@ -37,7 +37,10 @@ pub(crate) async fn create(
         any,
     )
     .await?;
-    Ok(Outputs::from([output("private_zone_id", id)]))
+    Ok(PrivateZoneOutputs {
+        private_zone_id: id,
+    }
+    .into_outputs())
 }
 
 /// Deletes the zone (with its record sets). Its VNet links are undone first by the DAG;

@@ -1,9 +1,13 @@
 //! The dns steps against the real ARM emulator.
 
-use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
-use hypersaga_dns::{DnsHandler, PRIVATE_DNS_API, steps};
+use std::fmt::Display;
+
+use hypersaga_bus::{
+    Action, HostedClusterOutputs, Outputs, StepCommand, StepError, StepId, VnetOutputs,
+};
+use hypersaga_dns::{DnsHandler, PRIVATE_DNS_API};
 use hypersaga_model::TenantId;
-use hypersaga_stepkit::testing::{SUBSCRIPTION, TestArm, command, names_of, spec};
+use hypersaga_stepkit::testing::{self, SUBSCRIPTION, TestArm, command, names_of, spec};
 use hypersaga_stepkit::{ArmClients, LogNotes, TenantArm};
 use serde_json::{Value, json};
 
@@ -53,14 +57,22 @@ async fn network(arm: &TenantArm, cluster: &str) -> String {
 }
 
 fn prior(vnet: &str, host: Option<&str>) -> Vec<(String, Outputs)> {
-    let mut v = vec![(
-        steps::NETWORK_VNET.to_owned(),
-        Outputs::from([("vnet_id".to_owned(), json!(vnet))]),
+    let mut v = vec![testing::prior(
+        StepId::Vnet,
+        VnetOutputs {
+            vnet_id: vnet.to_owned(),
+            subnet_id: format!("{vnet}/subnets/default"),
+        },
     )];
     if let Some(h) = host {
-        v.push((
-            steps::HOSTED_CLUSTER.to_owned(),
-            Outputs::from([("control_plane_host".to_owned(), json!(h))]),
+        v.push(testing::prior(
+            StepId::HostedCluster,
+            HostedClusterOutputs {
+                control_plane_host: h.to_owned(),
+                control_plane_port: 443,
+                hosted_cluster_id: "hostedclusters.hypershift.openshift.io/ns/demo".into(),
+                namespace_id: "namespaces/ns".into(),
+            },
         ));
     }
     v
@@ -83,12 +95,12 @@ async fn zone_link_and_records_lifecycle() {
     let (arm, h, tenant) = setup().await;
     let vnet = network(&tenant, "demo").await;
     let names = names_of("demo", &spec());
-    let run = |step: &str, action: Action, host: Option<&str>| {
+    let run = |step: &dyn Display, action: Action, host: Option<&str>| {
         command("demo", spec(), step, action, prior(&vnet, host))
     };
 
     // Zone.
-    let zone_out = exec(&h, &run(steps::PRIVATE_ZONE, Action::Do, None))
+    let zone_out = exec(&h, &run(&StepId::PrivateZone, Action::Do, None))
         .await
         .expect("zone");
     let zone_id = s(&zone_out, "private_zone_id");
@@ -104,7 +116,7 @@ async fn zone_link_and_records_lifecycle() {
     assert_eq!(zone["location"], "global");
     assert_eq!(zone["tags"]["hypersaga.io_saga"], "saga-demo");
     assert_eq!(
-        exec(&h, &run(steps::PRIVATE_ZONE, Action::Do, None))
+        exec(&h, &run(&StepId::PrivateZone, Action::Do, None))
             .await
             .expect("again"),
         zone_out
@@ -112,7 +124,7 @@ async fn zone_link_and_records_lifecycle() {
     assert_eq!(arm.requests().await.count("PUT", ZONE), 1, "adopted");
 
     // Link.
-    let link_out = exec(&h, &run(steps::VNET_LINK, Action::Do, None))
+    let link_out = exec(&h, &run(&StepId::VnetLink, Action::Do, None))
         .await
         .expect("link");
     let link_id = s(&link_out, "vnet_link_id");
@@ -130,7 +142,7 @@ async fn zone_link_and_records_lifecycle() {
             .eq_ignore_ascii_case(&vnet)
     );
     assert_eq!(
-        exec(&h, &run(steps::VNET_LINK, Action::Do, None))
+        exec(&h, &run(&StepId::VnetLink, Action::Do, None))
             .await
             .expect("again"),
         link_out
@@ -138,15 +150,18 @@ async fn zone_link_and_records_lifecycle() {
     assert_eq!(arm.requests().await.count("PUT", LINK), 1, "adopted");
 
     // The zone cannot go while linked: retryable, not terminal (the DAG removes the link first).
-    let e = exec(&h, &run(steps::PRIVATE_ZONE, Action::Undo, None))
+    let e = exec(&h, &run(&StepId::PrivateZone, Action::Undo, None))
         .await
         .expect_err("linked zone");
     assert!(e.is_retryable(), "{e}");
 
     // Records: IPv4 → A.
-    let rec = exec(&h, &run(steps::RECORDS, Action::Do, Some("20.30.40.50")))
-        .await
-        .expect("A");
+    let rec = exec(
+        &h,
+        &run(&StepId::DnsRecords, Action::Do, Some("20.30.40.50")),
+    )
+    .await
+    .expect("A");
     let a_id = s(&rec, "api_record_id");
     assert_eq!(a_id, format!("{zone_id}/A/api"));
     let a = tenant
@@ -160,9 +175,12 @@ async fn zone_link_and_records_lifecycle() {
         a["properties"]["aRecords"],
         json!([{"ipv4Address": "20.30.40.50"}])
     );
-    exec(&h, &run(steps::RECORDS, Action::Do, Some("20.30.40.50")))
-        .await
-        .expect("A again");
+    exec(
+        &h,
+        &run(&StepId::DnsRecords, Action::Do, Some("20.30.40.50")),
+    )
+    .await
+    .expect("A again");
     assert_eq!(
         arm.requests()
             .await
@@ -174,7 +192,11 @@ async fn zone_link_and_records_lifecycle() {
     // The endpoint becomes a host name → the A record is replaced by a CNAME.
     let rec = exec(
         &h,
-        &run(steps::RECORDS, Action::Do, Some("kas.demo.example.net")),
+        &run(
+            &StepId::DnsRecords,
+            Action::Do,
+            Some("kas.demo.example.net"),
+        ),
     )
     .await
     .expect("CNAME");
@@ -202,8 +224,8 @@ async fn zone_link_and_records_lifecycle() {
 
     // Undo in reverse order, then again (404 is success).
     for _ in 0..2 {
-        for step in [steps::RECORDS, steps::VNET_LINK, steps::PRIVATE_ZONE] {
-            exec(&h, &run(step, Action::Undo, None))
+        for step in [StepId::DnsRecords, StepId::VnetLink, StepId::PrivateZone] {
+            exec(&h, &run(&step, Action::Undo, None))
                 .await
                 .unwrap_or_else(|e| panic!("undo {step}: {e}"));
         }
@@ -224,29 +246,29 @@ async fn zone_link_and_records_lifecycle() {
 async fn dns_errors_are_classified() {
     let (arm, h, tenant) = setup().await;
     let vnet = network(&tenant, "flt").await;
-    let run = |step: &str, action: Action, host: Option<&str>| {
+    let run = |step: &dyn Display, action: Action, host: Option<&str>| {
         command("flt", spec(), step, action, prior(&vnet, host))
     };
 
     arm.fault("PUT", ZONE, 403, "AuthorizationFailed", 1).await;
-    let e = exec(&h, &run(steps::PRIVATE_ZONE, Action::Do, None))
+    let e = exec(&h, &run(&StepId::PrivateZone, Action::Do, None))
         .await
         .expect_err("403");
     assert_eq!(e.info.code, "AuthorizationFailed");
     assert!(!e.is_retryable());
 
     arm.fault("PUT", ZONE, 500, "InternalServerError", 1).await;
-    let e = exec(&h, &run(steps::PRIVATE_ZONE, Action::Do, None))
+    let e = exec(&h, &run(&StepId::PrivateZone, Action::Do, None))
         .await
         .expect_err("500");
     assert!(e.is_retryable());
-    exec(&h, &run(steps::PRIVATE_ZONE, Action::Do, None))
+    exec(&h, &run(&StepId::PrivateZone, Action::Do, None))
         .await
         .expect("retry");
 
     // 409 Conflict "already linked" counts as success, as in HyperShift.
     arm.fault("PUT", LINK, 409, "Conflict", 1).await;
-    let out = exec(&h, &run(steps::VNET_LINK, Action::Do, None))
+    let out = exec(&h, &run(&StepId::VnetLink, Action::Do, None))
         .await
         .expect("already linked is success");
     let names = names_of("flt", &spec());
@@ -257,7 +279,7 @@ async fn dns_errors_are_classified() {
     assert_eq!(arm.count_status("PUT", LINK, 409).await, 1);
 
     // Records need the control plane's endpoint.
-    let e = exec(&h, &run(steps::RECORDS, Action::Do, None))
+    let e = exec(&h, &run(&StepId::DnsRecords, Action::Do, None))
         .await
         .expect_err("no host");
     assert_eq!(e.info.code, "MissingStepOutput");
@@ -265,7 +287,7 @@ async fn dns_errors_are_classified() {
         e.info.target.as_deref(),
         Some("controlplane.hostedcluster.control_plane_host")
     );
-    let e = exec(&h, &run("dns.public-zone", Action::Do, None))
+    let e = exec(&h, &run(&"dns.public-zone", Action::Do, None))
         .await
         .expect_err("unknown");
     assert_eq!(e.info.code, "UnknownStep");

@@ -1,9 +1,10 @@
 //! The gateway: the gRPC front door (`hypersaga.v1.ClusterService`).
 //!
 //! It authenticates the caller to one tenant, validates the whole request (every violation,
-//! with its field path), records the intent — the cluster record and the operation's saga —
-//! in JetStream KV, wakes the coordinator and answers at once with the operation. It makes no
-//! call to Azure or the management cluster itself.
+//! with its field path), checks the tenant's quotas, records the intent in one write — the
+//! cluster record, naming the new operation — in JetStream KV, wakes the coordinator (which
+//! builds the operation's saga from that record) and answers at once with the operation. It
+//! makes no call to Azure or the management cluster itself.
 #![forbid(unsafe_code)]
 
 mod convert;

@@ -1,21 +1,32 @@
 //! `ClusterService` handlers.
+//!
+//! Accepting an operation is one write: the cluster record, naming the new operation (with
+//! who asked and its trace id), by compare-and-set. Then a start wake-up goes to the
+//! coordinator, which builds the operation's saga from the record; the gateway never writes a
+//! saga. A lost wake-up is repaired by the coordinator's resync, or at once by a retried
+//! request.
 
+mod clusters;
 mod operator;
+mod quota;
+mod tenant_kv;
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
 
 use async_nats::jetstream::kv;
-use futures::{Stream, StreamExt, TryStreamExt};
+use futures::{Stream, StreamExt};
 use hypersaga_api::v1 as pb;
 use hypersaga_api::v1::cluster_service_server::ClusterService;
 use hypersaga_bus::subjects::{cluster_key, saga_key};
-use hypersaga_bus::{Bus, ENVELOPE_VERSION, OperatorAction, SagaWake, StepContext};
+use hypersaga_bus::{Bus, ENVELOPE_VERSION, OperatorAction, SagaWake};
 use hypersaga_config::{Config, TenantConfig};
 use hypersaga_model::names::infra_id;
-use hypersaga_model::record::{CLUSTER_RECORD_VERSION, OperationKind};
-use hypersaga_model::{ClusterPhase, ClusterRecord, Names, validate_create, validate_subscription};
-use hypersaga_saga::{NewSaga, RetryPolicy, Saga, Timing, create_plan};
+use hypersaga_model::record::{
+    CLUSTER_RECORD_VERSION, OperationIntent, OperationKind, OperationState, OperationView,
+};
+use hypersaga_model::{ClusterPhase, ClusterRecord, validate_create, validate_subscription};
+use hypersaga_saga::Saga;
 use hypersaga_telemetry::TraceParent;
 use time::{Duration, OffsetDateTime};
 use tonic::{Code, Request, Response, Status};
@@ -32,6 +43,7 @@ pub struct Gateway {
     bus: Bus,
     clusters: kv::Store,
     sagas: kv::Store,
+    usage: std::sync::Arc<quota::UsageCache>,
 }
 
 impl Gateway {
@@ -43,6 +55,7 @@ impl Gateway {
             bus,
             clusters,
             sagas,
+            usage: Default::default(),
         })
     }
 
@@ -62,26 +75,6 @@ impl Gateway {
             .tenant_by_token(token.trim())
             .cloned()
             .ok_or_else(|| Status::unauthenticated("unknown token"))
-    }
-
-    fn retry_policy(&self) -> RetryPolicy {
-        let c = &self.config.coordinator;
-        RetryPolicy {
-            max_attempts: c.max_attempts,
-            base_delay_ms: c.base_delay_ms,
-            max_delay_ms: c.max_delay_ms,
-        }
-    }
-
-    fn timing(&self) -> Timing {
-        let c = &self.config.coordinator;
-        Timing {
-            lease_ms: c.lease_ms,
-            start_lease_ms: c.start_lease_ms,
-            step_timeout_s: c.step_timeout_s,
-            recheck_min_ms: c.recheck_min_ms,
-            recheck_max_ms: c.recheck_max_ms,
-        }
     }
 
     async fn load_cluster(
@@ -125,26 +118,24 @@ impl Gateway {
         }
     }
 
-    /// Writes the saga (if absent) and wakes the coordinator. Both are idempotent, so a retried
-    /// request repairs a gateway crash between writing the cluster record and this.
-    async fn start(&self, saga: &Saga) -> Result<(), Status> {
-        let key = saga_key(&saga.tenant, &saga.id);
-        let bytes = serde_json::to_vec(saga).map_err(internal("encode saga"))?;
-        if let Err(e) = self.sagas.create(&key, bytes.into()).await
-            && e.kind() != kv::CreateErrorKind::AlreadyExists
-        {
-            return Err(internal("write saga")(e));
-        }
+    /// Wakes the coordinator for the record's current operation; it builds the saga from the
+    /// record if need be. Idempotent: the coordinator ignores a wake-up for a saga that exists
+    /// and has nothing to do, and JetStream drops a repeat within its de-duplication window.
+    async fn wake(&self, rec: &ClusterRecord) -> Result<(), Status> {
         let wake = SagaWake {
             v: ENVELOPE_VERSION,
-            tenant: saga.tenant.clone(),
-            saga_id: saga.id.clone(),
+            tenant: rec.tenant.clone(),
+            saga_id: rec.operation.id.clone(),
+            cluster: Some(rec.name.clone()),
         };
-        let trace = TraceParent::with_trace_id(&saga.trace_id);
+        let trace = match &rec.intent {
+            Some(i) if i.operation == rec.operation.id => TraceParent::with_trace_id(&i.trace_id),
+            _ => TraceParent::new_root(),
+        };
         self.bus
             .publish_json(
-                &self.bus.subjects().saga_start(&saga.tenant),
-                &format!("{}:wake", saga.id),
+                &self.bus.subjects().saga_start(&rec.tenant),
+                &format!("{}:wake", rec.operation.id),
                 &trace,
                 &wake,
             )
@@ -153,42 +144,84 @@ impl Gateway {
         Ok(())
     }
 
-    fn new_saga(
+    /// The answer to a retried request for the record's current operation: the operation as it
+    /// is now. While its saga is not built, the wake-up is sent again (the first may have been
+    /// lost: a gateway that died after its write, a publish that failed).
+    async fn accepted(
         &self,
+        tenant: &TenantConfig,
         rec: &ClusterRecord,
+    ) -> Result<pb::Operation, Status> {
+        if let Some(saga) = self.load_saga(tenant, &rec.operation.id).await? {
+            return Ok(operation_to_pb(&saga.view()));
+        }
+        if !rec.operation.state.is_terminal() {
+            self.wake(rec).await?;
+        }
+        Ok(operation_to_pb(&rec.operation))
+    }
+
+    /// A new operation as the record shows it until the coordinator has built its saga:
+    /// running, no steps yet. The deadline is the saga's too (`coordinator.*_timeout_s`).
+    fn new_operation(
+        &self,
+        id: &str,
+        cluster: &str,
         kind: OperationKind,
-        op_id: String,
         request_id: Option<String>,
-        outputs: BTreeMap<String, hypersaga_bus::Outputs>,
-    ) -> Saga {
-        let names = Names::new(&rec.tenant, &rec.name, &rec.infra_id, &rec.spec.base_domain);
-        let timeout = match kind {
+        now: OffsetDateTime,
+    ) -> OperationView {
+        let timeout_s = match kind {
             OperationKind::Create => self.config.coordinator.create_timeout_s,
             OperationKind::Delete => self.config.coordinator.delete_timeout_s,
         };
-        Saga::new(
-            NewSaga {
-                id: op_id,
-                tenant: rec.tenant.clone(),
-                cluster: rec.name.clone(),
-                kind,
-                plan: create_plan(&rec.spec),
-                context: StepContext {
-                    cluster_uid: rec.uid.clone(),
-                    names,
-                    spec: rec.spec.clone(),
-                    outputs,
-                },
-                retry: self.retry_policy(),
-                timing: self.timing(),
-                timeout: Duration::seconds(timeout as i64),
-                request_id,
-                actor: format!("tenant:{}", rec.tenant),
-                trace_id: TraceParent::new_root().trace_id(),
-            },
-            OffsetDateTime::now_utc(),
-        )
+        OperationView {
+            id: id.to_owned(),
+            cluster: cluster.to_owned(),
+            kind,
+            state: OperationState::Running,
+            started_at: now,
+            ended_at: None,
+            deadline: now.saturating_add(Duration::seconds(
+                i64::try_from(timeout_s).unwrap_or(i64::MAX),
+            )),
+            error: None,
+            steps: Vec::new(),
+            request_id,
+            pause: None,
+        }
     }
+
+    /// An operation that a cluster record of the tenant names but whose saga the coordinator
+    /// has not built yet (one read of the tenant's records).
+    async fn operation_of_record(
+        &self,
+        tenant: &TenantConfig,
+        id: &str,
+    ) -> Result<Option<OperationView>, Status> {
+        if !valid_key_part(id) {
+            return Ok(None);
+        }
+        let records = self.tenant_clusters(tenant).await?;
+        Ok(records
+            .into_values()
+            .map(|r| r.value.operation)
+            .find(|op| op.id == id))
+    }
+}
+
+/// Who asked for a new operation, for the saga the coordinator builds.
+fn intent(tenant: &TenantConfig, op_id: &str, previous: Option<String>) -> OperationIntent {
+    OperationIntent {
+        operation: op_id.to_owned(),
+        actor: format!("tenant:{}", tenant.id),
+        trace_id: TraceParent::new_root().trace_id(),
+        previous_operation: previous,
+    }
+}
+
+fn new_operation_id() -> String {
+    format!("op-{}", uuid::Uuid::new_v4().simple())
 }
 
 /// KV keys accept `[-/_=.a-zA-Z0-9]`; anything else cannot name a stored object.
@@ -261,29 +294,19 @@ impl ClusterService for Gateway {
                 && rec.create_request_id == request_id
                 && rec.operation.kind == OperationKind::Create
             {
-                // A retried request: the same operation, and repair a half-finished accept.
-                let saga = match self.load_saga(&tenant, &rec.operation.id).await? {
-                    Some(s) => s,
-                    None => self.new_saga(
-                        rec,
-                        OperationKind::Create,
-                        rec.operation.id.clone(),
-                        request_id.clone(),
-                        BTreeMap::new(),
-                    ),
-                };
-                self.start(&saga).await?;
-                return Ok(Response::new(operation_to_pb(&saga.view())));
+                // A retried request: the same operation.
+                return self.accepted(&tenant, rec).await.map(Response::new);
             }
             return Err(Status::already_exists(format!(
                 "cluster {:?} already exists (phase {:?}); delete it first or choose another name",
                 req.name, rec.phase
             )));
         }
+        self.check_quotas(&tenant, true).await?;
         let uid = uuid::Uuid::new_v4().to_string();
         let now = OffsetDateTime::now_utc();
-        let op_id = format!("op-{}", uuid::Uuid::new_v4().simple());
-        let mut rec = ClusterRecord {
+        let op_id = new_operation_id();
+        let rec = ClusterRecord {
             v: CLUSTER_RECORD_VERSION,
             tenant: tenant.id.clone(),
             name: req.name.clone(),
@@ -296,19 +319,18 @@ impl ClusterService for Gateway {
             phase: ClusterPhase::Accepted,
             message: "accepted".into(),
             error: None,
-            operation: placeholder_view(&op_id, &req.name),
+            operation: self.new_operation(
+                &op_id,
+                &req.name,
+                OperationKind::Create,
+                request_id.clone(),
+                now,
+            ),
             resources: BTreeMap::new(),
             saga_seq: 0,
             management_cluster: hypersaga_model::record::DEFAULT_MANAGEMENT_CLUSTER.to_owned(),
+            intent: Some(intent(&tenant, &op_id, None)),
         };
-        let saga = self.new_saga(
-            &rec,
-            OperationKind::Create,
-            op_id.clone(),
-            request_id,
-            BTreeMap::new(),
-        );
-        rec.operation = saga.view();
         let bytes = serde_json::to_vec(&rec).map_err(internal("encode cluster"))?;
         let conflict = match existing {
             Some((_, revision)) => match self.clusters.update(&key, bytes.into(), revision).await {
@@ -326,20 +348,21 @@ impl ClusterService for Gateway {
             // Someone else wrote first. If it was this very request (a client retry racing the
             // first call), answer with its operation; otherwise the name is taken.
             if let Some((other, _)) = self.load_cluster(&tenant, &req.name).await?
-                && rec.create_request_id.is_some()
-                && other.create_request_id == rec.create_request_id
+                && request_id.is_some()
+                && other.create_request_id == request_id
+                && other.operation.kind == OperationKind::Create
             {
-                return Ok(Response::new(operation_to_pb(&other.operation)));
+                return self.accepted(&tenant, &other).await.map(Response::new);
             }
             return Err(Status::already_exists(format!(
                 "cluster {:?} was created concurrently",
                 req.name
             )));
         }
-        self.start(&saga).await?;
+        self.wake(&rec).await?;
         tracing::Span::current().record("operation", op_id.as_str());
         info!(infra_id = %rec.infra_id, "cluster accepted");
-        Ok(Response::new(operation_to_pb(&saga.view())))
+        Ok(Response::new(operation_to_pb(&rec.operation)))
     }
 
     async fn get_cluster(
@@ -361,26 +384,9 @@ impl ClusterService for Gateway {
         req: Request<pb::ListClustersRequest>,
     ) -> Result<Response<pb::ListClustersResponse>, Status> {
         let tenant = self.tenant(&req)?;
-        let prefix = format!("{}.", tenant.id);
-        // A key written while the listing runs can be delivered twice: a set de-duplicates.
-        let keys: std::collections::BTreeSet<String> = self
-            .clusters
-            .keys()
+        self.list_clusters_page(&tenant, req.into_inner())
             .await
-            .map_err(internal("list clusters"))?
-            .try_collect()
-            .await
-            .map_err(internal("list clusters"))?;
-        let mut clusters = Vec::new();
-        for key in keys.into_iter().filter(|k| k.starts_with(&prefix)) {
-            if let Some((rec, rev)) = self.load_cluster(&tenant, &key[prefix.len()..]).await?
-                && rec.phase != ClusterPhase::Deleted
-            {
-                clusters.push(cluster_to_pb(&rec, rev));
-            }
-        }
-        clusters.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(Response::new(pb::ListClustersResponse { clusters }))
+            .map(Response::new)
     }
 
     #[instrument(skip_all, fields(tenant, cluster))]
@@ -394,6 +400,7 @@ impl ClusterService for Gateway {
             .record("tenant", tenant.id.as_str())
             .record("cluster", req.name.as_str());
         let request_id = Some(req.request_id.trim().to_owned()).filter(|r| !r.is_empty());
+        let mut within_quota = false;
         for _ in 0..8 {
             let Some((mut rec, revision)) = self.load_cluster(&tenant, &req.name).await? else {
                 return Err(not_found(&req.name));
@@ -406,19 +413,8 @@ impl ClusterService for Gateway {
                 return Err(not_found(&req.name));
             }
             if rec.operation.kind == OperationKind::Delete && !rec.operation.state.is_terminal() {
-                // Already being deleted: the same operation (idempotent), and repair an accept
-                // that wrote the record but not the saga (a crash or a timed-out write).
-                if self.load_saga(&tenant, &rec.operation.id).await?.is_none() {
-                    let saga = self.new_saga(
-                        &rec,
-                        OperationKind::Delete,
-                        rec.operation.id.clone(),
-                        rec.delete_request_id.clone(),
-                        BTreeMap::new(),
-                    );
-                    self.start(&saga).await?;
-                }
-                return Ok(Response::new(operation_to_pb(&rec.operation)));
+                // Already being deleted: the same operation (idempotent).
+                return self.accepted(&tenant, &rec).await.map(Response::new);
             }
             if !rec.operation.state.is_terminal() {
                 return Err(Status::failed_precondition(format!(
@@ -426,38 +422,40 @@ impl ClusterService for Gateway {
                     rec.operation.id, rec.operation.kind, req.name
                 )));
             }
-            // Undo handlers derive names deterministically; the create's outputs are carried
-            // over so the record keeps showing what is kept (identities, OIDC issuer).
-            let outputs = match self.load_saga(&tenant, &rec.operation.id).await? {
-                Some(s) => s.context.outputs,
-                None => BTreeMap::new(),
-            };
-            let op_id = format!("op-{}", uuid::Uuid::new_v4().simple());
-            let saga = self.new_saga(
-                &rec,
+            if !within_quota {
+                self.check_quotas(&tenant, false).await?;
+                within_quota = true;
+            }
+            // The coordinator carries the previous operation's outputs over (undo handlers
+            // derive names deterministically; the record keeps showing what is kept).
+            let op_id = new_operation_id();
+            let previous = std::mem::take(&mut rec.operation.id);
+            rec.intent = Some(intent(&tenant, &op_id, Some(previous)));
+            rec.operation = self.new_operation(
+                &op_id,
+                &req.name,
                 OperationKind::Delete,
-                op_id,
                 request_id.clone(),
-                outputs,
+                OffsetDateTime::now_utc(),
             );
-            rec.operation = saga.view();
             rec.phase = ClusterPhase::Deleting;
             rec.message = "deleting".into();
             rec.error = None;
             rec.delete_request_id = request_id.clone();
             rec.saga_seq = 0;
             let bytes = serde_json::to_vec(&rec).map_err(internal("encode cluster"))?;
-            if self
+            match self
                 .clusters
                 .update(cluster_key(&tenant.id, &req.name), bytes.into(), revision)
                 .await
-                .is_err()
             {
-                continue;
+                Ok(_) => {}
+                Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => continue,
+                Err(e) => return Err(internal("write cluster")(e)),
             }
-            self.start(&saga).await?;
-            info!(operation = %saga.id, "cluster deletion accepted");
-            return Ok(Response::new(operation_to_pb(&saga.view())));
+            self.wake(&rec).await?;
+            info!(operation = %op_id, "cluster deletion accepted");
+            return Ok(Response::new(operation_to_pb(&rec.operation)));
         }
         Err(Status::aborted("the cluster kept changing; retry"))
     }
@@ -533,8 +531,12 @@ impl ClusterService for Gateway {
     ) -> Result<Response<pb::Operation>, Status> {
         let tenant = self.tenant(&req)?;
         let id = req.into_inner().id;
-        match self.load_saga(&tenant, &id).await? {
-            Some(saga) => Ok(Response::new(operation_to_pb(&saga.view()))),
+        if let Some(saga) = self.load_saga(&tenant, &id).await? {
+            return Ok(Response::new(operation_to_pb(&saga.view())));
+        }
+        // Accepted, but its saga is not built yet: the cluster record says how it stands.
+        match self.operation_of_record(&tenant, &id).await? {
+            Some(op) => Ok(Response::new(operation_to_pb(&op))),
             None => Err(Status::not_found(format!("operation {id:?} not found"))),
         }
     }
@@ -607,23 +609,5 @@ impl ClusterService for Gateway {
             request_id: r.request_id,
         };
         self.operate(&tenant, call).await.map(Response::new)
-    }
-}
-
-/// Stands in for the operation until the saga (which needs the record's names) is built.
-fn placeholder_view(op_id: &str, cluster: &str) -> hypersaga_model::record::OperationView {
-    let now = OffsetDateTime::now_utc();
-    hypersaga_model::record::OperationView {
-        id: op_id.to_owned(),
-        cluster: cluster.to_owned(),
-        kind: OperationKind::Create,
-        state: hypersaga_model::record::OperationState::Running,
-        started_at: now,
-        ended_at: None,
-        deadline: now,
-        error: None,
-        steps: Vec::new(),
-        request_id: None,
-        pause: None,
     }
 }

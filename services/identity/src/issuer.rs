@@ -5,11 +5,10 @@
 //! clusters of a tenant race, one key wins and both use it — a second key would leave the
 //! published JWKS and the tokens of one of the clusters disagreeing.
 
-use hypersaga_bus::{Outputs, StepCommand, StepError};
+use hypersaga_bus::{OidcOutputs, Outputs, StepCommand, StepError, StepOutputs};
 use hypersaga_model::names::oidc_container;
 use hypersaga_oidc::{BlobPublisher, SigningKey};
 use hypersaga_stepkit::Notes;
-use serde_json::Value;
 use tracing::info;
 
 use crate::blob::step_error;
@@ -76,8 +75,9 @@ pub(crate) async fn ensure(
         .await
         .map_err(step_error)?;
     info!(%issuer, "OIDC issuer published");
-    Ok(Outputs::from([
-        ("issuer_url".to_owned(), Value::String(issuer)),
-        ("kid".to_owned(), Value::String(key.kid())),
-    ]))
+    Ok(OidcOutputs {
+        issuer_url: issuer,
+        kid: key.kid(),
+    }
+    .into_outputs())
 }

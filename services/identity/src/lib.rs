@@ -16,7 +16,7 @@ mod workload;
 
 use std::sync::Arc;
 
-use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
+use hypersaga_bus::{Action, Outputs, Service, StepCommand, StepError, StepId};
 use hypersaga_config::Config;
 use hypersaga_oidc::{BlobConfig, BlobPublisher, Secret};
 use hypersaga_stepkit::{ArmClients, Halt, Notes, conclude, drive, unknown_step};
@@ -25,14 +25,6 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 pub use workload::{FIC_API, MSI_API, RESOURCES_API};
-
-/// Step ids this service owns.
-pub mod steps {
-    /// The tenant's shared OIDC issuer.
-    pub const OIDC: &str = "identity.oidc";
-    /// The cluster's workload identities and federated credentials.
-    pub const WORKLOAD: &str = "identity.workload";
-}
 
 /// Why the service could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -47,8 +39,11 @@ pub enum Error {
 
 /// Runs the identity service until `shutdown`.
 pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<(), Error> {
-    let handler = Arc::new(IdentityHandler::new(config)?);
-    hypersaga_stepkit::run_service(config, "identity", handler, shutdown).await?;
+    let service = Service::Identity.as_str();
+    let bus = hypersaga_stepkit::connect(config, service).await?;
+    let budgets = hypersaga_stepkit::budgets(&bus, config).await?;
+    let handler = Arc::new(IdentityHandler::new(config)?.with_budgets(budgets));
+    hypersaga_stepkit::run_service(config, service, bus, handler, shutdown).await?;
     Ok(())
 }
 
@@ -83,6 +78,12 @@ impl IdentityHandler {
         })
     }
 
+    /// Paces its ARM requests through the shared per-subscription budgets.
+    pub fn with_budgets(mut self, budgets: Option<hypersaga_stepkit::Budgets>) -> Self {
+        self.arm = self.arm.with_budgets(budgets);
+        self
+    }
+
     /// One check of a step: as far as it can go now (`Wait` while Azure still works on an
     /// operation the step started). What the worker runs.
     pub async fn check(
@@ -103,13 +104,13 @@ impl IdentityHandler {
     }
 
     async fn step(&self, cmd: &StepCommand, notes: &dyn Notes) -> Result<Outputs, Halt> {
-        match (cmd.step.as_str(), cmd.action) {
-            (steps::OIDC, Action::Do) => Ok(issuer::ensure(&self.publisher, cmd, notes).await?),
-            (steps::WORKLOAD, Action::Do) => {
+        match (cmd.step_id()?, cmd.action) {
+            (StepId::Oidc, Action::Do) => Ok(issuer::ensure(&self.publisher, cmd, notes).await?),
+            (StepId::WorkloadIdentities, Action::Do) => {
                 let arm = self.arm.tenant(&cmd.tenant)?;
                 workload::ensure(&arm, cmd, notes).await
             }
-            (steps::OIDC | steps::WORKLOAD, Action::Undo) => {
+            (StepId::Oidc | StepId::WorkloadIdentities, Action::Undo) => {
                 info!(step = %cmd.step, "persistent by design; undo leaves it in place");
                 Ok(Outputs::new())
             }
@@ -120,6 +121,10 @@ impl IdentityHandler {
 
 #[async_trait::async_trait]
 impl StepHandler for IdentityHandler {
+    async fn defer(&self, cmd: &StepCommand) -> Option<std::time::Duration> {
+        self.arm.defer(&cmd.tenant, cmd.action).await
+    }
+
     async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {
         self.check(cmd, progress).await
     }

@@ -3,14 +3,13 @@
 
 use futures::future::join_all;
 use hypersaga_azure::ids;
-use hypersaga_bus::{Outputs, StepCommand, StepError};
-use hypersaga_model::identities::{AUDIENCE, WORKLOAD_IDENTITIES, WorkloadIdentity};
-use hypersaga_stepkit::{
-    Halt, Notes, Ops, TenantArm, any, ensure as ensure_resource, missing_output, tags,
+use hypersaga_bus::{
+    OidcOutputs, Outputs, StepCommand, StepError, StepId, StepOutputs, WorkloadClient,
+    WorkloadIdentitiesOutputs,
 };
-use serde_json::{Map, Value, json};
-
-use crate::steps;
+use hypersaga_model::identities::{AUDIENCE, WORKLOAD_IDENTITIES, WorkloadIdentity};
+use hypersaga_stepkit::{Halt, Notes, Ops, TenantArm, any, ensure as ensure_resource, tags};
+use serde_json::{Value, json};
 
 /// `Microsoft.Resources` api-version HyperShift uses for the identity RG.
 pub const RESOURCES_API: &str = "2021-04-01";
@@ -55,18 +54,25 @@ pub(crate) fn credential_matches(existing: &Value, issuer: &str, subject: &str) 
 /// `<key>_identity_id`, their principal (object) ids for role assignments as
 /// `workload_principals` (not `_id`-suffixed: they are not ARM resources), and `identity_rg_id`.
 pub(crate) fn outputs(identity_rg_id: &str, identities: &[Identity]) -> Outputs {
-    let mut workload = Map::new();
-    let mut principals = Map::new();
-    let mut out = Outputs::new();
-    for i in identities {
-        workload.insert(i.key.to_owned(), json!({ "clientID": i.client_id }));
-        principals.insert(i.key.to_owned(), json!(i.principal_id));
-        out.insert(format!("{}_identity_id", i.key), json!(i.id));
+    let key = |i: &Identity| i.key.to_owned();
+    WorkloadIdentitiesOutputs {
+        workload_identities: identities
+            .iter()
+            .map(|i| {
+                let client = WorkloadClient {
+                    client_id: i.client_id.clone(),
+                };
+                (key(i), client)
+            })
+            .collect(),
+        workload_principals: identities
+            .iter()
+            .map(|i| (key(i), i.principal_id.clone()))
+            .collect(),
+        identity_rg_id: identity_rg_id.to_owned(),
+        identity_ids: identities.iter().map(|i| (key(i), i.id.clone())).collect(),
     }
-    out.insert("workload_identities".into(), Value::Object(workload));
-    out.insert("workload_principals".into(), Value::Object(principals));
-    out.insert("identity_rg_id".into(), json!(identity_rg_id));
-    out
+    .into_outputs()
 }
 
 /// Creates or adopts the identity RG (GET, create only when absent, as HyperShift does), then
@@ -76,10 +82,8 @@ pub(crate) async fn ensure(
     cmd: &StepCommand,
     notes: &dyn Notes,
 ) -> Result<Outputs, Halt> {
-    let issuer = cmd
-        .context
-        .output(steps::OIDC, "issuer_url")
-        .ok_or_else(|| missing_output(steps::OIDC, "issuer_url"))?;
+    let OidcOutputs { issuer_url, .. } = cmd.context.outputs_of(&StepId::Oidc)?;
+    let issuer = issuer_url.as_str();
     let rg_id = arm.resource_group_id(&cmd.context.names.identity_rg);
     let rg_body = json!({ "location": cmd.context.spec.location, "tags": tags(cmd) });
     ensure_resource(
@@ -239,7 +243,7 @@ mod tests {
         let cmd = hypersaga_stepkit::testing::command(
             "demo",
             hypersaga_stepkit::testing::spec(),
-            steps::WORKLOAD,
+            StepId::WorkloadIdentities,
             hypersaga_bus::Action::Do,
             [],
         );

@@ -1,11 +1,11 @@
 //! The identity steps against real Azurite (issuer) and the real ARM emulator (identities).
 
-use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
+use hypersaga_bus::{Action, OidcOutputs, Outputs, StepCommand, StepError, StepId};
 use hypersaga_config::Config;
-use hypersaga_identity::{FIC_API, IdentityHandler, steps};
+use hypersaga_identity::{FIC_API, IdentityHandler};
 use hypersaga_model::TenantId;
 use hypersaga_model::identities::WORKLOAD_IDENTITIES;
-use hypersaga_stepkit::testing::{Azurite, SUBSCRIPTION, TestArm, command, names_of, spec};
+use hypersaga_stepkit::testing::{Azurite, SUBSCRIPTION, TestArm, command, names_of, prior, spec};
 use hypersaga_stepkit::{ArmClients, LogNotes};
 use serde_json::{Value, json};
 
@@ -26,12 +26,12 @@ fn without_blob(arm: &TestArm) -> Config {
 }
 
 fn oidc_outputs(issuer: &str) -> Vec<(String, Outputs)> {
-    vec![(
-        steps::OIDC.to_owned(),
-        Outputs::from([
-            ("issuer_url".to_owned(), json!(issuer)),
-            ("kid".to_owned(), json!("k")),
-        ]),
+    vec![prior(
+        StepId::Oidc,
+        OidcOutputs {
+            issuer_url: issuer.to_owned(),
+            kid: "k".to_owned(),
+        },
     )]
 }
 
@@ -44,8 +44,8 @@ async fn issuer_is_published_once_per_tenant_and_shared() {
     let h = IdentityHandler::new(&config).expect("handler");
 
     // Two clusters of the tenant race to create the issuer: one key wins, both use it.
-    let a = command("one", spec(), steps::OIDC, Action::Do, []);
-    let b = command("two", spec(), steps::OIDC, Action::Do, []);
+    let a = command("one", spec(), StepId::Oidc, Action::Do, []);
+    let b = command("two", spec(), StepId::Oidc, Action::Do, []);
     let (ra, rb) = tokio::join!(exec(&h, &a), exec(&h, &b));
     let (oa, ob) = (ra.expect("oidc one"), rb.expect("oidc two"));
     assert_eq!(oa, ob, "both clusters share the tenant's issuer and key");
@@ -76,13 +76,13 @@ async fn issuer_is_published_once_per_tenant_and_shared() {
     assert_eq!(jwks["keys"][0]["kid"], kid.as_str());
 
     // Again: the stored key is adopted (same kid), documents republished identically.
-    let again = exec(&h, &command("three", spec(), steps::OIDC, Action::Do, []))
+    let again = exec(&h, &command("three", spec(), StepId::Oidc, Action::Do, []))
         .await
         .expect("oidc again");
     assert_eq!(again, oa);
 
     // Undo is a no-op: the issuer is shared.
-    exec(&h, &command("one", spec(), steps::OIDC, Action::Undo, []))
+    exec(&h, &command("one", spec(), StepId::Oidc, Action::Undo, []))
         .await
         .expect("undo");
     let still = http
@@ -110,7 +110,7 @@ async fn workload_identities_are_created_adopted_and_kept() {
     let cmd = command(
         "demo",
         spec(),
-        steps::WORKLOAD,
+        StepId::WorkloadIdentities,
         Action::Do,
         oidc_outputs(issuer),
     );
@@ -224,7 +224,7 @@ async fn workload_identities_are_created_adopted_and_kept() {
     let moved = command(
         "demo",
         spec(),
-        steps::WORKLOAD,
+        StepId::WorkloadIdentities,
         Action::Do,
         oidc_outputs("https://other.example/oidc-acme"),
     );
@@ -244,7 +244,7 @@ async fn workload_identities_are_created_adopted_and_kept() {
     // Undo keeps everything: identities are persistent by design.
     exec(
         &h,
-        &command("demo", spec(), steps::WORKLOAD, Action::Undo, []),
+        &command("demo", spec(), StepId::WorkloadIdentities, Action::Undo, []),
     )
     .await
     .expect("undo");
@@ -268,7 +268,7 @@ async fn identity_errors_are_classified() {
     let cmd = command(
         "flt",
         spec(),
-        steps::WORKLOAD,
+        StepId::WorkloadIdentities,
         Action::Do,
         oidc_outputs("https://i.example/oidc-acme"),
     );
@@ -291,9 +291,12 @@ async fn identity_errors_are_classified() {
     );
 
     // Without the issuer output the step cannot run: a plan bug, terminal.
-    let e = exec(&h, &command("flt", spec(), steps::WORKLOAD, Action::Do, []))
-        .await
-        .expect_err("no issuer");
+    let e = exec(
+        &h,
+        &command("flt", spec(), StepId::WorkloadIdentities, Action::Do, []),
+    )
+    .await
+    .expect_err("no issuer");
     assert_eq!(e.info.code, "MissingStepOutput");
     assert_eq!(e.info.target.as_deref(), Some("identity.oidc.issuer_url"));
     let e = exec(

@@ -22,7 +22,7 @@ mod vnet;
 
 use std::sync::Arc;
 
-use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
+use hypersaga_bus::{Action, Outputs, Service, StepCommand, StepError, StepId};
 use hypersaga_config::Config;
 use hypersaga_stepkit::{ArmClients, Halt, Notes, conclude, drive, unknown_step};
 use hypersaga_worker::{Progress, StepHandler, StepResult};
@@ -32,20 +32,6 @@ use tokio_util::sync::CancellationToken;
 pub const RESOURCES_API: &str = "2021-04-01";
 /// `Microsoft.Network` api-version HyperShift uses for NSG, VNet, public IP and LB.
 pub const NETWORK_API: &str = "2023-11-01";
-
-/// Step ids this service owns.
-pub mod steps {
-    /// Managed, VNet and NSG resource groups.
-    pub const RESOURCE_GROUPS: &str = "network.resource-groups";
-    /// Network security group.
-    pub const NSG: &str = "network.nsg";
-    /// Virtual network and its subnet.
-    pub const VNET: &str = "network.vnet";
-    /// Public IP of the egress load balancer.
-    pub const PUBLIC_IP: &str = "network.public-ip";
-    /// Egress load balancer.
-    pub const LOAD_BALANCER: &str = "network.load-balancer";
-}
 
 /// Why the service could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -57,8 +43,11 @@ pub enum Error {
 
 /// Runs the network service until `shutdown`.
 pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<(), Error> {
-    let handler = Arc::new(NetworkHandler::new(config)?);
-    hypersaga_stepkit::run_service(config, "network", handler, shutdown).await?;
+    let service = Service::Network.as_str();
+    let bus = hypersaga_stepkit::connect(config, service).await?;
+    let budgets = hypersaga_stepkit::budgets(&bus, config).await?;
+    let handler = Arc::new(NetworkHandler::new(config)?.with_budgets(budgets));
+    hypersaga_stepkit::run_service(config, service, bus, handler, shutdown).await?;
     Ok(())
 }
 
@@ -77,6 +66,12 @@ impl NetworkHandler {
         Ok(Self {
             arm: ArmClients::new(config)?,
         })
+    }
+
+    /// Paces its ARM requests through the shared per-subscription budgets.
+    pub fn with_budgets(mut self, budgets: Option<hypersaga_stepkit::Budgets>) -> Self {
+        self.arm = self.arm.with_budgets(budgets);
+        self
     }
 
     /// One check of a step: as far as it can go now. `Wait` while Azure still works on an
@@ -100,31 +95,24 @@ impl NetworkHandler {
     }
 
     async fn step(&self, cmd: &StepCommand, notes: &dyn Notes) -> Result<Outputs, Halt> {
-        let known = matches!(
-            cmd.step.as_str(),
-            steps::RESOURCE_GROUPS
-                | steps::NSG
-                | steps::VNET
-                | steps::PUBLIC_IP
-                | steps::LOAD_BALANCER
-        );
-        if !known {
+        let step = cmd.step_id()?;
+        if step.service() != Service::Network {
             return Err(unknown_step(cmd).into());
         }
         let arm = self.arm.tenant(&cmd.tenant)?;
-        match (cmd.step.as_str(), cmd.action) {
-            (steps::RESOURCE_GROUPS, Action::Do) => resource_groups::create(&arm, cmd).await,
-            (steps::RESOURCE_GROUPS, Action::Undo) => {
+        match (step, cmd.action) {
+            (StepId::ResourceGroups, Action::Do) => resource_groups::create(&arm, cmd).await,
+            (StepId::ResourceGroups, Action::Undo) => {
                 resource_groups::delete(&arm, cmd, notes).await
             }
-            (steps::NSG, Action::Do) => nsg::create(&arm, cmd).await,
-            (steps::NSG, Action::Undo) => nsg::delete(&arm, cmd).await,
-            (steps::VNET, Action::Do) => vnet::create(&arm, cmd).await,
-            (steps::VNET, Action::Undo) => vnet::delete(&arm, cmd).await,
-            (steps::PUBLIC_IP, Action::Do) => public_ip::create(&arm, cmd).await,
-            (steps::PUBLIC_IP, Action::Undo) => public_ip::delete(&arm, cmd).await,
-            (steps::LOAD_BALANCER, Action::Do) => load_balancer::create(&arm, cmd).await,
-            (steps::LOAD_BALANCER, Action::Undo) => load_balancer::delete(&arm, cmd).await,
+            (StepId::Nsg, Action::Do) => nsg::create(&arm, cmd).await,
+            (StepId::Nsg, Action::Undo) => nsg::delete(&arm, cmd).await,
+            (StepId::Vnet, Action::Do) => vnet::create(&arm, cmd).await,
+            (StepId::Vnet, Action::Undo) => vnet::delete(&arm, cmd).await,
+            (StepId::PublicIp, Action::Do) => public_ip::create(&arm, cmd).await,
+            (StepId::PublicIp, Action::Undo) => public_ip::delete(&arm, cmd).await,
+            (StepId::LoadBalancer, Action::Do) => load_balancer::create(&arm, cmd).await,
+            (StepId::LoadBalancer, Action::Undo) => load_balancer::delete(&arm, cmd).await,
             _ => Err(unknown_step(cmd).into()),
         }
     }
@@ -132,12 +120,14 @@ impl NetworkHandler {
 
 #[async_trait::async_trait]
 impl StepHandler for NetworkHandler {
+    async fn defer(&self, cmd: &StepCommand) -> Option<std::time::Duration> {
+        self.arm.defer(&cmd.tenant, cmd.action).await
+    }
+
     async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {
         self.check(cmd, progress).await
     }
 }
-
-pub(crate) use hypersaga_stepkit::output;
 
 #[cfg(test)]
 mod tests {
@@ -163,7 +153,7 @@ mod tests {
 
     #[test]
     fn resource_group_body() {
-        let cmd = command("demo", spec(), steps::RESOURCE_GROUPS, Action::Do, []);
+        let cmd = command("demo", spec(), StepId::ResourceGroups, Action::Do, []);
         assert_eq!(
             resource_groups::body(&cmd),
             json!({"location": "eastus", "tags": tags()})
@@ -172,7 +162,7 @@ mod tests {
 
     #[test]
     fn nsg_body_has_empty_rules() {
-        let cmd = command("demo", spec(), steps::NSG, Action::Do, []);
+        let cmd = command("demo", spec(), StepId::Nsg, Action::Do, []);
         assert_eq!(
             nsg::body(&cmd),
             json!({"location": "eastus", "tags": tags(), "properties": {"securityRules": []}})
@@ -184,7 +174,7 @@ mod tests {
         let mut s = spec();
         s.network.vnet_cidr = Some("10.1.0.0/16".into());
         s.network.subnet_cidr = Some("10.1.2.0/24".into());
-        let cmd = command("demo", s, steps::VNET, Action::Do, []);
+        let cmd = command("demo", s, StepId::Vnet, Action::Do, []);
         let nsg = format!(
             "{SUB}/demo-nsg-x/providers/Microsoft.Network/networkSecurityGroups/demo-x-nsg"
         );
@@ -218,7 +208,7 @@ mod tests {
 
     #[test]
     fn default_cidrs_follow_hypershift() {
-        let cmd = command("demo", spec(), steps::VNET, Action::Do, []);
+        let cmd = command("demo", spec(), StepId::Vnet, Action::Do, []);
         let body = vnet::body(&cmd, "/nsg");
         assert_eq!(
             body["properties"]["addressSpace"]["addressPrefixes"],
@@ -232,7 +222,7 @@ mod tests {
 
     #[test]
     fn public_ip_body() {
-        let cmd = command("demo", spec(), steps::PUBLIC_IP, Action::Do, []);
+        let cmd = command("demo", spec(), StepId::PublicIp, Action::Do, []);
         assert_eq!(
             public_ip::body(&cmd),
             json!({
@@ -250,7 +240,7 @@ mod tests {
 
     #[test]
     fn load_balancer_body_matches_hypershift() {
-        let cmd = command("demo", spec(), steps::LOAD_BALANCER, Action::Do, []);
+        let cmd = command("demo", spec(), StepId::LoadBalancer, Action::Do, []);
         let infra = cmd.context.names.infra_id.clone();
         let lb = format!("{SUB}/rg/providers/Microsoft.Network/loadBalancers/{infra}");
         let pip = format!("{SUB}/rg/providers/Microsoft.Network/publicIPAddresses/{infra}");
@@ -294,7 +284,7 @@ mod tests {
 
     #[test]
     fn user_brought_resource_groups_are_recognised() {
-        let cmd = command("demo", byo(), steps::RESOURCE_GROUPS, Action::Undo, []);
+        let cmd = command("demo", byo(), StepId::ResourceGroups, Action::Undo, []);
         assert_eq!(
             user_network::user_resource_groups(&cmd),
             vec![
@@ -307,7 +297,7 @@ mod tests {
             user_network::user_resource_groups(&command(
                 "demo",
                 spec(),
-                steps::RESOURCE_GROUPS,
+                StepId::ResourceGroups,
                 Action::Undo,
                 []
             ))

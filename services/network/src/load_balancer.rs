@@ -3,11 +3,13 @@
 //! provider expect (`loadBalancerName=INFRA`, backend pool `INFRA`).
 
 use hypersaga_azure::ids;
-use hypersaga_bus::{Outputs, StepCommand};
-use hypersaga_stepkit::{Halt, Ops, TenantArm, ensure, missing_output, remove, tags};
+use hypersaga_bus::{
+    LoadBalancerOutputs, Outputs, PublicIpOutputs, StepCommand, StepId, StepOutputs,
+};
+use hypersaga_stepkit::{Halt, Ops, TenantArm, ensure, remove, tags};
 use serde_json::{Value, json};
 
-use crate::{NETWORK_API, output, steps};
+use crate::NETWORK_API;
 
 /// ARM type of load balancers.
 pub(crate) const TYPE: &str = "Microsoft.Network/loadBalancers";
@@ -83,10 +85,7 @@ pub(crate) fn id(arm: &TenantArm, cmd: &StepCommand) -> String {
 }
 
 pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
-    let public_ip_id = cmd
-        .context
-        .output(steps::PUBLIC_IP, "public_ip_id")
-        .ok_or_else(|| missing_output(steps::PUBLIC_IP, "public_ip_id"))?;
+    let PublicIpOutputs { public_ip_id } = cmd.context.outputs_of(&StepId::PublicIp)?;
     let id = id(arm, cmd);
     ensure(
         &arm.client,
@@ -94,11 +93,14 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
         "load balancer",
         &id,
         NETWORK_API,
-        &body(cmd, &id, public_ip_id),
+        &body(cmd, &id, &public_ip_id),
         |v| matches(v, cmd),
     )
     .await?;
-    Ok(Outputs::from([output("load_balancer_id", id)]))
+    Ok(LoadBalancerOutputs {
+        load_balancer_id: id,
+    }
+    .into_outputs())
 }
 
 pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {

@@ -2,12 +2,12 @@
 //! with an empty rule set (hypershift-azure.md §1.1 row 4) — the in-cluster cloud provider
 //! adds rules later, which is why an existing NSG is adopted, never re-PUT.
 
-use hypersaga_bus::{Outputs, StepCommand};
+use hypersaga_bus::{NsgOutputs, Outputs, StepCommand, StepOutputs};
 use hypersaga_stepkit::{Halt, Ops, TenantArm, any, ensure, remove, tags};
 use serde_json::{Value, json};
 
+use crate::NETWORK_API;
 use crate::user_network::{given, look_up};
-use crate::{NETWORK_API, output};
 
 /// ARM type of network security groups.
 pub(crate) const TYPE: &str = "Microsoft.Network/networkSecurityGroups";
@@ -32,7 +32,10 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
     if network.is_user_brought() {
         let nsg_id = given("nsg_id", network.nsg_id.as_deref())?;
         look_up(arm, "nsg_id", nsg_id).await?;
-        return Ok(Outputs::from([output("nsg_id", nsg_id)]));
+        return Ok(NsgOutputs {
+            nsg_id: nsg_id.to_owned(),
+        }
+        .into_outputs());
     }
     let id = id(arm, cmd);
     ensure(
@@ -45,7 +48,7 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
         any,
     )
     .await?;
-    Ok(Outputs::from([output("nsg_id", id)]))
+    Ok(NsgOutputs { nsg_id: id }.into_outputs())
 }
 
 /// Deletes our NSG. A user-brought NSG is left alone (the saga never asks, but this service

@@ -2,11 +2,11 @@
 //! (hypershift-azure.md §1.1 row 10). HyperShift wraps this PUT in a 409 retry loop; here a
 //! 409 is a retryable step failure and the saga's backoff does the same job, visibly.
 
-use hypersaga_bus::{Outputs, StepCommand};
+use hypersaga_bus::{Outputs, PublicIpOutputs, StepCommand, StepOutputs};
 use hypersaga_stepkit::{Halt, Ops, TenantArm, any, ensure, remove, tags};
 use serde_json::{Value, json};
 
-use crate::{NETWORK_API, output};
+use crate::NETWORK_API;
 
 /// ARM type of public IPs.
 pub(crate) const TYPE: &str = "Microsoft.Network/publicIPAddresses";
@@ -45,7 +45,7 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
         any,
     )
     .await?;
-    Ok(Outputs::from([output("public_ip_id", id)]))
+    Ok(PublicIpOutputs { public_ip_id: id }.into_outputs())
 }
 
 pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {

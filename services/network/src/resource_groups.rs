@@ -1,25 +1,33 @@
 //! `network.resource-groups`: the managed RG, and the VNet and NSG RGs unless the network is
 //! the user's (hypershift-azure.md §1.1 rows 1, 3, 5; §1.5 for the delete order).
 
-use hypersaga_bus::{Outputs, StepCommand};
+use hypersaga_bus::{Outputs, ResourceGroupsOutputs, StepCommand, StepOutputs};
 use hypersaga_stepkit::{Halt, Notes, Ops, TenantArm, any, ensure, remove, tags};
 use serde_json::{Value, json};
 
+use crate::RESOURCES_API;
 use crate::user_network::user_resource_groups;
-use crate::{RESOURCES_API, output};
 
 /// Body of every resource group we create.
 pub(crate) fn body(cmd: &StepCommand) -> Value {
     json!({ "location": cmd.context.spec.location, "tags": tags(cmd) })
 }
 
-/// (output key, RG name) of the groups this cluster owns, in creation order.
-fn owned(cmd: &StepCommand) -> Vec<(&'static str, &str)> {
+/// What a group this cluster owns is for.
+#[derive(Clone, Copy)]
+enum Role {
+    Managed,
+    Vnet,
+    Nsg,
+}
+
+/// The groups this cluster owns, in creation order.
+fn owned(cmd: &StepCommand) -> Vec<(Role, &str)> {
     let n = &cmd.context.names;
-    let mut groups = vec![("managed_rg_id", n.managed_rg.as_str())];
+    let mut groups = vec![(Role::Managed, n.managed_rg.as_str())];
     if !cmd.context.spec.network.is_user_brought() {
-        groups.push(("vnet_rg_id", n.vnet_rg.as_str()));
-        groups.push(("nsg_rg_id", n.nsg_rg.as_str()));
+        groups.push((Role::Vnet, n.vnet_rg.as_str()));
+        groups.push((Role::Nsg, n.nsg_rg.as_str()));
     }
     groups
 }
@@ -28,8 +36,12 @@ fn owned(cmd: &StepCommand) -> Vec<(&'static str, &str)> {
 /// existing one is adopted as is (a different location would fail the PUT anyway).
 pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
     let body = body(cmd);
-    let mut out = Outputs::new();
-    for (key, rg) in owned(cmd) {
+    let mut out = ResourceGroupsOutputs {
+        managed_rg_id: String::new(),
+        vnet_rg_id: None,
+        nsg_rg_id: None,
+    };
+    for (role, rg) in owned(cmd) {
         let id = arm.resource_group_id(rg);
         ensure(
             &arm.client,
@@ -41,9 +53,13 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
             any,
         )
         .await?;
-        out.extend([output(key, id)]);
+        match role {
+            Role::Managed => out.managed_rg_id = id,
+            Role::Vnet => out.vnet_rg_id = Some(id),
+            Role::Nsg => out.nsg_rg_id = Some(id),
+        }
     }
-    Ok(out)
+    Ok(out.into_outputs())
 }
 
 /// Deletes the managed RG, then the VNet RG, then the NSG RG: the subnet in the VNet RG

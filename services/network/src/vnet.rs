@@ -2,12 +2,12 @@
 //! (hypershift-azure.md §1.1 row 6), or the user's VNet and subnet, looked up.
 
 use hypersaga_azure::ids;
-use hypersaga_bus::{Outputs, StepCommand};
-use hypersaga_stepkit::{Halt, Ops, TenantArm, ensure, missing_output, remove, tags};
+use hypersaga_bus::{NsgOutputs, Outputs, StepCommand, StepId, StepOutputs, VnetOutputs};
+use hypersaga_stepkit::{Halt, Ops, TenantArm, ensure, remove, tags};
 use serde_json::{Value, json};
 
+use crate::NETWORK_API;
 use crate::user_network::{given, look_up};
-use crate::{NETWORK_API, output, steps};
 
 /// ARM type of virtual networks.
 pub(crate) const TYPE: &str = "Microsoft.Network/virtualNetworks";
@@ -70,15 +70,14 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
         let subnet_id = given("subnet_id", network.subnet_id.as_deref())?;
         look_up(arm, "vnet_id", vnet_id).await?;
         look_up(arm, "subnet_id", subnet_id).await?;
-        return Ok(Outputs::from([
-            output("vnet_id", vnet_id),
-            output("subnet_id", subnet_id),
-        ]));
+        return Ok(VnetOutputs {
+            vnet_id: vnet_id.to_owned(),
+            subnet_id: subnet_id.to_owned(),
+        }
+        .into_outputs());
     }
-    let nsg_id = cmd
-        .context
-        .output(steps::NSG, "nsg_id")
-        .ok_or_else(|| missing_output(steps::NSG, "nsg_id"))?;
+    let NsgOutputs { nsg_id } = cmd.context.outputs_of(&StepId::Nsg)?;
+    let nsg_id = nsg_id.as_str();
     let id = id(arm, cmd);
     ensure(
         &arm.client,
@@ -91,10 +90,11 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
     )
     .await?;
     let subnet_id = ids::child_id(&id, "subnets", &cmd.context.names.subnet);
-    Ok(Outputs::from([
-        output("vnet_id", id),
-        output("subnet_id", subnet_id),
-    ]))
+    Ok(VnetOutputs {
+        vnet_id: id,
+        subnet_id,
+    }
+    .into_outputs())
 }
 
 /// Deletes our VNet (its subnet goes with it). A user-brought VNet is left alone.

@@ -1,9 +1,9 @@
 //! The network steps against the real ARM emulator: do, do again (adopted, no new writes),
 //! undo, undo again (404 is success), user-brought networks, injected faults.
 
-use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
+use hypersaga_bus::{Action, Outputs, StepCommand, StepError, StepId};
 use hypersaga_model::{ClusterSpec, TenantId};
-use hypersaga_network::{NETWORK_API, NetworkHandler, RESOURCES_API, steps};
+use hypersaga_network::{NETWORK_API, NetworkHandler, RESOURCES_API};
 use hypersaga_stepkit::testing::{SUBSCRIPTION, TestArm, command, spec};
 use hypersaga_stepkit::{ArmClients, LogNotes};
 use serde_json::{Value, json};
@@ -27,17 +27,17 @@ async fn create_all(
 ) -> Vec<(String, Outputs)> {
     let mut done: Vec<(String, Outputs)> = Vec::new();
     for step in [
-        steps::RESOURCE_GROUPS,
-        steps::NSG,
-        steps::VNET,
-        steps::PUBLIC_IP,
-        steps::LOAD_BALANCER,
+        StepId::ResourceGroups,
+        StepId::Nsg,
+        StepId::Vnet,
+        StepId::PublicIp,
+        StepId::LoadBalancer,
     ] {
-        let cmd = command(cluster, spec.clone(), step, Action::Do, done.clone());
+        let cmd = command(cluster, spec.clone(), &step, Action::Do, done.clone());
         let o = exec(h, &cmd)
             .await
             .unwrap_or_else(|e| panic!("{step}: {e}"));
-        done.push((step.to_owned(), o));
+        done.push((step.to_string(), o));
     }
     done
 }
@@ -57,15 +57,15 @@ async fn create_adopt_and_delete_the_network() {
     let h = NetworkHandler::new(&arm.config(None)).expect("handler");
     let spec = spec();
     let done = create_all(&h, "demo", &spec).await;
-    let o = |step: &str| {
+    let o = |step: StepId| {
         done.iter()
-            .find(|(s, _)| s == step)
+            .find(|(s, _)| *s == step)
             .map(|(_, o)| o.clone())
             .expect("step ran")
     };
 
     // Resource groups: all three, with names from hypershift-azure.md §1.1.
-    let rgs = o(steps::RESOURCE_GROUPS);
+    let rgs = o(StepId::ResourceGroups);
     let names = hypersaga_stepkit::testing::names_of("demo", &spec);
     let rg = |n: &str| format!("/subscriptions/{SUBSCRIPTION}/resourceGroups/{n}");
     assert_eq!(out(&rgs, "managed_rg_id"), rg(&names.managed_rg));
@@ -77,7 +77,7 @@ async fn create_adopt_and_delete_the_network() {
         tagged(&r, "demo");
     }
 
-    let nsg_id = out(&o(steps::NSG), "nsg_id");
+    let nsg_id = out(&o(StepId::Nsg), "nsg_id");
     assert_eq!(
         nsg_id,
         format!(
@@ -90,7 +90,7 @@ async fn create_adopt_and_delete_the_network() {
     assert_eq!(nsg["properties"]["securityRules"], json!([]));
     tagged(&nsg, "demo");
 
-    let vnet_out = o(steps::VNET);
+    let vnet_out = o(StepId::Vnet);
     let vnet_id = out(&vnet_out, "vnet_id");
     assert_eq!(
         vnet_id,
@@ -120,7 +120,7 @@ async fn create_adopt_and_delete_the_network() {
     );
     tagged(&vnet, "demo");
 
-    let pip_id = out(&o(steps::PUBLIC_IP), "public_ip_id");
+    let pip_id = out(&o(StepId::PublicIp), "public_ip_id");
     assert_eq!(
         pip_id,
         format!(
@@ -135,7 +135,7 @@ async fn create_adopt_and_delete_the_network() {
     assert_eq!(pip["properties"]["publicIPAddressVersion"], "IPv4");
     assert_eq!(pip["properties"]["idleTimeoutInMinutes"], 4);
 
-    let lb_id = out(&o(steps::LOAD_BALANCER), "load_balancer_id");
+    let lb_id = out(&o(StepId::LoadBalancer), "load_balancer_id");
     assert_eq!(
         lb_id,
         format!(
@@ -198,13 +198,13 @@ async fn create_adopt_and_delete_the_network() {
 
     // Undo in reverse DAG order: everything goes.
     for step in [
-        steps::LOAD_BALANCER,
-        steps::PUBLIC_IP,
-        steps::VNET,
-        steps::NSG,
-        steps::RESOURCE_GROUPS,
+        StepId::LoadBalancer,
+        StepId::PublicIp,
+        StepId::Vnet,
+        StepId::Nsg,
+        StepId::ResourceGroups,
     ] {
-        let cmd = command("demo", spec.clone(), step, Action::Undo, done.clone());
+        let cmd = command("demo", spec.clone(), &step, Action::Undo, done.clone());
         assert_eq!(
             exec(&h, &cmd)
                 .await
@@ -219,12 +219,12 @@ async fn create_adopt_and_delete_the_network() {
     );
     // Undo again: 404 is success.
     for step in [
-        steps::LOAD_BALANCER,
-        steps::PUBLIC_IP,
-        steps::VNET,
-        steps::NSG,
+        StepId::LoadBalancer,
+        StepId::PublicIp,
+        StepId::Vnet,
+        StepId::Nsg,
     ] {
-        let cmd = command("demo", spec.clone(), step, Action::Undo, done.clone());
+        let cmd = command("demo", spec.clone(), &step, Action::Undo, done.clone());
         exec(&h, &cmd)
             .await
             .unwrap_or_else(|e| panic!("second undo {step}: {e}"));
@@ -252,7 +252,7 @@ async fn user_brought_network_is_read_never_written_or_deleted() {
     let net = &spec.network;
 
     // The NSG is looked up, and missing is terminal, pointing at the spec field.
-    let cmd = command("byo", spec.clone(), steps::NSG, Action::Do, []);
+    let cmd = command("byo", spec.clone(), StepId::Nsg, Action::Do, []);
     let e = exec(&h, &cmd).await.expect_err("no user NSG yet");
     assert_eq!(e.info.code, "UserNetworkNotFound");
     assert_eq!(e.info.target.as_deref(), Some("spec.network.nsg_id"));
@@ -287,25 +287,25 @@ async fn user_brought_network_is_read_never_written_or_deleted() {
     .expect("user vnet");
 
     let done = create_all(&h, "byo", &spec).await;
-    let o = |step: &str| {
+    let o = |step: StepId| {
         done.iter()
-            .find(|(s, _)| s == step)
+            .find(|(s, _)| *s == step)
             .map(|(_, o)| o.clone())
             .expect("step ran")
     };
-    let rgs = o(steps::RESOURCE_GROUPS);
+    let rgs = o(StepId::ResourceGroups);
     assert!(rgs.contains_key("managed_rg_id"));
     assert!(
         !rgs.contains_key("vnet_rg_id") && !rgs.contains_key("nsg_rg_id"),
         "{rgs:?}"
     );
-    assert_eq!(out(&o(steps::NSG), "nsg_id"), nsg_id);
+    assert_eq!(out(&o(StepId::Nsg), "nsg_id"), nsg_id);
     assert_eq!(
-        out(&o(steps::VNET), "vnet_id"),
+        out(&o(StepId::Vnet), "vnet_id"),
         net.vnet_id.clone().unwrap()
     );
     assert_eq!(
-        out(&o(steps::VNET), "subnet_id"),
+        out(&o(StepId::Vnet), "subnet_id"),
         net.subnet_id.clone().unwrap()
     );
     let stats = arm.requests().await;
@@ -327,13 +327,13 @@ async fn user_brought_network_is_read_never_written_or_deleted() {
 
     // Undo everything: the user's network and resource group survive.
     for step in [
-        steps::LOAD_BALANCER,
-        steps::PUBLIC_IP,
-        steps::VNET,
-        steps::NSG,
-        steps::RESOURCE_GROUPS,
+        StepId::LoadBalancer,
+        StepId::PublicIp,
+        StepId::Vnet,
+        StepId::Nsg,
+        StepId::ResourceGroups,
     ] {
-        let cmd = command("byo", spec.clone(), step, Action::Undo, done.clone());
+        let cmd = command("byo", spec.clone(), &step, Action::Undo, done.clone());
         exec(&h, &cmd)
             .await
             .unwrap_or_else(|e| panic!("undo {step}: {e}"));
@@ -370,11 +370,11 @@ async fn azure_errors_are_classified() {
     let spec = spec();
     let rgs = exec(
         &h,
-        &command("flt", spec.clone(), steps::RESOURCE_GROUPS, Action::Do, []),
+        &command("flt", spec.clone(), StepId::ResourceGroups, Action::Do, []),
     )
     .await
     .expect("rgs");
-    let prior = vec![(steps::RESOURCE_GROUPS.to_owned(), rgs)];
+    let prior = vec![(StepId::ResourceGroups.to_string(), rgs)];
 
     // 403 on the NSG PUT: terminal, Azure's code kept.
     arm.fault(
@@ -387,7 +387,7 @@ async fn azure_errors_are_classified() {
     .await;
     let e = exec(
         &h,
-        &command("flt", spec.clone(), steps::NSG, Action::Do, prior.clone()),
+        &command("flt", spec.clone(), StepId::Nsg, Action::Do, prior.clone()),
     )
     .await
     .expect_err("403");
@@ -406,7 +406,7 @@ async fn azure_errors_are_classified() {
     let cmd = command(
         "flt",
         spec.clone(),
-        steps::PUBLIC_IP,
+        StepId::PublicIp,
         Action::Do,
         prior.clone(),
     );
@@ -434,7 +434,7 @@ async fn azure_errors_are_classified() {
         &command(
             "flt",
             spec.clone(),
-            steps::LOAD_BALANCER,
+            StepId::LoadBalancer,
             Action::Do,
             prior.clone(),
         ),
@@ -446,13 +446,13 @@ async fn azure_errors_are_classified() {
     assert_eq!(e.info.code, "MissingStepOutput");
     let pip = exec(&h, &cmd).await.expect("pip adopted");
     let mut with_pip = prior.clone();
-    with_pip.push((steps::PUBLIC_IP.to_owned(), pip));
+    with_pip.push((StepId::PublicIp.to_string(), pip));
     let e = exec(
         &h,
         &command(
             "flt",
             spec.clone(),
-            steps::LOAD_BALANCER,
+            StepId::LoadBalancer,
             Action::Do,
             with_pip,
         ),
@@ -471,7 +471,7 @@ async fn azure_errors_are_classified() {
     .expect_err("unknown");
     assert_eq!(e.info.code, "UnknownStep");
     assert!(!e.is_retryable());
-    let mut cmd = command("flt", spec.clone(), steps::NSG, Action::Do, []);
+    let mut cmd = command("flt", spec.clone(), StepId::Nsg, Action::Do, []);
     cmd.tenant = TenantId::new("nobody").unwrap();
     let e = exec(&h, &cmd).await.expect_err("unknown tenant");
     assert_eq!(e.info.code, "TenantNotConfigured");

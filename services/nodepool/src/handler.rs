@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use hypersaga_bus::{Action, Outputs, StepCommand, StepError};
+use hypersaga_bus::{
+    Action, NodePoolOutputs, Outputs, StepCommand, StepError, StepId, StepOutputs, VnetOutputs,
+};
 use hypersaga_config::Config;
 use hypersaga_controlplane::DEFAULT_RECHECK_INTERVAL;
 use hypersaga_controlplane::kube_ops::{self, Check, Notes, target};
@@ -19,7 +21,6 @@ use tracing::info;
 
 use crate::{DEFAULT_READY_TIMEOUT, Error};
 
-const STEP_PREFIX: &str = "nodepool.";
 const OS_DISK_GIB: i32 = 120;
 const OS_DISK_TYPE: &str = "Premium_LRS";
 
@@ -66,16 +67,10 @@ impl NodePoolHandler {
         cmd: &StepCommand,
         notes: &dyn Notes,
     ) -> Result<StepResult, StepError> {
-        let pool_name = cmd
-            .step
-            .strip_prefix(STEP_PREFIX)
-            .filter(|p| !p.is_empty())
-            .ok_or_else(|| {
-                StepError::terminal(
-                    "UnknownStep",
-                    format!("the nodepool service has no step {:?}", cmd.step),
-                )
-            })?;
+        let StepId::NodePool(pool_name) = cmd.step_id()? else {
+            return Err(cmd.unknown_step());
+        };
+        let pool_name = pool_name.as_str();
         let names = &cmd.context.names;
         let ns = names.namespace.as_str();
         let name = names.node_pool(pool_name);
@@ -123,19 +118,23 @@ impl NodePoolHandler {
         name: &str,
         what: &str,
     ) -> Result<StepResult, StepError> {
-        let subnet_id = cmd
-            .context
-            .output("network.vnet", "subnet_id")
-            .or(cmd.context.spec.network.subnet_id.as_deref())
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| {
-                StepError::terminal(
-                    "MissingInput",
-                    "output \"subnet_id\" of step network.vnet is missing",
-                )
-                .with_target("network.vnet.subnet_id")
-            })?
-            .to_owned();
+        // The subnet from `network.vnet`, else the one the user brought, else `MissingInput`.
+        let subnet_id = match cmd.context.outputs_of::<VnetOutputs>(&StepId::Vnet) {
+            Ok(vnet) if !vnet.subnet_id.is_empty() => vnet.subnet_id,
+            found => {
+                let given = cmd.context.spec.network.subnet_id.as_deref();
+                match given.filter(|s| !s.is_empty()) {
+                    Some(given) => given.to_owned(),
+                    None => {
+                        let mut e = found.err().unwrap_or_else(|| {
+                            StepError::missing_output(StepId::Vnet, "subnet_id")
+                        });
+                        e.info.code = "MissingInput".to_owned();
+                        return Err(e);
+                    }
+                }
+            }
+        };
         // The generation we applied, so a scale is not mistaken for done by the previous size's
         // `Ready`; a re-check reads it back from the memo instead of applying again.
         let generation = match cmd
@@ -161,13 +160,11 @@ impl NodePoolHandler {
             Check::Done(ready) => {
                 info!(object = %what, ready_replicas = ready, "NodePool ready");
                 let ns = &cmd.context.names.namespace;
-                let mut outputs = Outputs::new();
-                outputs.insert(
-                    "node_pool_id".into(),
-                    json!(format!("nodepools.hypershift.openshift.io/{ns}/{name}")),
-                );
-                outputs.insert("ready_replicas".into(), json!(ready));
-                Ok(StepResult::Done(outputs))
+                let outputs = NodePoolOutputs {
+                    node_pool_id: format!("nodepools.hypershift.openshift.io/{ns}/{name}"),
+                    ready_replicas: ready,
+                };
+                Ok(StepResult::Done(outputs.into_outputs()))
             }
             Check::Fail(e) => Err(e),
             Check::Wait(why) => self.wait(

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 pub use handler::NodePoolHandler;
 
 /// Service name: consumes `<prefix>.*.cmd.nodepool`.
-pub const SERVICE: &str = "nodepool";
+pub const SERVICE: &str = hypersaga_bus::Service::NodePool.as_str();
 /// Default wait for the pool's nodes (shares `kube.available_timeout_s`).
 pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(1800);
 
@@ -37,7 +37,8 @@ pub enum Error {
 /// connects to the bus and serves the service's commands
 /// ([`hypersaga_stepkit::run_service`]).
 pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<(), Error> {
+    let bus = hypersaga_stepkit::connect(config, SERVICE).await?;
     let handler = Arc::new(NodePoolHandler::new(config).await?);
-    hypersaga_stepkit::run_service(config, SERVICE, handler, shutdown).await?;
+    hypersaga_stepkit::run_service(config, SERVICE, bus, handler, shutdown).await?;
     Ok(())
 }

@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use hypersaga_bus::Action;
+use hypersaga_bus::{Action, NsgOutputs, StepId, VnetOutputs};
 use hypersaga_emulator_mgmt::{Fault, FaultKind};
 use hypersaga_hypershift::*;
 use hypersaga_model::NodePoolSpec as PoolSpec;
@@ -51,8 +51,8 @@ async fn hosted_cluster(mgmt: &Mgmt, cmd: &hypersaga_bus::StepCommand) {
         .patch(ns, &params, &Patch::Apply(&n))
         .await
         .expect("namespace");
-    let ctx = &cmd.context;
-    let out = |step: &str, key: &str| ctx.output(step, key).expect("output").to_owned();
+    let vnet: VnetOutputs = cmd.context.outputs_of(&StepId::Vnet).expect("vnet");
+    let nsg: NsgOutputs = cmd.context.outputs_of(&StepId::Nsg).expect("nsg");
     let wi = |n: &str| WorkloadIdentity {
         client_id: format!("00000000-0000-0000-0000-00000000000{n}"),
     };
@@ -68,10 +68,10 @@ async fn hosted_cluster(mgmt: &Mgmt, cmd: &hypersaga_bus::StepCommand) {
                 azure: Some(AzurePlatformSpec {
                     location: "eastus".into(),
                     resource_group: names.managed_rg.clone(),
-                    vnet_id: out("network.vnet", "vnet_id"),
-                    subnet_id: out("network.vnet", "subnet_id"),
+                    vnet_id: vnet.vnet_id,
+                    subnet_id: vnet.subnet_id,
                     subscription_id: SUBSCRIPTION.into(),
-                    security_group_id: out("network.nsg", "nsg_id"),
+                    security_group_id: nsg.nsg_id,
                     tenant_id: AZURE_TENANT.into(),
                     topology: Some("Public".into()),
                     azure_authentication_config: AzureAuthenticationConfig {
@@ -111,7 +111,7 @@ async fn do_waits_for_ready_nodes_and_undo_removes_the_pool() {
     let cmd = command(
         "acme",
         "demo",
-        "nodepool.workers",
+        StepId::node_pool("workers"),
         Action::Do,
         vec![pool("workers", 3)],
     );
@@ -164,10 +164,8 @@ async fn do_waits_for_ready_nodes_and_undo_removes_the_pool() {
         azure.os_disk.disk_storage_account_type.as_deref(),
         Some("Premium_LRS")
     );
-    assert_eq!(
-        Some(azure.subnet_id.as_str()),
-        cmd.context.output("network.vnet", "subnet_id")
-    );
+    let vnet: VnetOutputs = cmd.context.outputs_of(&StepId::Vnet).expect("vnet");
+    assert_eq!(azure.subnet_id, vnet.subnet_id);
     let labels = np.metadata.labels.clone().unwrap_or_default();
     assert_eq!(labels["hypersaga.io/tenant"], "acme");
     assert_eq!(labels["hypersaga.io/cluster"], "demo");
@@ -192,7 +190,7 @@ async fn do_waits_for_ready_nodes_and_undo_removes_the_pool() {
     let scaled = command(
         "acme",
         "demo",
-        "nodepool.workers",
+        StepId::node_pool("workers"),
         Action::Do,
         vec![pool("workers", 5)],
     );
@@ -202,7 +200,13 @@ async fn do_waits_for_ready_nodes_and_undo_removes_the_pool() {
     assert_eq!(out["ready_replicas"], 5);
 
     // Undo removes it; again is fine.
-    let undo = command("acme", "demo", "nodepool.workers", Action::Undo, vec![]);
+    let undo = command(
+        "acme",
+        "demo",
+        StepId::node_pool("workers"),
+        Action::Undo,
+        vec![],
+    );
     within("undo", drive(&handler, &undo, &notes))
         .await
         .expect("undo");
@@ -225,7 +229,13 @@ async fn zero_replicas_faults_and_unknown_pools() {
     config.kube.available_timeout_s = Some(1);
     let handler = NodePoolHandler::new(&config).await.expect("handler");
     let pools = vec![pool("empty", 0), pool("broken", 2)];
-    let base = command("acme", "demo", "nodepool.empty", Action::Do, pools.clone());
+    let base = command(
+        "acme",
+        "demo",
+        StepId::node_pool("empty"),
+        Action::Do,
+        pools.clone(),
+    );
     hosted_cluster(&mgmt, &base).await;
 
     // Zero replicas: done once created.
@@ -242,7 +252,13 @@ async fn zero_replicas_faults_and_unknown_pools() {
         reason: "QuotaExceeded".into(),
         message: "Operation could not be completed as it results in exceeding approved Total Regional Cores quota".into(),
     });
-    let cmd = command("acme", "demo", "nodepool.broken", Action::Do, pools.clone());
+    let cmd = command(
+        "acme",
+        "demo",
+        StepId::node_pool("broken"),
+        Action::Do,
+        pools.clone(),
+    );
     let err = within("broken", drive(&handler, &cmd, &Collect::default()))
         .await
         .expect_err("not ready");
@@ -255,7 +271,13 @@ async fn zero_replicas_faults_and_unknown_pools() {
     );
 
     // A pool the spec does not have: terminal.
-    let cmd = command("acme", "demo", "nodepool.ghost", Action::Do, pools);
+    let cmd = command(
+        "acme",
+        "demo",
+        StepId::node_pool("ghost"),
+        Action::Do,
+        pools,
+    );
     let err = handler
         .execute(&cmd, &Collect::default())
         .await

@@ -14,7 +14,9 @@ mod azurite;
 use std::collections::BTreeMap;
 use std::io::Write as _;
 
-use hypersaga_bus::{Action, ENVELOPE_VERSION, Outputs, StepCommand, StepContext};
+use hypersaga_bus::{
+    Action, ENVELOPE_VERSION, Outputs, StepCommand, StepContext, StepId, StepOutputs,
+};
 use hypersaga_config::{Config, Secret, TenantAzure, TenantConfig};
 use hypersaga_emulator_arm::admin_client::AdminClient;
 use hypersaga_emulator_arm::{Emulator, LatencyModel, Principal};
@@ -207,12 +209,24 @@ pub fn names_of(cluster: &str, spec: &ClusterSpec) -> Names {
     Names::new(&tenant(), cluster, &infra, &spec.base_domain)
 }
 
+/// The outputs of an earlier step, as [`command`] takes them:
+/// `prior(StepId::Oidc, OidcOutputs { .. })`.
+pub fn prior<T: StepOutputs>(step: StepId, outputs: T) -> (String, Outputs) {
+    assert!(
+        T::belongs_to(&step),
+        "{} are not outputs of {step}",
+        std::any::type_name::<T>()
+    );
+    (step.to_string(), outputs.into_outputs())
+}
+
 /// A command for `step`/`action` of cluster `cluster`, attempt 1, with the outputs of earlier
-/// steps as given (`[("identity.oidc", outputs)]`).
+/// steps as given (`[prior(StepId::Oidc, outputs)]`). `step` is a [`StepId`], or any string
+/// (a step no service owns).
 pub fn command(
     cluster: &str,
     spec: ClusterSpec,
-    step: &str,
+    step: impl std::fmt::Display,
     action: Action,
     outputs: impl IntoIterator<Item = (String, Outputs)>,
 ) -> StepCommand {
@@ -222,7 +236,7 @@ pub fn command(
         saga_id: format!("saga-{cluster}"),
         tenant: tenant(),
         cluster: cluster.to_owned(),
-        step: step.to_owned(),
+        step: step.to_string(),
         action,
         attempt: 1,
         fence: 1,

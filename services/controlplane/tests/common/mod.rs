@@ -7,14 +7,17 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use hypersaga_bus::{Action, ENVELOPE_VERSION, Outputs, StepCommand, StepContext, StepError};
+use hypersaga_bus::{
+    Action, ENVELOPE_VERSION, NsgOutputs, OidcOutputs, Outputs, PrivateZoneOutputs,
+    ResourceGroupsOutputs, StepCommand, StepContext, StepError, StepId, StepOutputs, VnetOutputs,
+    WorkloadClient, WorkloadIdentitiesOutputs,
+};
 use hypersaga_config::{Config, Secret, TenantAzure, TenantConfig};
 use hypersaga_controlplane::kube_ops::Notes;
 use hypersaga_emulator_mgmt::{Emulator, kubeconfig_yaml};
 use hypersaga_model::names::infra_id;
 use hypersaga_model::{ClusterSpec, Names, NodePoolSpec, TenantId};
 use hypersaga_worker::StepResult;
-use serde_json::json;
 use tokio::sync::oneshot;
 
 pub const TOKEN: &str = "test-token";
@@ -128,11 +131,11 @@ pub fn rg_id(rg: &str) -> String {
 }
 
 /// A step command as the coordinator would send it, with the outputs of every step the
-/// control plane depends on.
+/// control plane depends on. `step` is a [`StepId`], or any string (a step no service owns).
 pub fn command(
     tenant: &str,
     cluster: &str,
-    step: &str,
+    step: impl std::fmt::Display,
     action: Action,
     pools: Vec<NodePoolSpec>,
 ) -> StepCommand {
@@ -153,61 +156,99 @@ pub fn command(
         names.vnet
     );
     let mut outputs: BTreeMap<String, Outputs> = BTreeMap::new();
-    let mut put = |step: &str, key: &str, value: serde_json::Value| {
-        outputs
-            .entry(step.to_owned())
-            .or_default()
-            .insert(key.to_owned(), value);
+    let mut put = |step: StepId, o: Outputs| {
+        outputs.insert(step.to_string(), o);
     };
     put(
-        "identity.oidc",
-        "issuer_url",
-        json!(format!("http://127.0.0.1:10000/{ACCOUNT}/oidc-{tenant}")),
+        StepId::Oidc,
+        OidcOutputs {
+            issuer_url: format!("http://127.0.0.1:10000/{ACCOUNT}/oidc-{tenant}"),
+            kid: "kid-1".into(),
+        }
+        .into_outputs(),
     );
-    let wi = |n: u8| json!({"clientID": format!("00000000-0000-0000-0000-0000000000{n:02}")});
+    let keys = [
+        "imageRegistry",
+        "ingress",
+        "file",
+        "disk",
+        "nodePoolManagement",
+        "cloudProvider",
+        "network",
+    ];
+    let identity_rg = rg_id(&format!("hcp-{tenant}-identities"));
     put(
-        "identity.workload",
-        "workload_identities",
-        json!({
-            "imageRegistry": wi(1), "ingress": wi(2), "file": wi(3), "disk": wi(4),
-            "nodePoolManagement": wi(5), "cloudProvider": wi(6), "network": wi(7),
-        }),
+        StepId::WorkloadIdentities,
+        WorkloadIdentitiesOutputs {
+            workload_identities: (1..)
+                .zip(keys)
+                .map(|(n, k)| {
+                    let client_id = format!("00000000-0000-0000-0000-0000000000{n:02}");
+                    (k.to_owned(), WorkloadClient { client_id })
+                })
+                .collect(),
+            workload_principals: keys
+                .iter()
+                .map(|k| ((*k).to_owned(), format!("principal-{k}")))
+                .collect(),
+            identity_ids: keys
+                .iter()
+                .map(|k| {
+                    let id = format!(
+                        "{identity_rg}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/{k}"
+                    );
+                    ((*k).to_owned(), id)
+                })
+                .collect(),
+            identity_rg_id: identity_rg,
+        }
+        .into_outputs(),
     );
-    put("network.vnet", "vnet_id", json!(vnet));
     put(
-        "network.vnet",
-        "subnet_id",
-        json!(format!("{vnet}/subnets/{}", names.subnet)),
+        StepId::Vnet,
+        VnetOutputs {
+            subnet_id: format!("{vnet}/subnets/{}", names.subnet),
+            vnet_id: vnet,
+        }
+        .into_outputs(),
     );
     put(
-        "network.nsg",
-        "nsg_id",
-        json!(format!(
-            "{}/providers/Microsoft.Network/networkSecurityGroups/{}",
-            rg_id(&names.nsg_rg),
-            names.nsg
-        )),
+        StepId::Nsg,
+        NsgOutputs {
+            nsg_id: format!(
+                "{}/providers/Microsoft.Network/networkSecurityGroups/{}",
+                rg_id(&names.nsg_rg),
+                names.nsg
+            ),
+        }
+        .into_outputs(),
     );
     put(
-        "network.resource-groups",
-        "managed_rg_id",
-        json!(rg_id(&names.managed_rg)),
+        StepId::ResourceGroups,
+        ResourceGroupsOutputs {
+            managed_rg_id: rg_id(&names.managed_rg),
+            vnet_rg_id: Some(rg_id(&names.vnet_rg)),
+            nsg_rg_id: Some(rg_id(&names.nsg_rg)),
+        }
+        .into_outputs(),
     );
     put(
-        "dns.private-zone",
-        "private_zone_id",
-        json!(format!(
-            "{}/providers/Microsoft.Network/privateDnsZones/{}",
-            rg_id(&names.managed_rg),
-            names.private_zone
-        )),
+        StepId::PrivateZone,
+        PrivateZoneOutputs {
+            private_zone_id: format!(
+                "{}/providers/Microsoft.Network/privateDnsZones/{}",
+                rg_id(&names.managed_rg),
+                names.private_zone
+            ),
+        }
+        .into_outputs(),
     );
     StepCommand {
         v: ENVELOPE_VERSION,
         saga_id: format!("saga-{cluster}"),
         tenant,
         cluster: cluster.into(),
-        step: step.into(),
+        step: step.to_string(),
         action,
         attempt: 1,
         fence: 1,

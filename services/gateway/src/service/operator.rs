@@ -9,13 +9,9 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::time::Duration;
 
-use async_nats::HeaderMap;
-use async_nats::jetstream::consumer::{DeliverPolicy, ReplayPolicy, push};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use futures::StreamExt;
 use hypersaga_api::v1 as pb;
 use hypersaga_bus::{ENVELOPE_VERSION, OperatorAction, OperatorCall};
 use hypersaga_config::TenantConfig;
@@ -23,20 +19,17 @@ use hypersaga_saga::{Refusal, Saga};
 use hypersaga_telemetry::TraceParent;
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, FieldViolation, StatusExt};
-use tracing::{info, instrument, warn};
+use tracing::{info, instrument};
 
-use super::{Gateway, internal, valid_key_part};
+use super::{Gateway, internal, tenant_kv, valid_key_part};
 use crate::convert::{op_state_to_pb, operation_to_pb};
 
-/// `google.rpc.ErrorInfo.domain` of refused operator calls.
-const ERROR_DOMAIN: &str = "hypersaga.io";
+/// `google.rpc.ErrorInfo.domain` of refused calls.
+pub(super) const ERROR_DOMAIN: &str = "hypersaga.io";
 const DEFAULT_PAGE_SIZE: usize = 100;
 const MAX_PAGE_SIZE: usize = 1000;
 /// A request id becomes part of a `Nats-Msg-Id` header, so it must be short and header-safe.
 const MAX_REQUEST_ID_LEN: usize = 128;
-/// Reading a tenant's operations gives up (UNAVAILABLE, retryable) if no record arrives for
-/// this long before all have, rather than leaving the call hanging on a failing server.
-const LIST_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One operator call, as the RPCs receive it.
 pub(super) struct CallRequest {
@@ -164,27 +157,13 @@ impl Gateway {
                 }
             },
         };
-        let page_size = match usize::try_from(req.page_size) {
-            Ok(0) => DEFAULT_PAGE_SIZE,
-            Ok(n) => n.min(MAX_PAGE_SIZE),
-            Err(_) => {
-                violations.push(FieldViolation::new("page_size", "must not be negative"));
-                DEFAULT_PAGE_SIZE
-            }
-        };
-        let cursor = match req.page_token.trim() {
-            "" => None,
-            token => {
-                let cursor = Cursor::decode(token);
-                if cursor.is_none() {
-                    violations.push(FieldViolation::new(
-                        "page_token",
-                        "not a token from ListOperationsResponse.next_page_token",
-                    ));
-                }
-                cursor
-            }
-        };
+        let page_size = page_size(req.page_size, &mut violations);
+        let cursor = page_token(
+            &req.page_token,
+            Cursor::decode,
+            "ListOperationsResponse",
+            &mut violations,
+        );
         if !violations.is_empty() {
             return Err(bad_request(violations));
         }
@@ -215,64 +194,47 @@ impl Gateway {
         })
     }
 
-    /// The latest record of every operation of `tenant`, and of no other tenant: the KV
-    /// stream is read with a subject filter on the tenant's keys (`<tenant>.*`), so other
-    /// tenants' keys are never even listed. An ordered consumer says up front how many
-    /// records there are, which tells an empty tenant from a slow server without a timeout
-    /// guess.
+    /// The latest record of every operation of `tenant`, and of no other tenant.
     async fn tenant_sagas(&self, tenant: &TenantConfig) -> Result<Vec<Saga>, Status> {
-        let consumer = self
-            .sagas
-            .stream
-            .create_consumer(push::OrderedConfig {
-                deliver_subject: self.bus.client().new_inbox(),
-                description: Some("gateway ListOperations".into()),
-                filter_subject: format!("{}{}.*", self.sagas.prefix, tenant.id),
-                deliver_policy: DeliverPolicy::LastPerSubject,
-                replay_policy: ReplayPolicy::Instant,
-                ..Default::default()
-            })
-            .await
-            .map_err(internal("list operations"))?;
-        let mut sagas = Vec::new();
-        if consumer.cached_info().num_pending == 0 {
-            return Ok(sagas);
-        }
-        let mut messages = consumer
-            .messages()
-            .await
-            .map_err(internal("list operations"))?;
-        loop {
-            let msg = match tokio::time::timeout(LIST_IDLE_TIMEOUT, messages.next()).await {
-                Ok(Some(Ok(msg))) => msg,
-                Ok(Some(Err(e))) => return Err(internal("list operations")(e)),
-                Ok(None) => return Err(internal("list operations")("the listing ended early")),
-                Err(_) => return Err(internal("list operations")("no record arrived in time")),
-            };
-            // `pending` counts what is still to come: 0 once the newest record has arrived.
-            let pending = msg.info().map_err(internal("list operations"))?.pending;
-            if is_put(msg.headers.as_ref()) {
-                match serde_json::from_slice::<Saga>(&msg.payload) {
-                    Ok(saga) => sagas.push(saga),
-                    // One unreadable record must not hide every other operation.
-                    Err(e) => {
-                        warn!(subject = %msg.subject, error = %e, "unreadable operation record left out of a listing")
-                    }
-                }
-            }
-            if pending == 0 {
-                return Ok(sagas);
-            }
+        let sagas =
+            tenant_kv::read::<Saga>(&self.bus, &self.sagas, &tenant.id, "list operations").await?;
+        Ok(sagas.into_values().map(|r| r.value).collect())
+    }
+}
+
+/// `page_size` of a list request: 0 is the default, more than the most is the most.
+pub(super) fn page_size(requested: i32, violations: &mut Vec<FieldViolation>) -> usize {
+    match usize::try_from(requested) {
+        Ok(0) => DEFAULT_PAGE_SIZE,
+        Ok(n) => n.min(MAX_PAGE_SIZE),
+        Err(_) => {
+            violations.push(FieldViolation::new("page_size", "must not be negative"));
+            DEFAULT_PAGE_SIZE
         }
     }
 }
 
-/// Whether a KV stream message holds a value rather than a delete or purge marker.
-fn is_put(headers: Option<&HeaderMap>) -> bool {
-    headers.is_none_or(|h| {
-        h.get("KV-Operation").is_none_or(|op| op.as_str() == "PUT")
-            && h.get(async_nats::header::NATS_MARKER_REASON).is_none()
-    })
+/// `page_token` of a list request, decoded; empty is the first page. A token that does not
+/// decode is a violation: it did not come from `<response>.next_page_token`.
+pub(super) fn page_token<C>(
+    token: &str,
+    decode: impl Fn(&str) -> Option<C>,
+    response: &str,
+    violations: &mut Vec<FieldViolation>,
+) -> Option<C> {
+    match token.trim() {
+        "" => None,
+        token => {
+            let cursor = decode(token);
+            if cursor.is_none() {
+                violations.push(FieldViolation::new(
+                    "page_token",
+                    format!("not a token from {response}.next_page_token"),
+                ));
+            }
+            cursor
+        }
+    }
 }
 
 /// Empty (the gateway then picks one), or short, printable and without spaces.
@@ -280,7 +242,7 @@ fn valid_request_id(s: &str) -> bool {
     s.len() <= MAX_REQUEST_ID_LEN && s.bytes().all(|b| b.is_ascii_graphic())
 }
 
-fn bad_request(violations: Vec<FieldViolation>) -> Status {
+pub(super) fn bad_request(violations: Vec<FieldViolation>) -> Status {
     let summary = violations
         .iter()
         .map(|v| format!("{}: {}", v.field, v.description))
@@ -408,19 +370,5 @@ mod tests {
         assert!(!valid_request_id("a b"));
         assert!(!valid_request_id("a\r\nNats-Msg-Id: x"));
         assert!(!valid_request_id(&"x".repeat(MAX_REQUEST_ID_LEN + 1)));
-    }
-
-    #[test]
-    fn delete_and_purge_markers_are_not_values() {
-        assert!(is_put(None));
-        let mut h = HeaderMap::new();
-        h.insert("KV-Operation", "DEL");
-        assert!(!is_put(Some(&h)));
-        let mut h = HeaderMap::new();
-        h.insert("KV-Operation", "PUT");
-        assert!(is_put(Some(&h)));
-        let mut h = HeaderMap::new();
-        h.insert(async_nats::header::NATS_MARKER_REASON, "MaxAge");
-        assert!(!is_put(Some(&h)));
     }
 }

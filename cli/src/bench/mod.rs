@@ -1,0 +1,90 @@
+//! `hypersaga bench …`: figures and ratios for the engine, a fleet and fairness between
+//! tenants. Every bench starts what it measures itself (a private nats-server, or a whole
+//! `hypersaga dev` in a temporary directory), stops it and removes its files at the end, on
+//! error and on Ctrl-C. The benches report numbers beside the targets; they never
+//! judge them (the exit code says only whether the bench ran).
+
+mod engine;
+mod fairness;
+mod fleet;
+mod report;
+mod system;
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+pub use engine::EngineArgs;
+pub use fairness::FairnessArgs;
+pub use fleet::FleetArgs;
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// The saga engine's throughput and per-step cost, beside the raw JetStream pattern.
+    ///
+    /// Starts a private nats-server and, in this process, the real coordinator and the real
+    /// worker runtime with a handler that does nothing. N sagas of K chained no-op steps are
+    /// written as the gateway writes them (cluster record, saga record, `saga.start`) with M in
+    /// flight at a time, for each M of --in-flight; the same N, K and M then run through the
+    /// raw pattern on the same server (KV create, then per step a command published with ack
+    /// and pulled, an event likewise, a KV compare-and-set), with payloads as large as the
+    /// engine's. Then --finished finished sagas are written and the engine runs again.
+    ///
+    /// Printed per run: sagas/s; saga time p50/p99; step round trip p50/p99; the coordinator's
+    /// own time per step p50/p99 (one transition applying a step's result, timed on the
+    /// coordinator's span); the worker runtime's per command; resident memory per saga in
+    /// flight (this process and nats-server). Each run stops starting sagas after
+    /// --max-run-secs, and says so.
+    ///
+    /// Targets (printed beside the figures, not asserted): engine ≥ 50 % of the raw pattern's
+    /// sagas/s; coordinator per step p50 ≤ 1 ms, and unchanged (±10 %) with 10,000 finished
+    /// sagas present.
+    Engine(EngineArgs),
+    /// N clusters at once in one subscription, against the ARM emulator at ARM's real budgets.
+    ///
+    /// Starts `hypersaga dev` (temporary state directory), creates one cluster alone and
+    /// deletes it (each operation's critical path), then creates N clusters at once as tenant
+    /// acme through the gateway and follows them until each is ready, failed or paused; then
+    /// deletes them all at once and follows them until gone. Reads the ARM emulator's request
+    /// counters before and after each phase.
+    ///
+    /// Printed per phase: clusters ready/gone, failed, paused, refused; time until all were
+    /// done; the bound the ARM budget sets, = one alone + max(0, requests admitted − burst) /
+    /// rate (writes = PUT, PATCH, POST: 200 burst, 10/s; deletes: 200, 10/s) and the ratio to
+    /// it; ARM requests and the share answered 429. Then what is left in the subscription, by
+    /// type (the tenant's persistent identities are meant to stay).
+    ///
+    /// Targets (not asserted): time to all ready ≤ 1.25 × the write-budget bound; 429s ≤ 2 %
+    /// of ARM requests.
+    Fleet(FleetArgs),
+    /// One tenant's burst beside another tenant's single create.
+    ///
+    /// Starts `hypersaga dev` (temporary state directory). Tenant globex creates one cluster
+    /// (unmeasured: it sets up globex's persistent identities), then one more alone, timed to
+    /// ready. Then tenant acme submits --burst creates at once and, as soon as they are
+    /// accepted, globex creates one more, timed to ready. Printed: both times, their ratio,
+    /// how many of acme's clusters were ready by then, and each subscription's 429 share.
+    ///
+    /// Target (not asserted): globex's time during the burst ≤ 1.5 × its time alone.
+    Fairness(FairnessArgs),
+}
+
+pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
+    let shutdown = crate::serve::shutdown_on_signals()?;
+    let bench = async {
+        match cmd {
+            BenchCommand::Engine(a) => engine::run(a).await,
+            BenchCommand::Fleet(a) => fleet::run(a).await,
+            BenchCommand::Fairness(a) => fairness::run(a).await,
+        }
+    };
+    // On Ctrl-C the bench is dropped: what it started stops with it (child processes get
+    // SIGTERM or are killed, temporary directories are removed).
+    tokio::select! {
+        r = bench => r,
+        _ = shutdown.cancelled() => {
+            report::progress("interrupted; stopping what the bench started");
+            Ok(ExitCode::from(130))
+        }
+    }
+}

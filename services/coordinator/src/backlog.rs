@@ -1,0 +1,103 @@
+//! Whether a service is alive: taking commands off its queues, as opposed to consuming
+//! nothing. A lapsed lease of a live service's step is renewed; a step of a service that
+//! consumes nothing (stopped, hung, not deployed) loses it.
+//!
+//! The evidence is JetStream's, not the coordinator's: under load the coordinator may read a
+//! worker's heartbeats later than the lease, but the service's consumers say whether it
+//! delivers work (to any tenant — a tenant's command may wait while another tenant's work
+//! fills the slots, and that is queueing, not loss) or holds commands it has not yet
+//! acknowledged. A command lost in a live service is caught once the service goes idle, or by
+//! the step's deadline.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream;
+use async_nats::jetstream::consumer::{Consumer, Info, pull};
+use hypersaga_bus::CMD_STREAM;
+use hypersaga_bus::subjects::worker_consumer;
+use hypersaga_model::TenantId;
+use time::OffsetDateTime;
+use tracing::warn;
+
+/// How long one answer about a consumer is trusted (every lapsed lease asks).
+const FRESH_FOR: Duration = Duration::from_secs(1);
+
+pub(crate) struct Backlogs {
+    js: jetstream::Context,
+    tenants: Vec<TenantId>,
+    /// Per consumer: when it was read, and whether it was active.
+    cache: Mutex<HashMap<String, (Instant, bool)>>,
+}
+
+impl Backlogs {
+    pub fn new(js: jetstream::Context, tenants: Vec<TenantId>) -> Self {
+        Self {
+            js,
+            tenants,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether `service` delivered work (to anyone) within `horizon` or holds commands it has
+    /// not acknowledged. Unknown (no consumer can be read) counts as not alive, so leases
+    /// still expire. `tenant`'s own queue is looked at first: it is the likeliest to say yes.
+    pub async fn busy(&self, service: &str, tenant: &TenantId, horizon: Duration) -> bool {
+        let others = self.tenants.iter().filter(|t| *t != tenant);
+        for t in std::iter::once(tenant).chain(others) {
+            if self.active(service, t, horizon).await {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether one tenant's consumer of `service` delivered within `horizon` or holds
+    /// unacknowledged commands.
+    async fn active(&self, service: &str, tenant: &TenantId, horizon: Duration) -> bool {
+        let name = worker_consumer(service, tenant);
+        if let Some((at, active)) = self
+            .cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&name)
+            && at.elapsed() < FRESH_FOR
+        {
+            return *active;
+        }
+        let active = match self.read(&name).await {
+            Ok(info) => {
+                let recent = info.delivered.last_active.is_some_and(|t| {
+                    OffsetDateTime::now_utc() - t
+                        <= time::Duration::try_from(horizon).unwrap_or(time::Duration::MAX)
+                });
+                recent || info.num_ack_pending > 0
+            }
+            Err(e) => {
+                warn!(consumer = %name, error = %e, "cannot read a service's consumer; treating it as idle");
+                false
+            }
+        };
+        self.cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name, (Instant::now(), active));
+        active
+    }
+
+    async fn read(&self, name: &str) -> Result<Info, String> {
+        let stream = self
+            .js
+            .get_stream(CMD_STREAM)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut consumer: Consumer<pull::Config> =
+            stream.get_consumer(name).await.map_err(|e| e.to_string())?;
+        consumer
+            .info()
+            .await
+            .map(|i| i.clone())
+            .map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,331 @@
+//! Builds an operation's saga from the cluster record the gateway wrote when it accepted it.
+//!
+//! The gateway writes one record (the cluster, naming its new operation) and publishes a
+//! wake-up; it never writes a saga. The coordinator, the saga's only writer, builds it here:
+//! on the wake-up, or from the resync when the wake-up was lost. The saga is a function of the
+//! record and this replica's settings, so two replicas racing to build it build the same one,
+//! and the first create-only write wins.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use async_nats::jetstream::kv;
+use futures::TryStreamExt;
+use hypersaga_bus::subjects::{cluster_key, saga_key};
+use hypersaga_bus::{ENVELOPE_VERSION, Outputs, SagaWake, StepContext};
+use hypersaga_config::CoordinatorConfig;
+use hypersaga_model::record::OperationKind;
+use hypersaga_model::{ClusterRecord, Names};
+use hypersaga_saga::{NewSaga, RetryPolicy, Saga, Timing, create_plan};
+use hypersaga_telemetry::TraceParent;
+use tracing::{Instrument, debug, info, info_span, warn};
+
+use super::{Engine, Input};
+use crate::{Error, Result};
+
+impl Engine {
+    /// A start wake-up: the gateway accepted an operation by writing the cluster record only.
+    /// Builds the saga from that record when it does not exist yet, then advances it as any
+    /// wake-up does. Safe to repeat, and to race with other replicas and the resync.
+    pub async fn start(&self, wake: &SagaWake) -> Result<()> {
+        let key = saga_key(&wake.tenant, &wake.saga_id);
+        if let Some(cluster) = &wake.cluster {
+            let span = info_span!("saga", saga = %key, tenant = %wake.tenant, cluster = %cluster, input = "build");
+            self.build_if_missing(&key, wake, cluster)
+                .instrument(span)
+                .await?;
+        }
+        self.process(&key, &Input::Wake).await
+    }
+
+    /// Writes the saga of the operation the cluster record names, unless it exists, the record
+    /// names another operation, or that operation has finished.
+    async fn build_if_missing(&self, key: &str, wake: &SagaWake, cluster: &str) -> Result<()> {
+        if self
+            .sagas
+            .entry(key)
+            .await
+            .map_err(|e| Error::kv("read saga", e))?
+            .is_some_and(|e| e.operation == kv::Operation::Put)
+        {
+            return Ok(());
+        }
+        let record_key = cluster_key(&wake.tenant, cluster);
+        let Some(entry) = self
+            .clusters
+            .entry(&record_key)
+            .await
+            .map_err(|e| Error::kv("read cluster", e))?
+            .filter(|e| e.operation == kv::Operation::Put)
+        else {
+            debug!("no cluster record for the wake-up; nothing to build");
+            return Ok(());
+        };
+        let rec: ClusterRecord =
+            serde_json::from_slice(&entry.value).map_err(|source| Error::Decode {
+                key: record_key.clone(),
+                source,
+            })?;
+        if rec.tenant != wake.tenant || !wants_saga(&rec, &wake.saga_id) {
+            debug!(current = %rec.operation.id, "the record no longer names this operation as unfinished");
+            return Ok(());
+        }
+        let outputs = match previous_operation(&rec) {
+            Some(prev) => self.outputs_of(&saga_key(&rec.tenant, prev)).await?,
+            None => BTreeMap::new(),
+        };
+        let saga = build_saga(&rec, outputs, &self.settings);
+        let bytes = serde_json::to_vec(&saga).map_err(|source| Error::Decode {
+            key: key.to_owned(),
+            source,
+        })?;
+        match self.sagas.create(key, bytes.into()).await {
+            Ok(_) => {
+                info!(kind = ?saga.kind, "saga built from the cluster record");
+                Ok(())
+            }
+            // Another replica (or the resync) built it first: the same saga.
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(Error::kv("write saga", e)),
+        }
+    }
+
+    /// The outputs a finished saga left (none if it is gone).
+    async fn outputs_of(&self, key: &str) -> Result<BTreeMap<String, Outputs>> {
+        match self
+            .sagas
+            .entry(key)
+            .await
+            .map_err(|e| Error::kv("read previous saga", e))?
+        {
+            Some(e) if e.operation == kv::Operation::Put => {
+                let saga: Saga =
+                    serde_json::from_slice(&e.value).map_err(|source| Error::Decode {
+                        key: key.to_owned(),
+                        source,
+                    })?;
+                Ok(saga.context.outputs)
+            }
+            _ => Ok(BTreeMap::new()),
+        }
+    }
+
+    /// Starts every operation a cluster record names as unfinished whose saga was not among
+    /// `sagas` (the saga keys the resync listed first): the gateway wrote the record but its
+    /// wake-up never arrived. [`Engine::start`] looks again before it builds anything.
+    pub(super) async fn resync_accepted(&self, sagas: &BTreeSet<String>) -> Result<()> {
+        // A key written while the listing runs can be delivered twice: a set de-duplicates.
+        let keys: BTreeSet<String> = self
+            .clusters
+            .keys()
+            .await
+            .map_err(|e| Error::kv("list clusters", e))?
+            .try_collect()
+            .await
+            .map_err(|e| Error::kv("list clusters", e))?;
+        for key in keys {
+            let entry = match self.clusters.entry(&key).await {
+                Ok(Some(e)) if e.operation == kv::Operation::Put => e,
+                Ok(_) => continue,
+                Err(e) => {
+                    warn!(cluster = %key, error = %e, "resync could not read cluster");
+                    continue;
+                }
+            };
+            let Ok(rec) = serde_json::from_slice::<ClusterRecord>(&entry.value) else {
+                continue;
+            };
+            if rec.operation.state.is_terminal()
+                || sagas.contains(&saga_key(&rec.tenant, &rec.operation.id))
+            {
+                continue;
+            }
+            let wake = SagaWake {
+                v: ENVELOPE_VERSION,
+                tenant: rec.tenant.clone(),
+                saga_id: rec.operation.id.clone(),
+                cluster: Some(rec.name.clone()),
+            };
+            info!(cluster = %key, operation = %wake.saga_id, "resync: an accepted operation has no saga yet");
+            if let Err(e) = self.start(&wake).await {
+                warn!(cluster = %key, error = %e, "resync could not start operation");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How this coordinator retries and times steps (from `[coordinator]`).
+#[derive(Clone, Copy, Debug)]
+pub struct SagaSettings {
+    pub retry: RetryPolicy,
+    pub timing: Timing,
+}
+
+impl SagaSettings {
+    pub fn from_config(c: &CoordinatorConfig) -> Self {
+        Self {
+            retry: RetryPolicy {
+                max_attempts: c.max_attempts,
+                base_delay_ms: c.base_delay_ms,
+                max_delay_ms: c.max_delay_ms,
+            },
+            timing: Timing {
+                lease_ms: c.lease_ms,
+                start_lease_ms: c.start_lease_ms,
+                step_timeout_s: c.step_timeout_s,
+                recheck_min_ms: c.recheck_min_ms,
+                recheck_max_ms: c.recheck_max_ms,
+            },
+        }
+    }
+}
+
+/// Whether `rec` names `op_id` as an operation that has not finished, i.e. one whose saga
+/// should exist.
+fn wants_saga(rec: &ClusterRecord, op_id: &str) -> bool {
+    rec.operation.id == op_id && !rec.operation.state.is_terminal()
+}
+
+/// The operation the record names, as its saga, before its first transition. `outputs` are
+/// carried over from the previous operation (a delete undoes with what the create made).
+///
+/// Kind, request id, start and deadline come from the record's operation, actor and trace id
+/// from its intent, so what the gateway answered is what the saga says.
+fn build_saga(
+    rec: &ClusterRecord,
+    outputs: BTreeMap<String, Outputs>,
+    settings: &SagaSettings,
+) -> Saga {
+    let op = &rec.operation;
+    let intent = rec.intent.as_ref().filter(|i| i.operation == op.id);
+    let names = Names::new(&rec.tenant, &rec.name, &rec.infra_id, &rec.spec.base_domain);
+    Saga::new(
+        NewSaga {
+            id: op.id.clone(),
+            tenant: rec.tenant.clone(),
+            cluster: rec.name.clone(),
+            kind: op.kind,
+            plan: create_plan(&rec.spec),
+            context: StepContext {
+                cluster_uid: rec.uid.clone(),
+                names,
+                spec: rec.spec.clone(),
+                outputs,
+            },
+            retry: settings.retry,
+            timing: settings.timing,
+            timeout: op.deadline - op.started_at,
+            request_id: op.request_id.clone(),
+            actor: intent.map_or_else(|| format!("tenant:{}", rec.tenant), |i| i.actor.clone()),
+            trace_id: intent.map_or_else(
+                || TraceParent::new_root().trace_id(),
+                |i| i.trace_id.clone(),
+            ),
+            after: None,
+        },
+        op.started_at,
+    )
+}
+
+/// The operation whose outputs a new saga of `rec` starts from, if any.
+fn previous_operation(rec: &ClusterRecord) -> Option<&str> {
+    match rec.operation.kind {
+        OperationKind::Create => None,
+        OperationKind::Delete => rec
+            .intent
+            .as_ref()
+            .filter(|i| i.operation == rec.operation.id)
+            .and_then(|i| i.previous_operation.as_deref()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hypersaga_model::record::{ClusterPhase, OperationIntent, OperationState, OperationView};
+    use hypersaga_model::{ClusterSpec, NetworkSpec, NodePoolSpec, TenantId};
+    use time::{Duration, OffsetDateTime};
+
+    fn record(kind: OperationKind) -> ClusterRecord {
+        let now = OffsetDateTime::from_unix_timestamp(1_790_000_000).unwrap();
+        ClusterRecord {
+            v: 1,
+            tenant: TenantId::new("acme").unwrap(),
+            name: "demo".into(),
+            uid: "u-1".into(),
+            infra_id: "demo-abcde".into(),
+            spec: ClusterSpec {
+                location: "eastus".into(),
+                base_domain: "example.com".into(),
+                release_image: "quay.io/x:1".into(),
+                node_pools: vec![NodePoolSpec {
+                    name: "workers".into(),
+                    replicas: 1,
+                    vm_size: "Standard_D4s_v5".into(),
+                }],
+                network: NetworkSpec::default(),
+            },
+            created_at: now,
+            create_request_id: None,
+            delete_request_id: None,
+            phase: ClusterPhase::Accepted,
+            message: String::new(),
+            error: None,
+            operation: OperationView {
+                id: "op-1".into(),
+                cluster: "demo".into(),
+                kind,
+                state: OperationState::Running,
+                started_at: now,
+                ended_at: None,
+                deadline: now + Duration::hours(1),
+                error: None,
+                steps: Vec::new(),
+                request_id: Some("r-1".into()),
+                pause: None,
+            },
+            resources: BTreeMap::new(),
+            saga_seq: 0,
+            management_cluster: "default".into(),
+            intent: Some(OperationIntent {
+                operation: "op-1".into(),
+                actor: "tenant:acme".into(),
+                trace_id: "0af7651916cd43dd8448eb211c80319c".into(),
+                previous_operation: Some("op-0".into()),
+            }),
+        }
+    }
+
+    #[test]
+    fn the_saga_says_what_the_gateway_answered() {
+        let rec = record(OperationKind::Create);
+        let settings = SagaSettings::from_config(&CoordinatorConfig::default());
+        let saga = build_saga(&rec, BTreeMap::new(), &settings);
+        assert_eq!(saga.id, "op-1");
+        assert_eq!(saga.created_at, rec.operation.started_at);
+        assert_eq!(saga.deadline, rec.operation.deadline);
+        assert_eq!(saga.request_id.as_deref(), Some("r-1"));
+        assert_eq!(saga.actor, "tenant:acme");
+        assert_eq!(saga.trace_id, "0af7651916cd43dd8448eb211c80319c");
+        assert_eq!(
+            saga.retry.max_attempts,
+            CoordinatorConfig::default().max_attempts
+        );
+        assert!(saga.steps.iter().any(|s| s.id == "nodepool.workers"));
+        // A create starts from nothing; a delete from the operation before it.
+        assert_eq!(previous_operation(&rec), None);
+        assert_eq!(
+            previous_operation(&record(OperationKind::Delete)),
+            Some("op-0")
+        );
+    }
+
+    #[test]
+    fn only_the_records_unfinished_operation_wants_a_saga() {
+        let mut rec = record(OperationKind::Create);
+        assert!(wants_saga(&rec, "op-1"));
+        assert!(!wants_saga(&rec, "op-2"));
+        rec.operation.state = OperationState::Succeeded;
+        assert!(!wants_saga(&rec, "op-1"));
+    }
+}

@@ -1,0 +1,230 @@
+//! A fleet, not one cluster: many clusters at once within Azure's request limits, nothing
+//! failed or paused by throttling, fair between tenants.
+//!
+//! The suite scales ARM's budgets up and the emulator's latencies down together
+//! (`--arm-budget-scale`, fast profile) so the runs fit CI; `hypersaga bench fleet` runs the
+//! same at Azure's real budgets and reports the timings.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use hypersaga_api::v1 as pb;
+
+use crate::support::*;
+
+/// Creates every name at once (retrying UNAVAILABLE with the same request id, as a client of a
+/// loaded system would).
+async fn create_all(sys: &System, tenant: &str, names: &[String]) {
+    let mut set = tokio::task::JoinSet::new();
+    for name in names {
+        let mut c = sys.client(tenant).await;
+        let mut req = create_request(name, 1);
+        req.request_id = format!("req-{name}");
+        set.spawn(async move {
+            for _ in 0..20 {
+                match c.create_cluster(req.clone()).await {
+                    Ok(_) => return,
+                    Err(s) if s.code() == tonic::Code::Unavailable => {
+                        tokio::time::sleep(Duration::from_millis(500)).await
+                    }
+                    Err(s) => panic!("create {} refused: {s}", req.name),
+                }
+            }
+            panic!("create {} kept failing", req.name);
+        });
+    }
+    while let Some(r) = set.join_next().await {
+        r.expect("create task");
+    }
+}
+
+/// Phase and operation state of each of the tenant's clusters (all pages).
+async fn states(sys: &System, tenant: &str) -> BTreeMap<String, (String, i32)> {
+    let mut c = sys.client(tenant).await;
+    let mut out = BTreeMap::new();
+    let mut token = String::new();
+    loop {
+        let page = c
+            .list_clusters(pb::ListClustersRequest {
+                page_size: 1000,
+                page_token: token.clone(),
+            })
+            .await
+            .expect("list")
+            .into_inner();
+        for cl in page.clusters {
+            let op = cl
+                .status
+                .as_ref()
+                .and_then(|s| s.operation.as_ref())
+                .map_or(0, |o| o.state);
+            out.insert(cl.name.clone(), (phase(&cl), op));
+        }
+        if page.next_page_token.is_empty() {
+            return out;
+        }
+        token = page.next_page_token;
+    }
+}
+
+/// Waits until every named cluster is in `done` (or the clock runs out), failing at once if
+/// one fails or pauses.
+async fn wait_all(sys: &System, tenant: &str, names: &[String], done: &str, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    loop {
+        let now = states(sys, tenant).await;
+        let bad: Vec<_> = now
+            .iter()
+            .filter(|(_, (p, op))| p == "failed" || *op == pb::OperationState::Paused as i32)
+            .collect();
+        assert!(bad.is_empty(), "failed or paused under load: {bad:?}");
+        let finished = names
+            .iter()
+            .filter(|n| now.get(*n).is_none_or(|(p, _)| p == done))
+            .count();
+        if finished == names.len() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{finished} of {} {done} in time: {now:?}",
+            names.len()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+#[tokio::test]
+async fn sixty_four_clusters_at_once_stay_within_the_budget_and_all_get_ready_then_deleted() {
+    // Budgets ×4 and near-zero latencies: the write budget still binds (some 1,900 writes
+    // against a burst of 800), so pacing is what is tested.
+    let sys = System::start_with(&["--arm-budget-scale", "4"]).await;
+    let names: Vec<String> = (0..64).map(|i| format!("fleet-{i:02}")).collect();
+    let started = Instant::now();
+    create_all(&sys, "acme", &names).await;
+    wait_all(&sys, "acme", &names, "ready", Duration::from_secs(240)).await;
+    let created_in = started.elapsed();
+    let stats = sys.arm_admin().requests().await.expect("request stats");
+    let sub = stats.subscription(&sys.subscription("acme"));
+    println!(
+        "64 creates: all ready after {created_in:?}; ARM requests {}, throttled {} ({:.2} %)",
+        sub.requests,
+        sub.throttled,
+        100.0 * sub.throttled_share()
+    );
+    assert!(
+        sub.requests > 64 * 20,
+        "the creates went through ARM: {sub:?}"
+    );
+    assert!(
+        sub.throttled_share() <= 0.02,
+        "429s are at most 2 % of ARM requests: {sub:?}"
+    );
+
+    let mut c = sys.client("acme").await;
+    for name in &names {
+        c.delete_cluster(pb::DeleteClusterRequest {
+            name: name.clone(),
+            request_id: format!("del-{name}"),
+        })
+        .await
+        .expect("delete accepted");
+    }
+    let deadline = Instant::now() + Duration::from_secs(240);
+    loop {
+        let left = states(&sys, "acme").await;
+        let bad: Vec<_> = left
+            .iter()
+            .filter(|(_, (p, op))| p == "failed" || *op == pb::OperationState::Paused as i32)
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "deletes failed or paused under load: {bad:?}"
+        );
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} clusters still there",
+            left.len()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let stats = sys.arm_admin().requests().await.expect("request stats");
+    let sub = stats.subscription(&sys.subscription("acme"));
+    assert!(
+        sub.throttled_share() <= 0.02,
+        "429s over creates and deletes: {sub:?}"
+    );
+
+    // Nothing leaked: what remains is only what a delete keeps by design (the tenant's
+    // workload identities and their resource group).
+    let kinds: BTreeSet<String> = sys
+        .inventory("acme")
+        .await
+        .iter()
+        .map(|r| r["type"].as_str().unwrap_or("?").to_ascii_lowercase())
+        .collect();
+    let kept: BTreeSet<String> = [
+        "microsoft.resources/resourcegroups",
+        "microsoft.managedidentity/userassignedidentities",
+        "microsoft.managedidentity/userassignedidentities/federatedidentitycredentials",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect();
+    assert!(
+        kinds.is_subset(&kept),
+        "left behind: {:?}",
+        kinds.difference(&kept).collect::<Vec<_>>()
+    );
+    let groups: Vec<String> = sys
+        .inventory("acme")
+        .await
+        .iter()
+        .filter(|r| {
+            r["type"]
+                .as_str()
+                .is_some_and(|t| t.eq_ignore_ascii_case("Microsoft.Resources/resourceGroups"))
+        })
+        .map(|r| r["name"].as_str().unwrap_or("?").to_owned())
+        .collect();
+    assert_eq!(
+        groups,
+        vec!["hcp-acme-identities".to_string()],
+        "only the identity group stays"
+    );
+}
+
+#[tokio::test]
+async fn one_tenants_burst_does_not_queue_ahead_of_another_tenants_cluster() {
+    let sys = System::start_with(&["--arm-budget-scale", "4"]).await;
+    let burst: Vec<String> = (0..40).map(|i| format!("burst-{i:02}")).collect();
+    create_all(&sys, "acme", &burst).await;
+    // The other tenant asks once the burst is queued everywhere.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut g = sys.client("globex").await;
+    g.create_cluster(create_request("solo", 1))
+        .await
+        .expect("create solo");
+    let solo = sys.watch_to_end("globex", "solo").await;
+    assert_eq!(phase(&solo), "ready");
+    // Served in turn, the lone cluster does not wait for the burst: when it is ready, most
+    // of the burst is not.
+    let burst_ready = states(&sys, "acme")
+        .await
+        .values()
+        .filter(|(p, _)| p == "ready")
+        .count();
+    println!(
+        "globex's cluster ready while {burst_ready} of acme's {} were",
+        burst.len()
+    );
+    assert!(
+        burst_ready < burst.len() / 2,
+        "the lone cluster queued behind the burst: {burst_ready} of {} ready first",
+        burst.len()
+    );
+    wait_all(&sys, "acme", &burst, "ready", Duration::from_secs(240)).await;
+}
