@@ -10,4 +10,5 @@ mod crash;
 mod faults;
 mod fleet;
 mod operator;
+mod supersede;
 mod tenants_and_validation;

@@ -200,6 +200,10 @@ pub struct OperationIntent {
     /// create made and kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_operation: Option<String>,
+    /// A create still running that this delete supersedes: it stops at its next safe point,
+    /// and the delete starts once it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<String>,
 }
 
 /// The name of the only management cluster until placement exists.

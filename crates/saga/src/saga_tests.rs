@@ -1093,3 +1093,35 @@ fn workers_read_the_steps_of_the_stored_record() {
     assert_eq!(oidc.fence, s.steps[0].fence);
     assert!(view.step("identity.nope").is_none());
 }
+
+#[test]
+fn a_superseded_create_retries_nothing_and_a_silent_step_just_stops() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    let first = drain(&mut s);
+    let oidc = first.iter().find(|c| c.step == plan::OIDC).unwrap().clone();
+    let rg = first
+        .iter()
+        .find(|c| c.step == plan::RESOURCE_GROUPS)
+        .unwrap()
+        .clone();
+    s.supersede("op-delete", t0());
+    // A failure is not retried, a throttle not waited out.
+    report(
+        &mut s,
+        &rg,
+        Outcome::Failed {
+            error: StepError::throttled("SubscriptionRequestsThrottled", "slow", 1_000),
+        },
+    );
+    assert_eq!(state_of(&s, plan::RESOURCE_GROUPS), StepState::Failed);
+    assert!(drain(&mut s).is_empty(), "nothing re-sent");
+    // The OIDC step's service says nothing: once its lease lapses, the create just ends.
+    s.tick_with(t0() + Duration::seconds(61), |_| false);
+    assert!(s.is_finished());
+    assert!(s.pause.is_none(), "a superseded saga never pauses");
+    assert_eq!(
+        report(&mut s, &oidc, ok(&[])),
+        Applied::Ignored("saga is finished")
+    );
+}

@@ -116,7 +116,8 @@ impl Saga {
                 let s = &mut self.steps[i];
                 s.lease_expiries += 1;
                 let service = s.service().to_owned();
-                if s.lease_expiries >= LEASE_EXPIRIES_BEFORE_PAUSE {
+                // A superseded saga sends nothing more: a silent step just stops.
+                if s.lease_expiries >= LEASE_EXPIRIES_BEFORE_PAUSE || self.superseded_by.is_some() {
                     let info = ErrorInfo {
                         code: "LeaseExpired".into(),
                         message: format!(
@@ -200,8 +201,9 @@ impl Saga {
             json!({ "error": info, "will_retry": false }),
             now,
         );
-        // Forward work being compensated is undone rather than awaited.
-        if action == Action::Do && self.backward() {
+        // Forward work being compensated is undone rather than awaited; a superseded saga
+        // just stops.
+        if action == Action::Do && self.backward() || self.superseded_by.is_some() {
             return;
         }
         self.pause_step(i, info.clone(), now);

@@ -214,6 +214,16 @@ impl Saga {
                 self.updated_at = now;
                 return Applied::Changed;
             }
+            // A superseded saga waits for nothing more: the wait ends here.
+            Outcome::Waiting { .. } if self.superseded_by.is_some() => {
+                let s = &mut self.steps[i];
+                s.state = StepState::Failed;
+                s.ended_at = Some(now);
+                s.lease_until = None;
+                s.wait = None;
+                let by = self.superseded_by.clone();
+                self.audit("step.cancelled", Some(i), json!({ "by": by }), now);
+            }
             Outcome::Waiting {
                 message,
                 recheck_after_ms,
@@ -273,11 +283,25 @@ impl Saga {
     /// - anything else (retries exhausted, an undo that cannot finish): pause with the reason.
     pub(crate) fn on_failure(&mut self, i: usize, error: &StepError, now: OffsetDateTime) {
         let backward = self.backward();
+        let stopping = self.superseded_by.is_some();
         let s = &mut self.steps[i];
         s.last_error = Some(error.clone());
         s.wait = None;
         let attempt = s.attempts;
         let action = s.action;
+        if stopping {
+            // Superseded: nothing is retried; the delete that follows removes what is there.
+            s.state = StepState::Failed;
+            s.ended_at = Some(now);
+            s.lease_until = None;
+            self.audit(
+                "step.failed",
+                Some(i),
+                json!({ "error": error.info, "will_retry": false }),
+                now,
+            );
+            return;
+        }
         if error.throttled && error.is_retryable() {
             s.throttled += 1;
             let key = format!(

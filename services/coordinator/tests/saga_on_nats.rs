@@ -564,6 +564,7 @@ fn accepted_record(name: &str, op_id: &str, trace_id: &str) -> ClusterRecord {
             actor: "tenant:acme".into(),
             trace_id: trace_id.into(),
             previous_operation: None,
+            supersedes: None,
         }),
     }
 }

@@ -217,6 +217,7 @@ fn intent(tenant: &TenantConfig, op_id: &str, previous: Option<String>) -> Opera
         actor: format!("tenant:{}", tenant.id),
         trace_id: TraceParent::new_root().trace_id(),
         previous_operation: previous,
+        supersedes: None,
     }
 }
 
@@ -416,12 +417,9 @@ impl ClusterService for Gateway {
                 // Already being deleted: the same operation (idempotent).
                 return self.accepted(&tenant, &rec).await.map(Response::new);
             }
-            if !rec.operation.state.is_terminal() {
-                return Err(Status::failed_precondition(format!(
-                    "operation {} ({:?}) is still running on cluster {:?}; delete it once that finishes",
-                    rec.operation.id, rec.operation.kind, req.name
-                )));
-            }
+            // A create still running (or paused) is superseded: it stops at its next safe point
+            // and this delete then removes everything it made.
+            let supersedes = (!rec.operation.state.is_terminal()).then(|| rec.operation.id.clone());
             if !within_quota {
                 self.check_quotas(&tenant, false).await?;
                 within_quota = true;
@@ -430,7 +428,9 @@ impl ClusterService for Gateway {
             // derive names deterministically; the record keeps showing what is kept).
             let op_id = new_operation_id();
             let previous = std::mem::take(&mut rec.operation.id);
-            rec.intent = Some(intent(&tenant, &op_id, Some(previous)));
+            let mut new_intent = intent(&tenant, &op_id, Some(previous));
+            new_intent.supersedes = supersedes.clone();
+            rec.intent = Some(new_intent);
             rec.operation = self.new_operation(
                 &op_id,
                 &req.name,
@@ -454,7 +454,7 @@ impl ClusterService for Gateway {
                 Err(e) => return Err(internal("write cluster")(e)),
             }
             self.wake(&rec).await?;
-            info!(operation = %op_id, "cluster deletion accepted");
+            info!(operation = %op_id, supersedes = ?supersedes, "cluster deletion accepted");
             return Ok(Response::new(operation_to_pb(&rec.operation)));
         }
         Err(Status::aborted("the cluster kept changing; retry"))

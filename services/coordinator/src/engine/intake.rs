@@ -221,7 +221,7 @@ fn build_saga(
                 || TraceParent::new_root().trace_id(),
                 |i| i.trace_id.clone(),
             ),
-            after: None,
+            after: intent.and_then(|i| i.supersedes.clone()),
         },
         op.started_at,
     )
@@ -292,6 +292,7 @@ mod tests {
                 actor: "tenant:acme".into(),
                 trace_id: "0af7651916cd43dd8448eb211c80319c".into(),
                 previous_operation: Some("op-0".into()),
+                supersedes: None,
             }),
         }
     }
