@@ -228,3 +228,88 @@ async fn one_tenants_burst_does_not_queue_ahead_of_another_tenants_cluster() {
     );
     wait_all(&sys, "acme", &burst, "ready", Duration::from_secs(240)).await;
 }
+
+#[tokio::test]
+async fn killing_replicas_during_a_fleet_run_loses_nothing_and_makes_nothing_twice() {
+    let sys = System::start_with(&["--replicas", "3", "--arm-budget-scale", "4"]).await;
+    // One cluster alone first: what one cluster is made of in Azure.
+    create_all(&sys, "acme", &["alone".to_string()]).await;
+    wait_all(
+        &sys,
+        "acme",
+        &["alone".to_string()],
+        "ready",
+        Duration::from_secs(120),
+    )
+    .await;
+    let per_cluster = sys.inventory("acme").await.len();
+
+    let names: Vec<String> = (0..24).map(|i| format!("chaos-{i:02}")).collect();
+    // Every replica of every role may die at any moment — except the gateway this test's
+    // client talks to (its callers would see their own connection drop, not the system's).
+    let victims: Vec<String> = sys
+        .pids()
+        .keys()
+        .filter(|n| *n != "gateway-0")
+        .cloned()
+        .collect();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let killer = {
+        let (stop, dir) = (stop.clone(), sys.state_dir());
+        tokio::spawn(async move {
+            let mut killed = Vec::new();
+            let mut i = 0usize;
+            while !stop.is_cancelled() {
+                tokio::time::sleep(Duration::from_millis(700)).await;
+                // A cheap, reproducible spread over the victims.
+                let name = &victims[(i * 7 + 3) % victims.len()];
+                i += 1;
+                let pids: BTreeMap<String, u32> = serde_json::from_slice(
+                    &std::fs::read(dir.join("pids.json")).unwrap_or_default(),
+                )
+                .unwrap_or_default();
+                if let Some(pid) = pids.get(name) {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(*pid as i32),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                    killed.push(name.clone());
+                }
+            }
+            killed
+        })
+    };
+    create_all(&sys, "acme", &names).await;
+    wait_all(&sys, "acme", &names, "ready", Duration::from_secs(300)).await;
+    stop.cancel();
+    let killed = killer.await.expect("killer");
+    println!(
+        "killed {} replicas during the run: {killed:?}",
+        killed.len()
+    );
+    assert!(killed.len() >= 5, "the run was disturbed: {killed:?}");
+
+    // Nothing lost, nothing twice: each cluster got ready exactly once, its journal is gapless,
+    // and Azure holds exactly one cluster's worth of resources per cluster.
+    for name in &names {
+        let events = sys.audit_events("acme", name).await;
+        let ready = events
+            .iter()
+            .filter(|e| e["type"] == "cluster.ready")
+            .count();
+        assert_eq!(ready, 1, "{name}: {ready} cluster.ready events");
+        let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
+        assert_eq!(
+            seqs,
+            (1..=seqs.len() as u64).collect::<Vec<_>>(),
+            "{name}: journal has gaps or repeats"
+        );
+    }
+    let total = sys.inventory("acme").await.len();
+    // The tenant's identity resource group is shared: counted once.
+    assert_eq!(
+        total,
+        per_cluster + names.len() * (per_cluster - 1),
+        "resources in Azure"
+    );
+}
