@@ -149,7 +149,7 @@ impl Bus {
         msg_id: &str,
         trace: &TraceParent,
         body: &T,
-    ) -> Result<()> {
+    ) -> Result<Sent> {
         let payload = serde_json::to_vec(body)?;
         let when = at
             .to_offset(time::UtcOffset::UTC)
@@ -175,8 +175,7 @@ impl Bus {
             )
             .await
             .map_err(|e| Error::js("schedule", e))?;
-        ack.await.map_err(|e| Error::js("schedule ack", e))?;
-        Ok(())
+        Ok(Sent(ack))
     }
 
     /// As [`Bus::publish_json`], with an already-encoded payload.
@@ -187,6 +186,32 @@ impl Bus {
         trace: &TraceParent,
         payload: bytes::Bytes,
     ) -> Result<()> {
+        self.send_raw(subject, msg_id, trace, payload)
+            .await?
+            .confirmed()
+            .await
+    }
+
+    /// Sends `body` as JSON without waiting for the stream's ack: several sends in a row
+    /// reach the server in order and cost one round trip, then each [`Sent`] is confirmed.
+    pub async fn send_json<T: Serialize>(
+        &self,
+        subject: &str,
+        msg_id: &str,
+        trace: &TraceParent,
+        body: &T,
+    ) -> Result<Sent> {
+        let payload = serde_json::to_vec(body)?;
+        self.send_raw(subject, msg_id, trace, payload.into()).await
+    }
+
+    async fn send_raw(
+        &self,
+        subject: &str,
+        msg_id: &str,
+        trace: &TraceParent,
+        payload: bytes::Bytes,
+    ) -> Result<Sent> {
         let mut headers = HeaderMap::new();
         headers.insert(async_nats::header::NATS_MESSAGE_ID, msg_id);
         headers.insert(TRACEPARENT, trace.child().to_string().as_str());
@@ -196,7 +221,17 @@ impl Bus {
             .publish_with_headers(subject.to_owned(), headers, payload)
             .await
             .map_err(|e| Error::js("publish", e))?;
-        ack.await.map_err(|e| Error::js("publish ack", e))?;
+        Ok(Sent(ack))
+    }
+}
+
+/// A message sent to JetStream whose ack has not been awaited yet.
+pub struct Sent(async_nats::jetstream::context::PublishAckFuture);
+
+impl Sent {
+    /// Waits for the stream to confirm it stored the message (or de-duplicated it).
+    pub async fn confirmed(self) -> Result<()> {
+        self.0.await.map_err(|e| Error::js("publish ack", e))?;
         Ok(())
     }
 }

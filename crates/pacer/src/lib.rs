@@ -8,8 +8,9 @@
 //! ARM throttles per subscription × service principal × region with token buckets (reads:
 //! 250 tokens refilling 25/s; writes and deletes: 200 refilling 10/s). All our replicas use the
 //! same principal, so they draw from the same ARM bucket; only a budget they share can keep the
-//! fleet under it. A budget is a KV entry keyed by the caller, by convention
-//! `<subscription>.<region>.<class>` (see [`OpClass::key`]).
+//! fleet under it. A budget is a KV entry keyed by the caller, e.g.
+//! `<subscription>.<region>.<class>` ([`OpClass::key`]); the services key theirs by principal
+//! too (`<subscription>.<principal>.<region>.<class>`), as ARM's buckets are.
 //!
 //! # Why GCRA
 //!

@@ -169,7 +169,7 @@ impl Default for Timing {
             start_lease_ms: 300_000,
             step_timeout_s: 2_700,
             recheck_min_ms: 500,
-            recheck_max_ms: 60_000,
+            recheck_max_ms: 30_000,
         }
     }
 }

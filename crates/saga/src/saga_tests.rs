@@ -1125,3 +1125,45 @@ fn a_superseded_create_retries_nothing_and_a_silent_step_just_stops() {
         Applied::Ignored("saga is finished")
     );
 }
+
+#[test]
+fn a_step_failing_while_the_saga_is_paused_joins_the_pause_instead_of_retrying() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    let first = drain(&mut s);
+    let rg = first
+        .iter()
+        .find(|c| c.step == plan::RESOURCE_GROUPS)
+        .unwrap()
+        .clone();
+    let mut cmd = first.iter().find(|c| c.step == plan::OIDC).unwrap().clone();
+    for _ in 0..3 {
+        report(
+            &mut s,
+            &cmd,
+            Outcome::Failed {
+                error: StepError::retryable("InternalServerError", "boom"),
+            },
+        );
+        if let Some(n) = drain(&mut s).into_iter().find(|c| c.step == plan::OIDC) {
+            cmd = n;
+        }
+    }
+    assert!(s.pause.is_some());
+    // Still running when the saga paused, the resource groups step now fails retryably.
+    report(
+        &mut s,
+        &rg,
+        Outcome::Failed {
+            error: StepError::retryable("InternalServerError", "boom"),
+        },
+    );
+    assert!(drain(&mut s).is_empty(), "no retry is sent while paused");
+    let mut paused = s.pause.as_ref().unwrap().steps.clone();
+    paused.sort();
+    assert_eq!(
+        paused,
+        vec![plan::OIDC.to_string(), plan::RESOURCE_GROUPS.to_string()]
+    );
+    assert_eq!(s.state, OperationState::Running, "not turned around either");
+}

@@ -302,6 +302,23 @@ impl Saga {
             );
             return;
         }
+        if self.pause.is_some() {
+            // Paused: nothing new is sent and nothing turned around until an operator looks;
+            // the step joins the ones waiting for them.
+            s.state = StepState::Failed;
+            s.ended_at = Some(now);
+            s.lease_until = None;
+            let mut info = error.info.clone();
+            info.step = Some(s.id.clone());
+            self.audit(
+                "step.failed",
+                Some(i),
+                json!({ "error": info, "will_retry": false, "paused": true }),
+                now,
+            );
+            self.pause_step(i, info, now);
+            return;
+        }
         if error.throttled && error.is_retryable() {
             s.throttled += 1;
             let key = format!(

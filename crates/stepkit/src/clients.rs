@@ -5,8 +5,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use hypersaga_azure::{ArmClient, ArmConfig, CredentialConfig, RequestClass, Secret, ids};
-use hypersaga_bus::Action;
 use hypersaga_bus::StepError;
+use hypersaga_bus::{Action, StepCommand};
 use hypersaga_config::{Config, TenantAzure};
 use hypersaga_model::TenantId;
 use url::Url;
@@ -107,10 +107,12 @@ impl ArmClients {
     /// subscription's budget for what the step does (writes forward, deletes backward) is
     /// spent further ahead than the configured threshold. The worker defers it without
     /// running it, so no slot waits on the budget.
-    pub async fn defer(&self, tenant: &TenantId, action: Action) -> Option<Duration> {
+    pub async fn defer(&self, cmd: &StepCommand) -> Option<Duration> {
         let budgets = self.budgets.as_ref()?;
-        let azure = self.tenants.get(tenant)?;
-        let class = match action {
+        let azure = self.tenants.get(&cmd.tenant)?;
+        // A re-check polls (reads); a first attempt writes or deletes.
+        let class = match cmd.action {
+            _ if cmd.is_recheck() => RequestClass::Read,
             Action::Do => RequestClass::Write,
             Action::Undo => RequestClass::Delete,
         };

@@ -236,7 +236,7 @@ async fn handle(
         let progress = Progress {
             bus: bus.clone(),
             cmd: cmd.clone(),
-            trace: trace.clone(),
+            trace,
             last: std::sync::Mutex::new(String::new()),
         };
         progress
@@ -264,7 +264,7 @@ async fn handle(
         outcome = field::Empty,
     );
     async move {
-        let progress = Progress { bus: bus.clone(), cmd: cmd.clone(), trace: trace.clone(), last: std::sync::Mutex::new(String::new()) };
+        let progress = Progress { bus: bus.clone(), cmd: cmd.clone(), trace, last: std::sync::Mutex::new(String::new()) };
         // While the handler works: keep the command ours in JetStream, renew the coordinator's
         // lease, and stop if the saga has taken the step back (our lease is lost).
         let beat = Duration::from_millis(cmd.lease_ms.max(300) / 3).min(ack_wait / 3);

@@ -94,10 +94,6 @@ impl Backlogs {
             .map_err(|e| e.to_string())?;
         let mut consumer: Consumer<pull::Config> =
             stream.get_consumer(name).await.map_err(|e| e.to_string())?;
-        consumer
-            .info()
-            .await
-            .map(|i| i.clone())
-            .map_err(|e| e.to_string())
+        consumer.info().await.cloned().map_err(|e| e.to_string())
     }
 }

@@ -237,19 +237,22 @@ impl Engine {
     async fn publish_outbox(&self, saga: &Saga) -> Result<()> {
         let subjects = self.bus.subjects();
         let trace = TraceParent::with_trace_id(&saga.trace_id);
+        // All sent first (they reach the server in this order), then every ack awaited: one
+        // round trip per transition instead of one per message.
+        let mut sent = Vec::with_capacity(saga.outbox.len());
         for effect in &saga.outbox {
-            match effect {
+            let one = match effect {
                 Effect::Command(cmd) => {
                     let subject = subjects.cmd(&cmd.tenant, cmd.service());
                     self.bus
-                        .publish_json(&subject, &cmd.msg_id(), &trace, cmd)
-                        .await?;
+                        .send_json(&subject, &cmd.msg_id(), &trace, cmd)
+                        .await?
                 }
                 Effect::Audit(ev) => {
                     let subject = subjects.audit(&ev.tenant, &ev.cluster);
                     self.bus
-                        .publish_json(&subject, &ev.msg_id(), &trace, ev)
-                        .await?;
+                        .send_json(&subject, &ev.msg_id(), &trace, ev)
+                        .await?
                 }
                 Effect::Schedule { at } => {
                     let wake = SagaWake {
@@ -268,7 +271,7 @@ impl Engine {
                     );
                     self.bus
                         .schedule(&saga.tenant, &saga.id, *at, &msg_id, &trace, &wake)
-                        .await?;
+                        .await?
                 }
                 Effect::Wake { saga_id } => {
                     let wake = SagaWake {
@@ -279,11 +282,13 @@ impl Engine {
                     };
                     let subject = subjects.saga_start(&saga.tenant);
                     let msg_id = format!("{saga_id}:woken-by:{}", saga.id);
-                    self.bus
-                        .publish_json(&subject, &msg_id, &trace, &wake)
-                        .await?;
+                    self.bus.send_json(&subject, &msg_id, &trace, &wake).await?
                 }
-            }
+            };
+            sent.push(one);
+        }
+        for one in sent {
+            one.confirmed().await?;
         }
         Ok(())
     }

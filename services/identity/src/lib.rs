@@ -9,6 +9,9 @@
 //! cluster of the tenant, and workload identities outlive a cluster unless a purge is asked
 //! for — deleting them in a compensation would break a re-created cluster's federation.
 #![forbid(unsafe_code)]
+// `StepError` is large by design: it keeps Azure's (or Kubernetes') whole error — code,
+// message, target, step, Retry-After — for users and operators to act on.
+#![allow(clippy::result_large_err)]
 
 mod blob;
 mod issuer;
@@ -122,7 +125,7 @@ impl IdentityHandler {
 #[async_trait::async_trait]
 impl StepHandler for IdentityHandler {
     async fn defer(&self, cmd: &StepCommand) -> Option<std::time::Duration> {
-        self.arm.defer(&cmd.tenant, cmd.action).await
+        self.arm.defer(cmd).await
     }
 
     async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {

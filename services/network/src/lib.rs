@@ -12,6 +12,9 @@
 //! Nothing the user brought (VNet, subnet, NSG, their resource groups) is ever written or
 //! deleted: it is only read, to check it exists and to pass its id on.
 #![forbid(unsafe_code)]
+// `StepError` is large by design: it keeps Azure's (or Kubernetes') whole error — code,
+// message, target, step, Retry-After — for users and operators to act on.
+#![allow(clippy::result_large_err)]
 
 mod load_balancer;
 mod nsg;
@@ -121,7 +124,7 @@ impl NetworkHandler {
 #[async_trait::async_trait]
 impl StepHandler for NetworkHandler {
     async fn defer(&self, cmd: &StepCommand) -> Option<std::time::Duration> {
-        self.arm.defer(&cmd.tenant, cmd.action).await
+        self.arm.defer(cmd).await
     }
 
     async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {

@@ -8,6 +8,9 @@
 //! Management-cluster plumbing (apply, watch-waits, error mapping) is shared with the
 //! controlplane service through [`hypersaga_controlplane::kube_ops`].
 #![forbid(unsafe_code)]
+// `StepError` is large by design: it keeps Azure's (or Kubernetes') whole error — code,
+// message, target, step, Retry-After — for users and operators to act on.
+#![allow(clippy::result_large_err)]
 
 mod handler;
 
