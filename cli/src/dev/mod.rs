@@ -51,6 +51,12 @@ pub struct DevArgs {
     /// real limits).
     #[arg(long, default_value_t = 1.0, value_parser = positive_scale)]
     pub arm_budget_scale: f64,
+    /// Per-tenant quota of clusters (production default: 100).
+    #[arg(long, default_value_t = 1000)]
+    pub max_clusters: u32,
+    /// Per-tenant quota of operations not yet finished (production default: 64).
+    #[arg(long, default_value_t = 1000)]
+    pub max_operations_in_flight: u32,
     /// Log filter for the services (RUST_LOG syntax).
     #[arg(long, default_value = "info")]
     pub log: String,
@@ -168,6 +174,13 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         log: LogConfig {
             filter: args.log.clone(),
             format: "text".into(),
+        },
+        // The local system is a test bed for fleets (the benches burst hundreds of creates):
+        // quotas there are the dev flags', not a production default.
+        quotas: hypersaga_config::QuotasConfig {
+            max_clusters: args.max_clusters,
+            max_operations_in_flight: args.max_operations_in_flight,
+            ..Default::default()
         },
         ..Config::default()
     };
