@@ -182,7 +182,6 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             max_operations_in_flight: args.max_operations_in_flight,
             ..Default::default()
         },
-        ..Config::default()
     };
     config.validate()?;
     let config_path = state.join("config.json");

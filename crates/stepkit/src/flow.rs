@@ -90,6 +90,34 @@ pub fn conclude(result: Result<Outputs, Halt>) -> Result<StepResult, StepError> 
     }
 }
 
+/// An Azure-facing step service: one pass of a step ([`ArmStep::step`]) is all it writes;
+/// the worker's one check per command and the in-place run to the end follow from it.
+#[async_trait::async_trait]
+pub trait ArmStep: Sync {
+    /// One pass: as far as the step can go now (looking, adopting, starting or polling an
+    /// ARM operation); [`Halt::Wait`] while Azure still works.
+    async fn step(&self, cmd: &StepCommand, notes: &dyn crate::Notes) -> Result<Outputs, Halt>;
+
+    /// One check of a step, as the worker reports it: outputs, a wait with its memo (the
+    /// saga checks again later), or the failure.
+    async fn check(
+        &self,
+        cmd: &StepCommand,
+        notes: &dyn crate::Notes,
+    ) -> Result<StepResult, StepError> {
+        conclude(self.step(cmd, notes).await)
+    }
+
+    /// Runs a step to its end in place, checking again after each wait (tests and tools).
+    async fn execute(
+        &self,
+        cmd: &StepCommand,
+        notes: &dyn crate::Notes,
+    ) -> Result<Outputs, StepError> {
+        drive(cmd, |c| async move { self.check(&c, notes).await }).await
+    }
+}
+
 /// Runs a step to its end in place: checks again after each wait, as the saga would, with
 /// the memo the handler left. For callers that may block (tools, tests); the worker runs one
 /// check per command instead.

@@ -37,7 +37,7 @@ pub mod testing;
 pub use clients::{ArmClients, TenantArm};
 pub use ensure::{Ensured, any, ensure, provisioning_state, remove};
 pub use errors::{missing_output, step_error, unknown_step};
-pub use flow::{Halt, Ops, conclude, drive};
+pub use flow::{ArmStep, Halt, Ops, conclude, drive};
 pub use notes::{LogNotes, Notes};
 pub use pacing::Budgets;
 pub use service::{budgets, connect, run_service};

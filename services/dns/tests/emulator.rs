@@ -1,5 +1,6 @@
 //! The dns steps against the real ARM emulator.
 
+use hypersaga_stepkit::ArmStep;
 use std::fmt::Display;
 
 use hypersaga_bus::{

@@ -5,6 +5,7 @@ use hypersaga_config::Config;
 use hypersaga_identity::{FIC_API, IdentityHandler};
 use hypersaga_model::TenantId;
 use hypersaga_model::identities::WORKLOAD_IDENTITIES;
+use hypersaga_stepkit::ArmStep;
 use hypersaga_stepkit::testing::{Azurite, SUBSCRIPTION, TestArm, command, names_of, prior, spec};
 use hypersaga_stepkit::{ArmClients, LogNotes};
 use serde_json::{Value, json};

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use hypersaga_bus::{Action, Outputs, Service, StepCommand, StepError, StepId};
 use hypersaga_config::Config;
-use hypersaga_stepkit::{ArmClients, Halt, Notes, conclude, drive, unknown_step};
+use hypersaga_stepkit::{ArmClients, ArmStep, Halt, Notes, unknown_step};
 use hypersaga_worker::{Progress, StepHandler, StepResult};
 use tokio_util::sync::CancellationToken;
 
@@ -76,27 +76,11 @@ impl NetworkHandler {
         self.arm = self.arm.with_budgets(budgets);
         self
     }
+}
 
-    /// One check of a step: as far as it can go now. `Wait` while Azure still works on an
-    /// operation the step started (the saga checks again later, with the memo). What the
-    /// worker runs.
-    pub async fn check(
-        &self,
-        cmd: &StepCommand,
-        notes: &dyn Notes,
-    ) -> Result<StepResult, StepError> {
-        conclude(self.step(cmd, notes).await)
-    }
-
-    /// Runs a step to its end in place, checking again after each wait (tests and tools).
-    pub async fn execute(
-        &self,
-        cmd: &StepCommand,
-        notes: &dyn Notes,
-    ) -> Result<Outputs, StepError> {
-        drive(cmd, |c| async move { self.check(&c, notes).await }).await
-    }
-
+/// One pass of a step; the worker's check and the in-place run come with [`ArmStep`].
+#[async_trait::async_trait]
+impl ArmStep for NetworkHandler {
     async fn step(&self, cmd: &StepCommand, notes: &dyn Notes) -> Result<Outputs, Halt> {
         let step = cmd.step_id()?;
         if step.service() != Service::Network {

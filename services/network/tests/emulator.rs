@@ -4,6 +4,7 @@
 use hypersaga_bus::{Action, Outputs, StepCommand, StepError, StepId};
 use hypersaga_model::{ClusterSpec, TenantId};
 use hypersaga_network::{NETWORK_API, NetworkHandler, RESOURCES_API};
+use hypersaga_stepkit::ArmStep;
 use hypersaga_stepkit::testing::{SUBSCRIPTION, TestArm, command, spec};
 use hypersaga_stepkit::{ArmClients, LogNotes};
 use serde_json::{Value, json};
