@@ -421,46 +421,36 @@ pub async fn list_all(c: &mut Client) -> Result<Vec<pb::Cluster>, tonic::Status>
 
 /// Creates `name` and follows it to the end; answers the outcome.
 pub async fn create_one(client: &Client, name: &str, timeout: Duration) -> Outcome {
-    let t0 = Instant::now();
-    let names = [name.to_owned()];
-    if let Some((_, Err(e))) = create_all(client, &names).await.into_iter().next() {
-        return Outcome {
-            name: name.to_owned(),
-            settled: Settled::Failed(format!("create refused: {e}")),
-            secs: t0.elapsed().as_secs_f64(),
-        };
-    }
-    follow(client, &names, false, t0, timeout)
-        .await
-        .into_iter()
-        .next()
-        .unwrap_or(Outcome {
-            name: name.to_owned(),
-            settled: Settled::TimedOut,
-            secs: t0.elapsed().as_secs_f64(),
-        })
+    one(client, name, timeout, false).await
 }
 
 /// Deletes `name` and follows it until it is gone; answers the outcome.
 pub async fn delete_one(client: &Client, name: &str, timeout: Duration) -> Outcome {
+    one(client, name, timeout, true).await
+}
+
+/// Creates (or deletes) one cluster and follows it to the end.
+async fn one(client: &Client, name: &str, timeout: Duration, deleting: bool) -> Outcome {
     let t0 = Instant::now();
     let names = [name.to_owned()];
-    if let Some((_, Err(e))) = delete_all(client, &names).await.into_iter().next() {
-        return Outcome {
-            name: name.to_owned(),
-            settled: Settled::Failed(format!("delete refused: {e}")),
-            secs: t0.elapsed().as_secs_f64(),
-        };
+    let (asked, verb) = if deleting {
+        (delete_all(client, &names).await, "delete")
+    } else {
+        (create_all(client, &names).await, "create")
+    };
+    let outcome = |settled| Outcome {
+        name: name.to_owned(),
+        settled,
+        secs: t0.elapsed().as_secs_f64(),
+    };
+    if let Some((_, Err(e))) = asked.into_iter().next() {
+        return outcome(Settled::Failed(format!("{verb} refused: {e}")));
     }
-    follow(client, &names, true, t0, timeout)
+    follow(client, &names, deleting, t0, timeout)
         .await
         .into_iter()
         .next()
-        .unwrap_or(Outcome {
-            name: name.to_owned(),
-            settled: Settled::TimedOut,
-            secs: t0.elapsed().as_secs_f64(),
-        })
+        .unwrap_or_else(|| outcome(Settled::TimedOut))
 }
 
 /// What ARM saw between two readings of the emulator's counters.

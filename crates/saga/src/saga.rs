@@ -130,6 +130,15 @@ impl StepRecord {
         matches!(self.state, StepState::Running | StepState::Compensating)
     }
 
+    /// Takes the step out of flight as failed: no lease, no wait (a late report or re-check
+    /// of it is then stale).
+    pub(crate) fn end_failed(&mut self, now: OffsetDateTime) {
+        self.state = StepState::Failed;
+        self.ended_at = Some(now);
+        self.lease_until = None;
+        self.wait = None;
+    }
+
     /// Whether, going backward, this step still has work to undo.
     pub(crate) fn needs_undo(&self) -> bool {
         self.undo == UndoPolicy::Undo

@@ -343,25 +343,11 @@ fn terminal_failure_compensates_in_reverse_order_and_keeps_identities() {
 fn exhausted_retries_pause_the_saga_with_the_reason() {
     let mut s = saga(OperationKind::Create);
     s.advance(t0());
-    let mut cmd = drain(&mut s)
+    let cmd = drain(&mut s)
         .into_iter()
         .find(|c| c.step == plan::OIDC)
         .unwrap();
-    for _ in 0..3 {
-        report(
-            &mut s,
-            &cmd,
-            Outcome::Failed {
-                error: StepError::retryable("InternalServerError", "boom"),
-            },
-        );
-        if let Some(next) = drain(&mut s)
-            .into_iter()
-            .find(|c| c.step == plan::OIDC && c.action == Action::Do)
-        {
-            cmd = next;
-        }
-    }
+    exhaust_retries(&mut s, cmd);
     assert_eq!(state_of(&s, plan::OIDC), StepState::Failed);
     assert_eq!(
         s.state,
@@ -817,19 +803,8 @@ fn compensate_turns_a_paused_create_around_and_abandon_keeps_the_record() {
         .filter(|c| c.step != plan::RESOURCE_GROUPS && c.step != plan::NSG)
         .cloned()
         .collect();
-    let mut cmd = nsg;
-    for _ in 0..3 {
-        report(
-            &mut s,
-            &cmd,
-            Outcome::Failed {
-                error: StepError::retryable("InternalServerError", "boom"),
-            },
-        );
-        if let Some(n) = drain(&mut s).into_iter().find(|c| c.step == plan::NSG) {
-            cmd = n;
-        }
-    }
+    let cmd = nsg;
+    exhaust_retries(&mut s, cmd);
     assert!(s.pause.is_some());
     assert_eq!(s.check_operator(OperatorAction::Compensate, None), Ok(()));
     s.operate(&call(OperatorAction::Compensate, None), t0())
@@ -1052,24 +1027,13 @@ fn a_superseded_create_cancels_its_waits_lets_running_steps_report_then_wakes_th
 fn a_paused_create_superseded_ends_at_once() {
     let mut s = saga(OperationKind::Create);
     s.advance(t0());
-    let mut cmd = drain(&mut s)
+    let cmd = drain(&mut s)
         .into_iter()
         .find(|c| c.step == plan::OIDC)
         .unwrap();
     let others: Vec<StepCommand> = vec![];
     let _ = others;
-    for _ in 0..3 {
-        report(
-            &mut s,
-            &cmd,
-            Outcome::Failed {
-                error: StepError::retryable("InternalServerError", "boom"),
-            },
-        );
-        if let Some(n) = drain(&mut s).into_iter().find(|c| c.step == plan::OIDC) {
-            cmd = n;
-        }
-    }
+    exhaust_retries(&mut s, cmd);
     assert!(s.pause.is_some());
     // The resource groups step is still running: it reports, then the create ends.
     let rg_running = s
@@ -1136,19 +1100,8 @@ fn a_step_failing_while_the_saga_is_paused_joins_the_pause_instead_of_retrying()
         .find(|c| c.step == plan::RESOURCE_GROUPS)
         .unwrap()
         .clone();
-    let mut cmd = first.iter().find(|c| c.step == plan::OIDC).unwrap().clone();
-    for _ in 0..3 {
-        report(
-            &mut s,
-            &cmd,
-            Outcome::Failed {
-                error: StepError::retryable("InternalServerError", "boom"),
-            },
-        );
-        if let Some(n) = drain(&mut s).into_iter().find(|c| c.step == plan::OIDC) {
-            cmd = n;
-        }
-    }
+    let cmd = first.iter().find(|c| c.step == plan::OIDC).unwrap().clone();
+    exhaust_retries(&mut s, cmd);
     assert!(s.pause.is_some());
     // Still running when the saga paused, the resource groups step now fails retryably.
     report(
@@ -1166,4 +1119,18 @@ fn a_step_failing_while_the_saga_is_paused_joins_the_pause_instead_of_retrying()
         vec![plan::OIDC.to_string(), plan::RESOURCE_GROUPS.to_string()]
     );
     assert_eq!(s.state, OperationState::Running, "not turned around either");
+}
+
+/// Fails `cmd`'s step retryably, following each retry, until its attempts (3) run out.
+fn exhaust_retries(s: &mut Saga, mut cmd: StepCommand) {
+    for _ in 0..3 {
+        let error = StepError::retryable("InternalServerError", "boom");
+        report(s, &cmd, Outcome::Failed { error });
+        if let Some(next) = drain(s)
+            .into_iter()
+            .find(|c| c.step == cmd.step && c.action == cmd.action)
+        {
+            cmd = next;
+        }
+    }
 }

@@ -4,7 +4,7 @@
 
 use hypersaga_bus::Action;
 use hypersaga_model::ErrorInfo;
-use hypersaga_model::record::{OperationKind, OperationState, StepState};
+use hypersaga_model::record::{OperationKind, OperationState};
 use serde_json::json;
 use time::OffsetDateTime;
 
@@ -185,10 +185,7 @@ impl Saga {
     /// Takes an in-flight step back (its worker, if any, loses its lease) and pauses on it.
     fn stop_step(&mut self, i: usize, info: &ErrorInfo, now: OffsetDateTime) {
         let s = &mut self.steps[i];
-        s.state = StepState::Failed;
-        s.ended_at = Some(now);
-        s.lease_until = None;
-        s.wait = None;
+        s.end_failed(now);
         let action = s.action;
         s.last_error = Some(hypersaga_bus::StepError {
             info: info.clone(),

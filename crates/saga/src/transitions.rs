@@ -217,10 +217,7 @@ impl Saga {
             // A superseded saga waits for nothing more: the wait ends here.
             Outcome::Waiting { .. } if self.superseded_by.is_some() => {
                 let s = &mut self.steps[i];
-                s.state = StepState::Failed;
-                s.ended_at = Some(now);
-                s.lease_until = None;
-                s.wait = None;
+                s.end_failed(now);
                 let by = self.superseded_by.clone();
                 self.audit("step.cancelled", Some(i), json!({ "by": by }), now);
             }
@@ -291,9 +288,7 @@ impl Saga {
         let action = s.action;
         if stopping {
             // Superseded: nothing is retried; the delete that follows removes what is there.
-            s.state = StepState::Failed;
-            s.ended_at = Some(now);
-            s.lease_until = None;
+            s.end_failed(now);
             self.audit(
                 "step.failed",
                 Some(i),
@@ -305,9 +300,7 @@ impl Saga {
         if self.pause.is_some() {
             // Paused: nothing new is sent and nothing turned around until an operator looks;
             // the step joins the ones waiting for them.
-            s.state = StepState::Failed;
-            s.ended_at = Some(now);
-            s.lease_until = None;
+            s.end_failed(now);
             let mut info = error.info.clone();
             info.step = Some(s.id.clone());
             self.audit(
@@ -363,9 +356,7 @@ impl Saga {
             return;
         }
         let s = &mut self.steps[i];
-        s.state = StepState::Failed;
-        s.ended_at = Some(now);
-        s.lease_until = None;
+        s.end_failed(now);
         let exhausted = error.is_retryable();
         let mut info = error.info.clone();
         info.step = Some(s.id.clone());
@@ -490,10 +481,7 @@ impl Saga {
         for i in 0..self.steps.len() {
             let s = &mut self.steps[i];
             if s.in_flight() && s.wait.is_some() {
-                s.state = StepState::Failed;
-                s.ended_at = Some(now);
-                s.lease_until = None;
-                s.wait = None;
+                s.end_failed(now);
                 self.audit("step.cancelled", Some(i), json!({ "by": by }), now);
             }
         }
