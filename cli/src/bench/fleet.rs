@@ -444,6 +444,7 @@ mod tests {
             writes: 2600,
             deletes: 0,
             reads: 2000,
+            ..Default::default()
         };
         let p = Phase::new(
             "create",
@@ -498,6 +499,7 @@ mod tests {
             writes: 40,
             deletes: 0,
             reads: 60,
+            ..Default::default()
         };
         let phases = vec![Phase::new(
             "create",

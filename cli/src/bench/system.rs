@@ -466,6 +466,8 @@ pub struct ArmDelta {
     pub deletes: u64,
     /// GET and HEAD that ARM admitted.
     pub reads: u64,
+    /// Admitted requests by `<METHOD> <resource type>`: where the budget went.
+    pub by_type: std::collections::BTreeMap<String, u64>,
 }
 
 impl ArmDelta {
@@ -497,6 +499,15 @@ impl ArmDelta {
                 &row.resource_type,
                 row.status,
             ));
+            if n > 0 {
+                *d.by_type
+                    .entry(format!(
+                        "{} {}",
+                        row.method.to_ascii_uppercase(),
+                        row.resource_type
+                    ))
+                    .or_default() += n;
+            }
             match row.method.to_ascii_uppercase().as_str() {
                 "PUT" | "PATCH" | "POST" => d.writes += n,
                 "DELETE" => d.deletes += n,
@@ -561,6 +572,13 @@ mod tests {
                 writes: 21,
                 deletes: 3,
                 reads: 20,
+                by_type: [
+                    (format!("DELETE {vnet}"), 3),
+                    (format!("GET {vnet}"), 20),
+                    ("POST Microsoft.Foo/bars".to_owned(), 1),
+                    (format!("PUT {vnet}"), 20),
+                ]
+                .into(),
             }
         );
         assert_eq!(d.throttled_share(), Some(4.0 / 55.0));

@@ -8,6 +8,7 @@
 //! | `<p>.<tenant>.saga.start` | `HCP_EVT` | wake-ups for new operations |
 //! | `<p>.<tenant>.audit.<cluster>` | `HCP_AUDIT` (limits, long retention) | public lifecycle events |
 //! | KV `hcp_sagas`, `hcp_clusters` | JetStream KV | saga state; cluster records |
+//! | KV `hcp_active` | JetStream KV | keys of unfinished sagas (the resync's work list) |
 #![forbid(unsafe_code)]
 // `StepError` is large by design (it keeps Azure's code, message, target and `Retry-After`).
 #![allow(clippy::result_large_err)]
@@ -27,7 +28,9 @@ use serde::Serialize;
 pub use envelope::*;
 pub use steps::*;
 pub use subjects::Subjects;
-pub use topology::{AUDIT_STREAM, CLUSTERS_BUCKET, CMD_STREAM, EVT_STREAM, SAGAS_BUCKET};
+pub use topology::{
+    ACTIVE_BUCKET, AUDIT_STREAM, CLUSTERS_BUCKET, CMD_STREAM, EVT_STREAM, SAGAS_BUCKET,
+};
 
 /// Errors talking to NATS.
 #[derive(Debug, thiserror::Error)]
@@ -114,6 +117,14 @@ impl Bus {
             .get_key_value(SAGAS_BUCKET)
             .await
             .map_err(|e| Error::js("open KV hcp_sagas", e))
+    }
+
+    /// The index of unfinished sagas (keys only).
+    pub async fn active(&self) -> Result<kv::Store> {
+        self.js
+            .get_key_value(ACTIVE_BUCKET)
+            .await
+            .map_err(|e| Error::js("open KV hcp_active", e))
     }
 
     /// The cluster records bucket.

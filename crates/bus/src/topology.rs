@@ -11,6 +11,9 @@ pub const EVT_STREAM: &str = "HCP_EVT";
 pub const AUDIT_STREAM: &str = "HCP_AUDIT";
 pub const SAGAS_BUCKET: &str = "hcp_sagas";
 pub const CLUSTERS_BUCKET: &str = "hcp_clusters";
+/// One key per saga that has not finished (or still has an outbox): what the coordinator's
+/// resync looks at, so its cost follows the work in flight, not every saga ever run.
+pub const ACTIVE_BUCKET: &str = "hcp_active";
 
 /// How long a `Nats-Msg-Id` is remembered. JetStream's default; larger windows cost memory.
 const DEDUP_WINDOW: Duration = Duration::from_secs(120);
@@ -56,7 +59,7 @@ pub(crate) async fn ensure(js: &jetstream::Context, s: &Subjects) -> Result<()> 
             .await
             .map_err(|e| Error::js("create stream", e))?;
     }
-    for (bucket, history) in [(SAGAS_BUCKET, 5), (CLUSTERS_BUCKET, 5)] {
+    for (bucket, history) in [(SAGAS_BUCKET, 5), (CLUSTERS_BUCKET, 5), (ACTIVE_BUCKET, 1)] {
         if js.get_key_value(bucket).await.is_err() {
             let created = js
                 .create_key_value(kv::Config {

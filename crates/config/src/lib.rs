@@ -222,6 +222,8 @@ pub struct CoordinatorConfig {
     /// Bounds on how soon and how late a waiting step is re-checked.
     pub recheck_min_ms: u64,
     pub recheck_max_ms: u64,
+    /// Sagas a replica keeps as it last wrote them, so most transitions need no read (0: none).
+    pub cache_sagas: usize,
 }
 
 impl Default for CoordinatorConfig {
@@ -240,6 +242,7 @@ impl Default for CoordinatorConfig {
             step_timeout_s: 2_700,
             recheck_min_ms: 500,
             recheck_max_ms: 30_000,
+            cache_sagas: 10_000,
         }
     }
 }

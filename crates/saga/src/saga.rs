@@ -338,17 +338,24 @@ impl Saga {
         self.steps.iter().position(|s| s.id == id)
     }
 
-    /// Puts a timer for [`Saga::next_due`] in the outbox when that changed, so the saga is
-    /// woken when something falls due without anyone scanning for it. Call after every
-    /// change; the timer travels in the outbox, so a crash cannot lose it.
-    pub fn reschedule(&mut self) {
-        let due = self.next_due();
-        if let Some(at) = due
-            && due != self.scheduled
+    /// Puts a timer for [`Saga::next_due`] in the outbox, so the saga is woken when something
+    /// falls due without anyone scanning for it — unless the timer already armed fires no
+    /// later: its tick finds nothing due and arms the next (a lease pushed on by every step
+    /// then costs one early tick, not a timer per step). Call after every change; the timer
+    /// travels in the outbox, so a crash cannot lose it. Says whether it armed one.
+    pub fn reschedule(&mut self, now: OffsetDateTime) -> bool {
+        let Some(due) = self.next_due() else {
+            return false;
+        };
+        if self
+            .scheduled
+            .is_some_and(|armed| armed > now && armed <= due)
         {
-            self.outbox.push(Effect::Schedule { at });
+            return false;
         }
-        self.scheduled = due;
+        self.outbox.push(Effect::Schedule { at: due });
+        self.scheduled = Some(due);
+        true
     }
 
     /// Whether the saga has ended.

@@ -886,10 +886,10 @@ fn next_due_is_none_for_a_finished_or_idle_paused_saga() {
 }
 
 #[test]
-fn the_next_due_time_goes_out_as_one_timer_when_it_changes() {
+fn a_timer_goes_out_only_when_none_armed_fires_soon_enough() {
     let mut s = saga(OperationKind::Create);
     s.advance(t0());
-    s.reschedule();
+    assert!(s.reschedule(t0()));
     let timers = |s: &Saga| {
         s.outbox
             .iter()
@@ -907,11 +907,28 @@ fn the_next_due_time_goes_out_as_one_timer_when_it_changes() {
         vec![t0() + Duration::seconds(60)],
         "the first start lease"
     );
-    s.reschedule();
-    assert_eq!(timers(&s).len(), 1, "unchanged: no second timer");
+    assert!(!s.reschedule(t0()), "unchanged: no second timer");
+    let set_leases = |s: &mut Saga, at| {
+        for step in s.steps.iter_mut().filter(|st| st.in_flight()) {
+            step.lease_until = Some(at);
+        }
+    };
+    // A lease pushed on (a heartbeat, the next step): the armed timer still fires first.
+    let later = t0() + Duration::seconds(90);
+    set_leases(&mut s, later);
+    assert!(!s.reschedule(t0() + Duration::seconds(1)));
+    // It fired, found nothing due: its tick arms the next.
+    assert!(s.reschedule(t0() + Duration::seconds(60)));
+    assert_eq!(timers(&s).last(), Some(&later));
+    // Something due before the armed timer: armed at once.
+    let sooner = t0() + Duration::seconds(70);
+    set_leases(&mut s, sooner);
+    assert!(s.reschedule(t0() + Duration::seconds(61)));
+    assert_eq!(timers(&s).last(), Some(&sooner));
     let _ = run_all_ok(&mut s);
-    s.reschedule();
-    assert_eq!(s.scheduled, None, "a finished saga needs no timer");
+    let armed = timers(&s).len();
+    assert!(!s.reschedule(t0() + Duration::seconds(62)));
+    assert_eq!(timers(&s).len(), armed, "a finished saga needs no timer");
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! Fair share between tenants: one durable consumer per tenant for a service, served
 //! round-robin, so one tenant's burst of commands never queues ahead of another tenant's.
 //!
-//! Each free slot takes the next command from the next tenant that has one. Which tenants
-//! have work is learnt from a doorbell (a core subscription on the service's command subjects:
+//! Free slots are filled from the tenants that have work, in turn, each giving at most its
+//! share of them in one fetch. Which tenants have work is learnt from a doorbell (a core subscription on the service's command subjects:
 //! every command published rings it) and from a sweep every second (a retry held back with
 //! NAK-delay comes due without a new publish). A fetch that finds nothing clears the tenant
 //! until the next ring or sweep, so idle tenants cost nothing.
@@ -23,11 +23,22 @@ use crate::{Error, Result};
 
 /// How often every tenant is looked at again, for commands that came due without a publish.
 const SWEEP: Duration = Duration::from_secs(1);
+/// The doorbell rings as a command is published, which can be a moment before its stream has
+/// stored it: a fetch that finds nothing right after a ring looks again after these pauses.
+const AFTER_RING: [Duration; 3] = [
+    Duration::from_millis(2),
+    Duration::from_millis(10),
+    Duration::from_millis(40),
+];
 
 pub(crate) struct TenantQueues {
     queues: Vec<Consumer<pull::Config>>,
     index: HashMap<String, usize>,
     ready: Vec<bool>,
+    /// Per tenant: when to look again after a ring found nothing, and how many such looks
+    /// were taken since its last ring.
+    again_at: Vec<Option<Instant>>,
+    misses: Vec<usize>,
     next: usize,
     doorbell: async_nats::Subscriber,
     swept: Instant,
@@ -80,46 +91,78 @@ impl TenantQueues {
             .subscribe(bus.subjects().cmd_filter(service))
             .await
             .map_err(|e| err(service, &e))?;
-        let ready = vec![true; queues.len()];
+        let n = queues.len();
         Ok(Self {
             queues,
             index,
-            ready,
+            ready: vec![true; n],
+            again_at: vec![None; n],
+            misses: vec![AFTER_RING.len(); n],
             next: 0,
             doorbell,
             swept: Instant::now(),
         })
     }
 
-    /// The next command, taken from tenants in turn; waits until one has a command. `None`
-    /// on shutdown.
-    pub async fn next(&mut self, shutdown: &CancellationToken) -> Option<Message> {
+    /// Up to `slots` commands (at least one), taken from tenants in turn; waits until one has
+    /// a command. Empty on shutdown.
+    pub async fn next(&mut self, slots: usize, shutdown: &CancellationToken) -> Vec<Message> {
         if self.queues.is_empty() {
             shutdown.cancelled().await;
-            return None;
+            return Vec::new();
         }
+        let slots = slots.max(1);
         loop {
             if self.swept.elapsed() >= SWEEP {
                 self.ready.iter_mut().for_each(|r| *r = true);
                 self.swept = Instant::now();
             }
+            let now = Instant::now();
+            for (ready, again) in self.ready.iter_mut().zip(&mut self.again_at) {
+                if again.is_some_and(|t| t <= now) {
+                    *ready = true;
+                    *again = None;
+                }
+            }
             let n = self.queues.len();
+            let mut taken = Vec::new();
             for k in 0..n {
+                let ready = self.ready.iter().filter(|r| **r).count();
+                let left = slots - taken.len();
+                if left == 0 || ready == 0 {
+                    break;
+                }
                 let i = (self.next + k) % n;
                 if !self.ready[i] {
                     continue;
                 }
-                match self.fetch_one(i).await {
-                    Some(msg) => {
-                        self.next = i + 1;
-                        return Some(msg);
+                // The tenant's share of the slots left, among the tenants with work.
+                let share = left.div_ceil(ready);
+                let got = self.fetch(i, share).await;
+                if got.len() < share {
+                    // It has no more for now; the doorbell or the sweep says when it does.
+                    self.ready[i] = false;
+                    if got.is_empty() && self.misses[i] < AFTER_RING.len() {
+                        self.again_at[i] = Some(Instant::now() + AFTER_RING[self.misses[i]]);
+                        self.misses[i] += 1;
                     }
-                    None => self.ready[i] = false,
                 }
+                if !got.is_empty() {
+                    self.next = i + 1;
+                }
+                taken.extend(got);
             }
-            let wake = self.swept + SWEEP;
+            if !taken.is_empty() {
+                return taken;
+            }
+            let wake = self
+                .again_at
+                .iter()
+                .flatten()
+                .copied()
+                .fold(self.swept + SWEEP, Instant::min);
             tokio::select! {
-                () = shutdown.cancelled() => return None,
+                () = shutdown.cancelled() => return Vec::new(),
                 ring = self.doorbell.next() => match ring {
                     Some(msg) => {
                         self.ring(&msg.subject);
@@ -137,27 +180,32 @@ impl TenantQueues {
 
     /// Marks the tenant of `<p>.<tenant>.cmd.<service>` as having work.
     fn ring(&mut self, subject: &str) {
-        if let Some(i) = subject.split('.').nth(1).and_then(|t| self.index.get(t)) {
-            self.ready[*i] = true;
+        if let Some(&i) = subject.split('.').nth(1).and_then(|t| self.index.get(t)) {
+            self.ready[i] = true;
+            self.again_at[i] = None;
+            self.misses[i] = 0;
         }
     }
 
-    /// One command of tenant `i`, if it has one now (a no-wait fetch).
-    async fn fetch_one(&self, i: usize) -> Option<Message> {
-        let mut batch = match self.queues[i].fetch().max_messages(1).messages().await {
+    /// Up to `max` commands of tenant `i` that are there now (a no-wait fetch).
+    async fn fetch(&self, i: usize, max: usize) -> Vec<Message> {
+        let mut batch = match self.queues[i].fetch().max_messages(max).messages().await {
             Ok(b) => b,
             Err(e) => {
                 warn!(error = %e, "pull failed");
-                return None;
+                return Vec::new();
             }
         };
-        match batch.next().await {
-            Some(Ok(msg)) => Some(msg),
-            Some(Err(e)) => {
-                warn!(error = %e, "pull failed");
-                None
+        let mut got = Vec::with_capacity(max);
+        while let Some(msg) = batch.next().await {
+            match msg {
+                Ok(msg) => got.push(msg),
+                Err(e) => {
+                    warn!(error = %e, "pull failed");
+                    break;
+                }
             }
-            None => None,
         }
+        got
     }
 }

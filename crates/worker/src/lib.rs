@@ -154,22 +154,39 @@ pub async fn run(
     let permits = Arc::new(Semaphore::new(opts.concurrency));
     let mut tasks = JoinSet::new();
     loop {
-        // Take a command only when a slot is free: a command fetched ahead and left waiting in
-        // a buffer would outlive its ack wait, be redelivered elsewhere, and could then run
-        // after the saga had already moved on.
-        let permit = tokio::select! {
+        // Take commands only for free slots: a command fetched ahead and left waiting in a
+        // buffer would outlive its ack wait, be redelivered elsewhere, and could then run after
+        // the saga had already moved on.
+        let first = tokio::select! {
             _ = shutdown.cancelled() => break,
             p = permits.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
         };
-        let Some(msg) = queues.next(&shutdown).await else {
+        // Only this loop takes permits, so the free ones stay free until it takes them.
+        let free = 1 + permits.available_permits();
+        let batch = queues.next(free, &shutdown).await;
+        if batch.is_empty() {
             break;
-        };
-        let (bus, sagas, handler, ack_wait) =
-            (bus.clone(), sagas.clone(), handler.clone(), opts.ack_wait);
-        tasks.spawn(async move {
-            handle(bus, sagas, handler, msg, ack_wait).await;
-            drop(permit);
-        });
+        }
+        let mut first = Some(first);
+        for msg in batch {
+            let permit = match first.take() {
+                Some(p) => p,
+                None => match permits.clone().try_acquire_owned() {
+                    Ok(p) => p,
+                    // Cannot happen (see above); should it, the command goes back at once.
+                    Err(_) => {
+                        let _ = msg.ack_with(AckKind::Nak(None)).await;
+                        continue;
+                    }
+                },
+            };
+            let (bus, sagas, handler, ack_wait) =
+                (bus.clone(), sagas.clone(), handler.clone(), opts.ack_wait);
+            tasks.spawn(async move {
+                handle(bus, sagas, handler, msg, ack_wait).await;
+                drop(permit);
+            });
+        }
         while tasks.try_join_next().is_some() {}
     }
     info!(in_flight = tasks.len(), "draining");

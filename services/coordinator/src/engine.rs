@@ -9,6 +9,7 @@ use time::OffsetDateTime;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::backlog::Backlogs;
+use crate::cache::{Cache, Known, Slot};
 use crate::snapshot;
 use crate::{Error, Result};
 
@@ -38,23 +39,30 @@ pub struct Engine {
     bus: Bus,
     sagas: kv::Store,
     clusters: kv::Store,
+    /// Keys of unfinished sagas: written before a saga is built, removed once it has finished.
+    active: kv::Store,
     backlogs: Backlogs,
     /// Retries and timing of the sagas this replica builds (see [`Engine::start`]).
     settings: SagaSettings,
+    /// The sagas this replica works on, as it last wrote them.
+    cache: Cache,
 }
 
 impl Engine {
     pub async fn new(bus: Bus, config: &hypersaga_config::Config) -> Result<Self> {
         let sagas = bus.sagas().await?;
         let clusters = bus.clusters().await?;
+        let active = bus.active().await?;
         let tenants = config.tenants.iter().map(|t| t.id.clone()).collect();
         let backlogs = Backlogs::new(bus.jetstream().clone(), tenants);
         Ok(Self {
             bus,
             sagas,
             clusters,
+            active,
             backlogs,
             settings: SagaSettings::from_config(&config.coordinator),
+            cache: Cache::new(config.coordinator.cache_sagas),
         })
     }
 
@@ -86,34 +94,42 @@ impl Engine {
     }
 
     async fn process_inner(&self, key: &str, input: &Input) -> Result<()> {
+        let (slot, kept) = self.cache.slot(key);
+        let mut slot = slot.lock().await;
+        let mut trust_copy = true;
         for _ in 0..MAX_CAS_TRIES {
-            let entry = match self
-                .sagas
-                .entry(key)
-                .await
-                .map_err(|e| Error::kv("read saga", e))?
-            {
-                Some(e) if e.operation == kv::Operation::Put => e,
-                _ => {
-                    debug!("no such saga; ignoring");
-                    return Ok(());
-                }
+            let copy = slot.take().filter(|_| trust_copy);
+            let from_copy = copy.is_some();
+            let Some(Known {
+                mut saga,
+                mut revision,
+                published,
+                mut cluster,
+                ..
+            }) = (match copy {
+                Some(known) => Some(known),
+                None => self.read(key).await?,
+            })
+            else {
+                debug!("no such saga; ignoring");
+                return Ok(());
             };
-            let mut saga: Saga =
-                serde_json::from_slice(&entry.value).map_err(|source| Error::Decode {
-                    key: key.to_owned(),
-                    source,
-                })?;
-            let mut revision = entry.revision;
+            // Whatever goes wrong from here on, look at the bucket next time.
+            trust_copy = false;
 
             // Repair: an earlier transition's outbox that was written but maybe not published.
+            // Ours, published, is only left to clear: this transition's write replaces it.
             if !saga.outbox.is_empty() {
-                self.publish_outbox(&saga).await?;
-                snapshot::update_cluster(&self.clusters, &saga).await?;
+                if !published {
+                    self.publish_outbox(&saga).await?;
+                    snapshot::update_cluster(&self.clusters, &saga, &mut cluster).await?;
+                }
                 saga.outbox.clear();
-                match self.write(key, &saga, revision).await {
-                    Some(r) => revision = r,
-                    None => continue,
+                if !published {
+                    match self.write(key, &saga, revision).await {
+                        Some(r) => revision = r,
+                        None => continue,
+                    }
                 }
             }
 
@@ -134,21 +150,32 @@ impl Engine {
                             busy.insert(service);
                         }
                     }
-                    saga.tick_with(now, |s| busy.contains(s))
+                    match saga.tick_with(now, |s| busy.contains(s)) {
+                        // A timer that fired before anything was due: arm the next one.
+                        Applied::Ignored(_) if !from_copy && saga.reschedule(now) => {
+                            Applied::Changed
+                        }
+                        applied => applied,
+                    }
                 }
                 Input::Operate(call) => match saga.operate(call, now) {
                     Ok(applied) => applied,
+                    Err(_) if from_copy => continue,
                     Err(refusal) => {
                         // The gateway checks first; this is a race with another transition.
                         info!(action = call.action.as_str(), actor = %call.actor, %refusal, "operator call refused");
+                        slot.keep(Known::clean(saga, revision, cluster));
                         return Ok(());
                     }
                 },
             };
             match applied {
                 Applied::Changed => {}
+                // The copy may be older than what makes the input apply: ask the bucket.
+                Applied::Ignored(_) | Applied::Ahead if from_copy => continue,
                 Applied::Ignored(why) => {
                     debug!(why, "nothing to do");
+                    slot.keep(Known::clean(saga, revision, cluster));
                     return Ok(());
                 }
                 // The record we read lags the event (a replica behind its leader): retry later.
@@ -158,18 +185,45 @@ impl Engine {
                     });
                 }
             }
-            saga.reschedule();
+            saga.reschedule(now);
             let Some(revision) = self.write(key, &saga, revision).await else {
                 continue;
             };
-            self.publish_outbox(&saga).await?;
-            snapshot::update_cluster(&self.clusters, &saga).await?;
-            if saga.state.is_terminal() {
-                info!(state = ?saga.state, "operation finished");
+            let progress_waits =
+                kept && slot.snapshot_recent() && snapshot::only_progress(&cluster, &saga);
+            // The cluster record does not wait for the outbox: neither needs the other first.
+            let (published, snapshot) = tokio::join!(self.publish_outbox(&saga), async {
+                if progress_waits {
+                    return Ok(());
+                }
+                snapshot::update_cluster(&self.clusters, &saga, &mut cluster).await
+            });
+            published?;
+            snapshot?;
+            if !progress_waits {
+                slot.snapshot_written();
             }
-            saga.outbox.clear();
-            // Losing this race is fine: whoever won has published or will publish the outbox.
-            let _ = self.write(key, &saga, revision).await;
+            if saga.state.is_terminal() || !kept {
+                if saga.state.is_terminal() {
+                    info!(state = ?saga.state, "operation finished");
+                }
+                saga.outbox.clear();
+                // Losing this race is fine: whoever won has published or will publish the outbox.
+                let cleared = self.write(key, &saga, revision).await.is_some();
+                if cleared && saga.state.is_terminal() {
+                    self.retire(key).await;
+                }
+                drop(slot);
+                self.cache.remove(key);
+                return Ok(());
+            }
+            slot.keep(Known {
+                saga,
+                revision,
+                published: true,
+                cluster,
+                progress_unwritten: progress_waits,
+            });
             return Ok(());
         }
         Err(Error::Contended {
@@ -223,6 +277,76 @@ impl Engine {
                 Ok(other.is_finished().then_some(other.context.outputs))
             }
             _ => Ok(Some(Default::default())),
+        }
+    }
+
+    /// The saga as the bucket has it (`None`: there is none).
+    async fn read(&self, key: &str) -> Result<Option<Known>> {
+        let Some(entry) = self
+            .sagas
+            .entry(key)
+            .await
+            .map_err(|e| Error::kv("read saga", e))?
+            .filter(|e| e.operation == kv::Operation::Put)
+        else {
+            return Ok(None);
+        };
+        let saga: Saga = serde_json::from_slice(&entry.value).map_err(|source| Error::Decode {
+            key: key.to_owned(),
+            source,
+        })?;
+        Ok(Some(Known {
+            saga,
+            revision: entry.revision,
+            published: false,
+            cluster: None,
+            progress_unwritten: false,
+        }))
+    }
+
+    /// Does what transitions put off (see `cache`): clears in the bucket the outboxes this
+    /// replica published at least [`crate::cache::CLEAR_AFTER`] ago whose saga has not moved
+    /// on since, and writes progress not yet in cluster records. `all`: everything, now (at
+    /// shutdown).
+    pub async fn catch_up(&self, all: bool) {
+        for (key, slot) in self.cache.sweep() {
+            let Ok(mut slot) = slot.try_lock() else {
+                continue; // a transition is on it, and will do both
+            };
+            if all || slot.due_for_snapshot() {
+                self.write_progress(&mut slot).await;
+            }
+            if all || slot.due_for_clearing() {
+                self.clear_outbox(&key, &mut slot).await;
+            }
+        }
+    }
+
+    async fn write_progress(&self, slot: &mut Slot) {
+        let Some(known) = slot.known.as_mut().filter(|k| k.progress_unwritten) else {
+            return;
+        };
+        match snapshot::update_cluster(&self.clusters, &known.saga, &mut known.cluster).await {
+            Ok(()) => {
+                known.progress_unwritten = false;
+                slot.snapshot_written();
+            }
+            Err(e) => warn!(error = %e, "could not write progress to the cluster record"),
+        }
+    }
+
+    async fn clear_outbox(&self, key: &str, slot: &mut Slot) {
+        let Some(known) = slot.known.as_mut().filter(|k| k.published) else {
+            return;
+        };
+        if known.saga.outbox.is_empty() {
+            return;
+        }
+        known.saga.outbox.clear();
+        match self.write(key, &known.saga, known.revision).await {
+            Some(revision) => known.revision = revision,
+            // Someone else moved the saga on (and replaced the outbox): our copy is stale.
+            None => slot.known = None,
         }
     }
 
@@ -293,12 +417,24 @@ impl Engine {
         Ok(())
     }
 
-    /// Ticks every saga that is unfinished or still has an outbox, then starts every accepted
-    /// operation that has no saga yet (its wake-up was lost).
-    pub async fn resync(&self) -> Result<()> {
+    /// Takes a finished saga whose outbox is cleared off the index of active ones.
+    async fn retire(&self, key: &str) {
+        if let Err(e) = self.active.delete(key).await {
+            debug!(error = %e, "could not take the saga off the active index; the resync will");
+        }
+    }
+
+    /// Ticks every saga that is unfinished or still has an outbox.
+    ///
+    /// Usually only the sagas the active index names are looked at, so the cost follows the
+    /// work in flight. A `full` resync (at start-up, then now and then) lists every saga
+    /// instead, indexing any the index lacks (sagas written before it existed), and starts every
+    /// accepted operation that has no saga yet (its wake-up was lost and the client did not
+    /// retry).
+    pub async fn resync(&self, full: bool) -> Result<()> {
+        let listed = if full { &self.sagas } else { &self.active };
         // A key written while the listing runs can be delivered twice: a set de-duplicates.
-        let keys: std::collections::BTreeSet<String> = self
-            .sagas
+        let keys: std::collections::BTreeSet<String> = listed
             .keys()
             .await
             .map_err(|e| Error::kv("list sagas", e))?
@@ -307,24 +443,33 @@ impl Engine {
             .map_err(|e| Error::kv("list sagas", e))?;
         for key in &keys {
             // One saga that cannot be processed must not stop the others' deadlines.
-            let entry = match self.sagas.entry(key).await {
-                Ok(Some(e)) if e.operation == kv::Operation::Put => e,
-                Ok(_) => continue,
+            let saga = match self.sagas.entry(key).await {
+                Ok(Some(e)) if e.operation == kv::Operation::Put => {
+                    serde_json::from_slice::<Saga>(&e.value).ok()
+                }
+                Ok(_) => None,
                 Err(e) => {
                     warn!(saga = %key, error = %e, "resync could not read saga");
                     continue;
                 }
             };
-            let Ok(saga) = serde_json::from_slice::<Saga>(&entry.value) else {
+            if !saga.is_some_and(|s| !s.state.is_terminal() || !s.outbox.is_empty()) {
+                if !full {
+                    self.retire(key).await;
+                }
                 continue;
             };
-            if (!saga.state.is_terminal() || !saga.outbox.is_empty())
-                && let Err(e) = self.process(key, &Input::Tick).await
-            {
+            if full && let Err(e) = self.active.put(key, bytes::Bytes::new()).await {
+                warn!(saga = %key, error = %e, "resync could not index saga");
+            }
+            if let Err(e) = self.process(key, &Input::Tick).await {
                 warn!(saga = %key, error = %e, "resync could not advance saga");
             }
         }
-        self.resync_accepted(&keys).await
+        if full {
+            self.resync_accepted(&keys).await?;
+        }
+        Ok(())
     }
 }
 

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 mod backlog;
+mod cache;
 mod engine;
 mod snapshot;
 
@@ -73,10 +74,27 @@ pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<()> {
         Duration::from_millis(config.coordinator.resync_interval_ms),
         shutdown.clone(),
     ));
-    let result = consume(bus, engine, &config.coordinator, shutdown.clone()).await;
+    let catching_up = tokio::spawn(catch_up_loop(engine.clone(), shutdown.clone()));
+    let result = consume(bus, engine.clone(), &config.coordinator, shutdown.clone()).await;
     shutdown.cancel();
     let _ = resync.await;
+    let _ = catching_up.await;
+    // Leave no published outbox behind for another replica to publish again, and no progress
+    // unwritten.
+    engine.catch_up(true).await;
     result
+}
+
+/// Does, a little after the fact, what transitions put off (see [`Engine::catch_up`]).
+async fn catch_up_loop(engine: Arc<Engine>, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(cache::CLEAR_AFTER);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => engine.catch_up(false).await,
+        }
+    }
 }
 
 /// Consumes completion events and wake-ups from `HCP_EVT` through one durable consumer shared
@@ -240,13 +258,18 @@ fn decode(subject: &str, payload: &[u8]) -> Option<Decoded> {
 /// has none (a start wake-up that never arrived).
 async fn resync_loop(engine: Arc<Engine>, every: Duration, shutdown: CancellationToken) {
     let mut tick = tokio::time::interval(every);
-    loop {
+    for round in 0u64.. {
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tick.tick() => {}
         }
-        if let Err(e) = engine.resync().await {
+        if let Err(e) = engine.resync(round % FULL_RESYNC_EVERY == 0).await {
             warn!(error = %e, "resync failed");
         }
     }
 }
+
+/// Every how many resyncs one lists every saga and cluster record (the first one too): a
+/// safety net under safety nets, since a lost start wake-up is also re-sent by the client's
+/// retry and every saga is indexed from the moment it is built.
+const FULL_RESYNC_EVERY: u64 = 12;

@@ -1,6 +1,11 @@
 //! Keeps the user-facing cluster record in step with its current operation, so `GetCluster`
 //! is one read and `WatchCluster` one KV watch. Idempotent and monotonic: a snapshot older than
 //! the stored one (by saga journal sequence) is never written.
+//!
+//! What users act on — the phase, the operation's state, its error — is written with the
+//! transition that changed it. Step-by-step progress alone is written at most every
+//! [`crate::cache::CLEAR_AFTER`] per cluster (the latest of it, later if need be): steps that
+//! take milliseconds would otherwise cost a write each that nobody could watch.
 
 use async_nats::jetstream::kv;
 use hypersaga_bus::subjects::cluster_key;
@@ -10,23 +15,29 @@ use hypersaga_saga::Saga;
 
 use crate::{Error, Result};
 
-pub async fn update_cluster(clusters: &kv::Store, saga: &Saga) -> Result<()> {
+/// Writes `saga`'s state into its cluster record. `known` is the record as this replica last
+/// wrote or read it (with its revision), used instead of a read and updated to what was
+/// written; a stale one costs a failed compare-and-set and a read.
+pub async fn update_cluster(
+    clusters: &kv::Store,
+    saga: &Saga,
+    known: &mut Option<(u64, ClusterRecord)>,
+) -> Result<()> {
     let key = cluster_key(&saga.tenant, &saga.cluster);
     for _ in 0..16 {
-        let entry = match clusters
-            .entry(&key)
-            .await
-            .map_err(|e| Error::kv("read cluster", e))?
-        {
-            Some(e) if e.operation == kv::Operation::Put => e,
-            _ => return Ok(()),
+        let (revision, mut record, cached) = match known.take() {
+            Some((revision, record)) => (revision, record, true),
+            None => match read(clusters, &key).await? {
+                Some((revision, record)) => (revision, record, false),
+                None => return Ok(()),
+            },
         };
-        let mut record: ClusterRecord =
-            serde_json::from_slice(&entry.value).map_err(|source| Error::Decode {
-                key: key.clone(),
-                source,
-            })?;
         if record.operation.id != saga.id || record.saga_seq >= saga.seq {
+            if cached {
+                // Judge by the bucket, not by a copy that may be behind it.
+                continue;
+            }
+            *known = Some((revision, record));
             return Ok(());
         }
         record.phase = saga.cluster_phase();
@@ -39,15 +50,39 @@ pub async fn update_cluster(clusters: &kv::Store, saga: &Saga) -> Result<()> {
             key: key.clone(),
             source,
         })?;
-        if clusters
-            .update(&key, bytes.into(), entry.revision)
-            .await
-            .is_ok()
-        {
+        if let Ok(revision) = clusters.update(&key, bytes.into(), revision).await {
+            *known = Some((revision, record));
             return Ok(());
         }
     }
     Err(Error::Contended { key, tries: 16 })
+}
+
+async fn read(clusters: &kv::Store, key: &str) -> Result<Option<(u64, ClusterRecord)>> {
+    let Some(entry) = clusters
+        .entry(key)
+        .await
+        .map_err(|e| Error::kv("read cluster", e))?
+        .filter(|e| e.operation == kv::Operation::Put)
+    else {
+        return Ok(None);
+    };
+    let record = serde_json::from_slice(&entry.value).map_err(|source| Error::Decode {
+        key: key.to_owned(),
+        source,
+    })?;
+    Ok(Some((entry.revision, record)))
+}
+
+/// Whether the record as last known already shows what users act on of `saga` (so only
+/// progress would change, and the write can wait).
+pub fn only_progress(known: &Option<(u64, ClusterRecord)>, saga: &Saga) -> bool {
+    known.as_ref().is_some_and(|(_, r)| {
+        r.operation.id == saga.id
+            && r.phase == saga.cluster_phase()
+            && r.operation.state == saga.visible_state()
+            && r.error == saga.error
+    })
 }
 
 /// One line for humans: where the operation is.

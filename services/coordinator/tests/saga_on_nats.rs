@@ -852,3 +852,80 @@ async fn clusters_are_listed_a_page_at_a_time_by_name_and_only_the_callers() {
         assert_eq!(fields, vec![field]);
     }
 }
+
+async fn active_keys(bus: &Bus) -> Vec<String> {
+    use futures::TryStreamExt;
+    let active = bus.active().await.unwrap();
+    active.keys().await.unwrap().try_collect().await.unwrap()
+}
+
+#[tokio::test]
+async fn what_transitions_put_off_is_caught_up_and_finished_sagas_leave_the_active_index() {
+    let h = Harness::start().await;
+    h.handler
+        .failures
+        .lock()
+        .unwrap()
+        .insert(("network.vnet".into(), Action::Do), (1, true));
+    let mut c = h.client().await;
+    let op = c
+        .create_cluster(h.call(request("tidy")).await)
+        .await
+        .unwrap()
+        .into_inner()
+        .id;
+    let bus = Bus::connect(&h.config.nats.url, "test-reader", "hcp")
+        .await
+        .unwrap();
+    // Indexed from the moment it is built, while it runs.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while saga_of(&bus, &op).await.is_none() {
+        assert!(Instant::now() < deadline, "saga never built");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let key = format!("acme.{op}");
+    let saga = saga_of(&bus, &op).await.unwrap();
+    if !saga.is_finished() {
+        assert!(active_keys(&bus).await.contains(&key));
+    }
+    h.wait_phase("tidy", pb::ClusterPhase::Ready).await;
+
+    // The last transition clears its own outbox and takes the saga off the index; the
+    // cluster record shows every step as the saga has it.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let saga = saga_of(&bus, &op).await.unwrap();
+        let keys = active_keys(&bus).await;
+        if saga.outbox.is_empty() && !keys.contains(&key) {
+            let rec: ClusterRecord = serde_json::from_slice(
+                &bus.clusters()
+                    .await
+                    .unwrap()
+                    .get("acme.tidy")
+                    .await
+                    .unwrap()
+                    .unwrap(),
+            )
+            .unwrap();
+            assert_eq!(rec.saga_seq, saga.seq);
+            assert_eq!(rec.operation, saga.view());
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "outbox {:?}, index {keys:?}",
+            saga.outbox
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // A stale index entry (a coordinator that died between finishing and un-indexing) is
+    // dropped by the next resync.
+    let active = bus.active().await.unwrap();
+    active.put(&key, Vec::new().into()).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while active_keys(&bus).await.contains(&key) {
+        assert!(Instant::now() < deadline, "stale index entry kept");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -20,6 +20,7 @@ use hypersaga_telemetry::TraceParent;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use super::{Engine, Input};
+use crate::cache::Known;
 use crate::{Error, Result};
 
 impl Engine {
@@ -40,13 +41,9 @@ impl Engine {
     /// Writes the saga of the operation the cluster record names, unless it exists, the record
     /// names another operation, or that operation has finished.
     async fn build_if_missing(&self, key: &str, wake: &SagaWake, cluster: &str) -> Result<()> {
-        if self
-            .sagas
-            .entry(key)
-            .await
-            .map_err(|e| Error::kv("read saga", e))?
-            .is_some_and(|e| e.operation == kv::Operation::Put)
-        {
+        let (slot, _) = self.cache.slot(key);
+        let mut slot = slot.lock().await;
+        if slot.known.is_some() {
             return Ok(());
         }
         let record_key = cluster_key(&wake.tenant, cluster);
@@ -78,9 +75,24 @@ impl Engine {
             key: key.to_owned(),
             source,
         })?;
+        // Indexed first, so that the resync finds it whatever happens next.
+        self.active
+            .put(key, bytes::Bytes::new())
+            .await
+            .map_err(|e| Error::kv("index saga", e))?;
+        // Create-only: a saga that exists already (built by another replica, or the resync) is
+        // the same one, and stays as it is.
         match self.sagas.create(key, bytes.into()).await {
-            Ok(_) => {
+            Ok(revision) => {
                 info!(kind = ?saga.kind, "saga built from the cluster record");
+                let published = saga.outbox.is_empty();
+                slot.keep(Known {
+                    saga,
+                    revision,
+                    published,
+                    cluster: Some((entry.revision, rec)),
+                    progress_unwritten: false,
+                });
                 Ok(())
             }
             // Another replica (or the resync) built it first: the same saga.
