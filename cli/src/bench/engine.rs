@@ -3,8 +3,9 @@
 //!
 //! One private nats-server; in this process the real coordinator (`hypersaga_coordinator::run`)
 //! and the real worker runtime (`hypersaga_worker::run`) with a handler that does nothing. Sagas
-//! of K chained no-op steps are written as the gateway writes them (cluster record, then saga
-//! record, create-only, then a `saga.start` wake-up) while at most M are in flight; the public
+//! of K chained no-op steps are started as the gateway starts an operation (cluster record,
+//! then a `saga.start` wake-up), except that the bench also writes the saga itself, create-only,
+//! since the coordinator would build a real cluster's plan; at most M are in flight. The public
 //! audit stream says when each step started and succeeded and when each saga finished. The raw
 //! pattern runs on the same server in the same process: KV create, then per step a command
 //! (JetStream publish, acknowledged), consumed by a pull consumer, an event likewise, and a KV

@@ -53,7 +53,8 @@ pub fn provisioning_state(resource: &Value) -> &str {
 ///
 /// When ARM answers with a long-running operation, the handler stops with [`Halt::Wait`];
 /// on the re-check (`ops` holding that operation) the operation is polled instead of written
-/// again.
+/// again. A resource this step already finished with (on an earlier check) is taken from
+/// `ops` as it was then, without a request.
 ///
 /// `what` names the resource kind in logs ("network security group").
 pub async fn ensure(
@@ -65,16 +66,33 @@ pub async fn ensure(
     body: &Value,
     adoptable: impl Fn(&Value) -> bool,
 ) -> Result<Ensured, Halt> {
+    let ensured = ensure_once(arm, ops, what, id, api_version, body, adoptable).await?;
+    ops.finished(id, ensured.resource());
+    Ok(ensured)
+}
+
+async fn ensure_once(
+    arm: &ArmClient,
+    ops: &Ops,
+    what: &str,
+    id: &str,
+    api_version: &str,
+    body: &Value,
+    adoptable: impl Fn(&Value) -> bool,
+) -> Result<Ensured, Halt> {
+    if let Some(resource) = ops.done(id) {
+        return Ok(Ensured::Adopted(resource));
+    }
     if let Some(pending) = ops
         .pending(id)
         .filter(|p| p.method.eq_ignore_ascii_case("PUT"))
     {
-        return match arm.poll_once(pending).await.map_err(step_error)? {
+        return match arm.poll_once(&pending).await.map_err(step_error)? {
             Progress::Done(resource) => {
                 info!(resource = what, %id, "created");
                 Ok(Ensured::Created(resource.unwrap_or(Value::Null)))
             }
-            Progress::Running(pending) => Err(waiting(what, id, pending)),
+            Progress::Running(pending) => Err(waiting(ops, what, id, pending)),
         };
     }
     let existing = arm.get(id, api_version).await.map_err(step_error)?;
@@ -99,7 +117,7 @@ pub async fn ensure(
         .map_err(step_error)?
     {
         Progress::Done(resource) => resource.unwrap_or(Value::Null),
-        Progress::Running(pending) => return Err(waiting(what, id, pending)),
+        Progress::Running(pending) => return Err(waiting(ops, what, id, pending)),
     };
     if existing.is_some() {
         info!(resource = what, %id, "updated");
@@ -119,23 +137,30 @@ pub async fn remove(
     id: &str,
     api_version: &str,
 ) -> Result<(), Halt> {
+    if ops.done(id).is_some() {
+        return Ok(());
+    }
     let progress = match ops
         .pending(id)
         .filter(|p| p.method.eq_ignore_ascii_case("DELETE"))
     {
-        Some(pending) => arm.poll_once(pending).await,
+        Some(pending) => arm.poll_once(&pending).await,
         None => arm.begin_delete(id, api_version).await,
     };
     match progress.map_err(step_error)? {
         Progress::Done(_) => {
             info!(resource = what, %id, "deleted");
+            ops.finished(id, &Value::Null);
             Ok(())
         }
-        Progress::Running(pending) => Err(waiting(what, id, pending)),
+        Progress::Running(pending) => Err(waiting(ops, what, id, pending)),
     }
 }
 
-fn waiting(what: &str, id: &str, pending: hypersaga_azure::Pending) -> Halt {
+/// Stops the handler while ARM works on `id`, remembering the operation in `ops` (several
+/// parts of one step may each be waiting on one).
+fn waiting(ops: &Ops, what: &str, id: &str, pending: hypersaga_azure::Pending) -> Halt {
+    ops.started(id, pending.clone());
     let name = id.rsplit('/').next().unwrap_or(id);
     let verb = if pending.method.eq_ignore_ascii_case("DELETE") {
         "delete"

@@ -227,7 +227,7 @@ async fn handle(
         Ok(fence::Verdict::Current) => {}
         Ok(fence::Verdict::MovedOn) => {
             info!(saga = %cmd.saga_id, step = %cmd.step, fence = cmd.fence, "command is stale (the saga moved on); dropping it");
-            let _ = msg.double_ack().await;
+            let _ = msg.ack().await;
             return;
         }
         Ok(fence::Verdict::Behind) => {
@@ -302,7 +302,7 @@ async fn handle(
             () = heartbeat => {
                 warn!("the saga took this step back (lease lost); stopping the handler");
                 tracing::Span::current().record("outcome", "lease_lost");
-                let _ = msg.double_ack().await;
+                let _ = msg.ack().await;
                 return;
             }
         };
@@ -330,8 +330,11 @@ async fn handle(
             let _ = msg.ack_with(AckKind::Nak(Some(Duration::from_secs(1)))).await;
             return;
         }
-        if let Err(e) = msg.double_ack().await {
-            warn!(error = %e, "ack failed; a redelivery will re-run this idempotent step");
+        // Not waited on: an ack lost on the way only means a redelivery after the ack wait,
+        // which the fence turns away once the saga has applied the result (and which the
+        // idempotent handler makes harmless before that).
+        if let Err(e) = msg.ack().await {
+            warn!(error = %e, "ack failed; a redelivery will be fenced off");
         }
     }
     .instrument(span)

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use hypersaga_bus::{Action, Outputs, Service, StepCommand, StepError, StepId};
 use hypersaga_config::Config;
-use hypersaga_stepkit::{ArmClients, ArmStep, Halt, Notes, TenantArm, unknown_step};
+use hypersaga_stepkit::{ArmClients, ArmStep, Halt, Notes, Ops, TenantArm, unknown_step};
 use hypersaga_worker::{Progress, StepHandler, StepResult};
 use tokio_util::sync::CancellationToken;
 
@@ -73,19 +73,19 @@ impl DnsHandler {
 /// One pass of a step; the worker's check and the in-place run come with [`ArmStep`].
 #[async_trait::async_trait]
 impl ArmStep for DnsHandler {
-    async fn step(&self, cmd: &StepCommand, notes: &dyn Notes) -> Result<Outputs, Halt> {
+    async fn step(&self, cmd: &StepCommand, ops: &Ops, notes: &dyn Notes) -> Result<Outputs, Halt> {
         let step = cmd.step_id()?;
         if step.service() != Service::Dns {
             return Err(unknown_step(cmd).into());
         }
         let arm = self.arm.tenant(&cmd.tenant)?;
         match (step, cmd.action) {
-            (StepId::PrivateZone, Action::Do) => zone::create(&arm, cmd, notes).await,
-            (StepId::PrivateZone, Action::Undo) => zone::delete(&arm, cmd, notes).await,
-            (StepId::VnetLink, Action::Do) => vnet_link::create(&arm, cmd, notes).await,
-            (StepId::VnetLink, Action::Undo) => vnet_link::delete(&arm, cmd, notes).await,
-            (StepId::DnsRecords, Action::Do) => records::create(&arm, cmd).await,
-            (StepId::DnsRecords, Action::Undo) => records::delete(&arm, cmd).await,
+            (StepId::PrivateZone, Action::Do) => zone::create(&arm, cmd, ops, notes).await,
+            (StepId::PrivateZone, Action::Undo) => zone::delete(&arm, cmd, ops, notes).await,
+            (StepId::VnetLink, Action::Do) => vnet_link::create(&arm, cmd, ops, notes).await,
+            (StepId::VnetLink, Action::Undo) => vnet_link::delete(&arm, cmd, ops, notes).await,
+            (StepId::DnsRecords, Action::Do) => records::create(&arm, cmd, ops).await,
+            (StepId::DnsRecords, Action::Undo) => records::delete(&arm, cmd, ops).await,
             _ => Err(unknown_step(cmd).into()),
         }
     }

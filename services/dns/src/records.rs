@@ -77,7 +77,7 @@ fn record_id(arm: &TenantArm, cmd: &StepCommand, record_type: &str) -> String {
     ids::child_id(&zone_id(arm, cmd), record_type, NAME)
 }
 
-pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
+pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Result<Outputs, Halt> {
     let HostedClusterOutputs {
         control_plane_host, ..
     } = cmd.context.outputs_of(&StepId::HostedCluster)?;
@@ -92,19 +92,12 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
         .map_err(step_error)?
         .is_some()
     {
-        remove(
-            &arm.client,
-            &Ops::of(cmd),
-            "DNS record set",
-            &other,
-            PRIVATE_DNS_API,
-        )
-        .await?;
+        remove(&arm.client, ops, "DNS record set", &other, PRIVATE_DNS_API).await?;
     }
     let id = record_id(arm, cmd, target.record_type());
     ensure(
         &arm.client,
-        &Ops::of(cmd),
+        ops,
         "DNS record set",
         &id,
         PRIVATE_DNS_API,
@@ -116,11 +109,11 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
 }
 
 /// Deletes the `api` record set, A or CNAME, whichever exists (absent is success).
-pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
+pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Result<Outputs, Halt> {
     for record_type in ["A", "CNAME"] {
         remove(
             &arm.client,
-            &Ops::of(cmd),
+            ops,
             "DNS record set",
             &record_id(arm, cmd, record_type),
             PRIVATE_DNS_API,

@@ -48,6 +48,7 @@ pub(crate) fn id(arm: &TenantArm, cmd: &StepCommand) -> String {
 pub(crate) async fn create(
     arm: &TenantArm,
     cmd: &StepCommand,
+    ops: &Ops,
     notes: &dyn Notes,
 ) -> Result<Outputs, Halt> {
     let VnetOutputs { vnet_id, .. } = cmd.context.outputs_of(&StepId::Vnet)?;
@@ -56,8 +57,8 @@ pub(crate) async fn create(
     let message =
         format!("waiting for Azure to link the private DNS zone to {vnet_id} (it takes 30-60 s)");
     // A re-check polls the operation the first check started.
-    if let Some(pending) = Ops::of(cmd).pending(&id) {
-        return finish_link(arm.client.poll_once(pending).await, &id, message);
+    if let Some(pending) = ops.pending(&id) {
+        return finish_link(arm.client.poll_once(&pending).await, &id, message);
     }
     let existing = arm
         .client
@@ -117,6 +118,7 @@ fn finish_link(
 pub(crate) async fn delete(
     arm: &TenantArm,
     cmd: &StepCommand,
+    ops: &Ops,
     notes: &dyn Notes,
 ) -> Result<Outputs, Halt> {
     notes
@@ -124,7 +126,7 @@ pub(crate) async fn delete(
         .await;
     remove(
         &arm.client,
-        &Ops::of(cmd),
+        ops,
         "virtual network link",
         &id(arm, cmd),
         PRIVATE_DNS_API,

@@ -18,6 +18,7 @@ pub(crate) fn body(cmd: &StepCommand) -> Value {
 pub(crate) async fn create(
     arm: &TenantArm,
     cmd: &StepCommand,
+    ops: &Ops,
     notes: &dyn Notes,
 ) -> Result<Outputs, Halt> {
     let id = zone_id(arm, cmd);
@@ -29,7 +30,7 @@ pub(crate) async fn create(
         .await;
     ensure(
         &arm.client,
-        &Ops::of(cmd),
+        ops,
         "private DNS zone",
         &id,
         PRIVATE_DNS_API,
@@ -48,6 +49,7 @@ pub(crate) async fn create(
 pub(crate) async fn delete(
     arm: &TenantArm,
     cmd: &StepCommand,
+    ops: &Ops,
     notes: &dyn Notes,
 ) -> Result<Outputs, Halt> {
     notes
@@ -58,7 +60,7 @@ pub(crate) async fn delete(
         .await;
     remove(
         &arm.client,
-        &Ops::of(cmd),
+        ops,
         "private DNS zone",
         &zone_id(arm, cmd),
         PRIVATE_DNS_API,

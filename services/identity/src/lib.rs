@@ -22,7 +22,7 @@ use std::sync::Arc;
 use hypersaga_bus::{Action, Outputs, Service, StepCommand, StepError, StepId};
 use hypersaga_config::Config;
 use hypersaga_oidc::{BlobConfig, BlobPublisher, Secret};
-use hypersaga_stepkit::{ArmClients, ArmStep, Halt, Notes, unknown_step};
+use hypersaga_stepkit::{ArmClients, ArmStep, Halt, Notes, Ops, unknown_step};
 use hypersaga_worker::{Progress, StepHandler, StepResult};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -91,12 +91,12 @@ impl IdentityHandler {
 /// One pass of a step; the worker's check and the in-place run come with [`ArmStep`].
 #[async_trait::async_trait]
 impl ArmStep for IdentityHandler {
-    async fn step(&self, cmd: &StepCommand, notes: &dyn Notes) -> Result<Outputs, Halt> {
+    async fn step(&self, cmd: &StepCommand, ops: &Ops, notes: &dyn Notes) -> Result<Outputs, Halt> {
         match (cmd.step_id()?, cmd.action) {
             (StepId::Oidc, Action::Do) => Ok(issuer::ensure(&self.publisher, cmd, notes).await?),
             (StepId::WorkloadIdentities, Action::Do) => {
                 let arm = self.arm.tenant(&cmd.tenant)?;
-                workload::ensure(&arm, cmd, notes).await
+                workload::ensure(&arm, cmd, ops, notes).await
             }
             (StepId::Oidc | StepId::WorkloadIdentities, Action::Undo) => {
                 info!(step = %cmd.step, "persistent by design; undo leaves it in place");

@@ -80,6 +80,7 @@ pub(crate) fn outputs(identity_rg_id: &str, identities: &[Identity]) -> Outputs 
 pub(crate) async fn ensure(
     arm: &TenantArm,
     cmd: &StepCommand,
+    ops: &Ops,
     notes: &dyn Notes,
 ) -> Result<Outputs, Halt> {
     let OidcOutputs { issuer_url, .. } = cmd.context.outputs_of(&StepId::Oidc)?;
@@ -88,7 +89,7 @@ pub(crate) async fn ensure(
     let rg_body = json!({ "location": cmd.context.spec.location, "tags": tags(cmd) });
     ensure_resource(
         &arm.client,
-        &Ops::of(cmd),
+        ops,
         "resource group",
         &rg_id,
         RESOURCES_API,
@@ -110,7 +111,7 @@ pub(crate) async fn ensure(
     let results = join_all(
         WORKLOAD_IDENTITIES
             .iter()
-            .map(|w| ensure_identity(arm, cmd, w, issuer)),
+            .map(|w| ensure_identity(arm, cmd, ops, w, issuer)),
     )
     .await;
     // Every identity ran to the end; report a terminal failure before a retryable one (since
@@ -151,6 +152,7 @@ fn severity(h: &Halt) -> u8 {
 async fn ensure_identity(
     arm: &TenantArm,
     cmd: &StepCommand,
+    ops: &Ops,
     w: &WorkloadIdentity,
     issuer: &str,
 ) -> Result<Identity, Halt> {
@@ -158,7 +160,7 @@ async fn ensure_identity(
     let id = arm.resource_id(&names.identity_rg, MSI_TYPE, &names.identity(w.suffix));
     let mi = ensure_resource(
         &arm.client,
-        &Ops::of(cmd),
+        ops,
         "managed identity",
         &id,
         MSI_API,
@@ -188,7 +190,7 @@ async fn ensure_identity(
         );
         ensure_resource(
             &arm.client,
-            &Ops::of(cmd),
+            ops,
             "federated identity credential",
             &fic_id,
             FIC_API,

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use hypersaga_bus::{Action, Outputs, Service, StepCommand, StepError, StepId};
 use hypersaga_config::Config;
-use hypersaga_stepkit::{ArmClients, ArmStep, Halt, Notes, unknown_step};
+use hypersaga_stepkit::{ArmClients, ArmStep, Halt, Notes, Ops, unknown_step};
 use hypersaga_worker::{Progress, StepHandler, StepResult};
 use tokio_util::sync::CancellationToken;
 
@@ -81,25 +81,25 @@ impl NetworkHandler {
 /// One pass of a step; the worker's check and the in-place run come with [`ArmStep`].
 #[async_trait::async_trait]
 impl ArmStep for NetworkHandler {
-    async fn step(&self, cmd: &StepCommand, notes: &dyn Notes) -> Result<Outputs, Halt> {
+    async fn step(&self, cmd: &StepCommand, ops: &Ops, notes: &dyn Notes) -> Result<Outputs, Halt> {
         let step = cmd.step_id()?;
         if step.service() != Service::Network {
             return Err(unknown_step(cmd).into());
         }
         let arm = self.arm.tenant(&cmd.tenant)?;
         match (step, cmd.action) {
-            (StepId::ResourceGroups, Action::Do) => resource_groups::create(&arm, cmd).await,
+            (StepId::ResourceGroups, Action::Do) => resource_groups::create(&arm, cmd, ops).await,
             (StepId::ResourceGroups, Action::Undo) => {
-                resource_groups::delete(&arm, cmd, notes).await
+                resource_groups::delete(&arm, cmd, ops, notes).await
             }
-            (StepId::Nsg, Action::Do) => nsg::create(&arm, cmd).await,
-            (StepId::Nsg, Action::Undo) => nsg::delete(&arm, cmd).await,
-            (StepId::Vnet, Action::Do) => vnet::create(&arm, cmd).await,
-            (StepId::Vnet, Action::Undo) => vnet::delete(&arm, cmd).await,
-            (StepId::PublicIp, Action::Do) => public_ip::create(&arm, cmd).await,
-            (StepId::PublicIp, Action::Undo) => public_ip::delete(&arm, cmd).await,
-            (StepId::LoadBalancer, Action::Do) => load_balancer::create(&arm, cmd).await,
-            (StepId::LoadBalancer, Action::Undo) => load_balancer::delete(&arm, cmd).await,
+            (StepId::Nsg, Action::Do) => nsg::create(&arm, cmd, ops).await,
+            (StepId::Nsg, Action::Undo) => nsg::delete(&arm, cmd, ops).await,
+            (StepId::Vnet, Action::Do) => vnet::create(&arm, cmd, ops).await,
+            (StepId::Vnet, Action::Undo) => vnet::delete(&arm, cmd, ops).await,
+            (StepId::PublicIp, Action::Do) => public_ip::create(&arm, cmd, ops).await,
+            (StepId::PublicIp, Action::Undo) => public_ip::delete(&arm, cmd, ops).await,
+            (StepId::LoadBalancer, Action::Do) => load_balancer::create(&arm, cmd, ops).await,
+            (StepId::LoadBalancer, Action::Undo) => load_balancer::delete(&arm, cmd, ops).await,
             _ => Err(unknown_step(cmd).into()),
         }
     }

@@ -84,12 +84,12 @@ pub(crate) fn id(arm: &TenantArm, cmd: &StepCommand) -> String {
     arm.resource_id(&n.managed_rg, TYPE, &n.load_balancer)
 }
 
-pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
+pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Result<Outputs, Halt> {
     let PublicIpOutputs { public_ip_id } = cmd.context.outputs_of(&StepId::PublicIp)?;
     let id = id(arm, cmd);
     ensure(
         &arm.client,
-        &Ops::of(cmd),
+        ops,
         "load balancer",
         &id,
         NETWORK_API,
@@ -103,10 +103,10 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
     .into_outputs())
 }
 
-pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
+pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Result<Outputs, Halt> {
     remove(
         &arm.client,
-        &Ops::of(cmd),
+        ops,
         "load balancer",
         &id(arm, cmd),
         NETWORK_API,

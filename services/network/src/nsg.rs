@@ -27,7 +27,7 @@ pub(crate) fn id(arm: &TenantArm, cmd: &StepCommand) -> String {
     arm.resource_id(&n.nsg_rg, TYPE, &n.nsg)
 }
 
-pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
+pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Result<Outputs, Halt> {
     let network = &cmd.context.spec.network;
     if network.is_user_brought() {
         let nsg_id = given("nsg_id", network.nsg_id.as_deref())?;
@@ -40,7 +40,7 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
     let id = id(arm, cmd);
     ensure(
         &arm.client,
-        &Ops::of(cmd),
+        ops,
         "network security group",
         &id,
         NETWORK_API,
@@ -53,11 +53,11 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
 
 /// Deletes our NSG. A user-brought NSG is left alone (the saga never asks, but this service
 /// does not rely on that).
-pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
+pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Result<Outputs, Halt> {
     if !cmd.context.spec.network.is_user_brought() {
         remove(
             &arm.client,
-            &Ops::of(cmd),
+            ops,
             "network security group",
             &id(arm, cmd),
             NETWORK_API,

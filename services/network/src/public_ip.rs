@@ -33,11 +33,11 @@ pub(crate) fn id(arm: &TenantArm, cmd: &StepCommand) -> String {
 
 /// Creates or adopts it. An existing one is adopted: its address may already be in use by the
 /// load balancer, and nothing in it is ours to change.
-pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
+pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Result<Outputs, Halt> {
     let id = id(arm, cmd);
     ensure(
         &arm.client,
-        &Ops::of(cmd),
+        ops,
         "public IP",
         &id,
         NETWORK_API,
@@ -48,14 +48,7 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
     Ok(PublicIpOutputs { public_ip_id: id }.into_outputs())
 }
 
-pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
-    remove(
-        &arm.client,
-        &Ops::of(cmd),
-        "public IP",
-        &id(arm, cmd),
-        NETWORK_API,
-    )
-    .await?;
+pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Result<Outputs, Halt> {
+    remove(&arm.client, ops, "public IP", &id(arm, cmd), NETWORK_API).await?;
     Ok(Outputs::new())
 }

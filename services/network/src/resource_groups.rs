@@ -34,7 +34,7 @@ fn owned(cmd: &StepCommand) -> Vec<(Role, &str)> {
 
 /// Creates (or adopts) the groups. A resource group has nothing of ours to reconcile, so an
 /// existing one is adopted as is (a different location would fail the PUT anyway).
-pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
+pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Result<Outputs, Halt> {
     let body = body(cmd);
     let mut out = ResourceGroupsOutputs {
         managed_rg_id: String::new(),
@@ -45,7 +45,7 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
         let id = arm.resource_group_id(rg);
         ensure(
             &arm.client,
-            &Ops::of(cmd),
+            ops,
             "resource group",
             &id,
             RESOURCES_API,
@@ -68,6 +68,7 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
 pub(crate) async fn delete(
     arm: &TenantArm,
     cmd: &StepCommand,
+    ops: &Ops,
     notes: &dyn Notes,
 ) -> Result<Outputs, Halt> {
     let keep = user_resource_groups(cmd);
@@ -82,14 +83,7 @@ pub(crate) async fn delete(
                 "deleting resource group {rg} and everything in it (can take minutes)"
             ))
             .await;
-        remove(
-            &arm.client,
-            &Ops::of(cmd),
-            "resource group",
-            &id,
-            RESOURCES_API,
-        )
-        .await?;
+        remove(&arm.client, ops, "resource group", &id, RESOURCES_API).await?;
     }
     Ok(Outputs::new())
 }

@@ -63,7 +63,7 @@ pub(crate) fn id(arm: &TenantArm, cmd: &StepCommand) -> String {
     arm.resource_id(&n.vnet_rg, TYPE, &n.vnet)
 }
 
-pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
+pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Result<Outputs, Halt> {
     let network = &cmd.context.spec.network;
     if network.is_user_brought() {
         let vnet_id = given("vnet_id", network.vnet_id.as_deref())?;
@@ -81,7 +81,7 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
     let id = id(arm, cmd);
     ensure(
         &arm.client,
-        &Ops::of(cmd),
+        ops,
         "virtual network",
         &id,
         NETWORK_API,
@@ -98,11 +98,11 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs
 }
 
 /// Deletes our VNet (its subnet goes with it). A user-brought VNet is left alone.
-pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, Halt> {
+pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Result<Outputs, Halt> {
     if !cmd.context.spec.network.is_user_brought() {
         remove(
             &arm.client,
-            &Ops::of(cmd),
+            ops,
             "virtual network",
             &id(arm, cmd),
             NETWORK_API,
