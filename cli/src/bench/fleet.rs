@@ -16,6 +16,7 @@ use clap::Args;
 use hypersaga_emulator_arm::ThrottleConfig;
 use serde::Serialize;
 
+use super::chaos::{self, Chaos, Killer};
 use super::report::{
     Summary, Table, Target, budget_bound, emit, num, pct, progress, ratio, targets_table,
 };
@@ -36,6 +37,12 @@ pub struct FleetArgs {
     /// Skip deleting the fleet afterwards (and the inventory of what is left).
     #[arg(long)]
     pub no_delete: bool,
+    /// Kill -9 one replica (any role but the gateway this bench talks to, in turn) every this
+    /// many milliseconds while the fleet is created and deleted; `hypersaga dev` restarts each.
+    /// Then checks every operation's journal: its end exactly once, no gap, no repeat. Use
+    /// with `--replicas 3`. 0: no kills.
+    #[arg(long, default_value_t = 0)]
+    pub kill_every_ms: u64,
     #[command(flatten)]
     pub system: SystemArgs,
     /// Output format.
@@ -53,6 +60,8 @@ pub struct FleetReport {
     pub phases: Vec<Phase>,
     /// Resources left in the subscription after the deletes, by type.
     pub left_over: Option<BTreeMap<String, u64>>,
+    /// With `--kill-every-ms`: the kills and what they did not break, by phase.
+    pub chaos: BTreeMap<&'static str, Chaos>,
     pub targets: Vec<Target>,
     pub notes: Vec<String>,
 }
@@ -218,6 +227,7 @@ async fn measure(sys: &DevSystem, args: &FleetArgs) -> anyhow::Result<FleetRepor
     progress(format!("creating {n} clusters at once"));
     let before = admin.requests().await?;
     let t0 = Instant::now();
+    let killer = start_killing(sys, args);
     let sent = create_all(&client, &names).await;
     let accepted: Vec<String> = sent
         .iter()
@@ -225,6 +235,13 @@ async fn measure(sys: &DevSystem, args: &FleetArgs) -> anyhow::Result<FleetRepor
         .map(|(n, _)| n.clone())
         .collect();
     let outcomes = follow(&client, &accepted, false, t0, timeout).await;
+    let mut chaos = BTreeMap::new();
+    if let Some(killer) = killer {
+        chaos.insert(
+            "create",
+            checked(sys, killer, &accepted, "cluster.ready").await?,
+        );
+    }
     let after_create = admin.requests().await?;
     let create = Phase::new(
         "create",
@@ -248,6 +265,7 @@ async fn measure(sys: &DevSystem, args: &FleetArgs) -> anyhow::Result<FleetRepor
             .collect();
         progress(format!("deleting {} clusters at once", existing.len()));
         let t1 = Instant::now();
+        let killer = start_killing(sys, args);
         let sent = delete_all(&client, &existing).await;
         let accepted: Vec<String> = sent
             .iter()
@@ -255,6 +273,12 @@ async fn measure(sys: &DevSystem, args: &FleetArgs) -> anyhow::Result<FleetRepor
             .map(|(n, _)| n.clone())
             .collect();
         let outcomes = follow(&client, &accepted, true, t1, timeout).await;
+        if let Some(killer) = killer {
+            chaos.insert(
+                "delete",
+                checked(sys, killer, &accepted, "cluster.deleted").await?,
+            );
+        }
         let after_delete = admin.requests().await?;
         phases.push(Phase::new(
             "delete",
@@ -297,15 +321,57 @@ async fn measure(sys: &DevSystem, args: &FleetArgs) -> anyhow::Result<FleetRepor
         profile: format!("{:?}", args.system.profile).to_ascii_lowercase(),
         replicas: args.system.replicas.max(1),
         arm_budget_scale: args.system.arm_budget_scale,
-        targets: targets(&phases),
+        targets: targets(&phases, &chaos),
+        chaos,
         phases,
         left_over,
         notes,
     })
 }
 
-fn targets(phases: &[Phase]) -> Vec<Target> {
+/// Starts the kills `--kill-every-ms` asks for.
+fn start_killing(sys: &DevSystem, args: &FleetArgs) -> Option<Killer> {
+    (args.kill_every_ms > 0).then(|| {
+        Killer::start(
+            sys.endpoints.state_dir.clone(),
+            std::time::Duration::from_millis(args.kill_every_ms),
+        )
+    })
+}
+
+/// Stops the kills and checks the journals of `clusters`' operations that end with `ends`.
+async fn checked(
+    sys: &DevSystem,
+    killer: Killer,
+    clusters: &[String],
+    ends: &str,
+) -> anyhow::Result<Chaos> {
+    let killed = killer.stop().await;
+    let mut chaos = Chaos::new(&killed);
+    let journals = chaos::journals(&sys.endpoints.nats_url, TENANT, clusters).await?;
+    chaos.check(&journals, ends);
+    Ok(chaos)
+}
+
+fn targets(phases: &[Phase], chaos: &BTreeMap<&'static str, Chaos>) -> Vec<Target> {
     let mut out = Vec::new();
+    for (phase, c) in chaos {
+        out.push(Target::new(
+            format!(
+                "{phase}: operations not ended exactly once, under {} kills",
+                c.kills
+            ),
+            Some(c.not_once.len() as f64),
+            "count",
+            "0",
+        ));
+        out.push(Target::new(
+            format!("{phase}: journals with a gap or a repeat"),
+            Some(c.broken_journals.len() as f64),
+            "count",
+            "0",
+        ));
+    }
     for p in phases {
         let bound = if p.phase == "create" {
             "write"
@@ -397,6 +463,21 @@ fn render(r: &FleetReport) -> String {
         }
         for problem in &p.problems {
             out.push_str(&format!("{}: {problem}\n", p.phase));
+        }
+    }
+    for (phase, c) in &r.chaos {
+        let roles: Vec<String> = c
+            .kills_by_role
+            .iter()
+            .map(|(role, n)| format!("{role} {n}"))
+            .collect();
+        out.push_str(&format!(
+            "{phase}: kill -9 of {} replicas ({})\n",
+            c.kills,
+            roles.join(", ")
+        ));
+        for problem in c.not_once.iter().chain(&c.broken_journals).take(10) {
+            out.push_str(&format!("{phase}: {problem}\n"));
         }
     }
     if let Some(left) = &r.left_over {
@@ -517,12 +598,13 @@ mod tests {
             profile: "demo".into(),
             replicas: 1,
             arm_budget_scale: 1.0,
-            targets: targets(&phases),
+            targets: targets(&phases, &BTreeMap::new()),
             phases,
             left_over: Some(BTreeMap::from([(
                 "Microsoft.Resources/resourceGroups".to_owned(),
                 1,
             )])),
+            chaos: BTreeMap::new(),
             notes: Vec::new(),
         };
         let text = render(&report);

@@ -4,6 +4,7 @@
 //! error and on Ctrl-C. The benches report numbers beside the targets; they never
 //! judge them (the exit code says only whether the bench ran).
 
+mod chaos;
 mod engine;
 mod fairness;
 mod fleet;

@@ -152,7 +152,7 @@ pub struct Target {
     /// What is measured, e.g. `engine / raw sagas/s @64`.
     pub name: String,
     pub value: Option<f64>,
-    /// `ratio`, `ms` or `share`.
+    /// `ratio`, `ms`, `s`, `share` or `count`.
     pub unit: &'static str,
     /// The target as the issue words it, e.g. `>= 0.50`.
     pub goal: String,
@@ -182,6 +182,7 @@ pub fn targets_table(targets: &[Target]) -> String {
             "share" => pct(target.value),
             "ms" => format!("{} ms", num(target.value, 3)),
             "s" => format!("{} s", num(target.value, 1)),
+            "count" => num(target.value, 0),
             _ => format!("{}×", num(target.value, 2)),
         };
         t.row([target.name.clone(), value, target.goal.clone()]);

@@ -77,5 +77,28 @@ pub(crate) async fn ensure(js: &jetstream::Context, s: &Subjects) -> Result<()> 
             }
         }
     }
+    allow_ttl(js, SAGAS_BUCKET).await
+}
+
+/// Lets the records of `bucket` carry a `Nats-TTL` (the sagas of a deleted cluster expire).
+/// Buckets made before that was needed are updated in place.
+async fn allow_ttl(js: &jetstream::Context, bucket: &str) -> Result<()> {
+    let name = format!("KV_{bucket}");
+    let mut stream = js
+        .get_stream(&name)
+        .await
+        .map_err(|e| Error::js("open KV stream", e))?;
+    let mut config = stream
+        .info()
+        .await
+        .map_err(|e| Error::js("read KV stream", e))?
+        .config
+        .clone();
+    if !config.allow_message_ttl {
+        config.allow_message_ttl = true;
+        js.update_stream(config)
+            .await
+            .map_err(|e| Error::js("allow TTLs on KV stream", e))?;
+    }
     Ok(())
 }

@@ -224,6 +224,10 @@ pub struct CoordinatorConfig {
     pub recheck_max_ms: u64,
     /// Sagas a replica keeps as it last wrote them, so most transitions need no read (0: none).
     pub cache_sagas: usize,
+    /// How long the operations of a deleted cluster stay readable (`GetOperation`,
+    /// `ListOperations`) once its delete has finished; the audit stream keeps their events
+    /// longer. 0: forever.
+    pub deleted_history_s: u64,
 }
 
 impl Default for CoordinatorConfig {
@@ -243,6 +247,7 @@ impl Default for CoordinatorConfig {
             recheck_min_ms: 500,
             recheck_max_ms: 30_000,
             cache_sagas: 10_000,
+            deleted_history_s: 30 * 24 * 3600,
         }
     }
 }

@@ -254,6 +254,9 @@ pub struct Saga {
     /// The create this delete waits for before it starts (set while that create stops).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,
+    /// For a delete: the operation whose outputs it started from (the cluster's create).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<String>,
     /// The due time of the timer last put in the outbox.
     #[serde(
         default,
@@ -318,6 +321,7 @@ impl Saga {
             deadline_passed: false,
             superseded_by: None,
             after: n.after,
+            previous: None,
             scheduled: None,
         };
         let (kind, detail) = match saga.kind {

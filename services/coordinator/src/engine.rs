@@ -3,6 +3,7 @@
 use async_nats::jetstream::kv;
 use futures::TryStreamExt;
 use hypersaga_bus::{Bus, ENVELOPE_VERSION, OperatorCall, SagaWake, StepEvent};
+use hypersaga_model::record::{OperationKind, OperationState};
 use hypersaga_saga::{Applied, Effect, Saga};
 use hypersaga_telemetry::TraceParent;
 use time::OffsetDateTime;
@@ -209,9 +210,23 @@ impl Engine {
                 }
                 saga.outbox.clear();
                 // Losing this race is fine: whoever won has published or will publish the outbox.
-                let cleared = self.write(key, &saga, revision).await.is_some();
-                if cleared && saga.state.is_terminal() {
+                let history = self
+                    .settings
+                    .deleted_history
+                    .filter(|_| cluster_gone(&saga));
+                let cleared = match history {
+                    Some(ttl) => self.write_expiring(key, &saga, revision, ttl).await,
+                    None => self.write(key, &saga, revision).await,
+                };
+                if cleared.is_some() && saga.state.is_terminal() {
                     self.retire(key).await;
+                }
+                if let Some(ttl) = history {
+                    // The create (superseded or not) is history too.
+                    for op in saga.previous.iter().chain(&saga.after) {
+                        self.expire(&hypersaga_bus::subjects::saga_key(&saga.tenant, op), ttl)
+                            .await;
+                    }
                 }
                 drop(slot);
                 self.cache.remove(key);
@@ -350,6 +365,58 @@ impl Engine {
         }
     }
 
+    /// Compare-and-set that also lets the record expire `ttl` from now (`Nats-TTL`), and rolls
+    /// up its earlier revisions, which would otherwise show again once it has expired.
+    async fn write_expiring(
+        &self,
+        key: &str,
+        saga: &Saga,
+        revision: u64,
+        ttl: std::time::Duration,
+    ) -> Option<u64> {
+        use async_nats::header::{NATS_EXPECTED_LAST_SUBJECT_SEQUENCE, NATS_MESSAGE_TTL};
+        let bytes = serde_json::to_vec(saga).ok()?;
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(
+            NATS_EXPECTED_LAST_SUBJECT_SEQUENCE,
+            revision.to_string().as_str(),
+        );
+        headers.insert(NATS_MESSAGE_TTL, ttl.as_secs().max(1).to_string().as_str());
+        headers.insert(async_nats::header::NATS_ROLLUP, "sub");
+        let subject = format!("$KV.{}.{key}", hypersaga_bus::SAGAS_BUCKET);
+        let ack = self
+            .bus
+            .jetstream()
+            .publish_with_headers(subject, headers, bytes.into())
+            .await
+            .ok()?
+            .await;
+        match ack {
+            Ok(ack) => Some(ack.sequence),
+            Err(e) => {
+                debug!(error = %e, "could not write the saga with its expiry");
+                None
+            }
+        }
+    }
+
+    /// Lets the finished saga at `key` expire `ttl` from now (a running one is left alone).
+    async fn expire(&self, key: &str, ttl: std::time::Duration) {
+        for _ in 0..4 {
+            let Ok(Some(known)) = self.read(key).await else {
+                return;
+            };
+            if !known.saga.is_finished()
+                || self
+                    .write_expiring(key, &known.saga, known.revision, ttl)
+                    .await
+                    .is_some()
+            {
+                return;
+            }
+        }
+    }
+
     /// Compare-and-set; `None` when someone else changed the saga first.
     async fn write(&self, key: &str, saga: &Saga, revision: u64) -> Option<u64> {
         let bytes = serde_json::to_vec(saga).ok()?;
@@ -471,6 +538,12 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// Whether `saga` is a delete that has removed its cluster: nothing of it will be read again
+/// but as history.
+fn cluster_gone(saga: &Saga) -> bool {
+    saga.kind == OperationKind::Delete && saga.state == OperationState::Succeeded
 }
 
 fn input_name(input: &Input) -> &'static str {

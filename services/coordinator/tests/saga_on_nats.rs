@@ -929,3 +929,64 @@ async fn what_transitions_put_off_is_caught_up_and_finished_sagas_leave_the_acti
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test]
+async fn a_deleted_clusters_operations_expire_and_a_live_ones_stay() {
+    let h = Harness::start_with(|c| c.coordinator.deleted_history_s = 1).await;
+    let mut c = h.client().await;
+    let mut ids = Vec::new();
+    for name in ["gone", "kept"] {
+        ids.push(
+            c.create_cluster(h.call(request(name)).await)
+                .await
+                .unwrap()
+                .into_inner()
+                .id,
+        );
+        h.wait_phase(name, pb::ClusterPhase::Ready).await;
+    }
+    let delete = c
+        .delete_cluster(
+            h.call(pb::DeleteClusterRequest {
+                name: "gone".into(),
+                request_id: String::new(),
+            })
+            .await,
+        )
+        .await
+        .unwrap()
+        .into_inner()
+        .id;
+    let bus = Bus::connect(&h.config.nats.url, "test-reader", "hcp")
+        .await
+        .unwrap();
+    let sagas = bus.sagas().await.unwrap();
+    let present = |op: String| {
+        let sagas = sagas.clone();
+        async move {
+            sagas
+                .entry(format!("acme.{op}"))
+                .await
+                .unwrap()
+                .is_some_and(|e| e.operation == async_nats::jetstream::kv::Operation::Put)
+        }
+    };
+    // The delete's saga and the create it undid go once the history time is up (nats-server
+    // expires a TTL within a second or so of it).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while present(delete.clone()).await || present(ids[0].clone()).await {
+        assert!(
+            Instant::now() < deadline,
+            "a deleted cluster's sagas never expired"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The live cluster's create is still there: a later delete starts from its outputs.
+    assert!(present(ids[1].clone()).await);
+    let op = c
+        .get_operation(h.call(pb::GetOperationRequest { id: ids[1].clone() }).await)
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(op.state, pb::OperationState::Succeeded as i32);
+}

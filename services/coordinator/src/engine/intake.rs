@@ -171,6 +171,8 @@ impl Engine {
 pub struct SagaSettings {
     pub retry: RetryPolicy,
     pub timing: Timing,
+    /// How long a deleted cluster's sagas are kept (`None`: forever).
+    pub deleted_history: Option<std::time::Duration>,
 }
 
 impl SagaSettings {
@@ -188,6 +190,8 @@ impl SagaSettings {
                 recheck_min_ms: c.recheck_min_ms,
                 recheck_max_ms: c.recheck_max_ms,
             },
+            deleted_history: (c.deleted_history_s > 0)
+                .then(|| std::time::Duration::from_secs(c.deleted_history_s)),
         }
     }
 }
@@ -211,7 +215,7 @@ fn build_saga(
     let op = &rec.operation;
     let intent = rec.intent.as_ref().filter(|i| i.operation == op.id);
     let names = Names::new(&rec.tenant, &rec.name, &rec.infra_id, &rec.spec.base_domain);
-    Saga::new(
+    let mut saga = Saga::new(
         NewSaga {
             id: op.id.clone(),
             tenant: rec.tenant.clone(),
@@ -236,7 +240,9 @@ fn build_saga(
             after: intent.and_then(|i| i.supersedes.clone()),
         },
         op.started_at,
-    )
+    );
+    saga.previous = previous_operation(rec).map(str::to_owned);
+    saga
 }
 
 /// The operation whose outputs a new saga of `rec` starts from, if any.
