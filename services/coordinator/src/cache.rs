@@ -44,13 +44,18 @@ pub struct Known {
 
 impl Known {
     /// A copy whose outbox is empty in the bucket too.
-    pub fn clean(saga: Saga, revision: u64, cluster: Option<(u64, ClusterRecord)>) -> Self {
+    pub fn clean(
+        saga: Saga,
+        revision: u64,
+        cluster: Option<(u64, ClusterRecord)>,
+        progress_unwritten: bool,
+    ) -> Self {
         Self {
             saga,
             revision,
             published: true,
             cluster,
-            progress_unwritten: false,
+            progress_unwritten,
         }
     }
 }

@@ -98,9 +98,13 @@ impl Engine {
         let (slot, kept) = self.cache.slot(key);
         let mut slot = slot.lock().await;
         let mut trust_copy = true;
+        // Progress an earlier transition put off writing to the cluster record is still owed,
+        // whatever this one decides.
+        let mut owe_progress = false;
         for _ in 0..MAX_CAS_TRIES {
             let copy = slot.take().filter(|_| trust_copy);
             let from_copy = copy.is_some();
+            owe_progress |= copy.as_ref().is_some_and(|k| k.progress_unwritten);
             let Some(Known {
                 mut saga,
                 mut revision,
@@ -165,7 +169,7 @@ impl Engine {
                     Err(refusal) => {
                         // The gateway checks first; this is a race with another transition.
                         info!(action = call.action.as_str(), actor = %call.actor, %refusal, "operator call refused");
-                        slot.keep(Known::clean(saga, revision, cluster));
+                        slot.keep(Known::clean(saga, revision, cluster, owe_progress));
                         return Ok(());
                     }
                 },
@@ -176,7 +180,7 @@ impl Engine {
                 Applied::Ignored(_) | Applied::Ahead if from_copy => continue,
                 Applied::Ignored(why) => {
                     debug!(why, "nothing to do");
-                    slot.keep(Known::clean(saga, revision, cluster));
+                    slot.keep(Known::clean(saga, revision, cluster, owe_progress));
                     return Ok(());
                 }
                 // The record we read lags the event (a replica behind its leader): retry later.

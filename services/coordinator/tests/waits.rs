@@ -249,4 +249,31 @@ async fn hundreds_of_waiting_clusters_hold_no_worker_slot() {
         "nothing paused: {:?}",
         page.operations.first()
     );
+
+    // Their steps raced by faster than their cluster records are written progress-only, yet
+    // each record shows what its cluster now waits on: the progress put off was written.
+    for name in ["slow-0000", "slow-0150", "slow-0299"] {
+        let got = c
+            .get_cluster(authed(pb::GetClusterRequest { name: name.into() }))
+            .await
+            .expect("get")
+            .into_inner();
+        let steps = got.status.unwrap().operation.unwrap().steps;
+        let hc = steps
+            .iter()
+            .find(|s| s.id == "controlplane.hostedcluster")
+            .expect("the HostedCluster step");
+        assert!(
+            hc.message.contains("ControlPlaneComponentsNotAvailable"),
+            "{name}: {hc:#?}"
+        );
+        let done = steps
+            .iter()
+            .filter(|s| s.state == pb::StepState::Succeeded as i32)
+            .count();
+        assert!(
+            done >= 8,
+            "{name}: only {done} steps shown done: {steps:#?}"
+        );
+    }
 }
