@@ -122,20 +122,18 @@ impl Engine {
             // Whatever goes wrong from here on, look at the bucket next time.
             trust_copy = false;
 
-            // Repair: an earlier transition's outbox that was written but maybe not published.
-            // Ours, published, is only left to clear: this transition's write replaces it.
+            // Repair: an earlier transition's outbox that was written but maybe not published
+            // (or a saga just built, with its first audit event). Once published it is only
+            // left to clear, and this transition's write replaces it; if the input changes
+            // nothing, it is cleared before the copy is kept.
+            let mut clear_owed = false;
             if !saga.outbox.is_empty() {
                 if !published {
                     self.publish_outbox(&saga).await?;
                     snapshot::update_cluster(&self.clusters, &saga, &mut cluster).await?;
+                    clear_owed = true;
                 }
                 saga.outbox.clear();
-                if !published {
-                    match self.write(key, &saga, revision).await {
-                        Some(r) => revision = r,
-                        None => continue,
-                    }
-                }
             }
 
             let now = OffsetDateTime::now_utc();
@@ -169,6 +167,12 @@ impl Engine {
                     Err(refusal) => {
                         // The gateway checks first; this is a race with another transition.
                         info!(action = call.action.as_str(), actor = %call.actor, %refusal, "operator call refused");
+                        if clear_owed {
+                            let Some(r) = self.write(key, &saga, revision).await else {
+                                continue;
+                            };
+                            revision = r;
+                        }
                         slot.keep(Known::clean(saga, revision, cluster, owe_progress));
                         return Ok(());
                     }
@@ -180,6 +184,12 @@ impl Engine {
                 Applied::Ignored(_) | Applied::Ahead if from_copy => continue,
                 Applied::Ignored(why) => {
                     debug!(why, "nothing to do");
+                    if clear_owed {
+                        let Some(r) = self.write(key, &saga, revision).await else {
+                            continue;
+                        };
+                        revision = r;
+                    }
                     slot.keep(Known::clean(saga, revision, cluster, owe_progress));
                     return Ok(());
                 }
