@@ -2,10 +2,11 @@
 //! round-robin, so one tenant's burst of commands never queues ahead of another tenant's.
 //!
 //! Free slots are filled from the tenants that have work, in turn, each giving at most its
-//! share of them in one fetch. Which tenants have work is learnt from a doorbell (a core subscription on the service's command subjects:
-//! every command published rings it) and from a sweep every second (a retry held back with
-//! NAK-delay comes due without a new publish). A fetch that finds nothing clears the tenant
-//! until the next ring or sweep, so idle tenants cost nothing.
+//! share of them in one fetch. Which tenants have work is learnt from a doorbell (a core
+//! subscription on the service's command subjects: every command published rings it) and from
+//! a sweep every second (a retry held back with NAK-delay comes due without a new publish). A
+//! fetch that finds nothing clears the tenant until the next ring or sweep, so idle tenants
+//! cost nothing.
 
 use std::collections::HashMap;
 use std::time::Duration;
