@@ -131,6 +131,7 @@ impl Engine {
                 if !published {
                     self.publish_outbox(&saga).await?;
                     snapshot::update_cluster(&self.clusters, &saga, &mut cluster).await?;
+                    slot.snapshot_written();
                     clear_owed = true;
                 }
                 saga.outbox.clear();
