@@ -82,7 +82,15 @@ impl Endpoints {
 pub fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // One temporary file per write: two writers of the same file (the supervisor's tasks
+    // updating `pids.json`) must not interleave in one, and the rename keeps the last whole.
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let tmp = path.with_extension(format!(
+        "tmp.{}.{}",
+        std::process::id(),
+        WRITES.fetch_add(1, Ordering::Relaxed)
+    ));
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create(true)

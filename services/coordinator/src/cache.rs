@@ -38,24 +38,16 @@ pub struct Known {
     pub published: bool,
     /// The saga's cluster record as last written or read here, with its revision.
     pub cluster: Option<(u64, ClusterRecord)>,
-    /// Progress not yet written to the cluster record.
-    pub progress_unwritten: bool,
 }
 
 impl Known {
     /// A copy whose outbox is empty in the bucket too.
-    pub fn clean(
-        saga: Saga,
-        revision: u64,
-        cluster: Option<(u64, ClusterRecord)>,
-        progress_unwritten: bool,
-    ) -> Self {
+    pub fn clean(saga: Saga, revision: u64, cluster: Option<(u64, ClusterRecord)>) -> Self {
         Self {
             saga,
             revision,
             published: true,
             cluster,
-            progress_unwritten,
         }
     }
 }
@@ -66,6 +58,9 @@ pub struct Slot {
     touched: Option<Instant>,
     /// When the cluster record was last written for this saga.
     snapshot_at: Option<Instant>,
+    /// Progress put off and not yet written to the cluster record. Kept on the slot, not on
+    /// the copy, so that a transition that fails after taking the copy does not lose it.
+    progress_owed: bool,
 }
 
 impl Slot {
@@ -96,17 +91,27 @@ impl Slot {
 
     /// Whether progress waits to be written and its turn has come.
     pub fn due_for_snapshot(&self) -> bool {
-        self.known.as_ref().is_some_and(|k| k.progress_unwritten) && !self.snapshot_recent()
+        self.progress_owed && !self.snapshot_recent()
     }
 
+    pub fn progress_owed(&self) -> bool {
+        self.progress_owed
+    }
+
+    /// Progress was put off: write it when its turn comes.
+    pub fn owe_progress(&mut self) {
+        self.progress_owed = true;
+    }
+
+    /// The cluster record shows the saga as it is now.
     pub fn snapshot_written(&mut self) {
         self.snapshot_at = Some(Instant::now());
+        self.progress_owed = false;
     }
 
     fn idle(&self) -> bool {
-        self.known
-            .as_ref()
-            .is_none_or(|k| k.saga.outbox.is_empty() && !k.progress_unwritten)
+        self.known.as_ref().is_none_or(|k| k.saga.outbox.is_empty())
+            && !self.progress_owed
             && self.touched.is_none_or(|t| t.elapsed() >= IDLE)
     }
 }

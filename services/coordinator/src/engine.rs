@@ -98,19 +98,14 @@ impl Engine {
         let (slot, kept) = self.cache.slot(key);
         let mut slot = slot.lock().await;
         let mut trust_copy = true;
-        // Progress an earlier transition put off writing to the cluster record is still owed,
-        // whatever this one decides.
-        let mut owe_progress = false;
         for _ in 0..MAX_CAS_TRIES {
             let copy = slot.take().filter(|_| trust_copy);
             let from_copy = copy.is_some();
-            owe_progress |= copy.as_ref().is_some_and(|k| k.progress_unwritten);
             let Some(Known {
                 mut saga,
                 mut revision,
                 published,
                 mut cluster,
-                ..
             }) = (match copy {
                 Some(known) => Some(known),
                 None => self.read(key).await?,
@@ -174,7 +169,7 @@ impl Engine {
                             };
                             revision = r;
                         }
-                        slot.keep(Known::clean(saga, revision, cluster, owe_progress));
+                        slot.keep(Known::clean(saga, revision, cluster));
                         return Ok(());
                     }
                 },
@@ -191,7 +186,7 @@ impl Engine {
                         };
                         revision = r;
                     }
-                    slot.keep(Known::clean(saga, revision, cluster, owe_progress));
+                    slot.keep(Known::clean(saga, revision, cluster));
                     return Ok(());
                 }
                 // The record we read lags the event (a replica behind its leader): retry later.
@@ -216,7 +211,9 @@ impl Engine {
             });
             published?;
             snapshot?;
-            if !progress_waits {
+            if progress_waits {
+                slot.owe_progress();
+            } else {
                 slot.snapshot_written();
             }
             if saga.state.is_terminal() || !kept {
@@ -252,7 +249,6 @@ impl Engine {
                 revision,
                 published: true,
                 cluster,
-                progress_unwritten: progress_waits,
             });
             return Ok(());
         }
@@ -330,7 +326,6 @@ impl Engine {
             revision: entry.revision,
             published: false,
             cluster: None,
-            progress_unwritten: false,
         }))
     }
 
@@ -343,8 +338,8 @@ impl Engine {
             let Ok(mut slot) = slot.try_lock() else {
                 continue; // a transition is on it, and will do both
             };
-            if all || slot.due_for_snapshot() {
-                self.write_progress(&mut slot).await;
+            if slot.due_for_snapshot() || (all && slot.progress_owed()) {
+                self.write_progress(&key, &mut slot).await;
             }
             if all || slot.due_for_clearing() {
                 self.clear_outbox(&key, &mut slot).await;
@@ -352,15 +347,21 @@ impl Engine {
         }
     }
 
-    async fn write_progress(&self, slot: &mut Slot) {
-        let Some(known) = slot.known.as_mut().filter(|k| k.progress_unwritten) else {
+    /// Writes the progress owed to the saga's cluster record, from the copy, or from the
+    /// bucket when a failed transition left none.
+    async fn write_progress(&self, key: &str, slot: &mut Slot) {
+        if slot.known.is_none() {
+            match self.read(key).await {
+                Ok(Some(known)) => slot.known = Some(known),
+                Ok(None) => return slot.snapshot_written(),
+                Err(e) => return warn!(error = %e, "could not read the saga to write its progress"),
+            }
+        }
+        let Some(known) = slot.known.as_mut() else {
             return;
         };
         match snapshot::update_cluster(&self.clusters, &known.saga, &mut known.cluster).await {
-            Ok(()) => {
-                known.progress_unwritten = false;
-                slot.snapshot_written();
-            }
+            Ok(()) => slot.snapshot_written(),
             Err(e) => warn!(error = %e, "could not write progress to the cluster record"),
         }
     }

@@ -91,7 +91,6 @@ impl Engine {
                     revision,
                     published,
                     cluster: Some((entry.revision, rec)),
-                    progress_unwritten: false,
                 });
                 Ok(())
             }
