@@ -288,22 +288,10 @@ impl Engine {
         &self,
         key: &str,
     ) -> Result<Option<std::collections::BTreeMap<String, hypersaga_bus::Outputs>>> {
-        match self
-            .sagas
-            .entry(key)
-            .await
-            .map_err(|e| Error::kv("read saga", e))?
-        {
-            Some(e) if e.operation == kv::Operation::Put => {
-                let other: Saga =
-                    serde_json::from_slice(&e.value).map_err(|source| Error::Decode {
-                        key: key.to_owned(),
-                        source,
-                    })?;
-                Ok(other.is_finished().then_some(other.context.outputs))
-            }
-            _ => Ok(Some(Default::default())),
-        }
+        Ok(match self.read(key).await? {
+            Some(other) => (other.saga.is_finished()).then_some(other.saga.context.outputs),
+            None => Some(Default::default()),
+        })
     }
 
     /// The saga as the bucket has it (`None`: there is none).

@@ -102,22 +102,11 @@ impl Engine {
 
     /// The outputs a finished saga left (none if it is gone).
     async fn outputs_of(&self, key: &str) -> Result<BTreeMap<String, Outputs>> {
-        match self
-            .sagas
-            .entry(key)
-            .await
-            .map_err(|e| Error::kv("read previous saga", e))?
-        {
-            Some(e) if e.operation == kv::Operation::Put => {
-                let saga: Saga =
-                    serde_json::from_slice(&e.value).map_err(|source| Error::Decode {
-                        key: key.to_owned(),
-                        source,
-                    })?;
-                Ok(saga.context.outputs)
-            }
-            _ => Ok(BTreeMap::new()),
-        }
+        Ok(self
+            .read(key)
+            .await?
+            .map(|k| k.saga.context.outputs)
+            .unwrap_or_default())
     }
 
     /// Starts every operation a cluster record names as unfinished whose saga was not among
