@@ -124,15 +124,13 @@ async fn stop(child: &mut tokio::process::Child, pid: u32) {
 }
 
 fn record(pids: &Mutex<BTreeMap<String, u32>>, dir: &Path, name: &str, pid: Option<u32>) {
-    let snapshot = {
-        let Ok(mut map) = pids.lock() else { return };
-        match pid {
-            Some(p) => map.insert(name.to_owned(), p),
-            None => map.remove(name),
-        };
-        map.clone()
+    let Ok(mut map) = pids.lock() else { return };
+    match pid {
+        Some(p) => map.insert(name.to_owned(), p),
+        None => map.remove(name),
     };
-    if let Ok(bytes) = serde_json::to_vec_pretty(&snapshot) {
+    // Written under the lock: a file written from an older map must not land last.
+    if let Ok(bytes) = serde_json::to_vec_pretty(&*map) {
         let _ = write_private(&dir.join("pids.json"), &bytes);
     }
 }
