@@ -11,7 +11,7 @@
 //! (JetStream publish, acknowledged), consumed by a pull consumer, an event likewise, and a KV
 //! compare-and-set, with payloads as large as the engine's.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -132,9 +132,16 @@ pub struct RunResult {
     pub rss_per_in_flight_kib: Option<f64>,
     /// The same for nats-server.
     pub nats_rss_per_in_flight_kib: Option<f64>,
+    /// Messages stored during the run per step completed, by stream (a KV bucket is a stream
+    /// `KV_<bucket>`): what the pattern costs the server, whatever the machine.
+    pub writes_per_step: BTreeMap<String, f64>,
 }
 
 impl RunResult {
+    fn total_writes_per_step(&self) -> Option<f64> {
+        (!self.writes_per_step.is_empty()).then(|| self.writes_per_step.values().sum())
+    }
+
     fn label(&self) -> String {
         match (self.pattern, self.finished_present) {
             ("raw", _) => "raw JetStream".to_owned(),
@@ -643,6 +650,7 @@ impl EngineDriver {
     ) -> anyhow::Result<RunResult> {
         let run = self.runs.fetch_add(1, Ordering::Relaxed);
         spans.take();
+        let stored_before = stored(self.bus.jetstream(), |s| !is_raw(s)).await?;
         let d = drive(&self.tracker, m, n, cap, nats_pid, |i| {
             let op = format!("op-{}", uuid::Uuid::new_v4().simple());
             let cluster = format!("e{run}-{i}");
@@ -692,6 +700,7 @@ impl EngineDriver {
         // after the terminal event is out: let those spans close before reading them.
         tokio::time::sleep(Duration::from_millis(300)).await;
         let times = spans.take();
+        let stored_after = stored(self.bus.jetstream(), |s| !is_raw(s)).await?;
         Ok(RunResult {
             pattern: "engine",
             finished_present,
@@ -710,6 +719,11 @@ impl EngineDriver {
             worker_step_ms: Summary::of(times.worker_ms),
             rss_per_in_flight_kib: d.rss_per_in_flight_kib,
             nats_rss_per_in_flight_kib: d.nats_rss_per_in_flight_kib,
+            writes_per_step: per_step(
+                &stored_before,
+                &stored_after,
+                d.completed * u64::from(self.steps),
+            ),
         })
     }
 
@@ -1114,6 +1128,7 @@ impl RawPattern {
         nats_pid: Option<u32>,
     ) -> anyhow::Result<RunResult> {
         let run = self.runs.fetch_add(1, Ordering::Relaxed);
+        let stored_before = stored(&self.js, is_raw).await?;
         let d = drive(&self.tracker, m, n, cap, nats_pid, |i| {
             let key = format!("r{run}-{i}");
             let (js, kv, pads, base) = (
@@ -1159,8 +1174,53 @@ impl RawPattern {
             worker_step_ms: Summary::default(),
             rss_per_in_flight_kib: d.rss_per_in_flight_kib,
             nats_rss_per_in_flight_kib: d.nats_rss_per_in_flight_kib,
+            writes_per_step: per_step(
+                &stored_before,
+                &stored(&self.js, is_raw).await?,
+                d.completed * u64::from(self.pads.steps),
+            ),
         })
     }
+}
+
+/// Whether `stream` is one of the raw pattern's (its KV bucket is the stream `KV_<bucket>`).
+fn is_raw(stream: &str) -> bool {
+    stream.starts_with("BENCH_RAW") || stream == format!("KV_{RAW_BUCKET}")
+}
+
+/// Messages each stream chosen by `pick` has stored so far (its last sequence: what was
+/// written, whatever has expired or been consumed since).
+async fn stored(
+    js: &jetstream::Context,
+    pick: impl Fn(&str) -> bool,
+) -> anyhow::Result<BTreeMap<String, u64>> {
+    let mut out = BTreeMap::new();
+    let mut streams = js.streams();
+    while let Some(info) = streams.next().await {
+        let info = info.context("listing streams")?;
+        if pick(&info.config.name) {
+            out.insert(info.config.name, info.state.last_sequence);
+        }
+    }
+    Ok(out)
+}
+
+/// Messages stored between `before` and `after` per step completed, by stream.
+fn per_step(
+    before: &BTreeMap<String, u64>,
+    after: &BTreeMap<String, u64>,
+    steps: u64,
+) -> BTreeMap<String, f64> {
+    if steps == 0 {
+        return BTreeMap::new();
+    }
+    after
+        .iter()
+        .filter_map(|(name, &last)| {
+            let wrote = last.saturating_sub(before.get(name).copied().unwrap_or(0));
+            (wrote > 0).then(|| (name.clone(), wrote as f64 / steps as f64))
+        })
+        .collect()
 }
 
 /// A JetStream publish with a de-duplication id, awaiting the stream's ack.
@@ -1333,6 +1393,7 @@ fn render(r: &EngineReport) -> String {
         "WORKER P50",
         "KiB/SAGA",
         "NATS KiB/SAGA",
+        "WRITES/STEP",
     ]);
     for run in &r.runs {
         let (saga50, saga99) = ms(&run.saga_ms);
@@ -1354,9 +1415,24 @@ fn render(r: &EngineReport) -> String {
             num(run.worker_step_ms.p50, 2),
             num(run.rss_per_in_flight_kib, 1),
             num(run.nats_rss_per_in_flight_kib, 1),
+            num(run.total_writes_per_step(), 2),
         ]);
     }
     out.push_str(&t.render());
+    out.push_str("\nMessages stored per step, by stream:\n");
+    for run in r.runs.iter().filter(|r| !r.writes_per_step.is_empty()) {
+        let by: Vec<String> = run
+            .writes_per_step
+            .iter()
+            .map(|(stream, n)| format!("{stream} {n:.2}"))
+            .collect();
+        out.push_str(&format!(
+            "  {} @{}: {}\n",
+            run.label(),
+            run.in_flight,
+            by.join(", ")
+        ));
+    }
     out.push_str(
         "\nTimes in ms. SAGA: first write to the saga's terminal audit event. STEP: step.started \
          to step.succeeded (engine; the coordinator's timestamps), command published to \
@@ -1364,7 +1440,8 @@ fn render(r: &EngineReport) -> String {
          and dispatching the next (Engine::process of a completion event; WAKE: of the \
          wake-up). WORKER: the worker runtime per command. KiB/SAGA: resident memory at full \
          flight over the run's start, per saga in flight (this process: coordinator, worker and \
-         driver; and nats-server).\n",
+         driver; and nats-server). WRITES/STEP: messages stored in all streams and buckets per \
+         step completed (the engine's include what the bench writes as the gateway would).\n",
     );
     if let Some(secs) = r.finished_write_secs {
         out.push_str(&format!(
@@ -1548,6 +1625,7 @@ mod tests {
             worker_step_ms: Summary::default(),
             rss_per_in_flight_kib: Some(12.5),
             nats_rss_per_in_flight_kib: None,
+            writes_per_step: [("KV_hcp_sagas".to_owned(), 1.25)].into(),
         }
     }
 
@@ -1593,6 +1671,7 @@ mod tests {
         let text = render(&report);
         assert!(text.contains("engine, 500 finished"), "{text}");
         assert!(text.contains("raw JetStream"), "{text}");
+        assert!(text.contains("engine @64: KV_hcp_sagas 1.25"), "{text}");
         let line = |start: &str| {
             text.lines()
                 .find(|l| l.starts_with(start))

@@ -1068,11 +1068,15 @@ fn workers_read_the_steps_of_the_stored_record() {
     s.advance(t0());
     let stored = serde_json::to_vec(&s).unwrap();
     let view = crate::StepsView::from_record(&stored).unwrap();
-    assert_eq!(view.steps, s.steps);
-    let oidc = view.step(plan::OIDC).expect("oidc");
+    assert_eq!(view.steps().unwrap(), s.steps);
+    let oidc = view.step(plan::OIDC).unwrap().expect("oidc");
     assert_eq!(oidc.state, StepState::Running);
     assert_eq!(oidc.fence, s.steps[0].fence);
-    assert!(view.step("identity.nope").is_none());
+    assert_eq!(
+        view.step(plan::RESOURCE_GROUPS).unwrap().as_ref(),
+        s.steps.iter().find(|x| x.id == plan::RESOURCE_GROUPS)
+    );
+    assert!(view.step("identity.nope").unwrap().is_none());
 }
 
 #[test]

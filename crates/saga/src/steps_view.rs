@@ -1,26 +1,53 @@
 //! The part of a saga record a step worker reads.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use crate::saga::StepRecord;
 
-/// A saga record's steps, read from the whole record's JSON (the rest is ignored): what a
-/// worker checks a command's fence against before and while it runs it. The record is written
-/// by the coordinator alone; this is the same [`StepRecord`], not a copy of its fields, so the
-/// two cannot drift apart.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct StepsView {
-    pub steps: Vec<StepRecord>,
+/// A saga record's steps, as stored: what a worker checks a command's fence against before
+/// and while it runs it. The record is written by the coordinator alone; a step read from it
+/// is the same [`StepRecord`], not a copy of its fields, so the two cannot drift apart.
+///
+/// A worker reads the record once per command, so only the step it asks about is decoded:
+/// the rest of the record (context, outbox, the other steps) is only scanned.
+#[derive(Deserialize)]
+pub struct StepsView<'a> {
+    #[serde(borrow)]
+    steps: Vec<&'a RawValue>,
 }
 
-impl StepsView {
+/// Just the id of a stored step.
+#[derive(Deserialize)]
+struct StepId<'a> {
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+}
+
+impl<'a> StepsView<'a> {
     /// Reads the steps of a saga record as stored in KV.
-    pub fn from_record(json: &[u8]) -> serde_json::Result<Self> {
+    pub fn from_record(json: &'a [u8]) -> serde_json::Result<Self> {
         serde_json::from_slice(json)
     }
 
-    /// The step with wire id `id`.
-    pub fn step(&self, id: &str) -> Option<&StepRecord> {
-        self.steps.iter().find(|s| s.id == id)
+    /// The step with wire id `id`, decoded.
+    pub fn step(&self, id: &str) -> serde_json::Result<Option<StepRecord>> {
+        for raw in &self.steps {
+            let this: StepId<'_> = serde_json::from_str(raw.get())?;
+            if this.id == id {
+                return serde_json::from_str(raw.get()).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every step, decoded.
+    pub fn steps(&self) -> serde_json::Result<Vec<StepRecord>> {
+        self.steps
+            .iter()
+            .map(|raw| serde_json::from_str(raw.get()))
+            .collect()
     }
 }

@@ -49,11 +49,13 @@ pub(crate) async fn check(sagas: &kv::Store, cmd: &StepCommand) -> Result<Verdic
     let Some(entry) = entry.filter(|e| e.operation == kv::Operation::Put) else {
         return Ok(Verdict::MovedOn);
     };
-    let saga = StepsView::from_record(&entry.value).map_err(|e| e.to_string())?;
-    let Some(step) = saga.step(&cmd.step) else {
+    let step = StepsView::from_record(&entry.value)
+        .and_then(|saga| saga.step(&cmd.step))
+        .map_err(|e| e.to_string())?;
+    let Some(step) = step else {
         return Ok(Verdict::MovedOn);
     };
-    Ok(judge(step, cmd.action, cmd.fence))
+    Ok(judge(&step, cmd.action, cmd.fence))
 }
 
 fn judge(step: &StepRecord, action: Action, fence: u64) -> Verdict {
