@@ -280,7 +280,10 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
         .find(|o| o["kind"] == "HostedCluster")
         .expect("HostedCluster");
     assert_eq!(hc["metadata"]["name"], "demo");
-    assert_eq!(hc["metadata"]["namespace"], format!("hcp-{infra}"));
+    assert_eq!(
+        hc["metadata"]["namespace"],
+        crate::support::namespace("acme", &infra)
+    );
     let az = &hc["spec"]["platform"]["azure"];
     assert_eq!(az["resourceGroup"], format!("demo-{infra}"));
     assert_eq!(

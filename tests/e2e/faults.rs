@@ -193,11 +193,11 @@ async fn a_failing_control_plane_is_compensated_on_the_management_cluster_too() 
     // Nothing of the cluster is left on the management cluster, nor in Azure but identities.
     let objects = system.mgmt_admin().objects().await.unwrap();
     let infra = failed.status.unwrap().infra_id;
+    let ns = crate::support::namespace("acme", &infra);
     assert!(
         !objects
             .iter()
-            .any(|o| o["metadata"]["namespace"] == format!("hcp-{infra}")
-                || o["metadata"]["name"] == format!("hcp-{infra}")),
+            .any(|o| o["metadata"]["namespace"] == ns || o["metadata"]["name"] == ns),
         "{objects:#?}"
     );
     let left = system.resource_names("acme").await;

@@ -12,7 +12,7 @@ use crate::support::*;
 /// workload identities (kept by design).
 async fn nothing_left(system: &System, infra_id: &str) {
     let objects = system.mgmt_admin().objects().await.unwrap();
-    let ns = format!("hcp-{infra_id}");
+    let ns = crate::support::namespace("acme", infra_id);
     assert!(
         !objects
             .iter()

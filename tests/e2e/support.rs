@@ -14,6 +14,13 @@ use tokio::process::{Child, Command};
 
 pub const TIMEOUT: Duration = Duration::from_secs(120);
 
+/// The management-cluster namespace that holds a cluster's HostedCluster (named by digest,
+/// so that HyperShift's `<namespace>-<name>` fits Kubernetes' 63 characters).
+pub fn namespace(tenant: &str, infra_id: &str) -> String {
+    let tenant = hypersaga_model::TenantId::new(tenant).expect("tenant id");
+    hypersaga_model::Names::new(&tenant, "unused", infra_id, "unused.example.com").namespace
+}
+
 pub struct System {
     child: Option<Child>,
     pub dir: tempfile::TempDir,

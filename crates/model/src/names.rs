@@ -29,14 +29,25 @@ pub fn infra_id(name: &str, uid: &str) -> String {
     }
     let base = base.trim_matches('-');
     let base: String = base.chars().take(INFRA_BASE_MAX).collect();
-    let digest = Sha256::digest(uid.as_bytes());
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let suffix: String = digest[..5]
-        .iter()
-        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
-        .collect();
-    format!("{}-{suffix}", base.trim_end_matches('-'))
+    format!("{}-{}", base.trim_end_matches('-'), digest36(uid, 5))
 }
+
+/// The first `n` characters (at most 32) of `input`'s digest, in lower-case letters and digits.
+fn digest36(input: &str, n: usize) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    Sha256::digest(input.as_bytes())
+        .iter()
+        .take(n)
+        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .collect()
+}
+
+/// Kubernetes' limit on a namespace name (an RFC 1123 label).
+pub const MAX_NAMESPACE: usize = 63;
+/// Characters of the digest that names a cluster's management-cluster namespace.
+const NAMESPACE_DIGEST: usize = 10;
+/// Length of a cluster's management-cluster namespace (`hcp-` and the digest).
+pub const NAMESPACE_LEN: usize = 4 + NAMESPACE_DIGEST;
 
 /// Every name of one cluster, derived once from (tenant, name, infra id, base domain).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,12 +92,24 @@ impl Names {
             public_ip: i.to_owned(),
             load_balancer: i.to_owned(),
             identity_rg: identity_resource_group(tenant),
-            namespace: format!("hcp-{i}"),
+            // HyperShift runs the control plane in the namespace `<namespace>-<name>`, which
+            // must fit Kubernetes' 63 characters with a 40-character name: a short digest,
+            // unique per tenant and infra id (the management cluster is shared by tenants).
+            namespace: format!(
+                "hcp-{}",
+                digest36(&format!("{tenant}/{i}"), NAMESPACE_DIGEST)
+            ),
             pull_secret: format!("{n}-pull-secret"),
             // HyperShift's own naming: no hyphen between the name and the suffix.
             signing_key_secret: format!("{n}sa-token-issuer-key"),
             cloud_credentials_secret: format!("{n}-cloud-credentials"),
         }
+    }
+
+    /// The namespace HyperShift creates for the hosted control plane (its
+    /// `HostedControlPlaneNamespace`: the HostedCluster's namespace and name).
+    pub fn control_plane_namespace(&self) -> String {
+        format!("{}-{}", self.namespace, self.cluster).replace('.', "-")
     }
 
     /// The NodePool object name for a pool of this cluster.
@@ -150,5 +173,24 @@ mod tests {
             "demo-disk-fed-id-node"
         );
         assert_eq!(oidc_container(&TenantId::new("a--b-").unwrap()), "oidc-a-b");
+    }
+
+    #[test]
+    fn the_control_plane_namespace_of_the_longest_name_fits_kubernetes() {
+        let t = TenantId::new("acme").unwrap();
+        let name = "c".repeat(crate::validate::MAX_CLUSTER_NAME);
+        let n = Names::new(&t, &name, &infra_id(&name, "uid"), "example.com");
+        assert_eq!(n.namespace.len(), NAMESPACE_LEN);
+        let cp = n.control_plane_namespace();
+        assert!(cp.len() <= MAX_NAMESPACE, "{cp} is {} characters", cp.len());
+        assert!(cp.ends_with(&name), "{cp}");
+        // The management cluster is shared: the same infra id in two tenants is two namespaces.
+        let other = Names::new(
+            &TenantId::new("globex").unwrap(),
+            &name,
+            &n.infra_id,
+            "x.com",
+        );
+        assert_ne!(other.namespace, n.namespace);
     }
 }

@@ -66,7 +66,7 @@ pub fn validate_create(name: &str, spec: Option<&ClusterSpec>) -> Vec<FieldViola
     }
     check_base_domain(&mut v, &spec.base_domain);
     check_release_image(&mut v, &spec.release_image);
-    check_node_pools(&mut v, &spec.node_pools);
+    check_node_pools(&mut v, name, &spec.node_pools);
     check_network(&mut v, &spec.network);
     v
 }
@@ -152,7 +152,29 @@ fn check_release_image(v: &mut Vec<FieldViolation>, image: &str) {
     }
 }
 
-fn check_node_pools(v: &mut Vec<FieldViolation>, pools: &[NodePoolSpec]) {
+/// Longest NodePool object name: HyperShift and Cluster API carry it in label values
+/// (`cluster.x-k8s.io/deployment-name` on the MachineDeployment named after it), which
+/// Kubernetes caps at 63 characters.
+pub const MAX_NODE_POOL_OBJECT_NAME: usize = 63;
+
+/// The NodePool object is named `<cluster>-<pool>` (see `Names::node_pool`): with a long
+/// cluster name, a pool name valid on its own can make it too long.
+fn check_node_pool_object_name(v: &mut Vec<FieldViolation>, at: &str, cluster: &str, pool: &str) {
+    let len = cluster.len() + 1 + pool.len();
+    if !cluster.is_empty() && !pool.is_empty() && len > MAX_NODE_POOL_OBJECT_NAME {
+        v.push(FieldViolation::new(
+            at,
+            format!(
+                "the NodePool object \"{cluster}-{pool}\" would be {len} characters; Kubernetes \
+                 allows {MAX_NODE_POOL_OBJECT_NAME} in the label values it is carried in: use a \
+                 pool name of at most {} characters with this cluster name",
+                MAX_NODE_POOL_OBJECT_NAME.saturating_sub(cluster.len() + 1)
+            ),
+        ));
+    }
+}
+
+fn check_node_pools(v: &mut Vec<FieldViolation>, cluster: &str, pools: &[NodePoolSpec]) {
     if pools.len() > MAX_NODE_POOLS {
         v.push(FieldViolation::new(
             "spec.node_pools",
@@ -163,6 +185,7 @@ fn check_node_pools(v: &mut Vec<FieldViolation>, pools: &[NodePoolSpec]) {
     for (i, p) in pools.iter().enumerate() {
         let at = format!("spec.node_pools[{i}]");
         check_dns_label(v, &format!("{at}.name"), &p.name, 30);
+        check_node_pool_object_name(v, &format!("{at}.name"), cluster, &p.name);
         if !p.name.is_empty() && !seen.insert(p.name.as_str()) {
             v.push(FieldViolation::new(
                 format!("{at}.name"),
@@ -357,6 +380,17 @@ mod tests {
     #[test]
     fn a_good_request_has_no_violations() {
         assert_eq!(validate_create("demo", Some(&good())), vec![]);
+    }
+
+    #[test]
+    fn a_forty_character_name_fits_with_a_short_pool_name_only() {
+        let name = "a".repeat(MAX_CLUSTER_NAME);
+        assert_eq!(validate_create(&name, Some(&good())), vec![]);
+        let mut s = good();
+        s.node_pools[0].name = "p".repeat(23);
+        let v = validate_create(&name, Some(&s));
+        assert_eq!(fields(&v), vec!["spec.node_pools[0].name"]);
+        assert!(v[0].description.contains("at most 22 characters"), "{v:?}");
     }
 
     #[test]
