@@ -31,7 +31,6 @@ const LABEL_SAGA: &str = "hypersaga.io/saga";
 const SAFE_TO_DELETE: &str = "hypershift.openshift.io/safe-to-delete-with-cluster";
 const CLUSTER_NETWORK: &str = "10.132.0.0/14";
 const SERVICE_NETWORK: &str = "172.31.0.0/16";
-const EMPTY_PULL_SECRET: &str = r#"{"auths":{}}"#;
 
 /// Runs `controlplane.hostedcluster`.
 ///
@@ -49,12 +48,15 @@ pub struct ControlPlaneHandler {
     config: Config,
     available_timeout: Duration,
     recheck: Duration,
+    /// The `.dockerconfigjson` every HostedCluster pulls its release with, checked at start.
+    pull_secret: String,
 }
 
 impl ControlPlaneHandler {
     /// Builds the management-cluster client (from `config.kube.kubeconfig`, else inferred)
     /// and the signing-key store client (`config.blob`) once, for every step it will run.
     pub async fn new(config: &Config) -> Result<Self, Error> {
+        let pull_secret = check_pull_secret(config.kube.pull_secret.as_ref())?;
         let client =
             hypersaga_hypershift::client::client(config.kube.kubeconfig.as_deref()).await?;
         let blob_endpoint =
@@ -87,6 +89,7 @@ impl ControlPlaneHandler {
             config: config.clone(),
             available_timeout,
             recheck,
+            pull_secret,
         })
     }
 
@@ -197,12 +200,7 @@ impl ControlPlaneHandler {
 
         // Secrets.
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), ns);
-        let pull = self
-            .config
-            .kube
-            .pull_secret
-            .as_ref()
-            .map_or(EMPTY_PULL_SECRET, |s| s.expose());
+        let pull = self.pull_secret.as_str();
         let mut data = BTreeMap::new();
         data.insert(
             ".dockerconfigjson".to_owned(),
@@ -540,6 +538,48 @@ fn hosted_cluster(cmd: &StepCommand, inputs: &Inputs) -> HostedCluster {
     hc
 }
 
+/// The pull secret HyperShift hands to every component that pulls the release: without one
+/// (or with no registry in it) a real cluster cannot pull OpenShift's images and never comes
+/// up, so the service refuses to start rather than fail every create half an hour in.
+fn check_pull_secret(secret: Option<&hypersaga_config::Secret>) -> Result<String, Error> {
+    let Some(secret) = secret else {
+        return Err(Error::PullSecret(
+            "is required: the pull secret (a .dockerconfigjson, e.g. from \
+             console.redhat.com/openshift/install/pull-secret) every HostedCluster pulls its \
+             release with"
+                .to_owned(),
+        ));
+    };
+    let parsed: serde_json::Value = serde_json::from_str(secret.expose()).map_err(|e| {
+        Error::PullSecret(format!(
+            "is not JSON ({e}); expected a .dockerconfigjson: {{\"auths\": {{\"<registry>\": {{\"auth\": \"<base64 user:password>\"}}}}}}"
+        ))
+    })?;
+    let Some(auths) = parsed.get("auths").and_then(|a| a.as_object()) else {
+        return Err(Error::PullSecret(
+            "has no \"auths\" object; expected a .dockerconfigjson".to_owned(),
+        ));
+    };
+    if auths.is_empty() {
+        return Err(Error::PullSecret(
+            "names no registry under \"auths\": the release images could not be pulled".to_owned(),
+        ));
+    }
+    for (registry, entry) in auths {
+        let has_auth = entry
+            .get("auth")
+            .and_then(|a| a.as_str())
+            .is_some_and(|a| !a.is_empty())
+            || (entry.get("username").is_some() && entry.get("password").is_some());
+        if !has_auth {
+            return Err(Error::PullSecret(format!(
+                "auths.{registry:?} has neither \"auth\" nor \"username\" and \"password\""
+            )));
+        }
+    }
+    Ok(secret.expose().to_owned())
+}
+
 fn describe(c: Option<&Condition>, type_: &str) -> String {
     match c {
         None => format!("{type_}=Unknown"),
@@ -596,4 +636,35 @@ fn check_available(obj: Option<&HostedCluster>, hc_target: &str) -> Check<(Strin
         ),
         describe(hc.condition(conditions::AVAILABLE), conditions::AVAILABLE)
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use hypersaga_config::Secret;
+
+    use super::*;
+
+    fn check(s: Option<&str>) -> Result<String, String> {
+        check_pull_secret(s.map(Secret::new).as_ref()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_pull_secret_is_required_and_must_name_a_registry() {
+        // The shape `docker login` and console.redhat.com write.
+        let good = r#"{"auths":{"quay.io":{"auth":"dXNlcjpwYXNz","email":"me@example.com"}}}"#;
+        assert_eq!(check(Some(good)).as_deref(), Ok(good));
+        let basic = r#"{"auths":{"registry.example.com":{"username":"u","password":"p"}}}"#;
+        assert!(check(Some(basic)).is_ok());
+        for (bad, says) in [
+            (None, "is required"),
+            (Some("not json"), "is not JSON"),
+            (Some(r#"{"quay.io":{}}"#), "no \"auths\""),
+            (Some(r#"{"auths":{}}"#), "names no registry"),
+            (Some(r#"{"auths":{"quay.io":{}}}"#), "auths.\"quay.io\""),
+        ] {
+            let err = check(bad).expect_err("refused");
+            assert!(err.starts_with("kube.pull_secret: "), "{err}");
+            assert!(err.contains(says), "{err}");
+        }
+    }
 }

@@ -44,6 +44,8 @@ pub enum Error {
     Blob(#[from] hypersaga_oidc::Error),
     #[error("blob endpoint {endpoint:?} is not a URL: {message}")]
     BlobEndpoint { endpoint: String, message: String },
+    #[error("kube.pull_secret: {0}")]
+    PullSecret(String),
     #[error(transparent)]
     Service(#[from] hypersaga_stepkit::Error),
 }

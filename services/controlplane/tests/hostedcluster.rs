@@ -149,7 +149,7 @@ async fn do_is_idempotent_and_undo_removes_everything() {
     );
     assert_eq!(
         pull.data.as_ref().expect("data")[".dockerconfigjson"].0,
-        br#"{"auths":{}}"#
+        common::PULL_SECRET.as_bytes()
     );
     let signing = secrets
         .get(&names.signing_key_secret)

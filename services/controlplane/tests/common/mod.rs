@@ -111,12 +111,16 @@ pub fn tenant_config(id: &str) -> TenantConfig {
     }
 }
 
+/// A pull secret in the shape `docker login` writes.
+pub const PULL_SECRET: &str = r#"{"auths":{"registry.example.com":{"auth":"dGVzdDp0ZXN0"}}}"#;
+
 pub fn config(mgmt: &Mgmt, az: Option<&Azurite>, tenants: &[&str]) -> Config {
     let mut c = Config {
         tenants: tenants.iter().map(|t| tenant_config(t)).collect(),
         ..Default::default()
     };
     c.kube.kubeconfig = Some(mgmt.kubeconfig.clone());
+    c.kube.pull_secret = Some(Secret::new(PULL_SECRET));
     c.kube.available_timeout_s = Some(20);
     if let Some(az) = az {
         c.blob.endpoint = az.endpoint.clone();
