@@ -313,8 +313,10 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
         .await
         .expect_err("deleted");
     assert_eq!(err.code(), tonic::Code::NotFound);
-    // Only the workload identities (with their credentials) and the OIDC issuer are left.
-    assert_eq!(inventory(&arm, &sub).await, identities("demo", &infra));
+    // Nothing of the cluster is left in Azure: its identities went with it (and their
+    // credentials, which would otherwise still trust the tenant's issuer). The tenant's
+    // identity group stays for its other clusters, and so does the OIDC issuer.
+    assert_eq!(inventory(&arm, &sub).await, BTreeSet::new());
     assert_eq!(
         resource_groups(&arm, &sub).await,
         ["hcp-acme-identities".to_string()].into_iter().collect()
@@ -324,9 +326,10 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
             &format!("{ident}/demo-disk-{infra}/federatedIdentityCredentials"),
             "2024-11-30",
         )
-        .await
-        .expect("fics");
-    assert_eq!(fics.len(), 3);
+        .await;
+    // ARM answers a list under a deleted parent with 404, not an empty list.
+    assert!(fics.is_err(), "credentials of a deleted identity: {fics:?}");
+    assert_eq!(steps(&gone)["identity.workload"].0, "compensated");
     assert!(
         reqwest::get(format!("{issuer}/.well-known/openid-configuration"))
             .await
@@ -527,13 +530,25 @@ async fn a_network_the_user_brings_is_used_and_never_deleted() {
         Some(vnet.to_lowercase())
     );
 
-    system.delete("acme", "byo").await;
+    // This delete also asks to keep the cluster's workload identities.
+    let mut c = system.client("acme").await;
+    c.delete_cluster(pb::DeleteClusterRequest {
+        name: "byo".into(),
+        keep_identities: true,
+        ..Default::default()
+    })
+    .await
+    .expect("delete");
     let gone = system.watch_to_end("acme", "byo").await;
     assert_eq!(phase(&gone), "deleted", "{gone:#?}");
     let s = steps(&gone);
     assert_eq!(
-        (s["network.vnet"].0.as_str(), s["network.nsg"].0.as_str()),
-        ("kept", "kept")
+        (
+            s["network.vnet"].0.as_str(),
+            s["network.nsg"].0.as_str(),
+            s["identity.workload"].0.as_str()
+        ),
+        ("kept", "kept", "kept")
     );
     // What the user brought is still there, untouched.
     for id in [&vnet, &nsg] {
@@ -553,5 +568,9 @@ async fn a_network_the_user_brings_is_used_and_never_deleted() {
             .iter()
             .any(|r| r.contains(&infra) && !r.starts_with("Microsoft.ManagedIdentity")),
         "{remaining:#?}"
+    );
+    assert!(
+        identities("byo", &infra).is_subset(&remaining),
+        "identities kept on request: {remaining:#?}"
     );
 }

@@ -25,10 +25,10 @@ fn fault(
 }
 
 #[tokio::test]
-async fn a_terminal_fault_compensates_and_keeps_only_identities() {
+async fn a_terminal_fault_compensates_everything() {
     let system = System::start().await;
     // A few retryable failures first (faults apply in order), so the identity branch has
-    // usually finished and compensation has identities to keep; then a terminal 403.
+    // usually finished and compensation has identities to remove; then a terminal 403.
     let admin = system.arm_admin();
     admin
         .add_fault(&fault(
@@ -72,26 +72,18 @@ async fn a_terminal_fault_compensates_and_keeps_only_identities() {
     );
     assert_eq!(s["network.vnet"].0, "compensated");
     assert_eq!(s["network.resource-groups"].0, "compensated");
-    // Identities are kept if they were made before the failure, skipped if not: never undone.
-    let identities_kept = s["identity.workload"].0 == "kept";
+    // Identities are removed if they were made before the failure, skipped if not.
     assert!(
-        identities_kept || s["identity.workload"].0 == "skipped",
+        ["compensated", "skipped"].contains(&s["identity.workload"].0.as_str()),
         "{s:?}"
     );
     assert_eq!(s["controlplane.hostedcluster"].0, "skipped");
 
-    // Everything created was removed, except the workload identities.
+    // Everything created was removed; the tenant's identity group stays for its other clusters.
     let left = system.resource_names("acme").await;
-    let identities = left
-        .iter()
-        .filter(|r| r.starts_with("Microsoft.ManagedIdentity/userAssignedIdentities "))
-        .count();
-    assert_eq!(identities, if identities_kept { 7 } else { 0 }, "{left:#?}");
     for r in &left {
         assert!(
-            r.starts_with("Microsoft.ManagedIdentity/userAssignedIdentities")
-                || r.starts_with("Microsoft.Resources/resourceGroups hcp-acme-identities")
-                || r.contains("/federatedIdentityCredentials"),
+            r.starts_with("Microsoft.Resources/resourceGroups hcp-acme-identities"),
             "left behind: {r} (all: {left:#?})"
         );
     }
@@ -189,8 +181,8 @@ async fn a_failing_control_plane_is_compensated_on_the_management_cluster_too() 
     let s = steps(&failed);
     assert_eq!(s["controlplane.hostedcluster"].0, "compensated");
     assert_eq!(s["nodepool.workers"].0, "skipped");
-    assert_eq!(s["identity.workload"].0, "kept");
-    // Nothing of the cluster is left on the management cluster, nor in Azure but identities.
+    assert_eq!(s["identity.workload"].0, "compensated");
+    // Nothing of the cluster is left on the management cluster, nor in Azure.
     let objects = system.mgmt_admin().objects().await.unwrap();
     let infra = failed.status.unwrap().infra_id;
     let ns = crate::support::namespace("acme", &infra);
@@ -202,9 +194,6 @@ async fn a_failing_control_plane_is_compensated_on_the_management_cluster_too() 
     );
     let left = system.resource_names("acme").await;
     for r in &left {
-        assert!(
-            r.contains("ManagedIdentity") || r.contains("hcp-acme-identities"),
-            "left behind: {r}"
-        );
+        assert!(r.contains("hcp-acme-identities"), "left behind: {r}");
     }
 }

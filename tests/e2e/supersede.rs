@@ -9,7 +9,7 @@ use hypersaga_emulator_mgmt::admin_client::{Fault, FaultKind};
 use crate::support::*;
 
 /// Nothing of `name` is left on the management cluster, nor in Azure but the tenant's
-/// workload identities (kept by design).
+/// identity group (kept for its other clusters).
 async fn nothing_left(system: &System, infra_id: &str) {
     let objects = system.mgmt_admin().objects().await.unwrap();
     let ns = crate::support::namespace("acme", infra_id);
@@ -20,10 +20,7 @@ async fn nothing_left(system: &System, infra_id: &str) {
         "left on the management cluster: {objects:#?}"
     );
     for r in system.resource_names("acme").await {
-        assert!(
-            r.contains("ManagedIdentity") || r.contains("hcp-acme-identities"),
-            "left in Azure: {r}"
-        );
+        assert!(r.contains("hcp-acme-identities"), "left in Azure: {r}");
     }
 }
 

@@ -230,6 +230,7 @@ impl System {
         c.delete_cluster(pb::DeleteClusterRequest {
             name: name.into(),
             request_id: String::new(),
+            ..Default::default()
         })
         .await
         .expect("delete")

@@ -47,6 +47,7 @@ async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
         .delete_cluster(pb::DeleteClusterRequest {
             name: "alpha".into(),
             request_id: String::new(),
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -233,6 +234,7 @@ async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
     let del = pb::DeleteClusterRequest {
         name: "gamma".into(),
         request_id: "delete-gamma-once".into(),
+        ..Default::default()
     };
     let first = acme.delete_cluster(del.clone()).await.unwrap().into_inner();
     assert_eq!(
@@ -245,6 +247,7 @@ async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
         .delete_cluster(pb::DeleteClusterRequest {
             name: "gamma".into(),
             request_id: "another".into(),
+            ..Default::default()
         })
         .await
         .unwrap_err();

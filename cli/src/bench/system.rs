@@ -259,6 +259,7 @@ pub async fn delete_all(client: &Client, names: &[String]) -> Vec<(String, Resul
                 .delete_cluster(pb::DeleteClusterRequest {
                     name: name.clone(),
                     request_id: uuid::Uuid::new_v4().to_string(),
+                    ..Default::default()
                 })
                 .await
                 .map(|_| ())

@@ -28,12 +28,16 @@ pub enum ClusterCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
-    /// Delete a cluster. Workload identities and what you brought (VNet, subnet, NSG) are kept.
+    /// Delete a cluster and everything it made. What you brought (VNet, subnet, NSG) and the
+    /// tenant's OIDC issuer stay; workload identities go too, unless --keep-identities.
     Delete {
         name: String,
         /// Follow the deletion until the cluster is gone.
         #[arg(long)]
         wait: bool,
+        /// Leave the cluster's workload identities and their federated credentials in Azure.
+        #[arg(long)]
+        keep_identities: bool,
         /// Idempotency key.
         #[arg(long)]
         request_id: Option<String>,
@@ -147,6 +151,7 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
         ClusterCommand::Delete {
             name,
             wait,
+            keep_identities,
             request_id,
             client,
         } => {
@@ -156,6 +161,7 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
                 .delete_cluster(pb::DeleteClusterRequest {
                     name: name.clone(),
                     request_id,
+                    keep_identities,
                 })
                 .await
             {

@@ -204,6 +204,10 @@ pub struct OperationIntent {
     /// and the delete starts once it has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supersedes: Option<String>,
+    /// A delete that leaves the cluster's workload identities (and their federated
+    /// credentials) in place.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_identities: bool,
 }
 
 /// The name of the only management cluster until placement exists.

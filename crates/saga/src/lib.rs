@@ -29,7 +29,7 @@ mod timers;
 mod transitions;
 
 pub use operator::Refusal;
-pub use plan::{StepDef, UndoPolicy, create_plan};
+pub use plan::{Retain, StepDef, UndoPolicy, create_plan};
 pub use retry::RetryPolicy;
 pub use saga::{Applied, Effect, NewSaga, Pause, SAGA_VERSION, Saga, StepRecord, StepWait, Timing};
 pub use steps_view::StepsView;

@@ -35,8 +35,18 @@ impl StepDef {
     }
 }
 
-/// The steps that create a cluster.
-pub fn create_plan(spec: &ClusterSpec) -> Vec<StepDef> {
+/// What a delete leaves in place besides what is never removed (the tenant's OIDC issuer,
+/// shared by its clusters, and a network the user brought).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Retain {
+    /// The cluster's workload identities and their federated credentials (asked for on the
+    /// delete, e.g. to re-create the cluster with the same identities).
+    pub identities: bool,
+}
+
+/// The steps that create a cluster. `retain` says which steps' work a delete (or a
+/// compensation) leaves in place.
+pub fn create_plan(spec: &ClusterSpec, retain: Retain) -> Vec<StepDef> {
     use StepId::*;
     use UndoPolicy::{Keep, Undo};
     // A network the user brings is adopted, never deleted.
@@ -45,9 +55,10 @@ pub fn create_plan(spec: &ClusterSpec) -> Vec<StepDef> {
     } else {
         Undo
     };
+    let identities = if retain.identities { Keep } else { Undo };
     let mut steps = vec![
         StepDef::of(Oidc, &[], Keep),
-        StepDef::of(WorkloadIdentities, &[Oidc], Keep),
+        StepDef::of(WorkloadIdentities, &[Oidc], identities),
         StepDef::of(ResourceGroups, &[], Undo),
         StepDef::of(Nsg, &[ResourceGroups], byo),
         StepDef::of(Vnet, &[Nsg], byo),
@@ -93,7 +104,7 @@ mod tests {
 
     #[test]
     fn every_dependency_names_an_earlier_step() {
-        let plan = create_plan(&spec());
+        let plan = create_plan(&spec(), Retain::default());
         for (i, s) in plan.iter().enumerate() {
             for d in &s.deps {
                 assert!(
@@ -118,8 +129,25 @@ mod tests {
             "/subscriptions/s/resourceGroups/r/providers/Microsoft.Network/virtualNetworks/v"
                 .into(),
         );
-        let plan = create_plan(&s);
+        let plan = create_plan(&s, Retain::default());
         let nsg = plan.iter().find(|p| p.id == StepId::Nsg).unwrap();
         assert_eq!(nsg.undo, UndoPolicy::Keep);
+    }
+
+    #[test]
+    fn identities_are_removed_unless_retained() {
+        let undo_of = |retain| {
+            create_plan(&spec(), retain)
+                .into_iter()
+                .find(|p| p.id == StepId::WorkloadIdentities)
+                .map(|p| p.undo)
+        };
+        assert_eq!(undo_of(Retain::default()), Some(UndoPolicy::Undo));
+        assert_eq!(undo_of(Retain { identities: true }), Some(UndoPolicy::Keep));
+        let oidc = create_plan(&spec(), Retain::default())
+            .into_iter()
+            .find(|p| p.id == StepId::Oidc)
+            .map(|p| p.undo);
+        assert_eq!(oidc, Some(UndoPolicy::Keep), "the issuer is the tenant's");
     }
 }

@@ -70,7 +70,7 @@ fn saga(kind: OperationKind) -> Saga {
             tenant,
             cluster: "demo".into(),
             kind,
-            plan: create_plan(&spec),
+            plan: create_plan(&spec, crate::Retain::default()),
             context: StepContext {
                 cluster_uid: "uid".into(),
                 names,
@@ -266,7 +266,7 @@ fn duplicate_success_reports_are_ignored() {
 }
 
 #[test]
-fn terminal_failure_compensates_in_reverse_order_and_keeps_identities() {
+fn terminal_failure_compensates_in_reverse_order_but_the_issuer() {
     let mut s = saga(OperationKind::Create);
     s.advance(t0());
     // Run until the private zone is dispatched, then fail it terminally.
@@ -325,10 +325,14 @@ fn terminal_failure_compensates_in_reverse_order_and_keeps_identities() {
         "the failed step's partial work is undone too"
     );
     assert!(
-        !flat.iter().any(|x| x.starts_with("identity.")),
-        "identities are never undone"
+        !flat.iter().any(|x| x.starts_with("identity.oidc")),
+        "the tenant's issuer is never undone"
     );
-    assert_eq!(state_of(&s, plan::WORKLOAD_IDENTITIES), StepState::Kept);
+    let _the_cluster_identities_are_removed = pos(plan::WORKLOAD_IDENTITIES);
+    assert_eq!(
+        state_of(&s, plan::WORKLOAD_IDENTITIES),
+        StepState::Compensated
+    );
     assert_eq!(state_of(&s, plan::HOSTED_CLUSTER), StepState::Skipped);
     assert_eq!(s.state, OperationState::Failed);
     let err = s.error.clone().unwrap();
@@ -377,22 +381,32 @@ fn exhausted_retries_pause_the_saga_with_the_reason() {
 }
 
 #[test]
-fn delete_undoes_everything_in_reverse_and_keeps_identities() {
+fn delete_undoes_everything_in_reverse_but_the_issuer() {
     let mut s = saga(OperationKind::Delete);
     assert_eq!(s.cluster_phase(), ClusterPhase::Deleting);
     s.advance(t0());
     let waves = run_all_ok(&mut s);
     assert_eq!(waves[0], vec!["dns.records:undo", "nodepool.workers:undo"]);
     assert_eq!(waves[1], vec!["controlplane.hostedcluster:undo"]);
+    // The identities go once nothing that uses them is left.
     assert_eq!(
         waves[2],
-        vec!["dns.vnet-link:undo", "network.load-balancer:undo"]
+        vec![
+            "dns.vnet-link:undo",
+            "identity.workload:undo",
+            "network.load-balancer:undo"
+        ]
     );
     assert_eq!(
         waves.last().unwrap(),
         &vec!["network.resource-groups:undo".to_string()]
     );
-    assert!(!waves.concat().iter().any(|x| x.starts_with("identity.")));
+    assert!(
+        !waves
+            .concat()
+            .iter()
+            .any(|x| x.starts_with("identity.oidc"))
+    );
     assert_eq!(s.state, OperationState::Succeeded);
     assert_eq!(s.cluster_phase(), ClusterPhase::Deleted);
 }

@@ -268,6 +268,7 @@ async fn create_then_delete_runs_every_step_in_dependency_order() {
         h.call(pb::DeleteClusterRequest {
             name: "demo".into(),
             request_id: String::new(),
+            ..Default::default()
         })
         .await,
     )
@@ -300,9 +301,10 @@ async fn create_then_delete_runs_every_step_in_dependency_order() {
         .collect();
     assert_eq!(
         undos.len(),
-        10,
-        "everything but the two identity steps is undone: {undos:?}"
+        11,
+        "everything but the tenant's issuer is undone: {undos:?}"
     );
+    assert!(!undos.contains(&"identity.oidc"), "{undos:?}");
     assert!(
         position(&calls, "nodepool.workers", Action::Undo)
             < position(&calls, "controlplane.hostedcluster", Action::Undo)
@@ -365,10 +367,7 @@ async fn retryable_failures_retry_and_terminal_failures_compensate() {
         undone.contains(&"dns.private-zone") && undone.contains(&"network.resource-groups"),
         "{undone:?}"
     );
-    assert!(
-        !undone.iter().any(|s| s.starts_with("identity.")),
-        "{undone:?}"
-    );
+    assert!(!undone.contains(&"identity.oidc"), "{undone:?}");
 }
 
 #[tokio::test]
@@ -565,6 +564,7 @@ fn accepted_record(name: &str, op_id: &str, trace_id: &str) -> ClusterRecord {
             trace_id: trace_id.into(),
             previous_operation: None,
             supersedes: None,
+            keep_identities: false,
         }),
     }
 }
@@ -724,6 +724,7 @@ async fn quotas_refuse_clusters_and_operations_beyond_them_naming_the_quota() {
         h.call(pb::DeleteClusterRequest {
             name: "a".into(),
             request_id: String::new(),
+            ..Default::default()
         })
         .await,
     )
@@ -950,6 +951,7 @@ async fn a_deleted_clusters_operations_expire_and_a_live_ones_stay() {
             h.call(pb::DeleteClusterRequest {
                 name: "gone".into(),
                 request_id: String::new(),
+                ..Default::default()
             })
             .await,
         )

@@ -218,6 +218,7 @@ fn intent(tenant: &TenantConfig, op_id: &str, previous: Option<String>) -> Opera
         trace_id: TraceParent::new_root().trace_id(),
         previous_operation: previous,
         supersedes: None,
+        keep_identities: false,
     }
 }
 
@@ -430,6 +431,7 @@ impl ClusterService for Gateway {
             let previous = std::mem::take(&mut rec.operation.id);
             let mut new_intent = intent(&tenant, &op_id, Some(previous));
             new_intent.supersedes = supersedes.clone();
+            new_intent.keep_identities = req.keep_identities;
             rec.intent = Some(new_intent);
             rec.operation = self.new_operation(
                 &op_id,

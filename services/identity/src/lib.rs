@@ -3,11 +3,11 @@
 //! | step | do | undo |
 //! |---|---|---|
 //! | `identity.oidc` | the tenant's OIDC issuer (signing key, discovery document, JWKS), shared by all its clusters | nothing |
-//! | `identity.workload` | the tenant's identity RG, 7 user-assigned identities, their 12 federated credentials | nothing |
+//! | `identity.workload` | the tenant's identity RG, 7 user-assigned identities, their 12 federated credentials | the 7 identities (their credentials go with them); the RG stays |
 //!
-//! Both undos are no-ops by design (DESIGN.md "Compensation"): the issuer is shared by every
-//! cluster of the tenant, and workload identities outlive a cluster unless a purge is asked
-//! for — deleting them in a compensation would break a re-created cluster's federation.
+//! The issuer is never undone: every cluster of the tenant shares it. The identities are
+//! named per infra id, so nothing else uses them once their cluster is gone; a delete that
+//! asks to keep them (`keep_identities`) never runs this undo (the plan marks the step kept).
 #![forbid(unsafe_code)]
 // `StepError` is large by design: it keeps Azure's (or Kubernetes') whole error — code,
 // message, target, step, Retry-After — for users and operators to act on.
@@ -98,8 +98,12 @@ impl ArmStep for IdentityHandler {
                 let arm = self.arm.tenant(&cmd.tenant)?;
                 workload::ensure(&arm, cmd, ops, notes).await
             }
-            (StepId::Oidc | StepId::WorkloadIdentities, Action::Undo) => {
-                info!(step = %cmd.step, "persistent by design; undo leaves it in place");
+            (StepId::WorkloadIdentities, Action::Undo) => {
+                let arm = self.arm.tenant(&cmd.tenant)?;
+                workload::delete(&arm, cmd, ops).await
+            }
+            (StepId::Oidc, Action::Undo) => {
+                info!(step = %cmd.step, "the tenant's issuer is shared; undo leaves it in place");
                 Ok(Outputs::new())
             }
             _ => Err(unknown_step(cmd).into()),

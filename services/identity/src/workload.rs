@@ -1,5 +1,7 @@
 //! `identity.workload`: the cluster's 7 user-assigned managed identities and their federated
 //! credentials, in the tenant's persistent identity resource group (hypershift-azure.md §2.1–2.3).
+//! Undo removes the identities (a delete can ask to keep them); the resource group stays, as
+//! the tenant's other clusters keep theirs in it.
 
 use futures::future::join_all;
 use hypersaga_azure::ids;
@@ -8,7 +10,9 @@ use hypersaga_bus::{
     WorkloadIdentitiesOutputs,
 };
 use hypersaga_model::identities::{AUDIENCE, WORKLOAD_IDENTITIES, WorkloadIdentity};
-use hypersaga_stepkit::{Halt, Notes, Ops, TenantArm, any, ensure as ensure_resource, tags};
+use hypersaga_stepkit::{
+    Halt, Notes, Ops, TenantArm, any, ensure as ensure_resource, remove, tags,
+};
 use serde_json::{Value, json};
 
 /// `Microsoft.Resources` api-version HyperShift uses for the identity RG.
@@ -108,19 +112,41 @@ pub(crate) async fn ensure(
             WORKLOAD_IDENTITIES.len()
         ))
         .await;
-    let results = join_all(
-        WORKLOAD_IDENTITIES
-            .iter()
-            .map(|w| ensure_identity(arm, cmd, ops, w, issuer)),
-    )
-    .await;
-    // Every identity ran to the end; report a terminal failure before a retryable one (since
-    // retrying cannot fix the terminal one), and either before a wait on Azure.
-    let mut identities = Vec::with_capacity(results.len());
+    let identities = all_of(
+        join_all(
+            WORKLOAD_IDENTITIES
+                .iter()
+                .map(|w| ensure_identity(arm, cmd, ops, w, issuer)),
+        )
+        .await,
+    )?;
+    Ok(outputs(&rg_id, &identities))
+}
+
+/// Removes every identity of the cluster, in parallel; Azure removes an identity's federated
+/// credentials with it, so no token of the tenant's issuer is trusted for them any more.
+/// Already gone is done, so the undo can run any number of times.
+pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Result<Outputs, Halt> {
+    let names = &cmd.context.names;
+    all_of(
+        join_all(WORKLOAD_IDENTITIES.iter().map(|w| {
+            let id = arm.resource_id(&names.identity_rg, MSI_TYPE, &names.identity(w.suffix));
+            async move { remove(&arm.client, ops, "managed identity", &id, MSI_API).await }
+        }))
+        .await,
+    )?;
+    Ok(Outputs::new())
+}
+
+/// What identities that each ran to the end made, or the stop to report: a terminal failure
+/// before a retryable one (since retrying cannot fix the terminal one), either before a wait
+/// on Azure.
+fn all_of<T>(results: Vec<Result<T, Halt>>) -> Result<Vec<T>, Halt> {
+    let mut done = Vec::with_capacity(results.len());
     let mut first: Option<Halt> = None;
     for r in results {
         match r {
-            Ok(i) => identities.push(i),
+            Ok(t) => done.push(t),
             Err(h) => {
                 if first
                     .as_ref()
@@ -131,10 +157,7 @@ pub(crate) async fn ensure(
             }
         }
     }
-    if let Some(h) = first {
-        return Err(h);
-    }
-    Ok(outputs(&rg_id, &identities))
+    first.map_or(Ok(done), Err)
 }
 
 /// Which stop to report when several identities stopped: terminal > retryable > waiting.

@@ -103,7 +103,7 @@ async fn issuer_is_published_once_per_tenant_and_shared() {
 }
 
 #[tokio::test]
-async fn workload_identities_are_created_adopted_and_kept() {
+async fn workload_identities_are_created_adopted_and_removed() {
     hypersaga_devca::install_crypto_provider();
     let arm = TestArm::start().await;
     let h = IdentityHandler::new(&without_blob(&arm)).expect("handler");
@@ -242,23 +242,23 @@ async fn workload_identities_are_created_adopted_and_kept() {
         "https://other.example/oidc-acme"
     );
 
-    // Undo keeps everything: identities are persistent by design.
-    exec(
-        &h,
-        &command("demo", spec(), StepId::WorkloadIdentities, Action::Undo, []),
-    )
-    .await
-    .expect("undo");
-    let stats = arm.requests().await;
+    // Undo removes the identities, and their credentials with them; the tenant's group stays.
+    let undo = command("demo", spec(), StepId::WorkloadIdentities, Action::Undo, []);
+    exec(&h, &undo).await.expect("undo");
+    assert_eq!(arm.requests().await.count("DELETE", MSI), 7);
+    let left = arm.resources().await;
     assert!(
-        stats.counts.iter().all(|c| c.method != "DELETE"),
-        "nothing deleted"
+        !left
+            .iter()
+            .any(|r| r["type"].as_str().is_some_and(|t| t.starts_with(MSI))),
+        "identities or credentials left: {left:#?}"
     );
     assert!(
-        arm.resource(out["disk_identity_id"].as_str().unwrap())
-            .await
-            .is_some()
+        arm.resource(&rg_id).await.is_some(),
+        "the tenant's group stays"
     );
+    // Again: already gone is done.
+    exec(&h, &undo).await.expect("undo again");
 }
 
 #[tokio::test]

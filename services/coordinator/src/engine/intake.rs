@@ -15,7 +15,7 @@ use hypersaga_bus::{ENVELOPE_VERSION, Outputs, SagaWake, StepContext};
 use hypersaga_config::CoordinatorConfig;
 use hypersaga_model::record::OperationKind;
 use hypersaga_model::{ClusterRecord, Names};
-use hypersaga_saga::{NewSaga, RetryPolicy, Saga, Timing, create_plan};
+use hypersaga_saga::{NewSaga, Retain, RetryPolicy, Saga, Timing, create_plan};
 use hypersaga_telemetry::TraceParent;
 use tracing::{Instrument, debug, info, info_span, warn};
 
@@ -209,7 +209,12 @@ fn build_saga(
             tenant: rec.tenant.clone(),
             cluster: rec.name.clone(),
             kind: op.kind,
-            plan: create_plan(&rec.spec),
+            plan: create_plan(
+                &rec.spec,
+                Retain {
+                    identities: intent.is_some_and(|i| i.keep_identities),
+                },
+            ),
             context: StepContext {
                 cluster_uid: rec.uid.clone(),
                 names,
@@ -299,6 +304,7 @@ mod tests {
                 trace_id: "0af7651916cd43dd8448eb211c80319c".into(),
                 previous_operation: Some("op-0".into()),
                 supersedes: None,
+                keep_identities: false,
             }),
         }
     }
@@ -325,6 +331,24 @@ mod tests {
             previous_operation(&record(OperationKind::Delete)),
             Some("op-0")
         );
+    }
+
+    #[test]
+    fn a_delete_keeps_identities_only_when_asked() {
+        let settings = SagaSettings::from_config(&CoordinatorConfig::default());
+        let undo = |keep: bool| {
+            let mut rec = record(OperationKind::Delete);
+            if let Some(i) = rec.intent.as_mut() {
+                i.keep_identities = keep;
+            }
+            let saga = build_saga(&rec, BTreeMap::new(), &settings);
+            saga.steps
+                .iter()
+                .find(|s| s.id == "identity.workload")
+                .map(|s| s.undo)
+        };
+        assert_eq!(undo(false), Some(hypersaga_saga::UndoPolicy::Undo));
+        assert_eq!(undo(true), Some(hypersaga_saga::UndoPolicy::Keep));
     }
 
     #[test]
