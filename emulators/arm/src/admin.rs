@@ -1,6 +1,7 @@
 //! The admin API (plain HTTP, never exposed beyond loopback): fault injection, request
-//! counts, a dump of every stored resource, reset. Used by tests, `hypersaga emulator …` and
-//! operators rehearsing failures.
+//! counts, a dump of every stored resource and role assignment, reset, and deleting a role
+//! assignment behind the caller's back. Used by tests, `hypersaga emulator …` and operators
+//! rehearsing failures.
 
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
@@ -8,9 +9,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::Emulator;
+use crate::arm::render_assignment;
 use crate::faults::FaultSpec;
 
 pub(crate) fn router(emu: Emulator) -> Router {
@@ -22,6 +24,10 @@ pub(crate) fn router(emu: Emulator) -> Router {
         )
         .route("/requests", get(requests))
         .route("/resources", get(resources))
+        .route(
+            "/role-assignments",
+            get(role_assignments).delete(delete_role_assignment),
+        )
         .route("/reset", post(reset))
         .with_state(emu)
 }
@@ -59,6 +65,53 @@ async fn resources(State(emu): State<Emulator>, Query(q): Query<ResourcesQuery>)
     let mut st = emu.lock();
     st.store.settle(time::OffsetDateTime::now_utc());
     Json(st.store.dump(q.subscription.as_deref())).into_response()
+}
+
+/// Every role assignment (optionally of one subscription), as ARM renders them.
+async fn role_assignments(
+    State(emu): State<Emulator>,
+    Query(q): Query<ResourcesQuery>,
+) -> Response {
+    let mut st = emu.lock();
+    st.store.settle(time::OffsetDateTime::now_utc());
+    let items: Vec<Value> = st
+        .store
+        .assignments()
+        .filter(|a| {
+            q.subscription
+                .as_deref()
+                .is_none_or(|s| a.sub.eq_ignore_ascii_case(s))
+        })
+        .map(render_assignment)
+        .collect();
+    Json(items).into_response()
+}
+
+#[derive(Deserialize)]
+struct AssignmentQuery {
+    /// The assignment's full id (any casing).
+    id: String,
+}
+
+/// Deletes one role assignment without ARM's checks (no token, no RBAC, no throttling), the
+/// way an administrator or a policy removes it from under a running system: `200` with the
+/// deleted assignment, `404` when there is none.
+async fn delete_role_assignment(
+    State(emu): State<Emulator>,
+    Query(q): Query<AssignmentQuery>,
+) -> Response {
+    match emu
+        .lock()
+        .store
+        .remove_assignment(&q.id.to_ascii_lowercase())
+    {
+        Some(a) => Json(render_assignment(&a)).into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            Json(json!({ "error": format!("no role assignment '{}'", q.id) })),
+        )
+            .into_response(),
+    }
 }
 
 async fn reset(State(emu): State<Emulator>) -> StatusCode {

@@ -108,6 +108,27 @@ impl AdminClient {
         Self::json(self.http.get(url).send().await?).await
     }
 
+    /// Every role assignment, optionally of one subscription, in ARM's JSON form.
+    pub async fn role_assignments(&self, subscription: Option<&str>) -> Result<Vec<Value>> {
+        let mut url = self.base.join("role-assignments")?;
+        if let Some(s) = subscription {
+            url.query_pairs_mut().append_pair("subscription", s);
+        }
+        Self::json(self.http.get(url).send().await?).await
+    }
+
+    /// Deletes a role assignment by id, bypassing ARM's checks (fault tests: a grant that
+    /// disappears under a running system). `None` when there was no such assignment.
+    pub async fn delete_role_assignment(&self, id: &str) -> Result<Option<Value>> {
+        let mut url = self.base.join("role-assignments")?;
+        url.query_pairs_mut().append_pair("id", id);
+        let resp = self.http.delete(url).send().await?;
+        if resp.status() == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        Ok(Some(Self::json(resp).await?))
+    }
+
     pub async fn reset(&self) -> Result<()> {
         Self::check(self.http.post(self.base.join("reset")?).send().await?).await?;
         Ok(())

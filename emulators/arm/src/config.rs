@@ -31,10 +31,19 @@ pub struct Config {
     pub request_log_size: usize,
     /// `expires_in` of issued tokens (Entra answers 3599).
     pub token_lifetime_secs: u64,
+    /// How long a new managed identity's service principal takes to replicate through Entra,
+    /// before ARM's role-assignment check can find it (scaled by `latency`, so zero under
+    /// `LatencyModel::Zero`). Meanwhile a role assignment naming it without `principalType`
+    /// answers `400 PrincipalNotFound`; `principalType` makes ARM skip the lookup.
+    pub principal_replication_delay: Duration,
 }
 
 /// The region `Config::default()` answers from.
 pub const DEFAULT_REGION: &str = "eastus";
+
+/// `Config::default()`'s Entra replication delay. Azure has been seen taking 40-55 s
+/// (azure-latencies.md §10); 10 s keeps the failure visible without slowing every run.
+pub const DEFAULT_PRINCIPAL_REPLICATION_DELAY: Duration = Duration::from_secs(10);
 
 impl Default for Config {
     fn default() -> Self {
@@ -47,6 +56,7 @@ impl Default for Config {
             page_size: 20,
             request_log_size: 500,
             token_lifetime_secs: 3599,
+            principal_replication_delay: DEFAULT_PRINCIPAL_REPLICATION_DELAY,
         }
     }
 }

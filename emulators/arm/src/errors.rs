@@ -133,6 +133,9 @@ impl ArmError {
         )
     }
 
+    /// ARM's answer for its own endpoints (resource groups, the inventory); it lists the
+    /// versions newest first (Azure/azure-rest-api-specs#11711, Azure/azure-cli#28038), so
+    /// callers pass them in that order.
     pub fn invalid_api_version(given: &str, supported: &[&str]) -> Self {
         Self::bad_request(
             "InvalidApiVersionParameter",
@@ -141,6 +144,53 @@ impl ArmError {
                 supported.join(",")
             ),
         )
+    }
+
+    /// ARM's answer to a version a resource provider registered no regional endpoint for
+    /// (HTTP 400): it names the location the request resolved to and lists what the manifest
+    /// has, versions oldest first and locations in registration order, as Azure/azure-cli#28496
+    /// quotes it.
+    pub fn no_registered_provider(
+        location: &str,
+        given: &str,
+        type_path: &str,
+        supported: &[&str],
+        locations: &[&str],
+    ) -> Self {
+        Self::bad_request(
+            "NoRegisteredProviderFound",
+            format!(
+                "No registered resource provider found for location '{location}' and API version \
+                 '{given}' for type '{type_path}'. The supported api-versions are '{}'. The \
+                 supported locations are '{}'.",
+                supported.join(", "),
+                locations.join(", ")
+            ),
+        )
+    }
+
+    /// ARM's answer when the namespace has no such type at that version (HTTP 404, as
+    /// Azure/azure-rest-api-specs#14807 and the `NotFound` wrapper of Azure/acs-engine#4037
+    /// show): for a type registered without locations (Microsoft.Authorization) it lists the
+    /// supported versions; for a type that does not exist at all `supported` is empty and the
+    /// sentence ends after the version.
+    pub fn invalid_resource_type(
+        type_path: &str,
+        namespace: &str,
+        given: &str,
+        supported: &[&str],
+    ) -> Self {
+        let mut message = format!(
+            "The resource type '{type_path}' could not be found in the namespace '{namespace}' \
+             for api version '{given}'."
+        );
+        if !supported.is_empty() {
+            message.push_str(&format!(
+                " The supported api-versions are '{}'.",
+                supported.join(",")
+            ));
+        }
+        Self::new(StatusCode::NOT_FOUND, "InvalidResourceType", message)
     }
 
     /// The JSON body, also used for failed operation status resources.

@@ -1,12 +1,15 @@
 //! An Azure Resource Manager + Entra ID emulator speaking the real protocols over HTTPS.
 //!
 //! Nothing here can reach Azure, so `hypersaga dev` and the tests run the product's services
-//! against this crate instead: ARM URL shapes and api-versions of every resource type the
-//! services touch, asynchronous operations (`Azure-AsyncOperation` / `Location` polling) with
-//! a latency model, ARM's error bodies and codes, referential integrity, ARM's token-bucket
-//! throttling (per subscription × principal × region, plus a global per-subscription bucket)
-//! with its `x-ms-ratelimit-*` and `x-ms-routing-request-id` headers, a resource inventory, a client-credentials token endpoint that
-//! `azure_identity` accepts, and a plain-HTTP admin API (faults, request counts, state dump).
+//! against this crate instead: ARM URL shapes and the api-versions of every resource type the
+//! services touch (others refused as ARM refuses them), asynchronous operations
+//! (`Azure-AsyncOperation` / `Location` polling) with a latency model, ARM's error bodies and
+//! codes, referential integrity, role assignments at any scope with the built-in role
+//! definitions and Entra's replication lag, ARM's token-bucket throttling (per subscription ×
+//! principal × region, plus a global per-subscription bucket) with its `x-ms-ratelimit-*` and
+//! `x-ms-routing-request-id` headers, a resource inventory, a client-credentials token endpoint
+//! that `azure_identity` accepts, and a plain-HTTP admin API (faults, request counts, state
+//! dump, role assignments).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {

@@ -70,10 +70,38 @@ impl Operation {
     }
 }
 
-/// All resources and operations.
+/// A role assignment. Kept apart from the resources because it hangs on any scope (a
+/// subscription, a group or a resource) rather than in a resource group, but keyed the same
+/// way, by lower-cased id, so deleting a scope's tree takes its assignments with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredAssignment {
+    /// Canonical id: `{scope}/providers/Microsoft.Authorization/roleAssignments/{name}`.
+    pub id: String,
+    pub name: String,
+    pub sub: String,
+    /// The scope's canonical id.
+    pub scope: String,
+    /// `/subscriptions/{sub}/providers/Microsoft.Authorization/roleDefinitions/{guid}`.
+    pub role_definition_id: String,
+    pub principal_id: String,
+    /// As sent, or as the directory knows the principal when it was omitted.
+    pub principal_type: String,
+    pub description: Option<String>,
+    pub condition: Option<String>,
+    pub condition_version: Option<String>,
+    pub delegated_managed_identity_resource_id: Option<String>,
+    pub created_on: OffsetDateTime,
+    pub updated_on: OffsetDateTime,
+    /// Object ids of the callers.
+    pub created_by: String,
+    pub updated_by: String,
+}
+
+/// All resources, role assignments and operations.
 #[derive(Default)]
 pub struct Store {
     resources: BTreeMap<String, StoredResource>,
+    assignments: BTreeMap<String, StoredAssignment>,
     ops: HashMap<String, Operation>,
 }
 
@@ -94,7 +122,25 @@ pub fn rfc3339(t: OffsetDateTime) -> String {
 impl Store {
     pub fn clear(&mut self) {
         self.resources.clear();
+        self.assignments.clear();
         self.ops.clear();
+    }
+
+    pub fn assignment(&self, key: &str) -> Option<&StoredAssignment> {
+        self.assignments.get(key)
+    }
+
+    pub fn insert_assignment(&mut self, a: StoredAssignment) {
+        self.assignments.insert(a.id.to_ascii_lowercase(), a);
+    }
+
+    pub fn remove_assignment(&mut self, key: &str) -> Option<StoredAssignment> {
+        self.assignments.remove(key)
+    }
+
+    /// Every role assignment, ordered by id.
+    pub fn assignments(&self) -> impl Iterator<Item = &StoredAssignment> {
+        self.assignments.values()
     }
 
     pub fn get(&self, key: &str) -> Option<&StoredResource> {
@@ -130,9 +176,19 @@ impl Store {
             .filter(move |r| r.parent_key == parent_key)
     }
 
-    /// Removes a resource and its descendants; returns how many were removed.
+    /// Removes a resource and its descendants, and the role assignments on any of them (ARM
+    /// deletes a scope's assignments with the scope); returns how many resources were removed.
     pub fn remove_tree(&mut self, key: &str) -> usize {
         let prefix = format!("{key}/");
+        let doomed_assignments: Vec<String> = self
+            .assignments
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in &doomed_assignments {
+            self.assignments.remove(k);
+        }
         let doomed: Vec<String> = self
             .resources
             .range(key.to_owned()..)

@@ -1,219 +1,21 @@
 //! End-to-end tests: a real TLS server on 127.0.0.1:0, clients trusting the dev CA.
+//!
+//! One binary for every suite: the harness in `support`, role assignments and definitions in
+//! `rbac`, api-version acceptance and refusals in `api_versions`, everything else here.
+
+mod api_versions;
+mod rbac;
+mod support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hypersaga_emulator_arm::admin_client::AdminClient;
-use hypersaga_emulator_arm::{
-    BucketConfig, Config, Emulator, FaultSpec, LatencyModel, Principal, ThrottleConfig,
-};
+use hypersaga_emulator_arm::{BucketConfig, FaultSpec, LatencyModel, Principal, ThrottleConfig};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
 
-const TENANT: &str = "72f988bf-86f1-41af-91ab-2d7cd011db47";
-const SUB: &str = "11111111-2222-3333-4444-555555555555";
-const OTHER_SUB: &str = "99999999-2222-3333-4444-555555555555";
-const CLIENT: &str = "0ad2e8a1-0000-4000-8000-00000000c1e7";
-const SECRET: &str = "s3cret";
-const NET: &str = "2023-11-01";
-const PDNS: &str = "2024-06-01";
-const MSI: &str = "2024-11-30";
-const RES: &str = "2021-04-01";
-
-struct TestEmu {
-    base: String,
-    ca_pem: String,
-    http: reqwest::Client,
-    admin: AdminClient,
-    admin_url: String,
-    token: String,
-    _stop: oneshot::Sender<()>,
-}
-
-fn principal() -> Principal {
-    Principal {
-        azure_tenant_id: TENANT.into(),
-        client_id: CLIENT.into(),
-        client_secret: SECRET.into(),
-        subscription_ids: vec![SUB.into()],
-    }
-}
-
-fn config() -> Config {
-    Config {
-        principals: vec![principal()],
-        latency: LatencyModel::Zero,
-        ..Config::default()
-    }
-}
-
-async fn spawn(config: Config) -> TestEmu {
-    hypersaga_devca::install_crypto_provider();
-    let emu = Emulator::new(config);
-    let ca = hypersaga_devca::DevCa::generate().expect("ca");
-    let cert = ca.issue_loopback_cert().expect("cert");
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let router = emu.router();
-    tokio::spawn(async move {
-        let _ = hypersaga_devca::serve_tls(listener, router, &cert, async {
-            let _ = stopped.await;
-        })
-        .await;
-    });
-    let admin_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind admin");
-    let admin_addr = admin_listener.local_addr().expect("admin addr");
-    let admin_router = emu.admin_router();
-    tokio::spawn(async move {
-        let _ = axum::serve(admin_listener, admin_router).await;
-    });
-    let ca_pem = ca.cert_pem().to_owned();
-    let http = client(&ca_pem);
-    let base = format!("https://127.0.0.1:{port}");
-    let admin_url = format!("http://{admin_addr}/");
-    let admin = AdminClient::new(admin_url.parse().expect("url"));
-    let token = token(&http, &base, SECRET).await.expect("token");
-    TestEmu {
-        base,
-        ca_pem,
-        http,
-        admin,
-        admin_url,
-        token,
-        _stop: stop,
-    }
-}
-
-fn client(ca_pem: &str) -> reqwest::Client {
-    let ca = reqwest::Certificate::from_pem(ca_pem.as_bytes()).expect("ca pem");
-    reqwest::Client::builder()
-        .tls_certs_only([ca])
-        .build()
-        .expect("client")
-}
-
-async fn token(
-    http: &reqwest::Client,
-    base: &str,
-    secret: &str,
-) -> Result<String, (StatusCode, Value)> {
-    token_for(http, base, CLIENT, secret).await
-}
-
-async fn token_for(
-    http: &reqwest::Client,
-    base: &str,
-    client: &str,
-    secret: &str,
-) -> Result<String, (StatusCode, Value)> {
-    let resp = http
-        .post(format!("{base}/{TENANT}/oauth2/v2.0/token"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(
-            url::form_urlencoded::Serializer::new(String::new())
-                .append_pair("grant_type", "client_credentials")
-                .append_pair("client_id", client)
-                .append_pair("client_secret", secret)
-                .append_pair("scope", "https://management.azure.com/.default")
-                .finish(),
-        )
-        .send()
-        .await
-        .expect("send");
-    let status = resp.status();
-    let body: Value = resp.json().await.expect("json");
-    if status.is_success() {
-        Ok(body["access_token"]
-            .as_str()
-            .expect("access_token")
-            .to_owned())
-    } else {
-        Err((status, body))
-    }
-}
-
-struct Resp {
-    status: StatusCode,
-    headers: reqwest::header::HeaderMap,
-    body: Value,
-}
-
-impl Resp {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).and_then(|v| v.to_str().ok())
-    }
-    fn code(&self) -> &str {
-        self.body["error"]["code"].as_str().unwrap_or_default()
-    }
-}
-
-impl TestEmu {
-    async fn call(&self, method: Method, path_or_url: &str, body: Option<Value>) -> Resp {
-        self.call_as(&self.token, method, path_or_url, body).await
-    }
-    async fn call_as(
-        &self,
-        token: &str,
-        method: Method,
-        path_or_url: &str,
-        body: Option<Value>,
-    ) -> Resp {
-        let url = if path_or_url.starts_with("https://") {
-            path_or_url.to_owned()
-        } else {
-            format!("{}{path_or_url}", self.base)
-        };
-        let mut req = self.http.request(method, url).bearer_auth(token);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await.expect("send");
-        let status = resp.status();
-        let headers = resp.headers().clone();
-        let text = resp.text().await.expect("text");
-        let body = if text.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text).unwrap_or(Value::String(text))
-        };
-        Resp {
-            status,
-            headers,
-            body,
-        }
-    }
-    async fn put(&self, path: &str, v: &str, body: Value) -> Resp {
-        self.call(Method::PUT, &format!("{path}?api-version={v}"), Some(body))
-            .await
-    }
-    async fn get(&self, path: &str, v: &str) -> Resp {
-        self.call(Method::GET, &format!("{path}?api-version={v}"), None)
-            .await
-    }
-    async fn delete(&self, path: &str, v: &str) -> Resp {
-        self.call(Method::DELETE, &format!("{path}?api-version={v}"), None)
-            .await
-    }
-    async fn rg(&self, name: &str) -> String {
-        let path = format!("/subscriptions/{SUB}/resourcegroups/{name}");
-        let r = self.put(&path, RES, json!({ "location": "eastus" })).await;
-        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
-        path
-    }
-}
-
-fn net(rg: &str, rest: &str) -> String {
-    format!("/subscriptions/{SUB}/resourceGroups/{rg}/providers/Microsoft.Network/{rest}")
-}
-
-fn msi(rg: &str, rest: &str) -> String {
-    format!("/subscriptions/{SUB}/resourceGroups/{rg}/providers/Microsoft.ManagedIdentity/{rest}")
-}
+use support::*;
 
 #[tokio::test]
 async fn azure_identity_client_secret_credential_gets_a_token_that_arm_accepts() {
@@ -468,47 +270,6 @@ async fn routing_request_id_names_the_configured_region() {
         .get(&format!("/subscriptions/{SUB}/resourcegroups"), RES)
         .await;
     assert_ne!(again.header("x-ms-routing-request-id"), Some(id));
-}
-
-#[tokio::test]
-async fn api_version_is_validated_per_type() {
-    let emu = spawn(config()).await;
-    emu.rg("rg1").await;
-    let r = emu
-        .call(
-            Method::GET,
-            &format!("/subscriptions/{SUB}/resourcegroups/rg1"),
-            None,
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    assert_eq!(r.code(), "MissingApiVersionParameter");
-    let r = emu
-        .get(&net("rg1", "networkSecurityGroups/n"), "2099-01-01")
-        .await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    assert_eq!(r.code(), "InvalidApiVersionParameter");
-    assert!(
-        r.body["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("2023-11-01")
-    );
-    // Other published versions are accepted too.
-    for v in ["2018-11-30", "2023-01-31", "2024-11-30"] {
-        let r = emu
-            .put(
-                &msi("rg1", "userAssignedIdentities/id1"),
-                v,
-                json!({"location": "eastus"}),
-            )
-            .await;
-        assert!(r.status.is_success(), "{v}: {:?}", r.body);
-    }
-    let r = emu
-        .get(&net("rg1", "privateDnsZones/z.example.com"), NET)
-        .await;
-    assert_eq!(r.code(), "InvalidApiVersionParameter");
 }
 
 #[tokio::test]
@@ -1020,17 +781,6 @@ async fn throttling_answers_429_with_retry_after() {
             .status,
         StatusCode::CREATED
     );
-}
-
-/// The `oid` claim of an emulator-issued token: the actor ARM names in its 429s.
-fn object_id_of(token: &str) -> String {
-    use base64::Engine as _;
-    let payload = token.split('.').nth(1).expect("jwt payload");
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload)
-        .expect("base64url");
-    let claims: Value = serde_json::from_slice(&bytes).expect("claims");
-    claims["oid"].as_str().expect("oid").to_owned()
 }
 
 const CLIENT_B: &str = "0ad2e8a1-0000-4000-8000-0000000000b2";

@@ -2,15 +2,23 @@
 //!
 //! Everything type-specific lives here as data (namespace, type path, api-versions, response
 //! shapes, latencies) plus a few small hooks for read-only properties and referential checks.
-//! The request pipeline (`arm.rs`) is generic over these entries, so adding a type is adding
+//! The request pipeline (`arm/`) is generic over these entries, so adding a type is adding
 //! a row, not a branch.
+
+mod hooks;
+mod versions;
 
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-use crate::errors::{ArmError, Result};
+use crate::errors::Result;
 use crate::store::{Store, StoredResource};
+use hooks::{
+    fic_issuer_subject_unique, fill_identity, fill_private_zone, fill_public_zone, fill_record_set,
+    fill_vnet_link, nsg_not_in_use, vnet_link_target_exists,
+};
+pub use versions::*;
 
 /// How a PUT answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +76,20 @@ pub enum Storage {
     Embedded { array: &'static str },
 }
 
+/// Where the resource provider registered a type, which decides how ARM refuses an
+/// api-version it does not know: a regional type answers `NoRegisteredProviderFound` naming
+/// the location and listing the supported locations, a global one names `global`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Registration {
+    /// Registered per region (Network, Managed Identity).
+    Regions,
+    /// Registered in `global` only (public and private DNS).
+    Global,
+    /// Registered without locations (Microsoft.Authorization): ARM answers an unknown
+    /// api-version with `InvalidResourceType`, listing the supported versions.
+    Locationless,
+}
+
 /// The `etag` a type carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Etag {
@@ -106,8 +128,10 @@ pub struct ResourceType {
     pub namespace: &'static str,
     /// e.g. `privateDnsZones/virtualNetworkLinks`; the parent type is this minus the last segment.
     pub type_path: &'static str,
-    /// Every stable api-version Azure publishes for the type.
+    /// Every api-version ARM accepts for the type (stable and preview), oldest first.
     pub api_versions: &'static [&'static str],
+    /// Regional or global registration (how an unknown api-version is refused).
+    pub registration: Registration,
     pub put: PutShape,
     pub delete: DeleteShape,
     pub operation_urls: OperationUrls,
@@ -171,109 +195,6 @@ impl ResourceType {
     }
 }
 
-/// `Microsoft.Resources` stable versions (learn.microsoft.com templates "allversions").
-pub const RESOURCES_VERSIONS: &[&str] = &[
-    "2015-11-01",
-    "2016-02-01",
-    "2016-07-01",
-    "2016-09-01",
-    "2017-05-10",
-    "2018-02-01",
-    "2018-05-01",
-    "2019-03-01",
-    "2019-05-01",
-    "2019-05-10",
-    "2019-07-01",
-    "2019-08-01",
-    "2019-10-01",
-    "2020-06-01",
-    "2020-08-01",
-    "2020-10-01",
-    "2021-01-01",
-    "2021-04-01",
-    "2022-09-01",
-    "2023-07-01",
-    "2024-03-01",
-    "2024-07-01",
-    "2024-11-01",
-    "2025-03-01",
-    "2025-04-01",
-];
-
-/// `Microsoft.Network` (NRP) stable versions: the template reference list up to 2024-03-01,
-/// plus 2024-05-01, 2024-07-01, 2025-01-01, 2025-05-01 (folders in azure-rest-api-specs).
-pub const NETWORK_VERSIONS: &[&str] = &[
-    "2015-06-15",
-    "2016-03-30",
-    "2016-06-01",
-    "2016-09-01",
-    "2016-12-01",
-    "2017-03-01",
-    "2017-03-30",
-    "2017-06-01",
-    "2017-08-01",
-    "2017-09-01",
-    "2017-10-01",
-    "2017-11-01",
-    "2018-01-01",
-    "2018-02-01",
-    "2018-04-01",
-    "2018-06-01",
-    "2018-07-01",
-    "2018-08-01",
-    "2018-10-01",
-    "2018-11-01",
-    "2018-12-01",
-    "2019-02-01",
-    "2019-04-01",
-    "2019-06-01",
-    "2019-07-01",
-    "2019-08-01",
-    "2019-09-01",
-    "2019-11-01",
-    "2019-12-01",
-    "2020-03-01",
-    "2020-04-01",
-    "2020-05-01",
-    "2020-06-01",
-    "2020-07-01",
-    "2020-08-01",
-    "2020-11-01",
-    "2021-02-01",
-    "2021-03-01",
-    "2021-05-01",
-    "2021-08-01",
-    "2022-01-01",
-    "2022-05-01",
-    "2022-07-01",
-    "2022-09-01",
-    "2022-11-01",
-    "2023-02-01",
-    "2023-04-01",
-    "2023-05-01",
-    "2023-06-01",
-    "2023-09-01",
-    "2023-11-01",
-    "2024-01-01",
-    "2024-03-01",
-    "2024-05-01",
-    "2024-07-01",
-    "2025-01-01",
-    "2025-05-01",
-];
-
-/// Private DNS (`specification/privatedns/.../stable/`).
-pub const PRIVATE_DNS_VERSIONS: &[&str] = &["2018-09-01", "2020-01-01", "2020-06-01", "2024-06-01"];
-
-/// Public DNS (`specification/dns/.../stable/`).
-pub const DNS_VERSIONS: &[&str] = &["2016-04-01", "2017-09-01", "2017-10-01", "2018-05-01"];
-
-/// Managed identities (`specification/msi/.../stable/`).
-pub const MSI_VERSIONS: &[&str] = &["2018-11-30", "2023-01-31", "2024-11-30"];
-
-/// Federated identity credentials went GA in 2023-01-31.
-pub const FIC_VERSIONS: &[&str] = &["2023-01-31", "2024-11-30"];
-
 const fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
 }
@@ -285,6 +206,7 @@ const NET: ResourceType = ResourceType {
     namespace: "Microsoft.Network",
     type_path: "",
     api_versions: NETWORK_VERSIONS,
+    registration: Registration::Regions,
     put: PutShape::AsyncInBody,
     delete: DeleteShape::Async,
     operation_urls: OperationUrls::NetworkLocation,
@@ -307,6 +229,7 @@ const PDNS: ResourceType = ResourceType {
     namespace: "Microsoft.Network",
     type_path: "",
     api_versions: PRIVATE_DNS_VERSIONS,
+    registration: Registration::Global,
     put: PutShape::Accepted,
     delete: DeleteShape::Async,
     operation_urls: OperationUrls::PrivateDns,
@@ -329,6 +252,7 @@ const SYNC: ResourceType = ResourceType {
     namespace: "",
     type_path: "",
     api_versions: &[],
+    registration: Registration::Regions,
     put: PutShape::Sync,
     delete: DeleteShape::Sync,
     operation_urls: OperationUrls::None,
@@ -417,6 +341,7 @@ pub static TYPES: &[ResourceType] = &[
         namespace: "Microsoft.Network",
         type_path: "privateDnsZones/A",
         api_versions: PRIVATE_DNS_VERSIONS,
+        registration: Registration::Global,
         etag: Etag::Plain,
         fill: Some(fill_record_set),
         ..SYNC
@@ -425,6 +350,7 @@ pub static TYPES: &[ResourceType] = &[
         namespace: "Microsoft.Network",
         type_path: "privateDnsZones/CNAME",
         api_versions: PRIVATE_DNS_VERSIONS,
+        registration: Registration::Global,
         etag: Etag::Plain,
         fill: Some(fill_record_set),
         ..SYNC
@@ -433,6 +359,7 @@ pub static TYPES: &[ResourceType] = &[
         namespace: "Microsoft.Network",
         type_path: "privateDnsZones/TXT",
         api_versions: PRIVATE_DNS_VERSIONS,
+        registration: Registration::Global,
         etag: Etag::Plain,
         fill: Some(fill_record_set),
         ..SYNC
@@ -441,6 +368,7 @@ pub static TYPES: &[ResourceType] = &[
         namespace: "Microsoft.Network",
         type_path: "dnsZones",
         api_versions: DNS_VERSIONS,
+        registration: Registration::Global,
         location: LocationRule::Global,
         etag: Etag::Plain,
         in_inventory: true,
@@ -451,6 +379,7 @@ pub static TYPES: &[ResourceType] = &[
         namespace: "Microsoft.Network",
         type_path: "dnsZones/A",
         api_versions: DNS_VERSIONS,
+        registration: Registration::Global,
         etag: Etag::Plain,
         fill: Some(fill_record_set),
         ..SYNC
@@ -459,6 +388,7 @@ pub static TYPES: &[ResourceType] = &[
         namespace: "Microsoft.Network",
         type_path: "dnsZones/CNAME",
         api_versions: DNS_VERSIONS,
+        registration: Registration::Global,
         etag: Etag::Plain,
         fill: Some(fill_record_set),
         ..SYNC
@@ -467,6 +397,7 @@ pub static TYPES: &[ResourceType] = &[
         namespace: "Microsoft.Network",
         type_path: "dnsZones/NS",
         api_versions: DNS_VERSIONS,
+        registration: Registration::Global,
         etag: Etag::Plain,
         fill: Some(fill_record_set),
         ..SYNC
@@ -475,6 +406,7 @@ pub static TYPES: &[ResourceType] = &[
         namespace: "Microsoft.Network",
         type_path: "dnsZones/TXT",
         api_versions: DNS_VERSIONS,
+        registration: Registration::Global,
         etag: Etag::Plain,
         fill: Some(fill_record_set),
         ..SYNC
@@ -528,140 +460,4 @@ pub fn namespace_known(namespace: &str) -> bool {
     TYPES
         .iter()
         .any(|t| t.namespace.eq_ignore_ascii_case(namespace))
-}
-
-// ---- read-only property fillers -------------------------------------------------------------
-
-fn fill_identity(p: &mut Map<String, Value>, ctx: &FillCtx<'_>) {
-    // principalId/clientId are minted once and survive re-PUTs of the same identity.
-    for key in ["principalId", "clientId"] {
-        let kept = ctx.previous.and_then(|prev| prev.get(key)).cloned();
-        p.insert(
-            key.into(),
-            kept.unwrap_or_else(|| json!(uuid::Uuid::new_v4().to_string())),
-        );
-    }
-    p.insert("tenantId".into(), json!(ctx.tenant_id));
-}
-
-fn fill_private_zone(p: &mut Map<String, Value>, _ctx: &FillCtx<'_>) {
-    p.insert("maxNumberOfRecordSets".into(), json!(25000));
-    p.insert("maxNumberOfVirtualNetworkLinks".into(), json!(1000));
-    p.insert(
-        "maxNumberOfVirtualNetworkLinksWithRegistration".into(),
-        json!(100),
-    );
-    p.entry("numberOfRecordSets").or_insert(json!(1));
-    p.entry("numberOfVirtualNetworkLinks").or_insert(json!(0));
-    p.entry("numberOfVirtualNetworkLinksWithRegistration")
-        .or_insert(json!(0));
-    p.insert("internalId".into(), json!(uuid::Uuid::new_v4().to_string()));
-}
-
-fn fill_public_zone(p: &mut Map<String, Value>, _ctx: &FillCtx<'_>) {
-    p.insert("maxNumberOfRecordSets".into(), json!(10000));
-    p.entry("numberOfRecordSets").or_insert(json!(2));
-    p.entry("zoneType").or_insert(json!("Public"));
-    p.insert(
-        "nameServers".into(),
-        json!([
-            "ns1-01.azure-dns.com.",
-            "ns2-01.azure-dns.net.",
-            "ns3-01.azure-dns.org.",
-            "ns4-01.azure-dns.info."
-        ]),
-    );
-}
-
-fn fill_vnet_link(p: &mut Map<String, Value>, _ctx: &FillCtx<'_>) {
-    p.entry("registrationEnabled").or_insert(json!(false));
-    // `virtualNetworkLinkState` is set from the operation state when rendered.
-}
-
-fn fill_record_set(p: &mut Map<String, Value>, ctx: &FillCtx<'_>) {
-    // fqdn = "<record>.<zone>." ; the zone name is the segment before the record type.
-    let mut parts = ctx.id.rsplit('/');
-    let record = parts.next().unwrap_or_default();
-    let _record_type = parts.next();
-    let zone = parts.next().unwrap_or_default();
-    let fqdn = if record == "@" {
-        format!("{zone}.")
-    } else {
-        format!("{record}.{zone}.")
-    };
-    p.insert("fqdn".into(), json!(fqdn));
-    p.entry("ttl").or_insert(json!(3600));
-    p.entry("isAutoRegistered").or_insert(json!(false));
-}
-
-// ---- referential checks -------------------------------------------------------------------
-
-/// NRP refuses to delete an NSG a subnet still references.
-fn nsg_not_in_use(store: &Store, nsg: &StoredResource) -> Result<()> {
-    let nsg_key = nsg.id.to_ascii_lowercase();
-    let users = store.subnets_referencing_nsg(&nsg_key);
-    if users.is_empty() {
-        return Ok(());
-    }
-    Err(ArmError::bad_request(
-        "InUseNetworkSecurityGroupCannotBeDeleted",
-        format!(
-            "Network security group {} cannot be deleted because it is in use by the following \
-             resources: {}. In order to delete the Network security group, remove the \
-             association with the resource(s). To learn how to do this, see aka.ms/deletensg.",
-            nsg.id,
-            users.join(", ")
-        ),
-    ))
-}
-
-/// The private DNS RP answers 400 `BadRequest` when the linked VNet does not exist.
-fn vnet_link_target_exists(store: &Store, put: &PutCheck<'_>) -> Result<()> {
-    let target = put
-        .properties
-        .get("virtualNetwork")
-        .and_then(|v| v.get("id"))
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if target.is_empty() {
-        return Err(ArmError::bad_request(
-            "BadRequest",
-            "The virtual network reference of the virtual network link is missing.",
-        ));
-    }
-    if store.get(&target.to_ascii_lowercase()).is_none() {
-        return Err(ArmError::bad_request(
-            "BadRequest",
-            format!("Virtual network resource not found for '{target}'"),
-        ));
-    }
-    Ok(())
-}
-
-/// One identity may not trust the same issuer+subject twice.
-fn fic_issuer_subject_unique(store: &Store, put: &PutCheck<'_>) -> Result<()> {
-    let field = |p: &Map<String, Value>, k: &str| {
-        p.get(k)
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .unwrap_or_default()
-    };
-    let (issuer, subject) = (
-        field(put.properties, "issuer"),
-        field(put.properties, "subject"),
-    );
-    let clash = store.children_of(put.parent_key).any(|r| {
-        r.id.to_ascii_lowercase() != put.key
-            && r.rtype.last_segment() == "federatedIdentityCredentials"
-            && field(&r.properties, "issuer") == issuer
-            && field(&r.properties, "subject") == subject
-    });
-    if clash {
-        return Err(ArmError::new(
-            axum::http::StatusCode::CONFLICT,
-            "Conflict",
-            "Issuer and subject combination already exists for this Managed Identity.",
-        ));
-    }
-    Ok(())
 }

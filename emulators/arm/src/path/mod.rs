@@ -3,10 +3,13 @@
 //! ARM path segments are case-insensitive (`resourcegroups` = `resourceGroups`); names keep
 //! the caller's casing here and are matched case-insensitively by the store.
 
+mod authz;
+
 use axum::http::StatusCode;
 
 use crate::errors::{ArmError, Result};
-use crate::types::{self, ResourceType};
+use crate::types::{self, Registration, ResourceType};
+pub use authz::{AuthzKind, AuthzRef, AuthzScope};
 
 /// Which view of an asynchronous operation a URL asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,6 +124,36 @@ pub enum Target {
         rtype: &'static ResourceType,
         parent_names: Vec<String>,
     },
+    /// A role assignment or role definition (one, or a collection) at some scope.
+    Authorization(AuthzRef),
+    /// A type the namespace does not have. ARM answers it only once it has the api-version
+    /// (its message names it), after authenticating the caller like any other request.
+    UnknownType {
+        sub: String,
+        namespace: String,
+        type_path: String,
+    },
+}
+
+/// How the api-version of a request is checked, which decides ARM's refusal.
+#[derive(Clone, Copy, Debug)]
+pub enum VersionRule<'a> {
+    /// Operation URLs carry the caller's own version back: any is accepted.
+    Any,
+    /// ARM's own endpoints (resource groups, the inventory): `InvalidApiVersionParameter`.
+    Arm(&'static [&'static str]),
+    /// A resource provider's type: refused as its registration dictates.
+    Provider {
+        versions: &'static [&'static str],
+        namespace: &'a str,
+        type_path: &'a str,
+        registration: Registration,
+    },
+    /// A type the namespace does not have: every version is refused.
+    Unknown {
+        namespace: &'a str,
+        type_path: &'a str,
+    },
 }
 
 impl Target {
@@ -129,8 +162,10 @@ impl Target {
             Target::ResourceGroupList { sub }
             | Target::Inventory { sub, .. }
             | Target::Operation { sub, .. }
-            | Target::Collection { sub, .. } => sub,
+            | Target::Collection { sub, .. }
+            | Target::UnknownType { sub, .. } => sub,
             Target::Resource(r) => &r.sub,
+            Target::Authorization(a) => &a.sub,
         }
     }
 
@@ -142,18 +177,47 @@ impl Target {
             Target::Operation { .. } => "operations".into(),
             Target::Resource(r) => r.rtype.full_name(),
             Target::Collection { rtype, .. } => rtype.full_name(),
+            Target::Authorization(a) => format!("{}/{}", authz::NAMESPACE, a.kind.type_path()),
+            Target::UnknownType {
+                namespace,
+                type_path,
+                ..
+            } => format!("{namespace}/{type_path}"),
         }
     }
 
-    /// The api-versions accepted, or `None` when any is (operation URLs carry the caller's).
-    pub fn api_versions(&self) -> Option<&'static [&'static str]> {
+    /// How the request's api-version is checked.
+    pub fn version_rule(&self) -> VersionRule<'_> {
+        let provider = |rtype: &'static ResourceType| VersionRule::Provider {
+            versions: rtype.api_versions,
+            namespace: rtype.namespace,
+            type_path: rtype.type_path,
+            registration: rtype.registration,
+        };
         match self {
             Target::ResourceGroupList { .. } | Target::Inventory { .. } => {
-                Some(types::RESOURCES_VERSIONS)
+                VersionRule::Arm(types::RESOURCES_VERSIONS)
             }
-            Target::Operation { .. } => None,
-            Target::Resource(r) => Some(r.rtype.api_versions),
-            Target::Collection { rtype, .. } => Some(rtype.api_versions),
+            Target::Resource(r) if r.rtype.is_resource_group() => {
+                VersionRule::Arm(r.rtype.api_versions)
+            }
+            Target::Operation { .. } => VersionRule::Any,
+            Target::Resource(r) => provider(r.rtype),
+            Target::Collection { rtype, .. } => provider(rtype),
+            Target::Authorization(a) => VersionRule::Provider {
+                versions: a.kind.api_versions(),
+                namespace: authz::NAMESPACE,
+                type_path: a.kind.type_path(),
+                registration: Registration::Locationless,
+            },
+            Target::UnknownType {
+                namespace,
+                type_path,
+                ..
+            } => VersionRule::Unknown {
+                namespace,
+                type_path,
+            },
         }
     }
 
@@ -161,6 +225,7 @@ impl Target {
     pub fn name(&self) -> &str {
         match self {
             Target::Resource(r) => r.name(),
+            Target::Authorization(a) => a.name.as_deref().unwrap_or(""),
             _ => "",
         }
     }
@@ -193,6 +258,9 @@ pub fn parse(path: &str) -> Result<Target> {
         return Err(not_found_path(path));
     }
     let sub = (*sub).to_owned();
+    if let Some(i) = authz::locate(&segs) {
+        return authz::parse(sub, &segs[2..i], &segs[i + 2..], path);
+    }
     match rest {
         [rgs] if eq(rgs, "resourcegroups") => Ok(Target::ResourceGroupList { sub }),
         [res] if eq(res, "resources") => Ok(Target::Inventory { sub, rg: None }),
@@ -277,15 +345,13 @@ fn parse_provider(
         .step_by(2)
         .map(|s| (*s).to_owned())
         .collect();
-    let rtype = types::lookup(ns, &type_segs).ok_or_else(|| {
-        ArmError::bad_request(
-            "InvalidResourceType",
-            format!(
-                "The resource type '{}' could not be found in the namespace '{ns}'.",
-                type_segs.join("/")
-            ),
-        )
-    })?;
+    let Some(rtype) = types::lookup(ns, &type_segs) else {
+        return Ok(Target::UnknownType {
+            sub,
+            namespace: ns.to_owned(),
+            type_path: type_segs.join("/"),
+        });
+    };
     let is_collection = tail.len() % 2 == 1;
     match (rg, is_collection) {
         (Some(rg), false) => Ok(Target::Resource(ResourceRef {

@@ -1,0 +1,40 @@
+//! The ARM front door: one fallback handler for every ARM path, split by what each part does.
+//!
+//! [`pipeline`] authenticates, authorises, throttles, validates the api-version and injects
+//! faults, then routes to a handler that is generic over the type table (`types.rs`): [`put`],
+//! [`patch`], [`read`] (GET, HEAD, lists), [`delete`], with [`lro`] for the asynchronous
+//! operations they start.
+
+mod api_version;
+mod body;
+mod delete;
+mod headers;
+mod lookup;
+mod lro;
+mod patch;
+mod pipeline;
+mod put;
+mod rbac;
+mod read;
+mod respond;
+
+use std::collections::HashMap;
+
+use time::OffsetDateTime;
+
+use crate::Emulator;
+
+pub(crate) use pipeline::{TypeTag, handle};
+pub(crate) use rbac::render_assignment;
+
+/// Per-request facts the handlers need.
+pub(crate) struct Ctx<'a> {
+    pub(super) emu: &'a Emulator,
+    pub(super) base: String,
+    pub(super) api_version: String,
+    pub(super) now: OffsetDateTime,
+    pub(super) query: &'a HashMap<String, String>,
+    pub(super) path: &'a str,
+    /// Object id of the authenticated caller (role assignments record it).
+    pub(super) caller: String,
+}

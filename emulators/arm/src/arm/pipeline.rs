@@ -1,0 +1,261 @@
+//! The request pipeline: authenticate, authorise, throttle, check the api-version, inject
+//! faults, then route to the handler for the method and target.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header, request::Parts};
+use axum::response::{IntoResponse, Response};
+use time::OffsetDateTime;
+
+use super::delete::delete_resource;
+use super::headers::{RateHeaders, routing_request_id};
+use super::lro::operation;
+use super::patch::patch_resource;
+use super::put::put_resource;
+use super::read::{get_resource, head_resource, inventory, list_collection, list_resource_groups};
+use super::{Ctx, api_version, rbac};
+use crate::Emulator;
+use crate::errors::{ArmError, Result};
+use crate::path::{self, AuthzKind, Target};
+use crate::store::Store;
+use crate::throttle::{Draw, OpClass, Scope};
+use crate::types::{DeleteShape, PutShape};
+
+/// Response extension naming the resource type and subscription, read by the request
+/// recorder (its presence is also what marks an answer as ARM's rather than Entra's).
+#[derive(Clone)]
+pub(crate) struct TypeTag {
+    pub type_name: String,
+    pub subscription: Option<String>,
+}
+
+/// The public base URL, from the request's Host (HTTP/1.1) or authority (HTTP/2).
+fn base_url(parts: &Parts) -> String {
+    let host = parts
+        .headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| parts.uri.authority().map(|a| a.to_string()))
+        .unwrap_or_else(|| "localhost".into());
+    format!("https://{host}")
+}
+
+/// Fallback handler for every ARM path.
+pub(crate) async fn handle(State(emu): State<Emulator>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let mut rate = RateHeaders::default();
+    let mut subscription = None;
+    let (type_name, result) = match axum::body::to_bytes(body, 8 * 1024 * 1024).await {
+        Err(_) => (
+            "-".to_owned(),
+            Err(ArmError::bad_request(
+                "InvalidRequestContent",
+                "The request content could not be read.",
+            )),
+        ),
+        Ok(bytes) => match path::parse(parts.uri.path()) {
+            Err(e) => ("-".to_owned(), Err(e)),
+            Ok(target) => {
+                subscription = Some(target.subscription().to_owned());
+                let t = target.type_name();
+                (t, process(&emu, &parts, &target, &bytes, &mut rate).await)
+            }
+        },
+    };
+    let mut resp = result.unwrap_or_else(IntoResponse::into_response);
+    let headers = resp.headers_mut();
+    rate.apply(headers);
+    if let Ok(v) = HeaderValue::from_str(&routing_request_id(
+        &emu.config().region,
+        OffsetDateTime::now_utc(),
+    )) {
+        headers.insert("x-ms-routing-request-id", v);
+    }
+    resp.extensions_mut().insert(TypeTag {
+        type_name,
+        subscription,
+    });
+    resp
+}
+
+fn action(method: &Method, target: &Target) -> String {
+    let verb = match *method {
+        Method::GET | Method::HEAD => "read",
+        Method::DELETE => "delete",
+        _ => "write",
+    };
+    format!("{}/{verb}", target.type_name())
+}
+
+async fn process(
+    emu: &Emulator,
+    parts: &Parts,
+    target: &Target,
+    body: &Bytes,
+    rate: &mut RateHeaders,
+) -> Result<Response> {
+    let sub = target.subscription();
+    let class = OpClass::from_method(&parts.method);
+    let region = emu.config().region.as_str();
+    let claims = match emu.authenticate(&parts.headers) {
+        Ok(c) => c,
+        Err(e) => {
+            let global = emu
+                .lock()
+                .throttle
+                .peek_global(sub, region, class, Instant::now());
+            *rate = RateHeaders::unauthenticated(class, global);
+            return Err(e);
+        }
+    };
+    // ARM keys the caller's bucket on the principal's object id, the "actor" of its 429s.
+    let scope = Scope {
+        subscription: sub,
+        principal: &claims.oid,
+        region,
+    };
+    if let Err(e) = emu.authorize(
+        &claims,
+        sub,
+        &action(&parts.method, target),
+        parts.uri.path(),
+    ) {
+        // Refused before reaching the buckets: report them, take nothing.
+        *rate = RateHeaders::new(
+            class,
+            emu.lock().throttle.peek(scope, class, Instant::now()),
+        );
+        return Err(e);
+    }
+
+    match emu.lock().throttle.draw(scope, class, Instant::now()) {
+        Draw::Allowed(r) => *rate = RateHeaders::new(class, r),
+        Draw::Throttled {
+            retry_after,
+            remaining,
+        } => {
+            *rate = RateHeaders::new(class, remaining);
+            return Err(ArmError::subscription_throttled(
+                class.noun(),
+                sub,
+                &claims.oid,
+                retry_after,
+            ));
+        }
+    }
+
+    let query: HashMap<String, String> =
+        url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
+            .into_owned()
+            .collect();
+    let api_version = query
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("api-version"))
+        .map(|(_, v)| v.clone())
+        .ok_or_else(ArmError::missing_api_version)?;
+    api_version::check(emu, target, &api_version, body)?;
+
+    injected_fault(emu, &parts.method, target)?;
+
+    // Synchronous RPs still take a moment; wait outside the lock.
+    let delay = emu
+        .config()
+        .latency
+        .apply(sync_latency(&parts.method, target));
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+
+    let ctx = Ctx {
+        emu,
+        base: base_url(parts),
+        api_version,
+        now: OffsetDateTime::now_utc(),
+        query: &query,
+        path: parts.uri.path(),
+        caller: claims.oid.clone(),
+    };
+    let mut guard = emu.lock();
+    let store = &mut guard.store;
+    store.settle(ctx.now);
+    route(&ctx, store, &parts.method, target, body)
+}
+
+/// The first installed fault matching the request, as the error it asks for.
+fn injected_fault(emu: &Emulator, method: &Method, target: &Target) -> Result<()> {
+    let fault = emu
+        .lock()
+        .faults
+        .take(method.as_str(), &target.type_name(), target.name());
+    let Some(f) = fault else {
+        return Ok(());
+    };
+    let status = StatusCode::from_u16(f.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let message = f
+        .message
+        .unwrap_or_else(|| format!("Injected fault {} for {}.", f.code, target.type_name()));
+    let mut err = ArmError::new(status, f.code, message);
+    err.retry_after = f.retry_after_secs;
+    Err(err)
+}
+
+/// The realistic time a synchronous resource provider takes to answer. Per-type overrides only
+/// govern asynchronous operations, so they never stretch a synchronous answer.
+fn sync_latency(method: &Method, target: &Target) -> Duration {
+    let writes = *method == Method::PUT || *method == Method::DELETE;
+    match target {
+        Target::Resource(r)
+            if (*method == Method::PUT && r.rtype.put == PutShape::Sync)
+                || (*method == Method::DELETE && r.rtype.delete == DeleteShape::Sync) =>
+        {
+            r.rtype.sync_latency
+        }
+        Target::Authorization(a) if writes && a.kind == AuthzKind::RoleAssignments => {
+            rbac::WRITE_LATENCY
+        }
+        _ => Duration::ZERO,
+    }
+}
+
+/// The handler for a method on a target; anything else is `405 MethodNotAllowed`.
+fn route(
+    ctx: &Ctx<'_>,
+    store: &mut Store,
+    method: &Method,
+    target: &Target,
+    body: &Bytes,
+) -> Result<Response> {
+    match (method, target) {
+        (&Method::GET, Target::Resource(r)) => get_resource(store, r),
+        (&Method::HEAD, Target::Resource(r)) => Ok(head_resource(store, r)),
+        (&Method::PUT, Target::Resource(r)) => put_resource(ctx, store, r, body),
+        (&Method::PATCH, Target::Resource(r)) => patch_resource(store, r, body),
+        (&Method::DELETE, Target::Resource(r)) => delete_resource(ctx, store, r),
+        (
+            &Method::GET,
+            Target::Collection {
+                sub,
+                rg,
+                rtype,
+                parent_names,
+            },
+        ) => list_collection(ctx, store, sub, rg.as_deref(), rtype, parent_names),
+        (&Method::GET, Target::ResourceGroupList { sub }) => {
+            Ok(list_resource_groups(ctx, store, sub))
+        }
+        (&Method::GET, Target::Inventory { sub, rg }) => inventory(ctx, store, sub, rg.as_deref()),
+        (_, Target::Authorization(a)) => rbac::route(ctx, store, method, a, body),
+        (&Method::GET, Target::Operation { sub, id, view }) => {
+            operation(store, sub, id, *view, ctx.now)
+        }
+        _ => Err(ArmError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            format!("The requested method '{method}' is not allowed for this resource."),
+        )),
+    }
+}
