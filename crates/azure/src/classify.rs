@@ -71,6 +71,7 @@ const TERMINAL_CODES: &[&str] = &[
     "OperationNotAllowed",
     "PublicIPCountLimitReached",
     "SubscriptionNotFound",
+    "InvalidResourceNamespace",
     "RoleAssignmentExists",
     "DisallowedByPolicy",
     "RequestDisallowedByPolicy",
@@ -105,6 +106,31 @@ pub fn classify(status: Option<u16>, code: Option<&str>) -> ErrorKind {
         Some(408) | Some(409) | Some(412) | Some(423) | Some(429) => ErrorKind::Retryable,
         Some(s) if s >= 500 => ErrorKind::Retryable,
         Some(_) => ErrorKind::Terminal,
+    }
+}
+
+/// Whether a 404 with ARM error `code` says the resource (or its parent, or its group) does
+/// not exist — the only 404 a look-up may read as "absent" and a delete as "already gone".
+/// `SubscriptionNotFound`, `InvalidResourceType`, `InvalidResourceNamespace` and
+/// `NoRegisteredProviderFound` say the request is wrong instead: read as absent, a delete
+/// against the wrong subscription would report success and leave everything behind.
+///
+/// ```
+/// use hypersaga_azure::means_absent;
+/// assert!(means_absent(None));
+/// assert!(means_absent(Some("ResourceGroupNotFound")));
+/// assert!(!means_absent(Some("SubscriptionNotFound")));
+/// assert!(!means_absent(Some("InvalidResourceType")));
+/// ```
+pub fn means_absent(code: Option<&str>) -> bool {
+    const NOT_ABSENCE: [&str; 2] = ["SubscriptionNotFound", "PrincipalNotFound"];
+    match code {
+        None => true,
+        Some(c) => {
+            c.len() >= "NotFound".len()
+                && c.as_bytes()[c.len() - "NotFound".len()..].eq_ignore_ascii_case(b"NotFound")
+                && !NOT_ABSENCE.iter().any(|n| n.eq_ignore_ascii_case(c))
+        }
     }
 }
 

@@ -111,8 +111,9 @@ impl ArmClient {
         })
     }
 
-    /// Reads a resource. `Ok(None)` when ARM answers 404 (resource, parent or resource group
-    /// missing) — the "look" of look-then-adopt-or-create.
+    /// Reads a resource. `Ok(None)` when ARM answers that the resource, a parent or its
+    /// resource group is missing — the "look" of look-then-adopt-or-create. Any other 404
+    /// (`SubscriptionNotFound`, `InvalidResourceType`) is an error.
     pub async fn get(&self, id: &str, api_version: &str) -> Result<Option<serde_json::Value>> {
         let url = self.inner.url(id, api_version)?;
         self.inner.get_url(&url).await
@@ -285,10 +286,12 @@ impl Inner {
     /// GET returning `None` on 404.
     pub async fn get_url(&self, url: &Url) -> Result<Option<serde_json::Value>> {
         let answer = self.send(Method::Get, url, None, 1).await?;
-        match answer.status {
-            404 => Ok(None),
-            s if (200..300).contains(&s) => answer.json(&log_path(url)),
-            _ => Err(answer.into_error(&Method::Get, &log_path(url))),
+        if answer.is_absent() {
+            return Ok(None);
         }
+        if answer.is_success() {
+            return answer.json(&log_path(url));
+        }
+        Err(answer.into_error(&Method::Get, &log_path(url)))
     }
 }

@@ -32,7 +32,7 @@ pub struct ArmErrorBody {
 impl ArmErrorBody {
     /// The most specific code: the first detail's when the top-level one is a generic wrapper
     /// such as `InvalidTemplateDeployment`/`BadRequest` and a detail says more.
-    fn effective_code(&self) -> Option<&str> {
+    pub(crate) fn effective_code(&self) -> Option<&str> {
         const GENERIC: &[&str] = &[
             "BadRequest",
             "InvalidTemplateDeployment",

@@ -34,7 +34,7 @@ mod retry_after;
 mod transport;
 
 pub use azure_core::credentials::{Secret, TokenCredential};
-pub use classify::{ErrorKind, classify};
+pub use classify::{ErrorKind, classify, means_absent};
 pub use client::ArmClient;
 pub use config::{ArmConfig, CredentialConfig};
 pub use error::{ArmError, ArmErrorBody, Result};

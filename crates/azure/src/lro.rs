@@ -190,7 +190,7 @@ pub(crate) async fn begin_put(inner: &Inner, url: &Url, body: &Value) -> Result<
 pub(crate) async fn begin_delete(inner: &Inner, url: &Url) -> Result<Progress> {
     let path = log_path(url);
     let answer = inner.send(Method::Delete, url, None, 1).await?;
-    if matches!(answer.status, 204 | 404) {
+    if answer.status == 204 || answer.is_absent() {
         return Ok(Progress::Done(None));
     }
     if !answer.is_success() {
@@ -280,7 +280,7 @@ pub(crate) async fn poll_once(inner: &Inner, p: &Pending) -> Result<Progress> {
                     return Err(answer.into_error(&Method::Get, &log_path(&target)));
                 }
                 provisioned(inner, &resource, inner.poll_interval).await
-            } else if answer.is_success() || answer.status == 404 {
+            } else if answer.is_success() || answer.is_absent() {
                 Ok(Progress::Done(None))
             } else {
                 Err(answer.into_error(&Method::Get, &log_path(&target)))
@@ -289,7 +289,7 @@ pub(crate) async fn poll_once(inner: &Inner, p: &Pending) -> Result<Progress> {
         PollKind::Provisioning => provisioned(inner, &resource, inner.poll_interval).await,
         PollKind::Gone => {
             let answer = poll(inner, &resource).await?;
-            if answer.status == 404 {
+            if answer.is_absent() {
                 Ok(Progress::Done(None))
             } else {
                 Ok(again(inner, p, &answer))
@@ -384,15 +384,15 @@ pub(crate) async fn delete(inner: &Inner, url: &Url) -> Result<()> {
     finish(inner, first).await.map(|_| ())
 }
 
-/// One poll GET, retried a few times on transient failure. Returns 2xx and 404 answers;
-/// any other status becomes an error.
+/// One poll GET, retried a few times on transient failure. Returns 2xx answers and 404s that
+/// say the resource is absent; any other status becomes an error.
 async fn poll(inner: &Inner, url: &Url) -> Result<Answer> {
     let attempt = AtomicU32::new(0);
     let min_delay = inner.poll_interval.min(Duration::from_secs(1));
     let once = || async {
         let n = attempt.fetch_add(1, Ordering::Relaxed) + 1;
         let answer = inner.send(Method::Get, url, None, n).await?;
-        if answer.is_success() || answer.status == 404 {
+        if answer.is_success() || answer.is_absent() {
             Ok(answer)
         } else {
             Err(answer.into_error(&Method::Get, &log_path(url)))

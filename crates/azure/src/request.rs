@@ -48,6 +48,16 @@ impl Answer {
         (200..300).contains(&self.status)
     }
 
+    /// A 404 saying the resource is not there (see [`crate::classify::means_absent`]).
+    pub fn is_absent(&self) -> bool {
+        self.status == 404
+            && crate::classify::means_absent(
+                parse_error_body(&self.body)
+                    .as_ref()
+                    .and_then(|e| e.effective_code()),
+            )
+    }
+
     /// The body as JSON; an empty body is `None`.
     pub fn json(&self, path: &str) -> Result<Option<serde_json::Value>> {
         if self.body.iter().all(u8::is_ascii_whitespace) {

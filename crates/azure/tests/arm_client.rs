@@ -21,6 +21,8 @@ use tokio::sync::oneshot;
 const API: &str = "2024-01-01";
 const TOKEN: &str = "test-access-token";
 const SUB: &str = "/subscriptions/00000000-0000-0000-0000-000000000001";
+/// A subscription ARM does not know.
+const GONE_SUB: &str = "/subscriptions/00000000-0000-0000-0000-00000000dead";
 
 struct Double {
     base: String,
@@ -213,6 +215,19 @@ async fn handle(
                 .into_response()
             }
         }
+        // ARM's answers for a subscription it does not know and a type no provider serves.
+        (_, p) if p.starts_with(GONE_SUB) => arm_error(
+            StatusCode::NOT_FOUND,
+            "SubscriptionNotFound",
+            &format!("The subscription '{}' could not be found.", &GONE_SUB[15..]),
+            None,
+        ),
+        (_, p) if p.contains("/providers/Microsoft.Network/virtualNetworkz/") => arm_error(
+            StatusCode::NOT_FOUND,
+            "InvalidResourceType",
+            "The resource type 'virtualNetworkz' could not be found in the namespace 'Microsoft.Network' for api version '2023-11-01'.",
+            None,
+        ),
         ("DELETE", _) => StatusCode::NO_CONTENT.into_response(),
         _ => arm_error(StatusCode::NOT_FOUND, "ResourceNotFound", &format!("The Resource '{path}' was not found."), None),
     }
@@ -368,6 +383,23 @@ async fn get_missing_is_none() {
             .unwrap()
             .is_some()
     );
+}
+
+#[tokio::test]
+async fn only_a_missing_resource_is_absent_not_a_wrong_request() {
+    let h = harness(Duration::from_secs(10)).await;
+    let elsewhere =
+        format!("{GONE_SUB}/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet");
+    let err = h.arm.get(&elsewhere, API).await.expect_err("not absent");
+    assert_eq!(err.code(), Some("SubscriptionNotFound"), "{err}");
+    assert!(!err.is_retryable() && !err.is_not_found(), "{err}");
+    // A delete there is not "already gone": the cluster's resources would be left behind.
+    let err = h.arm.delete(&elsewhere, API).await.expect_err("not gone");
+    assert_eq!(err.code(), Some("SubscriptionNotFound"), "{err}");
+    let typo = net("virtualNetworkz", "vnet");
+    let err = h.arm.get(&typo, API).await.expect_err("not absent");
+    assert_eq!(err.code(), Some("InvalidResourceType"), "{err}");
+    assert!(h.arm.begin_delete(&typo, API).await.is_err());
 }
 
 #[tokio::test]
