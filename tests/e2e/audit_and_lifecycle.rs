@@ -134,6 +134,21 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
         .collect()
     );
 
+    // Each identity holds its roles on the cluster's groups (hypershift-azure.md §2.4: 14
+    // grants of 7 identities), granted to it as a service principal.
+    let grants = system
+        .arm_admin()
+        .role_assignments(Some(&sub))
+        .await
+        .expect("role assignments");
+    assert_eq!(grants.len(), 14, "{grants:#?}");
+    assert!(
+        grants
+            .iter()
+            .all(|g| g["properties"]["principalType"] == "ServicePrincipal"),
+        "{grants:#?}"
+    );
+
     // Every write used the api-version of the reference (hypershift-azure.md §1–§2).
     let stats = system.arm_admin().requests().await.expect("requests");
     let puts: Vec<_> = stats.recent.iter().filter(|r| r.method == "PUT").collect();
@@ -148,6 +163,8 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
             "2023-11-01"
         } else if ty.starts_with("Microsoft.ManagedIdentity/") {
             "2024-11-30"
+        } else if ty == "Microsoft.Authorization/roleAssignments" {
+            "2022-04-01"
         } else {
             panic!("unexpected write of {ty}: {r:?}")
         };
@@ -317,6 +334,15 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
     // credentials, which would otherwise still trust the tenant's issuer). The tenant's
     // identity group stays for its other clusters, and so does the OIDC issuer.
     assert_eq!(inventory(&arm, &sub).await, BTreeSet::new());
+    assert_eq!(
+        system
+            .arm_admin()
+            .role_assignments(Some(&sub))
+            .await
+            .expect("role assignments"),
+        Vec::<Value>::new(),
+        "no grant outlives the cluster"
+    );
     assert_eq!(
         resource_groups(&arm, &sub).await,
         ["hcp-acme-identities".to_string()].into_iter().collect()

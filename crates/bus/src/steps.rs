@@ -70,6 +70,8 @@ pub enum StepId {
     Oidc,
     /// `identity.workload`: the cluster's workload identities and federated credentials.
     WorkloadIdentities,
+    /// `identity.role-assignments`: what each workload identity may do, and where.
+    RoleAssignments,
     /// `network.resource-groups`: the managed RG, and the VNet and NSG RGs unless brought.
     ResourceGroups,
     /// `network.nsg`: the network security group.
@@ -97,10 +99,11 @@ const NODE_POOL_PREFIX: &str = "nodepool.";
 
 impl StepId {
     /// Every step that is not a node pool, in create-plan order.
-    pub const FIXED: [Self; 11] = [
+    pub const FIXED: [Self; 12] = [
         Self::Oidc,
         Self::WorkloadIdentities,
         Self::ResourceGroups,
+        Self::RoleAssignments,
         Self::Nsg,
         Self::Vnet,
         Self::PublicIp,
@@ -119,7 +122,7 @@ impl StepId {
     /// The service that runs this step.
     pub fn service(&self) -> Service {
         match self {
-            Self::Oidc | Self::WorkloadIdentities => Service::Identity,
+            Self::Oidc | Self::WorkloadIdentities | Self::RoleAssignments => Service::Identity,
             Self::ResourceGroups | Self::Nsg | Self::Vnet | Self::PublicIp | Self::LoadBalancer => {
                 Service::Network
             }
@@ -142,6 +145,7 @@ impl StepId {
         let head = match self {
             Self::Oidc => "identity.oidc",
             Self::WorkloadIdentities => "identity.workload",
+            Self::RoleAssignments => "identity.role-assignments",
             Self::ResourceGroups => "network.resource-groups",
             Self::Nsg => "network.nsg",
             Self::Vnet => "network.vnet",
@@ -334,6 +338,11 @@ mod tests {
                 StepId::ResourceGroups,
                 "network.resource-groups",
                 Service::Network,
+            ),
+            (
+                StepId::RoleAssignments,
+                "identity.role-assignments",
+                Service::Identity,
             ),
             (StepId::Nsg, "network.nsg", Service::Network),
             (StepId::Vnet, "network.vnet", Service::Network),

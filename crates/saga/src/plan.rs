@@ -60,6 +60,8 @@ pub fn create_plan(spec: &ClusterSpec, retain: Retain) -> Vec<StepDef> {
         StepDef::of(Oidc, &[], Keep),
         StepDef::of(WorkloadIdentities, &[Oidc], identities),
         StepDef::of(ResourceGroups, &[], Undo),
+        // Removed with the cluster even when the identities stay: they grant on its groups.
+        StepDef::of(RoleAssignments, &[WorkloadIdentities, ResourceGroups], Undo),
         StepDef::of(Nsg, &[ResourceGroups], byo),
         StepDef::of(Vnet, &[Nsg], byo),
         StepDef::of(PublicIp, &[ResourceGroups], Undo),
@@ -68,7 +70,7 @@ pub fn create_plan(spec: &ClusterSpec, retain: Retain) -> Vec<StepDef> {
         StepDef::of(VnetLink, &[PrivateZone, Vnet], Undo),
         StepDef::of(
             HostedCluster,
-            &[WorkloadIdentities, Vnet, LoadBalancer, VnetLink],
+            &[RoleAssignments, Vnet, LoadBalancer, VnetLink],
             Undo,
         ),
         StepDef::of(DnsRecords, &[HostedCluster, PrivateZone], Undo),

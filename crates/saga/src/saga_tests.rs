@@ -174,7 +174,11 @@ fn create_runs_independent_branches_in_parallel_and_finishes_ready() {
     );
     assert_eq!(
         waves[2],
-        vec!["network.load-balancer:do", "network.vnet:do"]
+        vec![
+            "identity.role-assignments:do",
+            "network.load-balancer:do",
+            "network.vnet:do"
+        ]
     );
     assert_eq!(waves[3], vec!["dns.vnet-link:do"]);
     assert_eq!(waves[4], vec!["controlplane.hostedcluster:do"]);
@@ -388,15 +392,17 @@ fn delete_undoes_everything_in_reverse_but_the_issuer() {
     let waves = run_all_ok(&mut s);
     assert_eq!(waves[0], vec!["dns.records:undo", "nodepool.workers:undo"]);
     assert_eq!(waves[1], vec!["controlplane.hostedcluster:undo"]);
-    // The identities go once nothing that uses them is left.
+    // The grants go once nothing that uses them is left, then the identities.
     assert_eq!(
         waves[2],
         vec![
             "dns.vnet-link:undo",
-            "identity.workload:undo",
+            "identity.role-assignments:undo",
             "network.load-balancer:undo"
         ]
     );
+    let wave_of = |id: &str| waves.iter().position(|w| w.iter().any(|x| x == id));
+    assert!(wave_of("identity.workload:undo") > wave_of("identity.role-assignments:undo"));
     assert_eq!(
         waves.last().unwrap(),
         &vec!["network.resource-groups:undo".to_string()]

@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | `identity.oidc` | the tenant's OIDC issuer (signing key, discovery document, JWKS), shared by all its clusters | nothing |
 //! | `identity.workload` | the tenant's identity RG, 7 user-assigned identities, their 12 federated credentials | the 7 identities (their credentials go with them); the RG stays |
+//! | `identity.role-assignments` | the identities' 14 built-in role assignments on the cluster's groups | the 14 assignments |
 //!
 //! The issuer is never undone: every cluster of the tenant shares it. The identities are
 //! named per infra id, so nothing else uses them once their cluster is gone; a delete that
@@ -15,6 +16,7 @@
 
 mod blob;
 mod issuer;
+mod roles;
 mod workload;
 
 use std::sync::Arc;
@@ -27,6 +29,7 @@ use hypersaga_worker::{Progress, StepHandler, StepResult};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
+pub use roles::AUTHORIZATION_API;
 pub use workload::{FIC_API, MSI_API, RESOURCES_API};
 
 /// Why the service could not start or stopped.
@@ -97,6 +100,14 @@ impl ArmStep for IdentityHandler {
             (StepId::WorkloadIdentities, Action::Do) => {
                 let arm = self.arm.tenant(&cmd.tenant)?;
                 workload::ensure(&arm, cmd, ops, notes).await
+            }
+            (StepId::RoleAssignments, Action::Do) => {
+                let arm = self.arm.tenant(&cmd.tenant)?;
+                roles::ensure(&arm, cmd, ops).await
+            }
+            (StepId::RoleAssignments, Action::Undo) => {
+                let arm = self.arm.tenant(&cmd.tenant)?;
+                roles::delete(&arm, cmd, ops).await
             }
             (StepId::WorkloadIdentities, Action::Undo) => {
                 let arm = self.arm.tenant(&cmd.tenant)?;

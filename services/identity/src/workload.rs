@@ -141,7 +141,7 @@ pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Res
 /// What identities that each ran to the end made, or the stop to report: a terminal failure
 /// before a retryable one (since retrying cannot fix the terminal one), either before a wait
 /// on Azure.
-fn all_of<T>(results: Vec<Result<T, Halt>>) -> Result<Vec<T>, Halt> {
+pub(crate) fn all_of<T>(results: Vec<Result<T, Halt>>) -> Result<Vec<T>, Halt> {
     let mut done = Vec::with_capacity(results.len());
     let mut first: Option<Halt> = None;
     for r in results {

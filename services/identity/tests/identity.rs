@@ -308,3 +308,171 @@ async fn identity_errors_are_classified() {
     .expect_err("unknown");
     assert_eq!(e.info.code, "UnknownStep");
 }
+
+/// The role of each identity at each of the cluster's groups, as hypershift-azure.md §2.4
+/// lists them (HyperShift's `rbac.go`): (component, role GUID, scopes).
+const GRANTS: [(&str, &str, &[&str]); 7] = [
+    (
+        "cloudProvider",
+        "a1f96423-95ce-4224-ab27-4e3dc72facd4",
+        &["managed", "nsg", "vnet"],
+    ),
+    (
+        "ingress",
+        "0336e1d3-7a87-462b-b6db-342b63f7802c",
+        &["managed", "vnet"],
+    ),
+    (
+        "file",
+        "0d7aedc0-15fd-4a67-a412-efad370c947e",
+        &["managed", "nsg", "vnet"],
+    ),
+    ("disk", "5b7237c5-45e1-49d6-bc18-a1f62f400748", &["managed"]),
+    (
+        "network",
+        "be7a6435-15ae-4171-8f30-4a343eff9e8f",
+        &["managed", "vnet"],
+    ),
+    (
+        "imageRegistry",
+        "8b32b316-c2f5-4ddf-b05b-83dacd2d08b5",
+        &["managed"],
+    ),
+    (
+        "nodePoolManagement",
+        "b24988ac-6180-42a0-ab88-20f7382dd24c",
+        &["managed", "vnet"],
+    ),
+];
+
+#[tokio::test]
+async fn role_assignments_are_made_once_adopted_repaired_and_removed() {
+    use hypersaga_bus::ResourceGroupsOutputs;
+    hypersaga_devca::install_crypto_provider();
+    let arm = TestArm::start().await;
+    let config = without_blob(&arm);
+    let h = IdentityHandler::new(&config).expect("handler");
+    let issuer = "https://issuer.example/oidc-acme";
+    let workload = command(
+        "demo",
+        spec(),
+        StepId::WorkloadIdentities,
+        Action::Do,
+        oidc_outputs(issuer),
+    );
+    let identities = exec(&h, &workload).await.expect("identities");
+
+    // The cluster's three groups, as the network step makes them.
+    let names = names_of("demo", &spec());
+    let client = ArmClients::new(&config)
+        .unwrap()
+        .tenant(&TenantId::new("acme").unwrap())
+        .unwrap();
+    let group = |rg: &str| format!("/subscriptions/{SUBSCRIPTION}/resourceGroups/{rg}");
+    let scopes = [
+        ("managed", group(&names.managed_rg)),
+        ("vnet", group(&names.vnet_rg)),
+        ("nsg", group(&names.nsg_rg)),
+    ];
+    for (_, id) in &scopes {
+        client
+            .client
+            .put(id, "2021-04-01", &json!({"location": "eastus"}))
+            .await
+            .expect("group");
+    }
+    let mut outputs = oidc_outputs(issuer);
+    outputs.push((StepId::WorkloadIdentities.to_string(), identities.clone()));
+    outputs.push(prior(
+        StepId::ResourceGroups,
+        ResourceGroupsOutputs {
+            managed_rg_id: scopes[0].1.clone(),
+            vnet_rg_id: Some(scopes[1].1.clone()),
+            nsg_rg_id: Some(scopes[2].1.clone()),
+        },
+    ));
+    let cmd = command(
+        "demo",
+        spec(),
+        StepId::RoleAssignments,
+        Action::Do,
+        outputs.clone(),
+    );
+    let out = exec(&h, &cmd).await.expect("role assignments");
+    assert_eq!(out["role_assignments"].as_array().map(Vec::len), Some(14));
+
+    // Exactly the grants of the reference, each as a service principal.
+    let listed = arm
+        .admin
+        .role_assignments(Some(SUBSCRIPTION))
+        .await
+        .expect("list");
+    let mut seen = std::collections::BTreeSet::new();
+    for a in &listed {
+        let p = &a["properties"];
+        assert_eq!(p["principalType"], "ServicePrincipal", "{a:#}");
+        let principal = p["principalId"].as_str().unwrap();
+        let (key, role, _) = GRANTS
+            .iter()
+            .find(|(k, _, _)| identities["workload_principals"][*k] == principal)
+            .unwrap_or_else(|| panic!("an assignment for no identity: {a:#}"));
+        assert!(
+            p["roleDefinitionId"].as_str().unwrap().ends_with(role),
+            "{a:#}"
+        );
+        let scope = p["scope"].as_str().unwrap().to_ascii_lowercase();
+        let (part, _) = scopes
+            .iter()
+            .find(|(_, id)| id.to_ascii_lowercase() == scope)
+            .unwrap_or_else(|| panic!("an assignment outside the cluster's groups: {a:#}"));
+        seen.insert((key.to_string(), part.to_string()));
+    }
+    let expected: std::collections::BTreeSet<(String, String)> = GRANTS
+        .iter()
+        .flat_map(|(k, _, parts)| parts.iter().map(move |p| (k.to_string(), p.to_string())))
+        .collect();
+    assert_eq!(seen, expected);
+    assert_eq!(listed.len(), 14);
+
+    // Again: adopted, nothing written.
+    const ASSIGNMENTS: &str = "Microsoft.Authorization/roleAssignments";
+    let before = arm.requests().await.count("PUT", ASSIGNMENTS);
+    exec(&h, &cmd).await.expect("again");
+    assert_eq!(arm.requests().await.count("PUT", ASSIGNMENTS), before);
+
+    // One taken away under the running system is made again; only that one.
+    let gone = out["role_assignments"][0].as_str().unwrap();
+    arm.admin
+        .delete_role_assignment(gone)
+        .await
+        .expect("admin delete")
+        .expect("existed");
+    exec(&h, &cmd).await.expect("repair");
+    assert_eq!(arm.requests().await.count("PUT", ASSIGNMENTS), before + 1);
+    assert_eq!(
+        arm.admin
+            .role_assignments(Some(SUBSCRIPTION))
+            .await
+            .unwrap()
+            .len(),
+        14
+    );
+
+    // Undo removes them all; already gone is done.
+    let undo = command(
+        "demo",
+        spec(),
+        StepId::RoleAssignments,
+        Action::Undo,
+        outputs,
+    );
+    exec(&h, &undo).await.expect("undo");
+    assert!(
+        arm.admin
+            .role_assignments(Some(SUBSCRIPTION))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    exec(&h, &undo).await.expect("undo again");
+}

@@ -27,6 +27,7 @@ outputs_of! {
     OidcOutputs => StepId::Oidc,
     WorkloadIdentitiesOutputs => StepId::WorkloadIdentities,
     ResourceGroupsOutputs => StepId::ResourceGroups,
+    RoleAssignmentsOutputs => StepId::RoleAssignments,
     NsgOutputs => StepId::Nsg,
     VnetOutputs => StepId::Vnet,
     PublicIpOutputs => StepId::PublicIp,
@@ -131,6 +132,13 @@ pub struct ResourceGroupsOutputs {
     pub vnet_rg_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nsg_rg_id: Option<String>,
+}
+
+/// `identity.role-assignments`: the role assignments made, as ARM ids (not `_id`-suffixed:
+/// they are permissions on the cluster's resources, not resources of it).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoleAssignmentsOutputs {
+    pub role_assignments: Vec<String>,
 }
 
 /// `network.nsg`: ours, or the user's.
