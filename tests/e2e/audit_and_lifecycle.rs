@@ -105,6 +105,8 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
         format!("Microsoft.Network/publicIPAddresses {infra}"),
         format!("Microsoft.Network/loadBalancers {infra}"),
         "Microsoft.Network/privateDnsZones demo.example.com".to_string(),
+        // The user's own public zone, which the cluster only looks up.
+        "Microsoft.Network/dnsZones example.com".to_string(),
     ]
     .into_iter()
     .collect();
@@ -128,20 +130,22 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
             format!("demo-{infra}"),
             format!("demo-vnet-{infra}"),
             format!("demo-nsg-{infra}"),
-            "hcp-acme-identities".to_string()
+            "hcp-acme-identities".to_string(),
+            "dns".to_string(),
         ]
         .into_iter()
         .collect()
     );
 
-    // Each identity holds its roles on the cluster's groups (hypershift-azure.md §2.4: 14
-    // grants of 7 identities), granted to it as a service principal.
+    // Each identity holds its roles on the cluster's groups and the ingress operator on the
+    // public zone's (hypershift-azure.md §2.4: 15 grants of 7 identities), each granted to it
+    // as a service principal.
     let grants = system
         .arm_admin()
         .role_assignments(Some(&sub))
         .await
         .expect("role assignments");
-    assert_eq!(grants.len(), 14, "{grants:#?}");
+    assert_eq!(grants.len(), 15, "{grants:#?}");
     assert!(
         grants
             .iter()
@@ -157,6 +161,9 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
         let ty = r.resource_type.as_str();
         let expected = if ty.ends_with("resourceGroups") {
             "2021-04-01"
+        } else if ty == "Microsoft.Network/dnsZones" {
+            // The user's public zone, made by `hypersaga dev` before any cluster.
+            "2018-05-01"
         } else if ty.starts_with("Microsoft.Network/privateDnsZones") {
             "2024-06-01"
         } else if ty.starts_with("Microsoft.Network/") {
@@ -333,7 +340,12 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
     // Nothing of the cluster is left in Azure: its identities went with it (and their
     // credentials, which would otherwise still trust the tenant's issuer). The tenant's
     // identity group stays for its other clusters, and so does the OIDC issuer.
-    assert_eq!(inventory(&arm, &sub).await, BTreeSet::new());
+    assert_eq!(
+        inventory(&arm, &sub).await,
+        ["Microsoft.Network/dnsZones example.com".to_string()]
+            .into_iter()
+            .collect()
+    );
     assert_eq!(
         system
             .arm_admin()
@@ -345,7 +357,9 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
     );
     assert_eq!(
         resource_groups(&arm, &sub).await,
-        ["hcp-acme-identities".to_string()].into_iter().collect()
+        ["hcp-acme-identities".to_string(), "dns".to_string()]
+            .into_iter()
+            .collect()
     );
     let fics = arm
         .list(
@@ -454,12 +468,11 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
             );
         }
     }
-    // Deletion runs in reverse: a step is undone only after everything that depends on it.
-    for s in create_steps
-        .iter()
-        .filter(|s| !s.id.starts_with("identity."))
-    {
-        for d in s.depends_on.iter().filter(|d| !d.starts_with("identity.")) {
+    // Deletion runs in reverse: a step is undone only after everything that depends on it
+    // (but the tenant's issuer and the user's public zone, which are never undone).
+    let kept = |id: &str| id == "identity.oidc" || id == "dns.public-zone";
+    for s in create_steps.iter().filter(|s| !kept(&s.id)) {
+        for d in s.depends_on.iter().filter(|d| !kept(d)) {
             assert!(
                 seq_of(&del.id, "step.compensated", &s.id)
                     < seq_of(&del.id, "step.compensating", d),

@@ -82,10 +82,7 @@ async fn a_terminal_fault_compensates_everything() {
     // Everything created was removed; the tenant's identity group stays for its other clusters.
     let left = system.resource_names("acme").await;
     for r in &left {
-        assert!(
-            r.starts_with("Microsoft.Resources/resourceGroups hcp-acme-identities"),
-            "left behind: {r} (all: {left:#?})"
-        );
+        assert!(outlives_clusters(r), "left behind: {r} (all: {left:#?})");
     }
 
     // A failed cluster can still be deleted; the delete finds nothing left to undo.
@@ -194,6 +191,43 @@ async fn a_failing_control_plane_is_compensated_on_the_management_cluster_too() 
     );
     let left = system.resource_names("acme").await;
     for r in &left {
-        assert!(r.contains("hcp-acme-identities"), "left behind: {r}");
+        assert!(outlives_clusters(r), "left behind: {r}");
     }
+}
+
+#[tokio::test]
+async fn a_base_domain_without_a_public_zone_fails_before_anything_is_made() {
+    let system = System::start().await;
+    let mut req = create_request("nozone", 1);
+    if let Some(spec) = req.spec.as_mut() {
+        spec.base_domain = "not-delegated.example.org".into();
+    }
+    let before = system.resource_names("acme").await;
+    system
+        .client("acme")
+        .await
+        .create_cluster(req)
+        .await
+        .expect("accepted: the zone is looked up by the create itself");
+    let failed = system.watch_to_end("acme", "nozone").await;
+    assert_eq!(phase(&failed), "failed", "{failed:#?}");
+    let error = failed.status.clone().unwrap().error.expect("error");
+    assert_eq!(
+        (error.step.as_str(), error.code.as_str()),
+        ("dns.public-zone", "PublicZoneNotFound")
+    );
+    assert!(
+        error.message.contains("not-delegated.example.org"),
+        "{error:?}"
+    );
+    // Nothing was made, so nothing needed undoing.
+    assert!(
+        steps(&failed)
+            .iter()
+            .filter(|(id, _)| id.as_str() != "dns.public-zone")
+            .all(|(_, (state, _))| state == "skipped"),
+        "{:?}",
+        steps(&failed)
+    );
+    assert_eq!(system.resource_names("acme").await, before);
 }

@@ -14,6 +14,21 @@ use tokio::process::{Child, Command};
 
 pub const TIMEOUT: Duration = Duration::from_secs(120);
 
+/// What the user had in Azure before any cluster (`hypersaga dev` makes it): the public zone
+/// of the base domain and its group, as `type name` (an inventory's spelling). A delete never
+/// touches them.
+pub const USERS_OWN: [&str; 2] = [
+    "Microsoft.Network/dnsZones example.com",
+    "Microsoft.Resources/resourceGroups dns",
+];
+
+/// Whether a `type name` is what the user had before (see [`USERS_OWN`]), or the tenant's
+/// identity group, which stays for its other clusters.
+pub fn outlives_clusters(resource: &str) -> bool {
+    USERS_OWN.contains(&resource)
+        || resource == "Microsoft.Resources/resourceGroups hcp-acme-identities"
+}
+
 /// The management-cluster namespace that holds a cluster's HostedCluster (named by digest,
 /// so that HyperShift's `<namespace>-<name>` fits Kubernetes' 63 characters).
 pub fn namespace(tenant: &str, infra_id: &str) -> String {

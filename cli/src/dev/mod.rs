@@ -8,6 +8,7 @@
 
 mod profile;
 mod supervisor;
+mod world;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -184,6 +185,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         },
     };
     config.validate()?;
+    world::make_public_zones(&config)
+        .await
+        .context("making the tenants' public DNS zones")?;
     let config_path = state.join("config.json");
     write_private(
         &config_path,

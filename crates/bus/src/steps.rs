@@ -66,6 +66,9 @@ impl fmt::Display for Service {
 /// and comparable with a string holding one (`record.id == StepId::Vnet`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum StepId {
+    /// `dns.public-zone`: the public DNS zone of the base domain, which the user owns (looked
+    /// up, never written).
+    PublicZone,
     /// `identity.oidc`: the tenant's OIDC issuer, shared by all its clusters.
     Oidc,
     /// `identity.workload`: the cluster's workload identities and federated credentials.
@@ -99,7 +102,8 @@ const NODE_POOL_PREFIX: &str = "nodepool.";
 
 impl StepId {
     /// Every step that is not a node pool, in create-plan order.
-    pub const FIXED: [Self; 12] = [
+    pub const FIXED: [Self; 13] = [
+        Self::PublicZone,
         Self::Oidc,
         Self::WorkloadIdentities,
         Self::ResourceGroups,
@@ -126,7 +130,9 @@ impl StepId {
             Self::ResourceGroups | Self::Nsg | Self::Vnet | Self::PublicIp | Self::LoadBalancer => {
                 Service::Network
             }
-            Self::PrivateZone | Self::VnetLink | Self::DnsRecords => Service::Dns,
+            Self::PublicZone | Self::PrivateZone | Self::VnetLink | Self::DnsRecords => {
+                Service::Dns
+            }
             Self::HostedCluster => Service::ControlPlane,
             Self::NodePool(_) => Service::NodePool,
         }
@@ -143,6 +149,7 @@ impl StepId {
     /// The wire id as a fixed head and, for a node pool, the pool name after it.
     fn parts(&self) -> (&'static str, Option<&str>) {
         let head = match self {
+            Self::PublicZone => "dns.public-zone",
             Self::Oidc => "identity.oidc",
             Self::WorkloadIdentities => "identity.workload",
             Self::RoleAssignments => "identity.role-assignments",
@@ -339,6 +346,7 @@ mod tests {
                 "network.resource-groups",
                 Service::Network,
             ),
+            (StepId::PublicZone, "dns.public-zone", Service::Dns),
             (
                 StepId::RoleAssignments,
                 "identity.role-assignments",
@@ -399,7 +407,7 @@ mod tests {
             "network",
             "network.bogus",
             "identity.roles",
-            "dns.public-zone",
+            "dns.public-zones",
             "nodepool.",
             "nodepool",
             "bench.step-1",

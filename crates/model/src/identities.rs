@@ -132,6 +132,9 @@ pub enum RoleScope {
     Vnet,
     /// The NSG's resource group (ours, or the one of an NSG the user brought).
     Nsg,
+    /// The resource group of the user's public DNS zone of the base domain (HyperShift's
+    /// `--dns-zone-rg-name`): the ingress operator writes `*.apps` there.
+    PublicZone,
 }
 
 /// One identity's built-in role, and where it holds it (hypershift-azure.md §2.4, from
@@ -150,10 +153,9 @@ pub struct RoleGrant {
 /// The Contributor role.
 pub const CONTRIBUTOR: &str = "b24988ac-6180-42a0-ab88-20f7382dd24c";
 
-/// Every grant of the seven identities. The ingress operator also holds its role on the
-/// public DNS zone's group, which is not looked up yet.
+/// Every grant of the seven identities.
 pub const ROLE_GRANTS: &[RoleGrant] = {
-    use RoleScope::{Managed, Nsg, Vnet};
+    use RoleScope::{Managed, Nsg, PublicZone, Vnet};
     &[
         RoleGrant {
             identity: "cloudProvider",
@@ -165,7 +167,7 @@ pub const ROLE_GRANTS: &[RoleGrant] = {
             identity: "ingress",
             component: "ingress",
             role: "0336e1d3-7a87-462b-b6db-342b63f7802c",
-            scopes: &[Managed, Vnet],
+            scopes: &[Managed, Vnet, PublicZone],
         },
         RoleGrant {
             identity: "file",
@@ -227,7 +229,7 @@ mod role_tests {
             assert!(g.scopes.contains(&RoleScope::Managed), "{}", g.component);
         }
         let total: usize = ROLE_GRANTS.iter().map(|g| g.scopes.len()).sum();
-        assert_eq!(total, 14);
+        assert_eq!(total, 15);
     }
 
     #[test]

@@ -57,9 +57,11 @@ pub fn create_plan(spec: &ClusterSpec, retain: Retain) -> Vec<StepDef> {
     };
     let identities = if retain.identities { Keep } else { Undo };
     let mut steps = vec![
-        StepDef::of(Oidc, &[], Keep),
+        // Looked up first: a missing zone stops the create before anything is written.
+        StepDef::of(PublicZone, &[], Keep),
+        StepDef::of(Oidc, &[PublicZone], Keep),
         StepDef::of(WorkloadIdentities, &[Oidc], identities),
-        StepDef::of(ResourceGroups, &[], Undo),
+        StepDef::of(ResourceGroups, &[PublicZone], Undo),
         // Removed with the cluster even when the identities stay: they grant on its groups.
         StepDef::of(RoleAssignments, &[WorkloadIdentities, ResourceGroups], Undo),
         StepDef::of(Nsg, &[ResourceGroups], byo),

@@ -11,6 +11,7 @@ use time::{Duration, OffsetDateTime};
 /// The create plan's step ids as the saga record spells them (pinned: the record, the
 /// commands and the events keep them byte for byte).
 mod plan {
+    pub const PUBLIC_ZONE: &str = "dns.public-zone";
     pub const OIDC: &str = "identity.oidc";
     pub const WORKLOAD_IDENTITIES: &str = "identity.workload";
     pub const RESOURCE_GROUPS: &str = "network.resource-groups";
@@ -60,7 +61,23 @@ fn spec() -> ClusterSpec {
     }
 }
 
+/// A saga of the create plan without its first step, the public zone's look-up (most tests
+/// are about what comes after it; [`full_saga`] has it).
 fn saga(kind: OperationKind) -> Saga {
+    let mut plan = create_plan(&spec(), crate::Retain::default());
+    plan.retain(|s| s.id != plan::PUBLIC_ZONE);
+    for s in &mut plan {
+        s.deps.retain(|d| d != plan::PUBLIC_ZONE);
+    }
+    saga_of(kind, plan)
+}
+
+/// A saga of the whole create plan.
+fn full_saga(kind: OperationKind) -> Saga {
+    saga_of(kind, create_plan(&spec(), crate::Retain::default()))
+}
+
+fn saga_of(kind: OperationKind, plan: Vec<crate::StepDef>) -> Saga {
     let tenant = TenantId::new("acme").unwrap();
     let spec = spec();
     let names = Names::new(&tenant, "demo", "demo-abcde", &spec.base_domain);
@@ -70,7 +87,7 @@ fn saga(kind: OperationKind) -> Saga {
             tenant,
             cluster: "demo".into(),
             kind,
-            plan: create_plan(&spec, crate::Retain::default()),
+            plan,
             context: StepContext {
                 cluster_uid: "uid".into(),
                 names,
@@ -156,9 +173,11 @@ fn state_of(s: &Saga, id: &str) -> StepState {
 
 #[test]
 fn create_runs_independent_branches_in_parallel_and_finishes_ready() {
-    let mut s = saga(OperationKind::Create);
+    let mut s = full_saga(OperationKind::Create);
     assert_eq!(s.advance(t0()), Applied::Changed);
-    let waves = run_all_ok(&mut s);
+    let mut waves = run_all_ok(&mut s);
+    // The user's public zone is looked up before anything is written.
+    assert_eq!(waves.remove(0), vec!["dns.public-zone:do"]);
     assert_eq!(
         waves[0],
         vec!["identity.oidc:do", "network.resource-groups:do"]
@@ -497,6 +516,32 @@ fn saga_round_trips_through_json() {
     let back: Saga = serde_json::from_slice(&json).unwrap();
     assert_eq!(back.steps, s.steps);
     assert_eq!(back.outbox.len(), s.outbox.len());
+}
+
+#[test]
+fn a_missing_public_zone_fails_the_create_before_anything_is_written() {
+    let mut s = full_saga(OperationKind::Create);
+    s.advance(t0());
+    let first = drain(&mut s);
+    assert_eq!(ids(&first), vec!["dns.public-zone:do"]);
+    let missing = StepError::terminal("PublicZoneNotFound", "no zone example.com")
+        .with_target("spec.base_domain");
+    report(&mut s, &first[0], Outcome::Failed { error: missing });
+    // Nothing ran, so nothing is undone: the create ends failed with the reason.
+    let _ = run_all_ok(&mut s);
+    assert_eq!(s.state, OperationState::Failed);
+    assert!(
+        s.steps
+            .iter()
+            .filter(|x| x.id != plan::PUBLIC_ZONE)
+            .all(|x| x.state == StepState::Skipped),
+        "{:?}",
+        s.steps.iter().map(|x| (&x.id, x.state)).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        s.error.as_ref().map(|e| e.code.as_str()),
+        Some("PublicZoneNotFound")
+    );
 }
 
 #[test]

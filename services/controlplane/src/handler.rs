@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use hypersaga_bus::{
     Action, HostedClusterOutputs, NsgOutputs, OidcOutputs, Outputs, PrivateZoneOutputs,
-    StepCommand, StepError, StepId, StepOutputs, VnetOutputs, WorkloadIdentitiesOutputs,
+    PublicZoneOutputs, StepCommand, StepError, StepId, StepOutputs, VnetOutputs,
+    WorkloadIdentitiesOutputs,
 };
 use hypersaga_config::{Config, TenantConfig};
 use hypersaga_hypershift::{
@@ -358,6 +359,7 @@ struct Inputs {
     subnet_id: String,
     nsg_id: String,
     private_zone_id: String,
+    public_zone_id: String,
     subscription_id: String,
     azure_tenant_id: String,
 }
@@ -388,6 +390,7 @@ impl Inputs {
             )?,
             private_zone_id: earlier::<PrivateZoneOutputs>(cmd, &StepId::PrivateZone)?
                 .private_zone_id,
+            public_zone_id: earlier::<PublicZoneOutputs>(cmd, &StepId::PublicZone)?.public_zone,
             subscription_id: tenant.azure.subscription_id.clone(),
             azure_tenant_id: tenant.azure.tenant_id.clone(),
         })
@@ -489,7 +492,7 @@ fn hosted_cluster(cmd: &StepCommand, inputs: &Inputs) -> HostedCluster {
             dns: Some(DnsSpec {
                 base_domain: spec.base_domain.clone(),
                 base_domain_prefix: None,
-                public_zone_id: None,
+                public_zone_id: Some(inputs.public_zone_id.clone()),
                 private_zone_id: Some(inputs.private_zone_id.clone()),
             }),
             networking: Some(ClusterNetworking {

@@ -60,6 +60,7 @@ where
 }
 
 /// What a check decided about the current state of an object.
+#[derive(Debug)]
 pub enum Check<T> {
     /// The wait is over.
     Done(T),

@@ -87,6 +87,10 @@ async fn do_is_idempotent_and_undo_removes_everything() {
     assert_eq!(dns.base_domain, "example.com");
     let zone: PrivateZoneOutputs = cmd.context.outputs_of(&StepId::PrivateZone).unwrap();
     assert_eq!(dns.private_zone_id, Some(zone.private_zone_id));
+    // The user's public zone, so that `*.apps` resolves publicly.
+    let public: hypersaga_bus::PublicZoneOutputs =
+        cmd.context.outputs_of(&StepId::PublicZone).unwrap();
+    assert_eq!(dns.public_zone_id, Some(public.public_zone));
     let net = spec.networking.as_ref().expect("networking");
     assert_eq!(net.cluster_network[0].cidr, "10.132.0.0/14");
     assert_eq!(net.service_network[0].cidr, "172.31.0.0/16");

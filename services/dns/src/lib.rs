@@ -2,6 +2,7 @@
 //!
 //! | step | do | undo |
 //! |---|---|---|
+//! | `dns.public-zone` | look up the user's public zone of the base domain (refused when missing) | nothing: it is the user's |
 //! | `dns.private-zone` | private zone `NAME.BD` in the managed RG | delete it (links go first, by the DAG) |
 //! | `dns.vnet-link` | link the zone to the cluster's VNet, no auto-registration | delete the link |
 //! | `dns.records` | `api` → the control plane endpoint (A for an IPv4 address, else CNAME) | delete the record |
@@ -13,6 +14,7 @@
 // message, target, step, Retry-After — for users and operators to act on.
 #![allow(clippy::result_large_err)]
 
+mod public_zone;
 mod records;
 mod vnet_link;
 mod zone;
@@ -27,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Private DNS api-version HyperShift uses for zones, links and record sets.
 pub const PRIVATE_DNS_API: &str = "2024-06-01";
+pub use public_zone::DNS_API;
 
 /// Why the service could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +83,8 @@ impl ArmStep for DnsHandler {
         }
         let arm = self.arm.tenant(&cmd.tenant)?;
         match (step, cmd.action) {
+            (StepId::PublicZone, Action::Do) => public_zone::find(&arm, cmd).await,
+            (StepId::PublicZone, Action::Undo) => Ok(Outputs::new()),
             (StepId::PrivateZone, Action::Do) => zone::create(&arm, cmd, ops, notes).await,
             (StepId::PrivateZone, Action::Undo) => zone::delete(&arm, cmd, ops, notes).await,
             (StepId::VnetLink, Action::Do) => vnet_link::create(&arm, cmd, ops, notes).await,

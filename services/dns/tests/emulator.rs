@@ -288,8 +288,53 @@ async fn dns_errors_are_classified() {
         e.info.target.as_deref(),
         Some("controlplane.hostedcluster.control_plane_host")
     );
-    let e = exec(&h, &run(&"dns.public-zone", Action::Do, None))
+    let e = exec(&h, &run(&"dns.bogus", Action::Do, None))
         .await
         .expect_err("unknown");
     assert_eq!(e.info.code, "UnknownStep");
+}
+
+#[tokio::test]
+async fn the_public_zone_of_the_base_domain_is_found_or_refused_up_front() {
+    let (arm, h, tenant) = setup().await;
+    let lookup = command("demo", spec(), StepId::PublicZone, Action::Do, []);
+    // No zone yet: refused, naming the field to change, and nothing written.
+    let e = exec(&h, &lookup).await.expect_err("no zone");
+    assert_eq!(e.info.code, "PublicZoneNotFound");
+    assert!(!e.is_retryable(), "{e:?}");
+    assert_eq!(e.info.target.as_deref(), Some("spec.base_domain"));
+    assert!(e.info.message.contains("example.com"), "{e:?}");
+    assert_eq!(
+        arm.requests()
+            .await
+            .count("PUT", "Microsoft.Network/dnsZones"),
+        0
+    );
+
+    // The user makes it (any group, another zone beside it): found.
+    let group = format!("/subscriptions/{SUBSCRIPTION}/resourceGroups/dns");
+    tenant
+        .client
+        .put(&group, "2021-04-01", &json!({"location": "eastus"}))
+        .await
+        .expect("group");
+    for zone in ["other.org", "example.com"] {
+        tenant
+            .client
+            .put(
+                &format!("{group}/providers/Microsoft.Network/dnsZones/{zone}"),
+                hypersaga_dns::DNS_API,
+                &json!({"location": "global"}),
+            )
+            .await
+            .expect("zone");
+    }
+    let out = exec(&h, &lookup).await.expect("found");
+    assert_eq!(
+        out["public_zone"].as_str().map(str::to_ascii_lowercase),
+        Some(
+            format!("{group}/providers/microsoft.network/dnszones/example.com")
+                .to_ascii_lowercase()
+        )
+    );
 }

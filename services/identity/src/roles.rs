@@ -11,8 +11,8 @@
 use futures::future::join_all;
 use hypersaga_azure::ids::{self, ResourceId};
 use hypersaga_bus::{
-    Outputs, ResourceGroupsOutputs, RoleAssignmentsOutputs, StepCommand, StepError, StepId,
-    StepOutputs, WorkloadIdentitiesOutputs,
+    Outputs, PublicZoneOutputs, ResourceGroupsOutputs, RoleAssignmentsOutputs, StepCommand,
+    StepError, StepId, StepOutputs, WorkloadIdentitiesOutputs,
 };
 use hypersaga_model::identities::{ROLE_GRANTS, RoleScope, role_assignment_name};
 use hypersaga_stepkit::{Halt, Ops, TenantArm, step_error};
@@ -55,6 +55,8 @@ pub(crate) fn plan(arm: &TenantArm, cmd: &StepCommand) -> Result<Vec<Assignment>
     };
     let vnet_rg = group_of(&groups.vnet_rg_id, &network.vnet_id, "VNet")?;
     let nsg_rg = group_of(&groups.nsg_rg_id, &network.nsg_id, "NSG")?;
+    let PublicZoneOutputs { public_zone } = cmd.context.outputs_of(&StepId::PublicZone)?;
+    let zone_rg = group_of(&None, &Some(public_zone), "public DNS zone")?;
     let infra = &cmd.context.names.infra_id;
     let mut out = Vec::new();
     for grant in ROLE_GRANTS {
@@ -75,6 +77,7 @@ pub(crate) fn plan(arm: &TenantArm, cmd: &StepCommand) -> Result<Vec<Assignment>
                 RoleScope::Managed => &groups.managed_rg_id,
                 RoleScope::Vnet => &vnet_rg,
                 RoleScope::Nsg => &nsg_rg,
+                RoleScope::PublicZone => &zone_rg,
             };
             let name = role_assignment_name(infra, grant.component, scope);
             out.push(Assignment {

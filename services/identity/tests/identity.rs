@@ -320,7 +320,7 @@ const GRANTS: [(&str, &str, &[&str]); 7] = [
     (
         "ingress",
         "0336e1d3-7a87-462b-b6db-342b63f7802c",
-        &["managed", "vnet"],
+        &["managed", "vnet", "dns"],
     ),
     (
         "file",
@@ -373,6 +373,8 @@ async fn role_assignments_are_made_once_adopted_repaired_and_removed() {
         ("managed", group(&names.managed_rg)),
         ("vnet", group(&names.vnet_rg)),
         ("nsg", group(&names.nsg_rg)),
+        // The user's group of the public zone of the base domain.
+        ("dns", group("dns")),
     ];
     for (_, id) in &scopes {
         client
@@ -391,6 +393,15 @@ async fn role_assignments_are_made_once_adopted_repaired_and_removed() {
             nsg_rg_id: Some(scopes[2].1.clone()),
         },
     ));
+    outputs.push(prior(
+        StepId::PublicZone,
+        hypersaga_bus::PublicZoneOutputs {
+            public_zone: format!(
+                "{}/providers/Microsoft.Network/dnsZones/example.com",
+                scopes[3].1
+            ),
+        },
+    ));
     let cmd = command(
         "demo",
         spec(),
@@ -399,7 +410,7 @@ async fn role_assignments_are_made_once_adopted_repaired_and_removed() {
         outputs.clone(),
     );
     let out = exec(&h, &cmd).await.expect("role assignments");
-    assert_eq!(out["role_assignments"].as_array().map(Vec::len), Some(14));
+    assert_eq!(out["role_assignments"].as_array().map(Vec::len), Some(15));
 
     // Exactly the grants of the reference, each as a service principal.
     let listed = arm
@@ -432,7 +443,7 @@ async fn role_assignments_are_made_once_adopted_repaired_and_removed() {
         .flat_map(|(k, _, parts)| parts.iter().map(move |p| (k.to_string(), p.to_string())))
         .collect();
     assert_eq!(seen, expected);
-    assert_eq!(listed.len(), 14);
+    assert_eq!(listed.len(), 15);
 
     // Again: adopted, nothing written.
     const ASSIGNMENTS: &str = "Microsoft.Authorization/roleAssignments";
@@ -455,7 +466,7 @@ async fn role_assignments_are_made_once_adopted_repaired_and_removed() {
             .await
             .unwrap()
             .len(),
-        14
+        15
     );
 
     // Undo removes them all; already gone is done.

@@ -24,6 +24,7 @@ macro_rules! outputs_of {
 }
 
 outputs_of! {
+    PublicZoneOutputs => StepId::PublicZone,
     OidcOutputs => StepId::Oidc,
     WorkloadIdentitiesOutputs => StepId::WorkloadIdentities,
     ResourceGroupsOutputs => StepId::ResourceGroups,
@@ -164,6 +165,13 @@ pub struct PublicIpOutputs {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoadBalancerOutputs {
     pub load_balancer_id: String,
+}
+
+/// `dns.public-zone`: the user's public zone of the base domain (`*.apps` resolves through
+/// it). Not `_id`-suffixed: the cluster uses it but did not make it, and never removes it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PublicZoneOutputs {
+    pub public_zone: String,
 }
 
 /// `dns.private-zone`: the cluster's private DNS zone.

@@ -237,6 +237,16 @@ pub fn command(
         .into_outputs(),
     );
     put(
+        StepId::PublicZone,
+        hypersaga_bus::PublicZoneOutputs {
+            public_zone: format!(
+                "{}/providers/Microsoft.Network/dnsZones/example.com",
+                rg_id("dns")
+            ),
+        }
+        .into_outputs(),
+    );
+    put(
         StepId::PrivateZone,
         PrivateZoneOutputs {
             private_zone_id: format!(
