@@ -3,7 +3,6 @@
 //! Storage, discovery, validation and the HTTP layer are all driven from this one table, so
 //! serving another kind is a new row, not new code paths.
 
-use crate::error::Cause;
 use serde_json::Value;
 
 /// A served resource type.
@@ -22,9 +21,9 @@ pub struct ResourceDef {
     pub status_subresource: bool,
     /// Whether `metadata.generation` tracks spec changes.
     pub generation: bool,
-    /// Field-level checks run on every main-resource write (422 `Invalid` when non-empty).
-    pub validate: Option<fn(&Value) -> Vec<Cause>>,
-    /// Rewrites applied on every write (e.g. Secret `stringData` → `data`).
+    /// What decoding a request body does to it (Secret `stringData` → `data`).
+    pub decode: Option<fn(&mut Value)>,
+    /// What the strategy does on every write (Namespace finalizer and phase).
     pub normalize: Option<fn(&mut Value)>,
 }
 
@@ -46,14 +45,6 @@ impl ResourceDef {
             format!("{}.{}", self.plural, self.group)
         }
     }
-
-    pub(crate) fn group_or_core(&self) -> &'static str {
-        if self.group.is_empty() {
-            "core"
-        } else {
-            self.group
-        }
-    }
 }
 
 /// Index of a row in [`KINDS`]; cheap to copy into keys and events.
@@ -61,7 +52,7 @@ pub type ResourceId = usize;
 
 pub const NAMESPACES: ResourceId = 0;
 pub const SECRETS: ResourceId = 1;
-// 2: configmaps (no code refers to it by index)
+pub const CONFIG_MAPS: ResourceId = 2;
 pub const HOSTED_CLUSTERS: ResourceId = 3;
 pub const NODE_POOLS: ResourceId = 4;
 
@@ -77,8 +68,8 @@ pub static KINDS: [ResourceDef; 5] = [
         short_names: &["ns"],
         status_subresource: true,
         generation: false,
-        validate: None,
-        normalize: Some(crate::validate::normalize_namespace),
+        decode: None,
+        normalize: Some(crate::normalize::normalize_namespace),
     },
     ResourceDef {
         group: "",
@@ -90,8 +81,8 @@ pub static KINDS: [ResourceDef; 5] = [
         short_names: &[],
         status_subresource: false,
         generation: false,
-        validate: None,
-        normalize: Some(crate::validate::normalize_secret),
+        decode: Some(crate::normalize::normalize_secret),
+        normalize: None,
     },
     ResourceDef {
         group: "",
@@ -103,7 +94,7 @@ pub static KINDS: [ResourceDef; 5] = [
         short_names: &["cm"],
         status_subresource: false,
         generation: false,
-        validate: None,
+        decode: None,
         normalize: None,
     },
     ResourceDef {
@@ -116,7 +107,7 @@ pub static KINDS: [ResourceDef; 5] = [
         short_names: &["hc", "hcs"],
         status_subresource: true,
         generation: true,
-        validate: Some(crate::validate::hosted_cluster),
+        decode: None,
         normalize: None,
     },
     ResourceDef {
@@ -129,7 +120,7 @@ pub static KINDS: [ResourceDef; 5] = [
         short_names: &["np", "nps"],
         status_subresource: true,
         generation: true,
-        validate: Some(crate::validate::node_pool),
+        decode: None,
         normalize: None,
     },
 ];

@@ -5,8 +5,11 @@
 //! be exercised with the real `kube` client and operators want `kubectl`. This crate serves
 //! discovery, namespaces, secrets, configmaps and `hypershift.openshift.io/v1beta1`
 //! HostedClusters and NodePools with the behaviours clients depend on — resourceVersions and
-//! conflicts, the status subresource, finalizers, merge/JSON patch, server-side apply, list
-//! and watch — and moves HostedCluster/NodePool conditions the way HyperShift does, after
+//! conflicts, the status subresource, finalizers, merge/JSON patch, list and watch — and is
+//! as strict as kube-apiserver where the product could go wrong: real server-side apply with
+//! `managedFields` and conflicts (structured-merge-diff semantics, module `managedfields`),
+//! structural schemas that prune, default and validate (module `schema`), `fieldValidation`, and
+//! `dryRun`. It moves HostedCluster/NodePool conditions the way HyperShift does, after
 //! configurable delays, with injectable failures. `hypersaga dev` runs it; so do tests.
 #![forbid(unsafe_code)]
 
@@ -14,16 +17,25 @@ mod admin;
 pub mod admin_client;
 mod api;
 mod config;
+mod defaulting;
+mod duplicates;
 mod error;
 mod faults;
+mod fieldpath;
 mod kinds;
 mod kubeconfig;
+mod managedfields;
 mod meta;
+mod normalize;
 mod operator;
 mod patch;
+mod pruning;
+mod registry;
+mod schema;
 mod selectors;
 mod store;
-mod validate;
+mod typed;
+mod validation;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -57,7 +69,10 @@ impl Emulator {
         let store = Store::new(config.watch_history);
         for ns in &config.initial_namespaces {
             let obj = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-            if let Err(e) = store.create(kinds::NAMESPACES, "", obj) {
+            // kube-apiserver's bootstrap controller creates these as manager `kube-apiserver`.
+            let created = registry::prepare_create(kinds::NAMESPACES, "", obj, "kube-apiserver")
+                .and_then(|obj| store.create(kinds::NAMESPACES, "", obj, false));
+            if let Err(e) = created {
                 tracing::warn!(namespace = %ns, error = %e, "initial namespace rejected");
             }
         }

@@ -18,8 +18,13 @@ use hypersaga_hypershift::{HYPERSHIFT_FINALIZER, release_version};
 use crate::faults::{Fault, FaultKind};
 use crate::kinds::{HOSTED_CLUSTERS, NODE_POOLS, ResourceId, SECRETS};
 use crate::meta::{finalizers, is_deleting, meta_str, now_rfc3339, set_finalizers};
-use crate::store::{Scope, Store};
+use crate::registry::{self, Scope};
+use crate::store::Store;
 use crate::{Shared, lock};
+
+/// The field manager of the simulated operator's writes: controller-runtime clients default
+/// to the binary's name (`hypershift-operator`) and write with updates, not apply.
+pub(crate) const MANAGER: &str = "hypershift-operator";
 
 /// Port of the hosted kube-apiserver load balancer on Azure (6443 collides with the
 /// management cluster's own rule).
@@ -119,7 +124,12 @@ impl Operator {
                     && np.pointer("/spec/clusterName").and_then(Value::as_str) == Some(name)
             }) {
                 own_pools += 1;
-                let _ = store.delete(NODE_POOLS, ns, meta_str(np, "name").unwrap_or_default());
+                let _ = store.delete(
+                    NODE_POOLS,
+                    ns,
+                    meta_str(np, "name").unwrap_or_default(),
+                    false,
+                );
             }
             if own_pools == 0 {
                 remove_finalizer_after(
@@ -382,15 +392,16 @@ fn ensure_finalizer(store: &Store, res: ResourceId, obj: &Value) -> bool {
     list.push(HYPERSHIFT_FINALIZER.to_owned());
     let (ns, name) = ns_name(obj);
     store
-        .modify(res, ns, name, Scope::Main, false, |cur| {
-            let mut next = cur.cloned().unwrap_or_default();
+        .update(res, ns, name, false, |cur| {
+            let mut next = cur.clone();
             let mut fins = finalizers(&next);
             if !fins.iter().any(|f| f == HYPERSHIFT_FINALIZER) {
                 fins.push(HYPERSHIFT_FINALIZER.to_owned());
             }
             set_finalizers(&mut next, fins);
-            Ok(next)
+            registry::prepare_update(res, cur, next, Scope::Main, MANAGER)
         })
+        .inspect_err(|e| tracing::debug!(error = %e, "finalizer not added"))
         .is_ok()
 }
 
@@ -407,15 +418,18 @@ fn remove_finalizer_after(
         return;
     }
     let (ns, name) = ns_name(obj);
-    let _ = store.modify(res, ns, name, Scope::Main, false, |cur| {
-        let mut next = cur.cloned().unwrap_or_default();
+    let removed = store.update(res, ns, name, false, |cur| {
+        let mut next = cur.clone();
         let fins = finalizers(&next)
             .into_iter()
             .filter(|f| f != HYPERSHIFT_FINALIZER)
             .collect();
         set_finalizers(&mut next, fins);
-        Ok(next)
+        registry::prepare_update(res, cur, next, Scope::Main, MANAGER)
     });
+    if let Err(e) = removed {
+        tracing::debug!(error = %e, "finalizer not removed");
+    }
 }
 
 fn write_status(store: &Store, res: ResourceId, obj: &Value, status: Value) {
@@ -426,11 +440,18 @@ fn write_status(store: &Store, res: ResourceId, obj: &Value, status: Value) {
     let rv = meta_str(obj, "resourceVersion")
         .unwrap_or_default()
         .to_owned();
-    // Written against the version we read: if a client changed the object meanwhile, the
-    // conflict is ignored and the change's wake-up reconciles again.
-    let _ = store.modify(res, ns, name, Scope::Status, false, |_| {
-        Ok(json!({"metadata": {"resourceVersion": rv}, "status": status}))
+    // Written against the version we read, as a full object (what a controller's
+    // `Status().Update` sends): if a client changed the object meanwhile, the conflict is
+    // ignored and the change's wake-up reconciles again.
+    let mut desired = obj.clone();
+    desired["status"] = status;
+    desired["metadata"]["resourceVersion"] = json!(rv);
+    let written = store.update(res, ns, name, false, |cur| {
+        registry::prepare_update(res, cur, desired, Scope::Status, MANAGER)
     });
+    if let Err(e) = written {
+        tracing::debug!(error = %e, "status not written");
+    }
 }
 
 fn conditions_mut(status: &mut Value) -> &mut Vec<Value> {
@@ -475,7 +496,7 @@ fn set_version(status: &mut Value, image: &str, version: &str, completed: bool, 
         .cloned()
         .unwrap_or_default();
     if history.first().is_none_or(|h| h["image"] != image) {
-        history.insert(0, json!({"state": "Partial", "image": image, "version": version, "startedTime": now_rfc3339(), "verified": false}));
+        history.insert(0, json!({"state": "Partial", "image": image, "version": version, "startedTime": now_rfc3339(), "completionTime": null, "verified": false}));
     }
     if completed
         && let Some(h) = history.first_mut()
@@ -484,7 +505,9 @@ fn set_version(status: &mut Value, image: &str, version: &str, completed: bool, 
         h["state"] = json!("Completed");
         h["completionTime"] = json!(now_rfc3339());
     }
+    // `availableUpdates` and `completionTime` are required (nullable) by the CRD schema.
     status["version"] = json!({
+        "availableUpdates": null,
         "desired": {"image": image, "version": version},
         "history": history,
         "observedGeneration": generation,
@@ -517,7 +540,48 @@ fn ensure_kubeconfig_secret(store: &Store, ns: &str, name: &str, host: &str) {
         "type": "Opaque",
         "stringData": {"kubeconfig": kubeconfig},
     });
-    if let Err(e) = store.create(SECRETS, ns, secret) {
+    let created = registry::prepare_create(SECRETS, ns, secret, MANAGER)
+        .and_then(|secret| store.create(SECRETS, ns, secret, false));
+    if let Err(e) = created {
         tracing::debug!(error = %e, "kubeconfig secret not created");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kinds::NAMESPACES;
+    use crate::{Config, Emulator};
+
+    /// The operator writes only what differs, so its own writes settle; status writes go
+    /// through the status subresource and never move `metadata.generation` (a loop here
+    /// would starve a single-threaded runtime).
+    #[test]
+    fn writes_settle_without_moving_generation() {
+        let emu = Emulator::new(Config::fast("t", Duration::ZERO));
+        let shared = emu.shared();
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c"}});
+        let ns = registry::prepare_create(NAMESPACES, "", ns, "t").unwrap();
+        shared.store.create(NAMESPACES, "", ns, false).unwrap();
+        let hc = json!({"apiVersion": "hypershift.openshift.io/v1beta1", "kind": "HostedCluster",
+            "metadata": {"name": "a", "namespace": "c"},
+            "spec": {"release": {"image": "quay.io/x:4.19.0-x86_64"}, "pullSecret": {"name": "p"},
+                "services": [], "platform": {"type": "None"}}});
+        let hc = registry::prepare_create(HOSTED_CLUSTERS, "c", hc, "t").unwrap();
+        shared
+            .store
+            .create(HOSTED_CLUSTERS, "c", hc, false)
+            .unwrap();
+        let mut op = Operator::default();
+        let mut last = 0;
+        for _ in 0..5 {
+            op.reconcile(shared, Instant::now());
+            last = shared.store.resource_version();
+        }
+        op.reconcile(shared, Instant::now());
+        assert_eq!(shared.store.resource_version(), last, "no more writes");
+        let hc = shared.store.get(HOSTED_CLUSTERS, "c", "a").unwrap();
+        assert_eq!(hc["metadata"]["generation"], 1);
+        assert_eq!(hc["status"]["conditions"][0]["status"], "True");
     }
 }

@@ -1,5 +1,5 @@
-//! PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and the deep merge that
-//! approximates server-side apply.
+//! PATCH bodies: JSON merge patch (RFC 7386) and JSON patch (RFC 6902). Server-side apply
+//! is not a patch format of its own here; see [`crate::managedfields`].
 
 use serde_json::Value;
 
@@ -22,26 +22,6 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
                 merge_patch(target_map.entry(k.clone()).or_insert(Value::Null), v);
             }
         }
-    }
-}
-
-/// Server-side apply, approximated: the applied configuration is deep-merged into the live
-/// object (maps merge, lists and scalars replace). Field ownership is not tracked, so
-/// conflicts between managers are never reported and fields a manager stops applying are not
-/// removed — enough for clients that always apply their full intent with `force`.
-pub fn apply(target: &mut Value, applied: &Value) {
-    match (target, applied) {
-        (Value::Object(t), Value::Object(a)) => {
-            for (k, v) in a {
-                match t.get_mut(k) {
-                    Some(existing) if existing.is_object() && v.is_object() => apply(existing, v),
-                    _ => {
-                        t.insert(k.clone(), v.clone());
-                    }
-                }
-            }
-        }
-        (t, a) => *t = a.clone(),
     }
 }
 

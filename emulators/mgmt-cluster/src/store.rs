@@ -1,7 +1,7 @@
 //! The object store: every served kind as JSON, one global resourceVersion counter, and a
 //! bounded history of watch events.
 //!
-//! All mutation goes through [`Store::create`], [`Store::modify`] and [`Store::delete`] under
+//! All mutation goes through [`Store::create`], [`Store::update`] and [`Store::delete`] under
 //! one mutex, so resourceVersion order, the event history and the broadcast to watchers always
 //! agree. No lock is held across an `.await`.
 
@@ -13,8 +13,7 @@ use tokio::sync::{Notify, broadcast};
 
 use crate::error::{ApiError, ApiResult};
 use crate::kinds::{KINDS, NAMESPACES, ResourceDef, ResourceId};
-use crate::meta::{self, finalizers, is_deleting, meta_str, metadata_mut, now_rfc3339};
-use crate::validate;
+use crate::meta::{finalizers, is_deleting, meta_str, metadata_mut, now_rfc3339};
 
 /// Kind of a watch event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,15 +41,6 @@ pub struct Event {
     pub namespace: String,
     pub type_: EventType,
     pub object: Value,
-}
-
-/// Which part of an object a write may change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    /// Everything but `status` (for kinds with a status subresource).
-    Main,
-    /// Only `status`.
-    Status,
 }
 
 /// The outcome of a write.
@@ -141,87 +131,107 @@ impl Store {
         self.lock().objects.values().cloned().collect()
     }
 
-    /// Creates an object; `namespace` must exist for namespaced kinds.
-    pub fn create(&self, res: ResourceId, ns: &str, mut obj: Value) -> ApiResult<Value> {
-        let def = &KINDS[res];
+    /// Stores a new object prepared by [`crate::registry::prepare_create`]; its namespace must
+    /// exist. With `dry_run` nothing is stored and the object comes back without a
+    /// resourceVersion, as kube-apiserver's dry-run storage returns it.
+    pub fn create(&self, res: ResourceId, ns: &str, obj: Value, dry_run: bool) -> ApiResult<Value> {
         let mut st = self.lock();
-        check_namespace(&st, def, ns)?;
-        let name = resolve_name(&mut obj)?;
-        if let Some(cause) = validate::name(&name) {
-            return Err(ApiError::invalid(def, &name, &[cause]));
-        }
+        self.insert_new(&mut st, res, ns, obj, dry_run)
+    }
+
+    fn insert_new(
+        &self,
+        st: &mut State,
+        res: ResourceId,
+        ns: &str,
+        mut obj: Value,
+        dry_run: bool,
+    ) -> ApiResult<Value> {
+        let def = &KINDS[res];
+        check_namespace(st, def, ns)?;
+        let name = meta_str(&obj, "name").unwrap_or_default().to_owned();
         let key = (res, ns.to_owned(), name.clone());
         if st.objects.contains_key(&key) {
             return Err(ApiError::already_exists(def, &name));
         }
-        prepare_new(def, ns, &name, &mut obj);
-        if let Some(validate) = def.validate {
-            let causes = validate(&obj);
-            if !causes.is_empty() {
-                return Err(ApiError::invalid(def, &name, &causes));
-            }
+        if dry_run {
+            metadata_mut(&mut obj).remove("resourceVersion");
+            return Ok(obj);
         }
         st.rv += 1;
         set_rv(&mut obj, st.rv);
         st.objects.insert(key, obj.clone());
-        self.emit(&mut st, res, ns, EventType::Added, obj.clone());
+        self.emit(st, res, ns, EventType::Added, obj.clone());
         Ok(obj)
     }
 
-    /// Read-modify-write of one object under the lock. `f` gets the current object (or
-    /// `None`) and returns the desired one; with `create_missing`, a desired object for a
-    /// missing key is created (server-side apply). The scope decides which parts of the
-    /// desired object are taken; a `metadata.resourceVersion` in it is a precondition.
-    pub fn modify(
+    /// Read-modify-write of one existing object under the lock: `prepare` gets the stored
+    /// object and returns the next one, complete (see [`crate::registry`]). A
+    /// `metadata.resourceVersion` in the next object is a precondition. Nothing is written
+    /// when the object does not change, or with `dry_run`.
+    pub fn update(
         &self,
         res: ResourceId,
         ns: &str,
         name: &str,
-        scope: Scope,
+        dry_run: bool,
+        prepare: impl FnOnce(&Value) -> ApiResult<Value>,
+    ) -> ApiResult<Written> {
+        self.write(res, ns, name, dry_run, false, |cur| match cur {
+            Some(cur) => prepare(cur),
+            None => Err(ApiError::not_found(&KINDS[res], name)),
+        })
+    }
+
+    /// Like [`Store::update`], but a missing object is created from `prepare(None)`
+    /// (server-side apply).
+    pub fn upsert(
+        &self,
+        res: ResourceId,
+        ns: &str,
+        name: &str,
+        dry_run: bool,
+        prepare: impl FnOnce(Option<&Value>) -> ApiResult<Value>,
+    ) -> ApiResult<Written> {
+        self.write(res, ns, name, dry_run, true, prepare)
+    }
+
+    fn write(
+        &self,
+        res: ResourceId,
+        ns: &str,
+        name: &str,
+        dry_run: bool,
         create_missing: bool,
-        f: impl FnOnce(Option<&Value>) -> ApiResult<Value>,
+        prepare: impl FnOnce(Option<&Value>) -> ApiResult<Value>,
     ) -> ApiResult<Written> {
         let def = &KINDS[res];
         let mut st = self.lock();
         let key = (res, ns.to_owned(), name.to_owned());
         let Some(current) = st.objects.get(&key).cloned() else {
-            if !create_missing || scope == Scope::Status {
+            if !create_missing {
                 return Err(ApiError::not_found(def, name));
             }
-            let mut desired = f(None)?;
-            metadata_mut(&mut desired).insert("name".into(), json!(name));
-            metadata_mut(&mut desired).remove("resourceVersion");
-            drop(st);
-            return self.create(res, ns, desired).map(|object| Written {
+            let desired = prepare(None)?;
+            let object = self.insert_new(&mut st, res, ns, desired, dry_run)?;
+            return Ok(Written {
                 object,
                 created: true,
             });
         };
-        let desired = f(Some(&current))?;
-        if let Some(rv) = meta_str(&desired, "resourceVersion").filter(|rv| !rv.is_empty())
-            && Some(rv) != meta_str(&current, "resourceVersion")
+        let mut next = prepare(Some(&current))?;
+        let current_rv = meta_str(&current, "resourceVersion")
+            .unwrap_or_default()
+            .to_owned();
+        if let Some(rv) = meta_str(&next, "resourceVersion").filter(|rv| !rv.is_empty())
+            && rv != current_rv
         {
             return Err(ApiError::conflict(def, name));
         }
-        if let Some(body_name) = meta_str(&desired, "name")
-            && body_name != name
-        {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({body_name}) does not match the name on the URL ({name})"
-            )));
-        }
-        let mut next = merge_scoped(def, &current, desired, scope);
-        if scope == Scope::Main
-            && let Some(validate) = def.validate
-        {
-            let causes = validate(&next);
-            if !causes.is_empty() {
-                return Err(ApiError::invalid(def, name, &causes));
-            }
-        }
-        if same_ignoring_rv(&current, &next) {
+        metadata_mut(&mut next).insert("resourceVersion".into(), json!(current_rv));
+        if next == current || dry_run {
             return Ok(Written {
-                object: current,
+                object: next,
                 created: false,
             });
         }
@@ -243,7 +253,10 @@ impl Store {
     /// Deletes an object: marks it (`deletionTimestamp`) while finalizers remain, removes it
     /// otherwise. Deleting a namespace deletes everything in it; the namespace itself goes
     /// once it is empty (see [`Store::finalize_namespaces`]).
-    pub fn delete(&self, res: ResourceId, ns: &str, name: &str) -> ApiResult<Value> {
+    pub fn delete(&self, res: ResourceId, ns: &str, name: &str, dry_run: bool) -> ApiResult<Value> {
+        if dry_run {
+            return self.delete_preview(res, ns, name);
+        }
         let marked = self.delete_one(res, ns, name)?;
         if res != NAMESPACES {
             return Ok(marked);
@@ -262,6 +275,17 @@ impl Store {
         }
         self.finalize_namespaces();
         Ok(self.get(NAMESPACES, "", name).unwrap_or(marked))
+    }
+
+    /// What [`Store::delete`] would answer, changing nothing (dry run): the object as it
+    /// would be deleted, or marked while finalizers hold it.
+    fn delete_preview(&self, res: ResourceId, ns: &str, name: &str) -> ApiResult<Value> {
+        let mut obj = self.get(res, ns, name)?;
+        if (finalizers(&obj).is_empty() && res != NAMESPACES) || is_deleting(&obj) {
+            return Ok(obj);
+        }
+        mark_deleting(&mut obj);
+        Ok(obj)
     }
 
     /// Deletes or marks one object. Namespaces are always only marked (their `kubernetes`
@@ -396,115 +420,6 @@ fn check_namespace(st: &State, def: &ResourceDef, ns: &str) -> ApiResult<()> {
     }
 }
 
-/// `metadata.name`, or one generated from `metadata.generateName`.
-fn resolve_name(obj: &mut Value) -> ApiResult<String> {
-    if let Some(name) = meta_str(obj, "name").filter(|n| !n.is_empty()) {
-        return Ok(name.to_owned());
-    }
-    if let Some(prefix) = meta_str(obj, "generateName").filter(|n| !n.is_empty()) {
-        let suffix: String = uuid::Uuid::new_v4()
-            .simple()
-            .to_string()
-            .chars()
-            .take(5)
-            .collect();
-        let name = format!("{prefix}{suffix}");
-        metadata_mut(obj).insert("name".into(), json!(name));
-        return Ok(name);
-    }
-    Err(ApiError::bad_request("name or generateName is required"))
-}
-
-/// Fills server-owned metadata of a new object and drops what clients may not set.
-fn prepare_new(def: &ResourceDef, ns: &str, name: &str, obj: &mut Value) {
-    if let Some(map) = obj.as_object_mut() {
-        map.insert("apiVersion".into(), json!(def.api_version()));
-        map.insert("kind".into(), json!(def.kind));
-    }
-    let meta = metadata_mut(obj);
-    meta.insert("name".into(), json!(name));
-    if def.namespaced {
-        meta.insert("namespace".into(), json!(ns));
-    } else {
-        meta.remove("namespace");
-    }
-    meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
-    meta.insert("creationTimestamp".into(), json!(now_rfc3339()));
-    meta.remove("deletionTimestamp");
-    meta.remove("deletionGracePeriodSeconds");
-    if def.generation {
-        meta.insert("generation".into(), json!(1));
-    } else {
-        meta.remove("generation");
-    }
-    if let Some(normalize) = def.normalize {
-        normalize(obj);
-    }
-}
-
-/// The next version of `current` after a write of `desired` in `scope`: server-owned
-/// metadata always comes from `current`; the status subresource splits spec from status.
-fn merge_scoped(def: &ResourceDef, current: &Value, mut desired: Value, scope: Scope) -> Value {
-    let mut next = match scope {
-        Scope::Status => {
-            let mut next = current.clone();
-            if let (Some(map), Some(status)) = (next.as_object_mut(), desired.get_mut("status")) {
-                map.insert("status".into(), status.take());
-            }
-            next
-        }
-        Scope::Main => {
-            if !desired.is_object() {
-                desired = json!({});
-            }
-            if def.status_subresource
-                && let Some(map) = desired.as_object_mut()
-            {
-                match current.get("status") {
-                    Some(status) => map.insert("status".into(), status.clone()),
-                    None => map.remove("status"),
-                };
-            }
-            desired
-        }
-    };
-    if let Some(map) = next.as_object_mut() {
-        map.insert("apiVersion".into(), json!(def.api_version()));
-        map.insert("kind".into(), json!(def.kind));
-    }
-    let generation = current
-        .pointer("/metadata/generation")
-        .and_then(Value::as_i64)
-        .unwrap_or(1);
-    let spec_changed = current.get("spec") != next.get("spec");
-    let meta = metadata_mut(&mut next);
-    for field in [
-        "name",
-        "namespace",
-        "uid",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-    ] {
-        match current.get("metadata").and_then(|m| m.get(field)) {
-            Some(v) => meta.insert(field.into(), v.clone()),
-            None => meta.remove(field),
-        };
-    }
-    if def.generation {
-        let generation = if spec_changed {
-            generation + 1
-        } else {
-            generation
-        };
-        meta.insert("generation".into(), json!(generation));
-    }
-    if let Some(normalize) = def.normalize {
-        normalize(&mut next);
-    }
-    next
-}
-
 fn mark_deleting(obj: &mut Value) {
     let meta = metadata_mut(obj);
     meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
@@ -521,13 +436,4 @@ fn mark_deleting(obj: &mut Value) {
 
 fn set_rv(obj: &mut Value, rv: u64) {
     metadata_mut(obj).insert("resourceVersion".into(), json!(rv.to_string()));
-}
-
-fn same_ignoring_rv(a: &Value, b: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        meta::metadata_mut(&mut v).remove("resourceVersion");
-        v
-    };
-    strip(a) == strip(b)
 }

@@ -62,6 +62,25 @@ async fn hosted_cluster(mgmt: &Mgmt, cmd: &hypersaga_bus::StepCommand) {
             release: Release {
                 image: IMAGE.into(),
             },
+            // Required by HyperShift's CRD, as the controlplane step sets them.
+            pull_secret: Some(LocalObjectReference {
+                name: names.pull_secret.clone(),
+            }),
+            services: ["APIServer", "OAuthServer", "Konnectivity", "Ignition"]
+                .into_iter()
+                .map(|service| ServicePublishingStrategyMapping {
+                    service: service.into(),
+                    service_publishing_strategy: ServicePublishingStrategy {
+                        type_: if service == "APIServer" {
+                            "LoadBalancer"
+                        } else {
+                            "Route"
+                        }
+                        .into(),
+                        ..Default::default()
+                    },
+                })
+                .collect(),
             infra_id: names.infra_id.clone(),
             platform: PlatformSpec {
                 type_: "Azure".into(),

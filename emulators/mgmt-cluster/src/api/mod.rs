@@ -2,9 +2,12 @@
 
 mod discovery;
 mod openapi;
+mod options;
 mod resources;
+mod strict;
 mod table;
 mod watch;
+mod writes;
 
 use axum::Router;
 use axum::extract::{Request, State};

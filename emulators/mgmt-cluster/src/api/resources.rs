@@ -1,4 +1,5 @@
-//! The verbs on resource URLs: get, list, watch, create, update, patch, delete.
+//! The verbs on resource URLs: get, list, watch, delete here; create, update and patch in
+//! [`super::writes`].
 
 use std::collections::HashMap;
 
@@ -10,16 +11,16 @@ use base64::Engine;
 use http::{HeaderMap, Method, StatusCode};
 use serde_json::{Value, json};
 
-use super::{Target, parse_target, table, watch};
+use super::strict::{Warnings, warning_header};
+use super::{Target, options, parse_target, table, watch};
 use crate::Emulator;
 use crate::error::{ApiError, ApiResult};
 use crate::kinds::{KINDS, ResourceDef};
-use crate::meta::{meta_str, metadata_mut};
-use crate::patch;
+use crate::meta::meta_str;
+use crate::registry::Scope;
 use crate::selectors::Selectors;
-use crate::store::Scope;
 
-type Params = HashMap<String, String>;
+pub(super) type Params = HashMap<String, String>;
 
 pub(super) async fn core(
     State(emu): State<Emulator>,
@@ -110,16 +111,16 @@ fn verb(method: &Method, target: &Target, params: &Params) -> ApiResult<&'static
     })
 }
 
-struct Req<'a> {
-    emu: &'a Emulator,
-    target: &'a Target,
-    def: &'static ResourceDef,
-    params: &'a Params,
-    headers: &'a HeaderMap,
-    body: &'a Bytes,
+pub(super) struct Req<'a> {
+    pub(super) emu: &'a Emulator,
+    pub(super) target: &'a Target,
+    pub(super) def: &'static ResourceDef,
+    pub(super) params: &'a Params,
+    pub(super) headers: &'a HeaderMap,
+    pub(super) body: &'a Bytes,
 }
 
-fn content_type(headers: &HeaderMap) -> &str {
+pub(super) fn content_type(headers: &HeaderMap) -> &str {
     headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -131,15 +132,15 @@ fn json_response(code: StatusCode, obj: Value) -> Response {
 }
 
 impl Req<'_> {
-    fn ns(&self) -> &str {
+    pub(super) fn ns(&self) -> &str {
         self.target.namespace.as_deref().unwrap_or("")
     }
 
-    fn name(&self) -> &str {
+    pub(super) fn name(&self) -> &str {
         self.target.name.as_deref().unwrap_or("")
     }
 
-    fn scope(&self) -> Scope {
+    pub(super) fn scope(&self) -> Scope {
         if self.target.subresource.is_some() {
             Scope::Status
         } else {
@@ -155,13 +156,18 @@ impl Req<'_> {
     }
 
     /// The request body as JSON (YAML accepted too, as kubectl may send apply bodies so).
-    fn body_json(&self) -> ApiResult<Value> {
+    pub(super) fn body_json(&self) -> ApiResult<Value> {
         let ct = content_type(self.headers);
         if ct.contains("protobuf") || ct.contains("cbor") {
             // Binary encodings are not served; client-go retries such requests as JSON on 415.
             return Err(ApiError::unsupported_media_type(ct));
         }
-        let parsed = if ct.contains("yaml") {
+        let looks_json = self
+            .body
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|b| *b == b'{' || *b == b'[');
+        let parsed = if ct.contains("yaml") && !looks_json {
             serde_yaml::from_slice::<Value>(self.body).map_err(|e| e.to_string())
         } else {
             serde_json::from_slice::<Value>(self.body).map_err(|e| e.to_string())
@@ -169,14 +175,30 @@ impl Req<'_> {
         parsed.map_err(|e| ApiError::bad_request(format!("the request body is invalid: {e}")))
     }
 
-    fn respond(&self, code: StatusCode, obj: Value) -> ApiResult<Response> {
+    pub(super) fn respond(&self, code: StatusCode, obj: Value) -> ApiResult<Response> {
         if self.wants_table() {
             return Ok(json_response(code, table::table(self.def, &[obj])));
         }
         Ok(json_response(code, obj))
     }
 
-    fn require_namespace(&self) -> ApiResult<()> {
+    /// [`Req::respond`] with one `Warning` header per collected warning.
+    pub(super) fn respond_warning(
+        &self,
+        code: StatusCode,
+        obj: Value,
+        warnings: &Warnings,
+    ) -> ApiResult<Response> {
+        let mut response = self.respond(code, obj)?;
+        for text in &warnings.0 {
+            if let Ok(value) = http::HeaderValue::from_str(&warning_header(text)) {
+                response.headers_mut().append(http::header::WARNING, value);
+            }
+        }
+        Ok(response)
+    }
+
+    pub(super) fn require_namespace(&self) -> ApiResult<()> {
         if self.def.namespaced && self.target.namespace.is_none() {
             return Err(ApiError::method_not_allowed(
                 "a namespace is required for this request",
@@ -262,107 +284,31 @@ impl Req<'_> {
         watch::respond(self.emu, options)
     }
 
-    fn create(&self) -> ApiResult<Response> {
-        self.require_namespace()?;
-        let mut obj = self.body_json()?;
-        if let Some(body_ns) = meta_str(&obj, "namespace")
-            && self.def.namespaced
-            && body_ns != self.ns()
+    /// `dryRun` of a delete: from the query or from the `DeleteOptions` body.
+    fn delete_dry_run(&self, options: Option<&Value>) -> ApiResult<bool> {
+        let mut values: Vec<String> = self.params.get("dryRun").cloned().into_iter().collect();
+        if let Some(list) = options
+            .and_then(|o| o.get("dryRun"))
+            .and_then(Value::as_array)
         {
-            return Err(ApiError::bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            ));
+            values.extend(list.iter().filter_map(Value::as_str).map(str::to_owned));
         }
-        metadata_mut(&mut obj).remove("resourceVersion");
-        let created = self
-            .emu
-            .shared()
-            .store
-            .create(self.target.res, self.ns(), obj)?;
-        self.respond(StatusCode::CREATED, created)
-    }
-
-    fn update(&self) -> ApiResult<Response> {
-        let body = self.body_json()?;
-        let written = self.emu.shared().store.modify(
-            self.target.res,
-            self.ns(),
-            self.name(),
-            self.scope(),
-            false,
-            |_| Ok(body),
-        )?;
-        self.respond(StatusCode::OK, written.object)
-    }
-
-    fn patch(&self) -> ApiResult<Response> {
-        let ct = content_type(self.headers)
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_owned();
-        let body = self.body_json()?;
-        let store = &self.emu.shared().store;
-        let (res, ns, name, scope) = (self.target.res, self.ns(), self.name(), self.scope());
-        let written = match ct.as_str() {
-            "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
-                if ct.starts_with("application/strategic") && !self.def.group.is_empty() {
-                    return Err(ApiError::unsupported_media_type(&ct));
-                }
-                store.modify(res, ns, name, scope, false, |cur| {
-                    let mut next = cur.cloned().unwrap_or_default();
-                    patch::merge_patch(&mut next, &body);
-                    Ok(next)
-                })?
-            }
-            "application/json-patch+json" => store.modify(res, ns, name, scope, false, |cur| {
-                let mut next = cur.cloned().unwrap_or_default();
-                patch::json_patch(&mut next, &body)?;
-                Ok(next)
-            })?,
-            "application/apply-patch+yaml" | "application/apply-patch+cbor" => {
-                if self.params.get("fieldManager").is_none_or(String::is_empty) {
-                    return Err(ApiError::invalid(
-                        self.def,
-                        name,
-                        &[crate::error::Cause::required(
-                            "metadata.managedFields.fieldManager",
-                        )],
-                    ));
-                }
-                if self.def.namespaced
-                    && let Some(body_ns) = meta_str(&body, "namespace")
-                    && body_ns != ns
-                {
-                    return Err(ApiError::bad_request(
-                        "the namespace of the provided object does not match the namespace sent on the request",
-                    ));
-                }
-                store.modify(res, ns, name, scope, true, |cur| match cur {
-                    None => Ok(body.clone()),
-                    Some(cur) => {
-                        let mut next = cur.clone();
-                        patch::apply(&mut next, &body);
-                        Ok(next)
-                    }
-                })?
-            }
-            other => return Err(ApiError::unsupported_media_type(other)),
-        };
-        let code = if written.created {
-            StatusCode::CREATED
-        } else {
-            StatusCode::OK
-        };
-        self.respond(code, written.object)
+        let causes = options::dry_run_causes(&values);
+        if !causes.is_empty() {
+            return Err(ApiError::invalid_options("DeleteOptions", &causes));
+        }
+        Ok(!values.is_empty())
     }
 
     fn delete(&self) -> ApiResult<Response> {
         let store = &self.emu.shared().store;
-        if !self.body.is_empty()
-            && let Ok(options) = serde_json::from_slice::<Value>(self.body)
-        {
+        let options = if self.body.is_empty() {
+            None
+        } else {
+            serde_json::from_slice::<Value>(self.body).ok()
+        };
+        let dry_run = self.delete_dry_run(options.as_ref())?;
+        if let Some(options) = &options {
             let current = store.get(self.target.res, self.ns(), self.name())?;
             for (field, label) in [("resourceVersion", "ResourceVersion"), ("uid", "UID")] {
                 if let Some(want) = options
@@ -379,7 +325,7 @@ impl Req<'_> {
                 }
             }
         }
-        let obj = store.delete(self.target.res, self.ns(), self.name())?;
+        let obj = store.delete(self.target.res, self.ns(), self.name(), dry_run)?;
         self.respond(StatusCode::OK, obj)
     }
 
@@ -387,12 +333,13 @@ impl Req<'_> {
         self.require_namespace()
             .or_else(|e| if self.def.namespaced { Err(e) } else { Ok(()) })?;
         let selectors = self.selectors()?;
+        let dry_run = self.delete_dry_run(None)?;
         let store = &self.emu.shared().store;
         let (items, _) = store.list(self.target.res, self.target.namespace.as_deref());
         let mut deleted = Vec::new();
         for obj in items.iter().filter(|o| selectors.matches(o)) {
             let name = meta_str(obj, "name").unwrap_or_default();
-            if let Ok(d) = store.delete(self.target.res, self.ns(), name) {
+            if let Ok(d) = store.delete(self.target.res, self.ns(), name, dry_run) {
                 deleted.push(d);
             }
         }

@@ -103,6 +103,21 @@ pub fn hosted_cluster(name: &str, ns: &str) -> HostedCluster {
                 base_domain: "example.com".into(),
                 ..Default::default()
             }),
+            // Required by HyperShift's CRD (`services`, `+required`); what the product sends.
+            services: [
+                ("APIServer", "LoadBalancer"),
+                ("OAuthServer", "Route"),
+                ("Konnectivity", "Route"),
+                ("Ignition", "Route"),
+            ]
+            .map(|(service, type_)| ServicePublishingStrategyMapping {
+                service: service.into(),
+                service_publishing_strategy: ServicePublishingStrategy {
+                    type_: type_.into(),
+                    ..Default::default()
+                },
+            })
+            .to_vec(),
             platform: PlatformSpec {
                 type_: "Azure".into(),
                 azure: Some(AzurePlatformSpec {
@@ -187,4 +202,76 @@ pub async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) ->
     tokio::time::timeout(Duration::from_secs(10), fut)
         .await
         .unwrap_or_else(|_| panic!("timed out: {what}"))
+}
+
+/// What a client sees of one raw HTTP exchange.
+pub struct Reply {
+    pub status: u16,
+    /// `Warning` header values, in order.
+    pub warnings: Vec<String>,
+    pub body: serde_json::Value,
+}
+
+impl Harness {
+    /// One request as kubectl or client-go would send it, for what kube-rs does not show
+    /// (`Warning` headers, raw `Status` bodies, arbitrary content types and query strings).
+    pub async fn raw(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: impl Into<String>,
+    ) -> Reply {
+        let cert = reqwest::Certificate::from_pem(self.ca_pem.as_bytes()).expect("CA");
+        let http = reqwest::Client::builder()
+            .add_root_certificate(cert)
+            .build()
+            .expect("http client");
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let response = http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(TOKEN)
+            .header("content-type", content_type)
+            .body(body.into())
+            .send()
+            .await
+            .expect("request sent");
+        let status = response.status().as_u16();
+        let warnings = response
+            .headers()
+            .get_all("warning")
+            .iter()
+            .map(|v| v.to_str().expect("ascii").to_owned())
+            .collect();
+        let body = response.json().await.unwrap_or(serde_json::Value::Null);
+        Reply {
+            status,
+            warnings,
+            body,
+        }
+    }
+}
+
+/// The `managedFields` entry of `manager` with `operation` (and `subresource`, `""` for the
+/// main resource), if any.
+pub fn managed_entry<'a>(
+    obj: &'a serde_json::Value,
+    manager: &str,
+    operation: &str,
+    subresource: &str,
+) -> Option<&'a serde_json::Value> {
+    obj.pointer("/metadata/managedFields")?
+        .as_array()?
+        .iter()
+        .find(|e| {
+            e["manager"] == manager
+                && e["operation"] == operation
+                && e.get("subresource").and_then(|s| s.as_str()).unwrap_or("") == subresource
+        })
+}
+
+/// An emulator whose operator waits an hour before reporting progress, so tests of API
+/// semantics see only their own writes (plus the operator's finalizer and first status).
+pub async fn quiet() -> Harness {
+    Harness::start(Config::fast(TOKEN, Duration::from_secs(3600))).await
 }
