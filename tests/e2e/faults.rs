@@ -150,9 +150,9 @@ async fn a_failing_control_plane_is_compensated_on_the_management_cluster_too() 
             "--kind",
             "hosted-cluster",
             "--reason",
-            "InvalidAzureCredentials",
+            "InvalidConfiguration",
             "--message",
-            "the credentials were refused",
+            "the service account signing key is not a valid RSA key",
         ])
         .env(
             "HYPERSAGA_ENDPOINTS",
@@ -170,9 +170,12 @@ async fn a_failing_control_plane_is_compensated_on_the_management_cluster_too() 
     assert_eq!(phase(&failed), "failed", "{failed:#?}");
     let error = failed.status.clone().unwrap().error.expect("error");
     assert_eq!(error.step, "controlplane.hostedcluster");
-    assert_eq!(error.code, "HostedClusterDegraded");
+    assert_eq!(error.code, "HostedClusterInvalid");
     assert!(
-        error.message.contains("InvalidAzureCredentials"),
+        error
+            .message
+            .contains("ValidConfiguration=False (InvalidConfiguration)")
+            && error.message.contains("not a valid RSA key"),
         "{error:?}"
     );
     let s = steps(&failed);

@@ -66,6 +66,7 @@ async fn a_delete_during_a_create_supersedes_it_at_any_point() {
         .mgmt_admin()
         .inject_fault(&Fault {
             kind: FaultKind::NodePool,
+            condition: None,
             name_contains: Some("waiting".into()),
             reason: "ScalingDown".into(),
             message: "nodes are not joining".into(),

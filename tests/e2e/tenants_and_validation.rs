@@ -262,3 +262,30 @@ async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
     );
     assert!(before.len() <= after.len());
 }
+
+#[tokio::test]
+async fn a_forty_character_name_works_end_to_end() {
+    let system = System::start().await;
+    // The longest name allowed: HyperShift's control plane namespace `<namespace>-<name>`
+    // must still fit Kubernetes' 63 characters, and every Azure name derived from it its own
+    // limit.
+    let name = "a-forty-character-cluster-name-for-tests";
+    assert_eq!(name.len(), 40);
+    system.create("acme", name, 1).await;
+    let ready = system.watch_to_end("acme", name).await;
+    assert_eq!(phase(&ready), "ready", "{ready:#?}");
+    let objects = system.mgmt_admin().objects().await.expect("objects");
+    let control_plane = objects
+        .iter()
+        .filter(|o| o["kind"] == "Namespace")
+        .filter_map(|o| o["metadata"]["name"].as_str())
+        .find(|n| n.ends_with(name))
+        .expect("HyperShift's control plane namespace");
+    assert!(control_plane.len() <= 63, "{control_plane}");
+
+    system.delete("acme", name).await;
+    let gone = system.watch_to_end("acme", name).await;
+    assert_eq!(phase(&gone), "deleted", "{gone:#?}");
+    let left = system.resource_names("acme").await;
+    assert!(left.iter().all(|r| outlives_clusters(r)), "{left:#?}");
+}

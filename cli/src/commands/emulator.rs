@@ -67,17 +67,22 @@ pub enum ObjectKind {
 
 #[derive(Subcommand, Debug)]
 pub enum ClusterFaultCommand {
-    /// Matching objects go `Degraded` (HostedCluster) or stay not `Ready` (NodePool) with this
-    /// reason, until cleared.
+    /// Matching HostedClusters are refused as HyperShift refuses bad input (the --condition
+    /// goes `False`, the control plane is never deployed); matching NodePools stay not `Ready`
+    /// (`AllMachinesReady=False`). With this reason and message, until cleared.
     ///
     /// Example: `hypersaga emulator cluster-fault add --kind hosted-cluster --reason
-    /// InvalidAzureCredentials --message "the credentials were refused"`
+    /// InvalidConfiguration --message "the signing key is not a valid RSA key"`
     Add {
         #[arg(long, value_enum)]
         kind: ObjectKind,
         /// Only objects whose name contains this.
         #[arg(long)]
         name_contains: Option<String>,
+        /// HostedCluster: the condition set `False` (ValidConfiguration, ValidReleaseImage,
+        /// SupportedHostedCluster, PlatformCredentialsFound, …).
+        #[arg(long, default_value = "ValidConfiguration")]
+        condition: String,
         #[arg(long)]
         reason: String,
         #[arg(long, default_value = "injected by hypersaga emulator cluster-fault")]
@@ -243,6 +248,7 @@ pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
         EmulatorCommand::ClusterFault(ClusterFaultCommand::Add {
             kind,
             name_contains,
+            condition,
             reason,
             message,
             target,
@@ -254,6 +260,7 @@ pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
             let fault = hypersaga_emulator_mgmt::Fault {
                 kind,
                 name_contains,
+                condition: Some(condition),
                 reason,
                 message,
             };

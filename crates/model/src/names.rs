@@ -11,6 +11,12 @@ use crate::tenant::TenantId;
 /// `base-xxxxx` within 27 characters).
 const INFRA_BASE_MAX: usize = 21;
 
+/// Longest cluster name and infra id together. A subnet's id holds both twice
+/// (`…/resourceGroups/NAME-vnet-INFRA/…/virtualNetworks/NAME-INFRA/subnets/default`) and
+/// HyperShift's CRD caps it (and the VNet's and NSG's) at 255 characters: with a
+/// subscription id that leaves 60. A long name so gets a shorter infra id base.
+const MAX_NAME_AND_INFRA: usize = 60;
+
 /// Derives the infra id from the cluster name and its uid: stable for one cluster, different
 /// for a re-created cluster of the same name (so a stale resource is never mistaken for ours).
 pub fn infra_id(name: &str, uid: &str) -> String {
@@ -28,7 +34,8 @@ pub fn infra_id(name: &str, uid: &str) -> String {
         base = base.replace("--", "-");
     }
     let base = base.trim_matches('-');
-    let base: String = base.chars().take(INFRA_BASE_MAX).collect();
+    let base_max = INFRA_BASE_MAX.min(MAX_NAME_AND_INFRA.saturating_sub(name.len() + 6));
+    let base: String = base.chars().take(base_max.max(1)).collect();
     format!("{}-{}", base.trim_end_matches('-'), digest36(uid, 5))
 }
 
@@ -173,6 +180,28 @@ mod tests {
             "demo-disk-fed-id-node"
         );
         assert_eq!(oidc_container(&TenantId::new("a--b-").unwrap()), "oidc-a-b");
+    }
+
+    #[test]
+    fn the_ids_hypershift_caps_at_255_fit_for_the_longest_name() {
+        let t = TenantId::new("acme").unwrap();
+        let name = "c".repeat(crate::validate::MAX_CLUSTER_NAME);
+        let n = Names::new(&t, &name, &infra_id(&name, "uid"), "example.com");
+        let sub = "/subscriptions/00000000-0000-0000-0000-000000000000";
+        let subnet = format!(
+            "{sub}/resourceGroups/{}/providers/Microsoft.Network/virtualNetworks/{}/subnets/{}",
+            n.vnet_rg, n.vnet, n.subnet
+        );
+        let nsg = format!(
+            "{sub}/resourceGroups/{}/providers/Microsoft.Network/networkSecurityGroups/{}",
+            n.nsg_rg, n.nsg
+        );
+        for id in [subnet, nsg] {
+            assert!(id.len() <= 255, "{} characters: {id}", id.len());
+        }
+        // Short names keep HyperShift's infra id.
+        assert_eq!(infra_id("demo", "u").len(), 10);
+        assert!(infra_id(&"x".repeat(30), "u").len() == 27);
     }
 
     #[test]

@@ -20,9 +20,19 @@ pub struct Fault {
     /// Condition reason, e.g. `AzureError`, `InvalidAzureCredentials`, `QuotaExceeded`.
     pub reason: String,
     pub message: String,
+    /// HostedCluster: the condition the operator sets `False` with the reason and message
+    /// (default `ValidConfiguration`, HyperShift's refusal of the cluster's input). NodePool
+    /// faults show on `Ready` and `AllMachinesReady`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
 }
 
 impl Fault {
+    /// The condition a HostedCluster fault sets `False`.
+    pub fn condition(&self) -> &str {
+        self.condition.as_deref().unwrap_or("ValidConfiguration")
+    }
+
     /// Whether this fault applies to the object `kind`/`name`.
     pub fn matches(&self, kind: FaultKind, name: &str) -> bool {
         self.kind == kind

@@ -132,6 +132,11 @@ impl Operator {
                 );
             }
             if own_pools == 0 {
+                // The control plane goes with its namespace, then the finalizer.
+                if now >= since + cfg.deletion_after {
+                    let cp_namespace = format!("{ns}-{name}").replace('.', "-");
+                    let _ = store.delete(crate::kinds::NAMESPACES, "", &cp_namespace, false);
+                }
                 remove_finalizer_after(
                     store,
                     HOSTED_CLUSTERS,
@@ -157,7 +162,9 @@ impl Operator {
         }
         let rollout_started = track.rollout.as_ref().map_or(now, |(_, t)| *t);
         let available_at = first_seen + cfg.hosted_cluster_available_after;
-        let rolled_out_at = rollout_started + cfg.hosted_cluster_available_after;
+        // Control-plane pods start over the first half of the wait: HyperShift reports
+        // `Degraded=True` (`UnavailableReplicas`) meanwhile, on every create and rollout.
+        let started_at = rollout_started.max(first_seen) + cfg.hosted_cluster_available_after / 2;
         let fault = faults
             .iter()
             .find(|f| f.matches(FaultKind::HostedCluster, name));
@@ -169,22 +176,98 @@ impl Operator {
 
         let mut status = hc.get("status").cloned().unwrap_or_else(|| json!({}));
         let conds = conditions_mut(&mut status);
-        let available = fault.is_none() && now >= available_at;
-        let rolled_out = fault.is_none() && now >= rolled_out_at;
-        match fault {
-            Some(f) => {
-                set_condition(conds, "Available", false, &f.reason, &f.message, generation);
-                set_condition(conds, "Degraded", true, &f.reason, &f.message, generation);
+        // The input checks come first and are True or False from the first pass.
+        set_condition(
+            conds,
+            "SupportedHostedCluster",
+            true,
+            "AsExpected",
+            "HostedCluster is supported by operator configuration",
+            generation,
+        );
+        set_condition(
+            conds,
+            "ValidConfiguration",
+            true,
+            "AsExpected",
+            "Configuration passes validation",
+            generation,
+        );
+        match check_release(&image) {
+            Ok(()) => set_condition(
+                conds,
+                "ValidReleaseImage",
+                true,
+                "AsExpected",
+                "Release image is valid",
+                generation,
+            ),
+            Err(why) => set_condition(
+                conds,
+                "ValidReleaseImage",
+                false,
+                "InvalidImage",
+                &why,
+                generation,
+            ),
+        }
+        if let Some(f) = fault {
+            set_condition(
+                conds,
+                f.condition(),
+                false,
+                &f.reason,
+                &f.message,
+                generation,
+            );
+        }
+        // HyperShift runs the control plane in `<namespace>-<name>`.
+        let cp_namespace = format!("{ns}-{name}").replace('.', "-");
+        let blocked = blocking_condition(conds).or_else(|| {
+            ensure_namespace(store, &cp_namespace).err().inspect(|why| {
                 set_condition(
                     conds,
-                    "Progressing",
+                    "ReconciliationSucceeded",
                     false,
-                    &f.reason,
-                    &f.message,
+                    "ReconciliationError",
+                    why,
+                    generation,
+                );
+            })
+        });
+        let available = blocked.is_none() && now >= available_at;
+        let rolled_out = available
+            && now >= rollout_started + cfg.hosted_cluster_available_after
+            && nodes_ready(hc, pools);
+        match &blocked {
+            Some(why) => {
+                // Nothing is deployed: the reconcile stops until the input changes.
+                set_condition(conds, "Progressing", false, "Blocked", why, generation);
+                set_condition(
+                    conds,
+                    "Available",
+                    false,
+                    "WaitingForAvailable",
+                    why,
+                    generation,
+                );
+                set_unknown(
+                    conds,
+                    "Degraded",
+                    "The hosted control plane is not found",
                     generation,
                 );
             }
             None => {
+                // HyperShift's own spelling of the reason.
+                set_condition(
+                    conds,
+                    "ReconciliationSucceeded",
+                    true,
+                    "ReconciliatonSucceeded",
+                    "Reconciliation completed successfully",
+                    generation,
+                );
                 let (reason, message) = if available {
                     ("AsExpected", "The hosted control plane is available")
                 } else {
@@ -194,29 +277,38 @@ impl Operator {
                     )
                 };
                 set_condition(conds, "Available", available, reason, message, generation);
-                set_condition(
-                    conds,
-                    "Degraded",
-                    false,
-                    "AsExpected",
-                    "The hosted cluster is not degraded",
-                    generation,
-                );
-                if rolled_out {
+                if now < started_at {
                     set_condition(
                         conds,
-                        "Progressing",
-                        false,
-                        "AsExpected",
-                        "HostedCluster is at expected version",
+                        "Degraded",
+                        true,
+                        "UnavailableReplicas",
+                        "kube-apiserver deployment has 2 unavailable replicas",
                         generation,
                     );
+                    deadline.at(started_at);
                 } else {
-                    let msg = format!(
-                        "HostedCluster is deploying, upgrading, or reconfiguring to {version}"
+                    set_condition(
+                        conds,
+                        "Degraded",
+                        false,
+                        "AsExpected",
+                        "The hosted cluster is not degraded",
+                        generation,
                     );
-                    set_condition(conds, "Progressing", true, "Progressing", &msg, generation);
-                    deadline.at(rolled_out_at.max(available_at));
+                }
+                // The desired image is the spec's from the first pass, so HyperShift's
+                // Progressing is False during an install.
+                set_condition(
+                    conds,
+                    "Progressing",
+                    false,
+                    "AsExpected",
+                    "HostedCluster is at expected version",
+                    generation,
+                );
+                if !available {
+                    deadline.at(available_at);
                 }
             }
         }
@@ -369,6 +461,126 @@ impl Operator {
             status["replicas"] = json!(0);
         }
         write_status(store, NODE_POOLS, np, status);
+    }
+}
+
+/// Releases this operator supports (HyperShift's `supportedversion`: a minimum for the
+/// platform and a latest it knows).
+const MIN_SUPPORTED: (u64, u64) = (4, 14);
+const LATEST_SUPPORTED: (u64, u64) = (4, 22);
+
+/// HyperShift's release check: an image it cannot read is refused like an unsupported one
+/// (reason `InvalidImage`, messages as `validateReleaseImage` words them).
+fn check_release(image: &str) -> Result<(), String> {
+    let Some(version) = release_version(image) else {
+        return Err(format!(
+            "failed to lookup release image: failed to extract release metadata: failed to \
+             obtain root manifest for {image}: manifest unknown"
+        ));
+    };
+    let mut parts = version.split('.').map(|p| p.parse::<u64>().ok());
+    let (Some(Some(major)), Some(Some(minor))) = (parts.next(), parts.next()) else {
+        return Err(format!("failed to parse release version {version:?}"));
+    };
+    let show = |(a, b): (u64, u64)| format!("{a}.{b}.0");
+    if (major, minor) > LATEST_SUPPORTED {
+        return Err(format!(
+            "the latest version supported is: {:?}. Attempting to use: {version:?}",
+            show(LATEST_SUPPORTED)
+        ));
+    }
+    if (major, minor) < MIN_SUPPORTED {
+        return Err(format!(
+            "the minimum version supported for platform Azure is: {:?}. Attempting to use: \
+             {version:?}",
+            show(MIN_SUPPORTED)
+        ));
+    }
+    Ok(())
+}
+
+/// The first input condition that is False, as HyperShift's Progressing words it then.
+fn blocking_condition(conds: &[Value]) -> Option<String> {
+    [
+        "SupportedHostedCluster",
+        "ValidConfiguration",
+        "ValidReleaseImage",
+        "PlatformCredentialsFound",
+    ]
+    .iter()
+    .find_map(|t| {
+        let c = conds
+            .iter()
+            .find(|c| c["type"] == *t && c["status"] == "False")?;
+        Some(format!(
+            "{t} condition is false: {}",
+            c["message"].as_str().unwrap_or_default()
+        ))
+    })
+}
+
+/// Creates the control plane's namespace unless it exists; refused as kube-apiserver refuses
+/// a name over 63 characters.
+fn ensure_namespace(store: &Store, name: &str) -> Result<(), String> {
+    if store.get(crate::kinds::NAMESPACES, "", name).is_ok() {
+        return Ok(());
+    }
+    if name.len() > 63 {
+        return Err(format!(
+            "failed to ensure control plane namespace: Namespace \"{name}\" is invalid: \
+             metadata.name: Invalid value: \"{name}\": must be no more than 63 characters"
+        ));
+    }
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    registry::prepare_create(crate::kinds::NAMESPACES, "", ns, MANAGER)
+        .and_then(|ns| store.create(crate::kinds::NAMESPACES, "", ns, false))
+        .map(|_| ())
+        .map_err(|e| format!("failed to ensure control plane namespace: {e}"))
+}
+
+/// Whether every NodePool of `hc` has its replicas as ready nodes, and there is at least one
+/// node: the guest cluster's version rollout completes only on nodes.
+fn nodes_ready(hc: &Value, pools: &[Value]) -> bool {
+    let (ns, name) = ns_name(hc);
+    let mine: Vec<&Value> = pools
+        .iter()
+        .filter(|np| {
+            meta_str(np, "namespace") == Some(ns)
+                && np.pointer("/spec/clusterName").and_then(Value::as_str) == Some(name)
+        })
+        .collect();
+    let wanted = |np: &Value| {
+        np.pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+    };
+    let ready = |np: &Value| {
+        np.pointer("/status/replicas").and_then(Value::as_i64) == Some(wanted(np))
+            && np
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                })
+    };
+    mine.iter().map(|np| wanted(np)).sum::<i64>() > 0 && mine.iter().all(|np| ready(np))
+}
+
+/// A condition HyperShift has not evaluated yet (nothing to copy from the control plane).
+fn set_unknown(list: &mut Vec<Value>, type_: &str, message: &str, generation: i64) {
+    let existing = list.iter_mut().find(|c| c["type"] == type_);
+    let transition = match &existing {
+        Some(c) if c["status"] == "Unknown" => c["lastTransitionTime"].clone(),
+        _ => json!(now_rfc3339()),
+    };
+    let cond = json!({
+        "type": type_, "status": "Unknown", "reason": "StatusUnknown", "message": message,
+        "lastTransitionTime": transition, "observedGeneration": generation,
+    });
+    match existing {
+        Some(c) => *c = cond,
+        None => list.push(cond),
     }
 }
 

@@ -11,15 +11,16 @@ use kube::api::{Api, PostParams};
 use kube::runtime::wait::await_condition;
 
 #[tokio::test]
-async fn hosted_cluster_fault_degrades_until_cleared() {
+async fn hosted_cluster_fault_is_refused_input_until_cleared() {
     let h = Harness::fast().await;
     namespace(&h.client, "f").await;
     h.admin
         .inject_fault(&Fault {
             kind: FaultKind::HostedCluster,
+            condition: None,
             name_contains: Some("bad".into()),
-            reason: "AzureError".into(),
-            message: "quota exceeded".into(),
+            reason: "InvalidConfiguration".into(),
+            message: "the signing key is not a valid RSA key".into(),
         })
         .await
         .unwrap();
@@ -32,16 +33,32 @@ async fn hosted_cluster_fault_degrades_until_cleared() {
         .await
         .unwrap();
 
+    // Refused as HyperShift refuses input: the condition is False, the reconcile blocked.
     let bad = within(
-        "degraded",
+        "refused",
         await_condition(hcs.clone(), "bad-one", |o: Option<&HostedCluster>| {
-            o.is_some_and(HostedCluster::is_degraded)
+            o.and_then(|hc| hc.condition("ValidConfiguration"))
+                .is_some_and(|c| c.status == "False")
         }),
     )
     .await
     .unwrap()
     .unwrap();
-    assert_eq!(bad.condition("Available").unwrap().reason, "AzureError");
+    let valid = bad.condition("ValidConfiguration").unwrap();
+    assert_eq!(
+        (valid.reason.as_str(), valid.message.as_str()),
+        (
+            "InvalidConfiguration",
+            "the signing key is not a valid RSA key"
+        )
+    );
+    let progressing = bad.condition("Progressing").unwrap();
+    assert_eq!(progressing.reason, "Blocked");
+    assert!(
+        progressing
+            .message
+            .starts_with("ValidConfiguration condition is false")
+    );
     within(
         "good available",
         await_condition(hcs.clone(), "good-one", |o: Option<&HostedCluster>| {
@@ -79,6 +96,7 @@ async fn node_pool_fault_keeps_it_unready() {
     namespace(&h.client, "g").await;
     h.emulator.inject_fault(Fault {
         kind: FaultKind::NodePool,
+        condition: None,
         name_contains: None,
         reason: "QuotaExceeded".into(),
         message: "not enough cores".into(),

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use common::*;
 use hypersaga_hypershift::{HYPERSHIFT_FINALIZER, HostedCluster, NodePool};
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions::is_deleted};
 use serde_json::json;
@@ -58,8 +58,13 @@ async fn hosted_cluster_and_node_pool_converge_and_delete() {
     assert!(endpoint.host.starts_with("10."));
     assert_eq!(endpoint.port, 7443);
     assert_eq!(hc.kubeconfig_secret(), Some("demo-admin-kubeconfig"));
-    assert!(hc.rollout_completed());
-    assert_eq!(hc.condition("Degraded").unwrap().status, "False");
+    // HyperShift's version history comes from the guest cluster's ClusterVersion, which
+    // completes only on nodes (`hypershift create cluster --wait` needs replicas > 0).
+    assert!(!hc.rollout_completed());
+    assert_eq!(hc.condition("ValidReleaseImage").unwrap().status, "True");
+    // The control plane's own namespace, `<namespace>-<name>`.
+    let namespaces: Api<Namespace> = Api::all(h.client.clone());
+    assert!(namespaces.get("clusters-demo").await.is_ok());
     let kubeconfig = secrets.get("demo-admin-kubeconfig").await.unwrap();
     assert!(kubeconfig.data.unwrap().contains_key("kubeconfig"));
 
@@ -87,6 +92,16 @@ async fn hosted_cluster_and_node_pool_converge_and_delete() {
     for c in ["Ready", "AllMachinesReady", "AllNodesHealthy"] {
         assert!(np.condition(c).unwrap().is_true(), "{c}");
     }
+    let hc = within(
+        "the rollout to complete on the nodes",
+        await_condition(hcs.clone(), "demo", |o: Option<&HostedCluster>| {
+            o.is_some_and(HostedCluster::rollout_completed)
+        }),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(hc.condition("Degraded").unwrap().status, "False");
 
     // Scale: a spec change bumps generation and converges again.
     let scaled = nps
@@ -119,6 +134,12 @@ async fn hosted_cluster_and_node_pool_converge_and_delete() {
     .await
     .unwrap();
     assert!(nps.get_opt("demo-workers").await.unwrap().is_none());
+    // Its control plane's namespace went first (it may still be terminating).
+    let cp = namespaces.get_opt("clusters-demo").await.unwrap();
+    assert!(
+        cp.is_none_or(|n| n.metadata.deletion_timestamp.is_some()),
+        "the control plane namespace outlived its HostedCluster"
+    );
 
     let counts = h.admin.requests().await.unwrap();
     assert!(

@@ -45,7 +45,15 @@ fn condition_types(hc: &HostedCluster) -> Vec<String> {
 }
 
 /// Conditions written by the simulated operator, which these tests leave alone.
-const OPERATOR_CONDITIONS: [&str; 3] = ["Available", "Degraded", "Progressing"];
+const OPERATOR_CONDITIONS: [&str; 7] = [
+    "Available",
+    "Degraded",
+    "Progressing",
+    "ReconciliationSucceeded",
+    "SupportedHostedCluster",
+    "ValidConfiguration",
+    "ValidReleaseImage",
+];
 
 fn applied_condition_types(hc: &HostedCluster) -> Vec<String> {
     condition_types(hc)
@@ -86,7 +94,7 @@ async fn two_managers_applying_different_conditions_keep_both() {
             &PatchParams::apply("config-validator"),
             &Patch::Apply(status_config(
                 "hc",
-                &[condition("ValidConfiguration", "True")],
+                &[condition("IgnitionEndpointAvailable", "True")],
             )),
         )
         .await
@@ -94,7 +102,7 @@ async fn two_managers_applying_different_conditions_keep_both() {
 
     assert_eq!(
         applied_condition_types(&hc),
-        ["ExternalDNSReachable", "ValidConfiguration"]
+        ["ExternalDNSReachable", "IgnitionEndpointAvailable"]
     );
     // Each applier owns exactly its own item, recorded as `k:{"type":...}` in fieldsV1,
     // through the `status` subresource.
@@ -106,7 +114,9 @@ async fn two_managers_applying_different_conditions_keep_both() {
         "{owned}"
     );
     assert!(
-        owned.get("k:{\"type\":\"ValidConfiguration\"}").is_none(),
+        owned
+            .get("k:{\"type\":\"IgnitionEndpointAvailable\"}")
+            .is_none(),
         "{owned}"
     );
     assert_eq!(dns["apiVersion"], HC_API);
@@ -142,7 +152,7 @@ async fn removing_a_condition_from_one_managers_apply_removes_only_that_one() {
         &b,
         &Patch::Apply(status_config(
             "hc",
-            &[condition("ValidConfiguration", "True")],
+            &[condition("IgnitionEndpointAvailable", "True")],
         )),
     )
     .await
@@ -161,7 +171,7 @@ async fn removing_a_condition_from_one_managers_apply_removes_only_that_one() {
         .unwrap();
     assert_eq!(
         applied_condition_types(&hc),
-        ["ExternalDNSReachable", "ValidConfiguration"],
+        ["ExternalDNSReachable", "IgnitionEndpointAvailable"],
         "only manager-a's dropped item goes"
     );
     // A manager sharing an item keeps it alive: b applies a's item too, then a drops it.
@@ -171,7 +181,7 @@ async fn removing_a_condition_from_one_managers_apply_removes_only_that_one() {
         &Patch::Apply(status_config(
             "hc",
             &[
-                condition("ValidConfiguration", "True"),
+                condition("IgnitionEndpointAvailable", "True"),
                 condition("ExternalDNSReachable", "True"),
             ],
         )),
@@ -184,7 +194,7 @@ async fn removing_a_condition_from_one_managers_apply_removes_only_that_one() {
         .unwrap();
     assert_eq!(
         applied_condition_types(&hc),
-        ["ExternalDNSReachable", "ValidConfiguration"],
+        ["ExternalDNSReachable", "IgnitionEndpointAvailable"],
         "still owned by manager-b"
     );
 }
@@ -350,7 +360,8 @@ async fn status_subresource_and_main_resource_apply_are_separate() {
     namespace(&h.client, "split").await;
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "split");
     let mut with_status = serde_json::to_value(hosted_cluster("hc", "split")).unwrap();
-    with_status["status"] = json!({"conditions": [condition("ValidConfiguration", "False")]});
+    with_status["status"] =
+        json!({"conditions": [condition("IgnitionEndpointAvailable", "False")]});
     let created = hcs
         .patch(
             "hc",
@@ -370,7 +381,7 @@ async fn status_subresource_and_main_resource_apply_are_separate() {
     let status_apply = json!({"apiVersion": HC_API, "kind": "HostedCluster",
         "metadata": {"name": "hc", "labels": {"sneaky": "yes"}},
         "spec": {"infraID": "changed"},
-        "status": {"conditions": [condition("ValidConfiguration", "True")]}});
+        "status": {"conditions": [condition("IgnitionEndpointAvailable", "True")]}});
     let after = hcs
         .patch_status(
             "hc",
@@ -385,7 +396,10 @@ async fn status_subresource_and_main_resource_apply_are_separate() {
         !labels.contains_key("sneaky"),
         "status apply leaves metadata"
     );
-    assert_eq!(applied_condition_types(&after), ["ValidConfiguration"]);
+    assert_eq!(
+        applied_condition_types(&after),
+        ["IgnitionEndpointAvailable"]
+    );
     assert_eq!(
         after.metadata.generation,
         Some(1),

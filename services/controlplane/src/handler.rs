@@ -11,8 +11,8 @@ use hypersaga_bus::{
 use hypersaga_config::{Config, TenantConfig};
 use hypersaga_hypershift::{
     AzureAuthenticationConfig, AzurePlatformSpec, AzureWorkloadIdentities, ClusterNetworkEntry,
-    ClusterNetworking, Condition, DnsSpec, HostedCluster, HostedClusterSpec, LocalObjectReference,
-    NetworkEntry, PlatformSpec, Release, ServicePublishingStrategy,
+    ClusterNetworking, Condition, ConditionStatus, DnsSpec, HostedCluster, HostedClusterSpec,
+    LocalObjectReference, NetworkEntry, PlatformSpec, Release, ServicePublishingStrategy,
     ServicePublishingStrategyMapping, conditions,
 };
 use hypersaga_oidc::{BlobConfig, BlobPublisher};
@@ -591,8 +591,25 @@ fn describe(c: Option<&Condition>, type_: &str) -> String {
     }
 }
 
-/// `Available=True` with a published endpoint → done; `Degraded=True` (for the current
-/// generation) → terminal; otherwise wait, saying what Progressing/Available report.
+/// Conditions by which HyperShift says the HostedCluster's input is wrong: it stops
+/// reconciling it (no requeue) until the input changes, so waiting is pointless
+/// (`hostedcluster_conditions.go`: "A failure here is unlikely to resolve without changing
+/// user input"). `ValidReleaseImage` is also how HyperShift reports a registry it cannot
+/// reach; it does not retry that either.
+const INPUT_CONDITIONS: [&str; 4] = [
+    "ValidReleaseImage",
+    "ValidConfiguration",
+    "SupportedHostedCluster",
+    "ValidHostedControlPlaneConfiguration",
+];
+
+/// `Available=True` with a published endpoint → done; an input condition `False` for the
+/// current generation → terminal, with the operator's words; otherwise wait, saying what
+/// Available (and Degraded, if set) report.
+///
+/// `Degraded=True` is not a failure: HyperShift sets it (reason `UnavailableReplicas`)
+/// whenever a control-plane deployment has unavailable replicas, i.e. during every start and
+/// rollout. A control plane that never comes up is caught by the wait's own deadline.
 fn check_available(obj: Option<&HostedCluster>, hc_target: &str) -> Check<(String, i32)> {
     let Some(hc) = obj else {
         return Check::Fail(
@@ -604,19 +621,23 @@ fn check_available(obj: Option<&HostedCluster>, hc_target: &str) -> Check<(Strin
         );
     };
     let generation = hc.meta().generation;
-    if let Some(d) = hc.condition(conditions::DEGRADED).filter(|c| c.is_true())
-        && d.observed_generation
+    let current = |c: &&Condition| {
+        c.observed_generation
             .is_none_or(|g| generation.is_none_or(|cur| g >= cur))
+    };
+    if let Some(bad) = INPUT_CONDITIONS
+        .iter()
+        .filter_map(|t| hc.condition(t))
+        .filter(current)
+        .find(|c| c.status() == ConditionStatus::False)
     {
-        let reason = if d.reason.is_empty() {
-            "Unknown"
-        } else {
-            d.reason.as_str()
-        };
         return Check::Fail(
             StepError::terminal(
-                "HostedClusterDegraded",
-                format!("HostedCluster is Degraded: {reason}: {}", d.message),
+                "HostedClusterInvalid",
+                format!(
+                    "HyperShift refused the HostedCluster: {}",
+                    describe(Some(bad), &bad.type_)
+                ),
             )
             .with_target(hc_target),
         );
@@ -631,14 +652,12 @@ fn check_available(obj: Option<&HostedCluster>, hc_target: &str) -> Check<(Strin
             "waiting for the HyperShift operator to report HostedCluster status".to_owned(),
         );
     }
-    Check::Wait(format!(
-        "{}; {}",
-        describe(
-            hc.condition(conditions::PROGRESSING),
-            conditions::PROGRESSING
-        ),
-        describe(hc.condition(conditions::AVAILABLE), conditions::AVAILABLE)
-    ))
+    let mut says = describe(hc.condition(conditions::AVAILABLE), conditions::AVAILABLE);
+    if let Some(d) = hc.condition(conditions::DEGRADED).filter(|c| c.is_true()) {
+        says.push_str("; ");
+        says.push_str(&describe(Some(d), conditions::DEGRADED));
+    }
+    Check::Wait(says)
 }
 
 #[cfg(test)]
@@ -649,6 +668,135 @@ mod tests {
 
     fn check(s: Option<&str>) -> Result<String, String> {
         check_pull_secret(s.map(Secret::new).as_ref()).map_err(|e| e.to_string())
+    }
+
+    /// A HostedCluster at generation 1 with `conditions` as `(type, status, reason, message)`
+    /// and, when `endpoint`, a published API endpoint.
+    fn hc(conds: &[(&str, &str, &str, &str)], endpoint: bool) -> HostedCluster {
+        let conditions: Vec<serde_json::Value> = conds
+            .iter()
+            .map(|(t, s, r, m)| {
+                serde_json::json!({"type": t, "status": s, "reason": r, "message": m,
+                    "lastTransitionTime": "2026-11-24T00:00:00Z", "observedGeneration": 1})
+            })
+            .collect();
+        let mut status = serde_json::json!({ "conditions": conditions });
+        if endpoint {
+            status["controlPlaneEndpoint"] =
+                serde_json::json!({"host": "api.demo.example.com", "port": 443});
+        }
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "hypershift.openshift.io/v1beta1",
+            "kind": "HostedCluster",
+            "metadata": {"name": "demo", "namespace": "hcp-x", "generation": 1},
+            "spec": {
+                "release": {"image": "quay.io/openshift-release-dev/ocp-release:4.21.0-multi"},
+                "pullSecret": {"name": "demo-pull-secret"},
+                "networking": {"networkType": "OVNKubernetes"},
+                "platform": {"type": "Azure"},
+                "services": [],
+                "dns": {"baseDomain": "example.com"},
+                "infraID": "demo-abcde",
+                "issuerURL": "https://issuer"
+            },
+            "status": status,
+        }))
+        .expect("a HostedCluster")
+    }
+
+    // Condition texts as HyperShift's controllers write them (hostedcluster_controller.go,
+    // hostedcontrolplane_controller.go `reconcileDegradedStatus`).
+    const NOT_FOUND: (&str, &str, &str, &str) = (
+        "Available",
+        "False",
+        "WaitingForAvailable",
+        "Waiting for hosted control plane to be healthy",
+    );
+    const STARTING: (&str, &str, &str, &str) = (
+        "Degraded",
+        "True",
+        "UnavailableReplicas",
+        "kube-apiserver deployment has 2 unavailable replicas",
+    );
+
+    #[test]
+    fn a_degraded_control_plane_that_is_starting_is_waited_for() {
+        match check_available(Some(&hc(&[NOT_FOUND, STARTING], false)), "t") {
+            Check::Wait(says) => {
+                assert!(says.contains("WaitingForAvailable"), "{says}");
+                assert!(
+                    says.contains("Degraded=True (UnavailableReplicas)"),
+                    "{says}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let up = (
+            "Available",
+            "True",
+            "AsExpected",
+            "The hosted control plane is available",
+        );
+        // Still Degraded while the last replicas start: available is what counts.
+        match check_available(Some(&hc(&[up, STARTING], true)), "t") {
+            Check::Done((host, port)) => {
+                assert_eq!((host.as_str(), port), ("api.demo.example.com", 443))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn wrong_input_fails_fast_with_the_operators_words() {
+        let refused = (
+            "ValidReleaseImage",
+            "False",
+            "InvalidImage",
+            "the latest version supported is: \"4.20.0\". Attempting to use: \"4.99.0\"",
+        );
+        match check_available(
+            Some(&hc(&[NOT_FOUND, refused], false)),
+            "HostedCluster/hcp-x/demo",
+        ) {
+            Check::Fail(e) => {
+                assert!(!e.is_retryable(), "{e:?}");
+                assert!(
+                    e.info
+                        .message
+                        .contains("ValidReleaseImage=False (InvalidImage)"),
+                    "{e:?}"
+                );
+                assert!(
+                    e.info.message.contains("Attempting to use: \"4.99.0\""),
+                    "{e:?}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let invalid = (
+            "ValidConfiguration",
+            "False",
+            "InvalidConfiguration",
+            "[a, b]",
+        );
+        assert!(matches!(
+            check_available(Some(&hc(&[invalid], false)), "t"),
+            Check::Fail(_)
+        ));
+        // True, or about an older generation: not a refusal.
+        let fine = (
+            "ValidReleaseImage",
+            "True",
+            "AsExpected",
+            "Release image is valid",
+        );
+        assert!(matches!(
+            check_available(Some(&hc(&[NOT_FOUND, fine], false)), "t"),
+            Check::Wait(_)
+        ));
+        let mut old = hc(&[refused], false);
+        old.metadata.generation = Some(2);
+        assert!(matches!(check_available(Some(&old), "t"), Check::Wait(_)));
     }
 
     #[test]

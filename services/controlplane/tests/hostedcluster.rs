@@ -59,6 +59,15 @@ async fn do_is_idempotent_and_undo_removes_everything() {
         "progress notes: {:?}",
         notes.notes()
     );
+    // The control-plane pods starting showed as Degraded, which is progress, not failure.
+    assert!(
+        notes
+            .notes()
+            .iter()
+            .any(|n| n.contains("Degraded=True (UnavailableReplicas)")),
+        "progress notes: {:?}",
+        notes.notes()
+    );
 
     // The HostedCluster, as HyperShift's CLI would write it, and Available.
     let hcs: Api<HostedCluster> = Api::namespaced(mgmt.client.clone(), &ns);
@@ -230,7 +239,7 @@ async fn do_is_idempotent_and_undo_removes_everything() {
 }
 
 #[tokio::test]
-async fn degraded_hosted_cluster_is_terminal() {
+async fn a_hosted_cluster_hypershift_refuses_fails_fast_with_its_words() {
     hypersaga_devca::install_crypto_provider();
     let (mgmt, az) = tokio::join!(mgmt(DELAY), azurite());
     publisher(&az)
@@ -243,20 +252,23 @@ async fn degraded_hosted_cluster_is_terminal() {
     mgmt.emulator.inject_fault(Fault {
         kind: FaultKind::HostedCluster,
         name_contains: Some("broken".into()),
-        reason: "InvalidAzureCredentials".into(),
-        message: "the workload identity cannot get a token".into(),
+        condition: Some("ValidConfiguration".into()),
+        reason: "InvalidConfiguration".into(),
+        message: "the service account signing key is not a valid RSA key".into(),
     });
     let cmd = command("acme", "broken", STEP, Action::Do, vec![]);
     let err = within("do", drive(&handler, &cmd, &Collect::default()))
         .await
-        .expect_err("degraded fails");
+        .expect_err("refused");
     assert!(!err.is_retryable(), "{err}");
-    assert_eq!(err.info.code, "HostedClusterDegraded");
+    assert_eq!(err.info.code, "HostedClusterInvalid");
     assert!(
-        err.info.message.contains("InvalidAzureCredentials"),
+        err.info
+            .message
+            .contains("ValidConfiguration=False (InvalidConfiguration)"),
         "{err}"
     );
-    assert!(err.info.message.contains("cannot get a token"), "{err}");
+    assert!(err.info.message.contains("not a valid RSA key"), "{err}");
     assert_eq!(
         err.info.target.as_deref(),
         Some(format!("HostedCluster/{}/broken", cmd.context.names.namespace).as_str())
@@ -310,4 +322,34 @@ async fn missing_inputs_and_keys_are_classified() {
 
     // Nothing was written by any of these.
     assert!(objects_in(&mgmt.emulator, &cmd.context.names.namespace).is_empty());
+}
+
+#[tokio::test]
+async fn a_release_hypershift_does_not_support_fails_within_seconds() {
+    hypersaga_devca::install_crypto_provider();
+    let (mgmt, az) = tokio::join!(mgmt(DELAY), azurite());
+    publisher(&az)
+        .store_signing_key("acme", &SigningKey::generate().expect("key"))
+        .await
+        .expect("store key");
+    let handler = ControlPlaneHandler::new(&config(&mgmt, Some(&az), &["acme"]))
+        .await
+        .expect("handler");
+    let mut cmd = command("acme", "future", STEP, Action::Do, vec![]);
+    cmd.context.spec.release_image =
+        "quay.io/openshift-release-dev/ocp-release:4.99.0-multi".into();
+    let started = std::time::Instant::now();
+    let err = within("do", drive(&handler, &cmd, &Collect::default()))
+        .await
+        .expect_err("refused");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert!(!err.is_retryable(), "{err}");
+    assert_eq!(err.info.code, "HostedClusterInvalid");
+    assert!(
+        err.info
+            .message
+            .contains("ValidReleaseImage=False (InvalidImage)"),
+        "{err}"
+    );
+    assert!(err.info.message.contains("4.99.0"), "{err}");
 }

@@ -267,6 +267,7 @@ async fn zero_replicas_faults_and_unknown_pools() {
     // carrying the operator's reason.
     mgmt.emulator.inject_fault(Fault {
         kind: FaultKind::NodePool,
+        condition: None,
         name_contains: Some("broken".into()),
         reason: "QuotaExceeded".into(),
         message: "Operation could not be completed as it results in exceeding approved Total Regional Cores quota".into(),
