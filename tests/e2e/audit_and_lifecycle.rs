@@ -469,8 +469,9 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
         }
     }
     // Deletion runs in reverse: a step is undone only after everything that depends on it
-    // (but the tenant's issuer and the user's public zone, which are never undone).
-    let kept = |id: &str| id == "identity.oidc" || id == "dns.public-zone";
+    // (but the tenant's issuer, the user's public zone and the rollout wait, never undone).
+    let kept =
+        |id: &str| ["identity.oidc", "dns.public-zone", "controlplane.rollout"].contains(&id);
     for s in create_steps.iter().filter(|s| !kept(&s.id)) {
         for d in s.depends_on.iter().filter(|d| !kept(d)) {
             assert!(

@@ -69,7 +69,7 @@ async fn create_wait_shows_progress_and_json_output_is_parseable() {
     assert_eq!(v["status"]["phase"], "ready");
     assert_eq!(
         v["status"]["operation"]["steps"].as_array().map(Vec::len),
-        Some(14)
+        Some(15)
     );
 
     let out = hypersaga(

@@ -234,3 +234,47 @@ async fn a_base_domain_without_a_public_zone_fails_before_anything_is_made() {
     );
     assert_eq!(system.resource_names("acme").await, before);
 }
+
+#[tokio::test]
+async fn a_release_hypershift_refuses_fails_within_seconds_and_compensates_everything() {
+    let system = System::start().await;
+    let mut req = create_request("future", 1);
+    if let Some(spec) = req.spec.as_mut() {
+        spec.release_image = "quay.io/openshift-release-dev/ocp-release:4.99.0-multi".into();
+    }
+    let started = std::time::Instant::now();
+    system
+        .client("acme")
+        .await
+        .create_cluster(req)
+        .await
+        .expect("accepted");
+    let failed = system.watch_to_end("acme", "future").await;
+    assert_eq!(phase(&failed), "failed", "{failed:#?}");
+    let error = failed.status.clone().unwrap().error.expect("error");
+    assert_eq!(
+        (error.step.as_str(), error.code.as_str()),
+        ("controlplane.hostedcluster", "HostedClusterInvalid")
+    );
+    assert!(
+        error
+            .message
+            .contains("ValidReleaseImage=False (InvalidImage)")
+            && error.message.contains("4.99.0"),
+        "{error:?}"
+    );
+    // Within seconds of the control plane step, not after the 30-minute wait for Available.
+    assert!(started.elapsed() < std::time::Duration::from_secs(90));
+    let s = steps(&failed);
+    assert_eq!(s["controlplane.hostedcluster"].0, "compensated");
+    assert_eq!(s["identity.workload"].0, "compensated");
+    let left = system.resource_names("acme").await;
+    assert!(left.iter().all(|r| outlives_clusters(r)), "{left:#?}");
+    let objects = system.mgmt_admin().objects().await.unwrap();
+    assert!(
+        !objects
+            .iter()
+            .any(|o| o["kind"] == "HostedCluster" || o["kind"] == "NodePool"),
+        "{objects:#?}"
+    );
+}

@@ -95,6 +95,9 @@ pub enum StepId {
     DnsRecords,
     /// `nodepool.<pool>`: one node pool of the cluster spec, by name.
     NodePool(String),
+    /// `controlplane.rollout`: the release's rollout completed on the cluster's nodes (what
+    /// `hypershift create cluster --wait` waits for).
+    Rollout,
 }
 
 /// Wire ids start with this for node pool steps: `nodepool.<pool>`.
@@ -102,7 +105,7 @@ const NODE_POOL_PREFIX: &str = "nodepool.";
 
 impl StepId {
     /// Every step that is not a node pool, in create-plan order.
-    pub const FIXED: [Self; 13] = [
+    pub const FIXED: [Self; 14] = [
         Self::PublicZone,
         Self::Oidc,
         Self::WorkloadIdentities,
@@ -116,6 +119,7 @@ impl StepId {
         Self::VnetLink,
         Self::HostedCluster,
         Self::DnsRecords,
+        Self::Rollout,
     ];
 
     /// The step of node pool `pool`.
@@ -133,7 +137,7 @@ impl StepId {
             Self::PublicZone | Self::PrivateZone | Self::VnetLink | Self::DnsRecords => {
                 Service::Dns
             }
-            Self::HostedCluster => Service::ControlPlane,
+            Self::HostedCluster | Self::Rollout => Service::ControlPlane,
             Self::NodePool(_) => Service::NodePool,
         }
     }
@@ -162,6 +166,7 @@ impl StepId {
             Self::VnetLink => "dns.vnet-link",
             Self::HostedCluster => "controlplane.hostedcluster",
             Self::DnsRecords => "dns.records",
+            Self::Rollout => "controlplane.rollout",
             Self::NodePool(pool) => return (NODE_POOL_PREFIX, Some(pool)),
         };
         (head, None)
@@ -368,6 +373,11 @@ mod tests {
                 Service::ControlPlane,
             ),
             (StepId::DnsRecords, "dns.records", Service::Dns),
+            (
+                StepId::Rollout,
+                "controlplane.rollout",
+                Service::ControlPlane,
+            ),
             (
                 StepId::node_pool("workers"),
                 "nodepool.workers",

@@ -77,13 +77,18 @@ pub fn create_plan(spec: &ClusterSpec, retain: Retain) -> Vec<StepDef> {
         ),
         StepDef::of(DnsRecords, &[HostedCluster, PrivateZone], Undo),
     ];
+    let mut rollout_deps = vec![HostedCluster];
     for pool in &spec.node_pools {
         steps.push(StepDef::of(
             StepId::node_pool(&pool.name),
             &[HostedCluster],
             Undo,
         ));
+        rollout_deps.push(StepId::node_pool(&pool.name));
     }
+    // Ready means the release rolled out on the nodes, not only a control plane that answers.
+    // A wait that makes nothing: nothing to undo, so no undo is sent for it.
+    steps.push(StepDef::of(Rollout, &rollout_deps, Keep));
     steps
 }
 

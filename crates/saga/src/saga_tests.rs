@@ -202,6 +202,9 @@ fn create_runs_independent_branches_in_parallel_and_finishes_ready() {
     assert_eq!(waves[3], vec!["dns.vnet-link:do"]);
     assert_eq!(waves[4], vec!["controlplane.hostedcluster:do"]);
     assert_eq!(waves[5], vec!["dns.records:do", "nodepool.workers:do"]);
+    // Ready once the release has rolled out on the nodes.
+    assert_eq!(waves[6], vec!["controlplane.rollout:do"]);
+    assert_eq!(waves.len(), 7);
     assert_eq!(s.state, OperationState::Succeeded);
     assert_eq!(s.cluster_phase(), ClusterPhase::Ready);
     assert!(s.resources().contains_key("network-vnet"));

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use hypersaga_bus::{
     Action, HostedClusterOutputs, NsgOutputs, OidcOutputs, Outputs, PrivateZoneOutputs,
-    PublicZoneOutputs, StepCommand, StepError, StepId, StepOutputs, VnetOutputs,
+    PublicZoneOutputs, RolloutOutputs, StepCommand, StepError, StepId, StepOutputs, VnetOutputs,
     WorkloadIdentitiesOutputs,
 };
 use hypersaga_config::{Config, TenantConfig};
@@ -101,12 +101,48 @@ impl ControlPlaneHandler {
         cmd: &StepCommand,
         notes: &dyn Notes,
     ) -> Result<StepResult, StepError> {
-        if cmd.step_id()? != StepId::HostedCluster {
-            return Err(cmd.unknown_step());
+        match (cmd.step_id()?, cmd.action) {
+            (StepId::HostedCluster, Action::Do) => self.create(cmd, notes).await,
+            (StepId::HostedCluster, Action::Undo) => self.delete(cmd).await,
+            (StepId::Rollout, Action::Do) => self.rollout(cmd).await,
+            // Only a wait: nothing of it to remove.
+            (StepId::Rollout, Action::Undo) => Ok(StepResult::Done(Outputs::new())),
+            _ => Err(cmd.unknown_step()),
         }
-        match cmd.action {
-            Action::Do => self.create(cmd, notes).await,
-            Action::Undo => self.delete(cmd).await,
+    }
+
+    /// Waits until the release has rolled out on the cluster's nodes: the newest entry of
+    /// `status.version.history` is `Completed` for the spec's image. HyperShift fills the
+    /// history from the hosted cluster's ClusterVersion, which completes only on nodes, so a
+    /// cluster without any is done at once, and says so.
+    async fn rollout(&self, cmd: &StepCommand) -> Result<StepResult, StepError> {
+        let nodes: i32 = cmd.context.spec.node_pools.iter().map(|p| p.replicas).sum();
+        if nodes == 0 {
+            info!("no nodes: the release rolls out once a node pool has some");
+            return Ok(StepResult::Done(RolloutOutputs::default().into_outputs()));
+        }
+        let ns = cmd.context.names.namespace.as_str();
+        let name = cmd.cluster.as_str();
+        let hc_target = target("HostedCluster", Some(ns), name);
+        let clusters: Api<HostedCluster> = Api::namespaced(self.client.clone(), ns);
+        let image = cmd.context.spec.release_image.clone();
+        match kube_ops::observe(&clusters, name, &hc_target, |obj| {
+            check_rollout(obj, &image, &hc_target)
+        })
+        .await?
+        {
+            Check::Done(version) => Ok(StepResult::Done(RolloutOutputs { version }.into_outputs())),
+            Check::Fail(e) => Err(e),
+            Check::Wait(why) => match kube_ops::overdue(
+                cmd,
+                self.available_timeout,
+                "RolloutNotCompleted",
+                &hc_target,
+                &why,
+            ) {
+                Some(e) => Err(e),
+                None => Ok(StepResult::wait(why, self.recheck)),
+            },
         }
     }
 
@@ -583,6 +619,37 @@ fn check_pull_secret(secret: Option<&hypersaga_config::Secret>) -> Result<String
     Ok(secret.expose().to_owned())
 }
 
+/// Done when the newest rollout in the version history is `Completed` for `image`.
+fn check_rollout(obj: Option<&HostedCluster>, image: &str, hc_target: &str) -> Check<String> {
+    let Some(hc) = obj else {
+        return Check::Fail(
+            StepError::retryable(
+                "HostedClusterGone",
+                "the HostedCluster disappeared while its release rolled out",
+            )
+            .with_target(hc_target),
+        );
+    };
+    let newest = hc
+        .status
+        .as_ref()
+        .and_then(|s| s.version.as_ref())
+        .and_then(|v| v.history.first());
+    match newest {
+        Some(h) if h.image == image && h.state == "Completed" => Check::Done(h.version.clone()),
+        Some(h) => Check::Wait(format!(
+            "waiting for release {} to roll out on the nodes (version history: {})",
+            if h.version.is_empty() {
+                &h.image
+            } else {
+                &h.version
+            },
+            h.state
+        )),
+        None => Check::Wait("waiting for the release to start rolling out".to_owned()),
+    }
+}
+
 fn describe(c: Option<&Condition>, type_: &str) -> String {
     match c {
         None => format!("{type_}=Unknown"),
@@ -797,6 +864,32 @@ mod tests {
         let mut old = hc(&[refused], false);
         old.metadata.generation = Some(2);
         assert!(matches!(check_available(Some(&old), "t"), Check::Wait(_)));
+    }
+
+    #[test]
+    fn the_rollout_is_done_when_the_newest_history_entry_completed_for_the_image() {
+        let image = "quay.io/openshift-release-dev/ocp-release:4.21.0-multi";
+        let with = |history: serde_json::Value| {
+            let mut hc = hc(&[], true);
+            let mut status = serde_json::to_value(hc.status.take()).unwrap();
+            status["version"] = serde_json::json!({"history": history});
+            hc.status = serde_json::from_value(status).unwrap();
+            hc
+        };
+        let entry = |state: &str, image: &str| serde_json::json!({"state": state, "image": image, "version": "4.21.0"});
+        let done = with(serde_json::json!([entry("Completed", image)]));
+        assert!(matches!(check_rollout(Some(&done), image, "t"), Check::Done(v) if v == "4.21.0"));
+        let partial = with(serde_json::json!([entry("Partial", image)]));
+        assert!(
+            matches!(check_rollout(Some(&partial), image, "t"), Check::Wait(w) if w.contains("Partial"))
+        );
+        // An older release completed is not this one.
+        let older = with(serde_json::json!([entry("Completed", "quay.io/x:4.20.0")]));
+        assert!(matches!(
+            check_rollout(Some(&older), image, "t"),
+            Check::Wait(_)
+        ));
+        assert!(matches!(check_rollout(None, image, "t"), Check::Fail(_)));
     }
 
     #[test]

@@ -251,7 +251,7 @@ async fn create_then_delete_runs_every_step_in_dependency_order() {
         .unwrap();
     h.wait_phase("demo", pb::ClusterPhase::Ready).await;
     let calls = h.calls();
-    assert_eq!(calls.len(), 14, "each step once: {calls:?}");
+    assert_eq!(calls.len(), 15, "each step once: {calls:?}");
     assert!(
         position(&calls, "network.nsg", Action::Do) < position(&calls, "network.vnet", Action::Do)
     );
@@ -605,7 +605,7 @@ async fn an_accept_written_as_the_gateway_does_is_built_and_runs_to_ready() {
     .unwrap();
     let ready = h.wait_phase("solo", pb::ClusterPhase::Ready).await;
     assert_eq!(ready.status.unwrap().operation.unwrap().id, "op-solo");
-    assert_eq!(h.calls().len(), 14, "each step once: {:?}", h.calls());
+    assert_eq!(h.calls().len(), 15, "each step once: {:?}", h.calls());
     // The saga is the record's: who asked, the trace, when it started, its deadline.
     let saga = saga_of(&bus, "op-solo").await.expect("saga built");
     assert_eq!(saga.actor, "tenant:acme");

@@ -38,6 +38,7 @@ outputs_of! {
     HostedClusterOutputs => StepId::HostedCluster,
     DnsRecordsOutputs => StepId::DnsRecords,
     NodePoolOutputs => StepId::NodePool(_),
+    RolloutOutputs => StepId::Rollout,
 }
 
 /// `identity.oidc`: the tenant's issuer.
@@ -463,4 +464,11 @@ mod tests {
             Some("controlplane.hostedcluster.control_plane_host")
         );
     }
+}
+
+/// `controlplane.rollout`: the release now running, as the version history says (empty when
+/// the cluster has no nodes to roll it out on).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RolloutOutputs {
+    pub version: String,
 }
