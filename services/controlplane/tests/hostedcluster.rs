@@ -17,6 +17,20 @@ use kube::{Api, Resource};
 const STEP: StepId = StepId::HostedCluster;
 const DELAY: Duration = Duration::from_millis(100);
 
+/// The management cluster, Azurite holding tenant acme's signing key, and the handler.
+async fn started() -> (Mgmt, Azurite, ControlPlaneHandler) {
+    hypersaga_devca::install_crypto_provider();
+    let (mgmt, az) = tokio::join!(mgmt(DELAY), azurite());
+    publisher(&az)
+        .store_signing_key("acme", &SigningKey::generate().expect("key"))
+        .await
+        .expect("store key");
+    let handler = ControlPlaneHandler::new(&config(&mgmt, Some(&az), &["acme"]))
+        .await
+        .expect("handler");
+    (mgmt, az, handler)
+}
+
 #[tokio::test]
 async fn do_is_idempotent_and_undo_removes_everything() {
     hypersaga_devca::install_crypto_provider();
@@ -240,15 +254,7 @@ async fn do_is_idempotent_and_undo_removes_everything() {
 
 #[tokio::test]
 async fn a_hosted_cluster_hypershift_refuses_fails_fast_with_its_words() {
-    hypersaga_devca::install_crypto_provider();
-    let (mgmt, az) = tokio::join!(mgmt(DELAY), azurite());
-    publisher(&az)
-        .store_signing_key("acme", &SigningKey::generate().expect("key"))
-        .await
-        .expect("store key");
-    let handler = ControlPlaneHandler::new(&config(&mgmt, Some(&az), &["acme"]))
-        .await
-        .expect("handler");
+    let (mgmt, _az, handler) = started().await;
     mgmt.emulator.inject_fault(Fault {
         kind: FaultKind::HostedCluster,
         name_contains: Some("broken".into()),
@@ -326,15 +332,7 @@ async fn missing_inputs_and_keys_are_classified() {
 
 #[tokio::test]
 async fn a_release_hypershift_does_not_support_fails_within_seconds() {
-    hypersaga_devca::install_crypto_provider();
-    let (mgmt, az) = tokio::join!(mgmt(DELAY), azurite());
-    publisher(&az)
-        .store_signing_key("acme", &SigningKey::generate().expect("key"))
-        .await
-        .expect("store key");
-    let handler = ControlPlaneHandler::new(&config(&mgmt, Some(&az), &["acme"]))
-        .await
-        .expect("handler");
+    let (_mgmt, _az, handler) = started().await;
     let mut cmd = command("acme", "future", STEP, Action::Do, vec![]);
     cmd.context.spec.release_image =
         "quay.io/openshift-release-dev/ocp-release:4.99.0-multi".into();
