@@ -1,5 +1,6 @@
-//! The admin API (plain HTTP, never exposed beyond loopback): fault injection, request
-//! counts, a dump of every stored resource and role assignment, reset, and deleting a role
+//! The admin API (plain HTTP, never exposed beyond loopback): fault injection (`/faults`
+//! refuses requests, `/faults/async` fails operations after acceptance; `DELETE /faults`
+//! clears both), request counts, a dump of every stored resource and role assignment, reset, and deleting a role
 //! assignment behind the caller's back. Used by tests, `hypersaga emulator …` and operators
 //! rehearsing failures.
 
@@ -13,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::Emulator;
 use crate::arm::render_assignment;
-use crate::faults::FaultSpec;
+use crate::faults::{AsyncFaultSpec, FaultSpec};
 
 pub(crate) fn router(emu: Emulator) -> Router {
     Router::new()
@@ -21,6 +22,10 @@ pub(crate) fn router(emu: Emulator) -> Router {
         .route(
             "/faults",
             post(add_fault).get(list_faults).delete(clear_faults),
+        )
+        .route(
+            "/faults/async",
+            post(add_async_fault).get(list_async_faults),
         )
         .route("/requests", get(requests))
         .route("/resources", get(resources))
@@ -41,6 +46,24 @@ async fn add_fault(State(emu): State<Emulator>, Json(spec): Json<FaultSpec>) -> 
         )
             .into_response(),
     }
+}
+
+async fn add_async_fault(
+    State(emu): State<Emulator>,
+    Json(spec): Json<AsyncFaultSpec>,
+) -> Response {
+    match emu.lock().faults.add_async(spec) {
+        Ok(fault) => (StatusCode::CREATED, Json(fault)).into_response(),
+        Err(e) => (
+            StatusCode::BAD_REQUEST,
+            Json(json!({ "error": e.to_string() })),
+        )
+            .into_response(),
+    }
+}
+
+async fn list_async_faults(State(emu): State<Emulator>) -> Response {
+    Json(emu.lock().faults.list_async()).into_response()
 }
 
 async fn list_faults(State(emu): State<Emulator>) -> Response {

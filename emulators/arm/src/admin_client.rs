@@ -22,7 +22,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use url::Url;
 
-use crate::faults::{Fault, FaultSpec};
+use crate::faults::{AsyncFault, AsyncFaultSpec, Fault, FaultSpec};
 use crate::requests::RequestStats;
 
 /// Errors talking to the admin API.
@@ -80,6 +80,29 @@ impl AdminClient {
             self.http
                 .post(self.base.join("faults")?)
                 .json(spec)
+                .send()
+                .await?,
+        )
+        .await
+    }
+
+    /// Installs a failure-after-acceptance: matching asynchronous operations are accepted,
+    /// then end `Failed` with the spec's error.
+    pub async fn add_async_fault(&self, spec: &AsyncFaultSpec) -> Result<AsyncFault> {
+        Self::json(
+            self.http
+                .post(self.base.join("faults/async")?)
+                .json(spec)
+                .send()
+                .await?,
+        )
+        .await
+    }
+
+    pub async fn async_faults(&self) -> Result<Vec<AsyncFault>> {
+        Self::json(
+            self.http
+                .get(self.base.join("faults/async")?)
                 .send()
                 .await?,
         )

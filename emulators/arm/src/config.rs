@@ -36,6 +36,11 @@ pub struct Config {
     /// `LatencyModel::Zero`). Meanwhile a role assignment naming it without `principalType`
     /// answers `400 PrincipalNotFound`; `principalType` makes ARM skip the lookup.
     pub principal_replication_delay: Duration,
+    /// Least time a write to a type with `exclusive_parent_writes` (federated identity
+    /// credentials) stays in flight. The window is otherwise the type's synchronous latency
+    /// under `latency`, hence none under `LatencyModel::Zero`; raise this to rehearse
+    /// `ConcurrentFederatedIdentityCredentialsWritesForSingleManagedIdentity` in fast tests.
+    pub min_exclusive_write_window: Duration,
 }
 
 /// The region `Config::default()` answers from.
@@ -57,6 +62,7 @@ impl Default for Config {
             request_log_size: 500,
             token_lifetime_secs: 3599,
             principal_replication_delay: DEFAULT_PRINCIPAL_REPLICATION_DELAY,
+            min_exclusive_write_window: Duration::ZERO,
         }
     }
 }

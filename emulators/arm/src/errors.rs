@@ -126,6 +126,40 @@ impl ArmError {
         e
     }
 
+    /// The network resource provider's 409 for a write to a resource (or, for a subnet, its
+    /// VNet) whose previous write is still running, pointing at that operation's status URL,
+    /// as quoted in Azure/terraform-provider-azapi#503 ("RESPONSE 409: 409 Conflict / ERROR
+    /// CODE: AnotherOperationInProgress") and Azure/bicep#5132. `Retry-After` is the time
+    /// the running operation still needs.
+    pub fn another_operation_in_progress(status_url: &str, retry_after: u64) -> Self {
+        let mut e = Self::new(
+            StatusCode::CONFLICT,
+            "AnotherOperationInProgress",
+            format!(
+                "Another operation on this or dependent resource is in progress. To retrieve \
+                 status of the operation use uri: {status_url}."
+            ),
+        );
+        e.retry_after = Some(retry_after);
+        e
+    }
+
+    /// Managed Identity's 409 for a federated credential write while another write to a
+    /// credential of the same identity is in flight, as quoted in
+    /// kubernetes-sigs/cluster-api-provider-azure#5397 and Azure/bicep-registry-modules#1447:
+    /// the identity id has lower-cased type segments and the names as created.
+    pub fn concurrent_fic_writes(identity_id: &str) -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "ConcurrentFederatedIdentityCredentialsWritesForSingleManagedIdentity",
+            format!(
+                "Too many Federated Identity Credentials are written concurrently for the \
+                 managed identity '{identity_id}'. Concurrent Federated Identity Credentials \
+                 writes under the same managed identity are not supported."
+            ),
+        )
+    }
+
     pub fn missing_api_version() -> Self {
         Self::bad_request(
             "MissingApiVersionParameter",

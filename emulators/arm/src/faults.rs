@@ -2,6 +2,11 @@
 //!
 //! Tests and operators use it to rehearse what real Azure does on a bad day (403 on a
 //! private DNS PUT, 429 bursts, 500s) without touching the happy-path code.
+//!
+//! Two kinds: a [`FaultSpec`] refuses the request outright; an [`AsyncFaultSpec`] lets an
+//! asynchronous PUT or DELETE be accepted (201/202 with `Azure-AsyncOperation`) and makes its
+//! operation end `Failed` with the fault's error, as ARM reports a resource provider's late
+//! refusal (e.g. a private DNS link to a VNet already linked to a zone of the same name).
 
 use serde::{Deserialize, Serialize};
 
@@ -38,10 +43,63 @@ pub struct Fault {
     pub hits: u64,
 }
 
+/// A failure after acceptance, as posted to `POST /faults/async`: the matching PUT or DELETE
+/// of an asynchronous type is accepted as usual, then its operation ends `Failed` with
+/// `{"code": code, "message": message}`. Synchronous types never match (ARM has no operation
+/// to fail there), so the fault waits for a request it can apply to.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct AsyncFaultSpec {
+    /// `PUT`, `DELETE` or `*`.
+    pub method: String,
+    /// Full resource type, case-insensitive, or `*`.
+    pub resource_type: String,
+    /// Only requests whose resource name contains this (case-insensitive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_contains: Option<String>,
+    /// `error.code` of the failed operation.
+    pub code: String,
+    /// `error.message` of the failed operation.
+    pub message: String,
+    /// How many operations to fail; `None` = until cleared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+}
+
+/// An installed failure-after-acceptance.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct AsyncFault {
+    pub id: String,
+    #[serde(flatten)]
+    pub spec: AsyncFaultSpec,
+    /// Operations still to fail (`None` = unlimited).
+    pub remaining: Option<u32>,
+    /// Operations failed so far.
+    pub hits: u64,
+}
+
+/// The error an asynchronous operation ends with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpFailure {
+    pub code: String,
+    pub message: String,
+}
+
 /// The installed faults, first match wins.
 #[derive(Default)]
 pub struct Faults {
     list: Vec<Fault>,
+    after_acceptance: Vec<AsyncFault>,
+}
+
+fn matches(
+    (s_method, s_type, s_name): (&str, &str, Option<&str>),
+    method: &str,
+    resource_type: &str,
+    name: &str,
+) -> bool {
+    (s_method == "*" || s_method.eq_ignore_ascii_case(method))
+        && (s_type == "*" || s_type.eq_ignore_ascii_case(resource_type))
+        && s_name.is_none_or(|n| name.to_ascii_lowercase().contains(&n.to_ascii_lowercase()))
 }
 
 /// Why a fault spec was refused.
@@ -51,6 +109,8 @@ pub enum FaultError {
     NotAnError(u16),
     #[error("code must not be empty")]
     EmptyCode,
+    #[error("method {0} starts no asynchronous operation (PUT, DELETE or *)")]
+    NotAsyncMethod(String),
 }
 
 impl Faults {
@@ -77,18 +137,73 @@ impl Faults {
 
     pub fn clear(&mut self) {
         self.list.clear();
+        self.after_acceptance.clear();
+    }
+
+    pub fn add_async(&mut self, spec: AsyncFaultSpec) -> Result<AsyncFault, FaultError> {
+        if spec.code.trim().is_empty() {
+            return Err(FaultError::EmptyCode);
+        }
+        let m = spec.method.as_str();
+        if !(m == "*" || m.eq_ignore_ascii_case("PUT") || m.eq_ignore_ascii_case("DELETE")) {
+            return Err(FaultError::NotAsyncMethod(spec.method));
+        }
+        let fault = AsyncFault {
+            id: uuid::Uuid::new_v4().to_string(),
+            remaining: spec.count,
+            spec,
+            hits: 0,
+        };
+        self.after_acceptance.push(fault.clone());
+        Ok(fault)
+    }
+
+    pub fn list_async(&self) -> Vec<AsyncFault> {
+        self.after_acceptance.clone()
+    }
+
+    /// The first failure-after-acceptance matching the request, without using it up: the
+    /// request may still be refused before an operation starts.
+    pub fn peek_async(&self, method: &str, resource_type: &str, name: &str) -> Option<AsyncFault> {
+        self.after_acceptance
+            .iter()
+            .find(|f| {
+                let s = &f.spec;
+                matches(
+                    (&s.method, &s.resource_type, s.name_contains.as_deref()),
+                    method,
+                    resource_type,
+                    name,
+                )
+            })
+            .cloned()
+    }
+
+    /// Counts one use of an async fault once an operation has been started with it.
+    pub fn consume_async(&mut self, id: &str) {
+        let Some(idx) = self.after_acceptance.iter().position(|f| f.id == id) else {
+            return;
+        };
+        let fault = &mut self.after_acceptance[idx];
+        fault.hits += 1;
+        if let Some(r) = fault.remaining.as_mut() {
+            *r = r.saturating_sub(1);
+            if *r == 0 {
+                self.after_acceptance.remove(idx);
+            }
+        }
     }
 
     /// Consumes one use of the first fault matching the request.
     pub fn take(&mut self, method: &str, resource_type: &str, name: &str) -> Option<FaultSpec> {
-        let name = name.to_ascii_lowercase();
         let idx = self.list.iter().position(|f| {
             let s = &f.spec;
-            (s.method == "*" || s.method.eq_ignore_ascii_case(method))
-                && (s.resource_type == "*" || s.resource_type.eq_ignore_ascii_case(resource_type))
-                && s.name_contains
-                    .as_deref()
-                    .is_none_or(|n| name.contains(&n.to_ascii_lowercase()))
+            matches(
+                (&s.method, &s.resource_type, s.name_contains.as_deref()),
+                method,
+                resource_type,
+                name,
+            )
         })?;
         let fault = &mut self.list[idx];
         fault.hits += 1;

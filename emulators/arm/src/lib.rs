@@ -55,7 +55,7 @@ use axum::routing::{get, post};
 
 pub use config::{Config, LatencyModel, Principal};
 pub use errors::ArmError;
-pub use faults::{Fault, FaultSpec};
+pub use faults::{AsyncFault, AsyncFaultSpec, Fault, FaultSpec};
 pub use requests::{RequestCount, RequestRecord, RequestStats, SubscriptionRequests};
 pub use throttle::{BucketConfig, ThrottleConfig};
 

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 
+use crate::faults::OpFailure;
 use crate::types::{Etag, ResourceType, Storage};
 
 /// A stored resource.
@@ -62,6 +63,8 @@ pub struct Operation {
     /// Absolute `Location` URL, repeated on 202 answers.
     pub result_url: Option<String>,
     pub retry_after: Option<u64>,
+    /// Set when the operation is to end `Failed` (an injected failure after acceptance).
+    pub failure: Option<OpFailure>,
 }
 
 impl Operation {
@@ -103,6 +106,8 @@ pub struct Store {
     resources: BTreeMap<String, StoredResource>,
     assignments: BTreeMap<String, StoredAssignment>,
     ops: HashMap<String, Operation>,
+    /// Parent key → end of the write in flight under it (`exclusive_parent_writes` types).
+    exclusive_writes: HashMap<String, OffsetDateTime>,
 }
 
 pub fn new_etag(kind: Etag) -> Option<String> {
@@ -124,6 +129,26 @@ impl Store {
         self.resources.clear();
         self.assignments.clear();
         self.ops.clear();
+        self.exclusive_writes.clear();
+    }
+
+    /// Claims the one write slot under `parent_key` until `until`; `false` when another write
+    /// still holds it.
+    pub fn claim_exclusive_write(
+        &mut self,
+        parent_key: &str,
+        now: OffsetDateTime,
+        until: OffsetDateTime,
+    ) -> bool {
+        if self
+            .exclusive_writes
+            .get(parent_key)
+            .is_some_and(|end| *end > now)
+        {
+            return false;
+        }
+        self.exclusive_writes.insert(parent_key.to_owned(), until);
+        true
     }
 
     pub fn assignment(&self, key: &str) -> Option<&StoredAssignment> {
@@ -233,18 +258,33 @@ impl Store {
         self.ops.get(&id.to_ascii_lowercase())
     }
 
-    /// Completes every operation whose deadline has passed.
+    /// Completes every operation whose deadline has passed. A failed operation leaves its
+    /// resource in place with `provisioningState: Failed`, as ARM's RPC asks of a resource
+    /// provider whose PUT or DELETE fails after acceptance.
     pub fn settle(&mut self, now: OffsetDateTime) {
         let mut finished_writes = Vec::new();
         let mut finished_deletes = Vec::new();
+        let mut failed = Vec::new();
         for (key, r) in &self.resources {
             if let Some(p) = &r.pending
                 && p.done_at <= now
             {
+                let fails = self
+                    .ops
+                    .get(&p.op_id.to_ascii_lowercase())
+                    .is_some_and(|o| o.failure.is_some());
                 match p.kind {
+                    _ if fails => failed.push(key.clone()),
                     OpKind::Write => finished_writes.push(key.clone()),
                     OpKind::Delete => finished_deletes.push(key.clone()),
                 }
+            }
+        }
+        for key in failed {
+            if let Some(r) = self.resources.get_mut(&key) {
+                r.pending = None;
+                r.properties
+                    .insert("provisioningState".into(), json!("Failed"));
             }
         }
         for key in finished_writes {

@@ -5,7 +5,7 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::Ctx;
-use super::lookup::{check_rg, embedded};
+use super::lookup::{check_rg, embedded, ensure_not_busy};
 use super::lro::start_op;
 use super::respond::{accepted, empty};
 use crate::errors::{ArmError, Result};
@@ -22,6 +22,13 @@ pub(super) fn delete_resource(
     let key = r.key();
     if !rtype.is_resource_group() {
         check_rg(store, r, true)?;
+    }
+    if rtype.serialize_writes {
+        let busy = match rtype.storage {
+            Storage::Embedded { .. } => r.parent_key(),
+            Storage::Standalone => key.clone(),
+        };
+        ensure_not_busy(ctx, store, &busy)?;
     }
     if let Storage::Embedded { array } = rtype.storage {
         let Some((parent, idx)) = embedded(store, r, array) else {

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::Ctx;
 use crate::errors::{ArmError, Result};
 use crate::path::ResourceRef;
 use crate::store::{OpKind, Store, StoredResource};
@@ -25,6 +26,26 @@ pub(super) fn check_rg<'s>(
         return Err(ArmError::resource_group_being_deleted(&rg.name));
     }
     Ok(rg)
+}
+
+/// Refuses a write to `key` while an earlier write to it is still running
+/// (`AnotherOperationInProgress`). Settled operations are already gone, so any pending write
+/// is still in flight.
+pub(super) fn ensure_not_busy(ctx: &Ctx<'_>, store: &Store, key: &str) -> Result<()> {
+    let Some(p) = store
+        .get(key)
+        .and_then(|res| res.pending.as_ref())
+        .filter(|p| p.kind == OpKind::Write && p.done_at > ctx.now)
+    else {
+        return Ok(());
+    };
+    let status_url = store
+        .op(&p.op_id)
+        .and_then(|o| o.status_path.as_deref())
+        .map(|s| format!("{}{s}?api-version={}", ctx.base, ctx.api_version))
+        .unwrap_or_default();
+    let left = (p.done_at - ctx.now).as_seconds_f64().ceil().max(1.0) as u64;
+    Err(ArmError::another_operation_in_progress(&status_url, left))
 }
 
 pub(super) fn not_found(r: &ResourceRef) -> ArmError {

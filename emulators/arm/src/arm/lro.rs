@@ -69,6 +69,10 @@ pub(super) fn start_op(
     let retry_after = (r.rtype.delete == DeleteShape::ResourceGroup)
         .then(|| ctx.emu.config().latency.retry_after(15))
         .flatten();
+    let failure = ctx.fail_with.as_ref().map(|(_, f)| f.clone());
+    if failure.is_some() {
+        ctx.fail_used.set(true);
+    }
     store.add_op(Operation {
         id: op_id.clone(),
         sub: r.sub.clone(),
@@ -80,6 +84,7 @@ pub(super) fn start_op(
         status_path,
         result_url: result_url.clone(),
         retry_after,
+        failure,
     });
     (
         Pending {
@@ -111,19 +116,39 @@ pub(super) fn operation(
         })?;
     let done = op.done(now);
     match view {
+        // The operation resource of ARM's "Track asynchronous Azure operations" page
+        // (learn.microsoft.com/azure/azure-resource-manager/management/async-operations):
+        // `{"id","name","status","startTime","endTime","error":{"code","message"}}`, the error
+        // present only when `status` is `Failed`.
         OpView::Status => {
+            let status = match (&op.failure, done) {
+                (_, false) => "InProgress",
+                (Some(_), true) => "Failed",
+                (None, true) => "Succeeded",
+            };
             let mut body = json!({
                 "id": op.status_path.clone().unwrap_or_default(),
                 "name": op.id,
-                "status": if done { "Succeeded" } else { "InProgress" },
+                "status": status,
                 "startTime": store::rfc3339(op.start),
             });
             if done {
                 body["endTime"] = json!(store::rfc3339(op.done_at));
             }
+            if done && let Some(f) = &op.failure {
+                body["error"] = json!({ "code": f.code, "message": f.message });
+            }
             Ok(json_response(StatusCode::OK, body))
         }
         OpView::Result if !done => Ok(accepted(None, op.result_url.as_deref(), op.retry_after)),
+        // The `Location` URL of a failed operation answers the failure as an ARM error.
+        OpView::Result if done && op.failure.is_some() => {
+            let f = op.failure.as_ref();
+            Err(ArmError::bad_request(
+                f.map_or("", |f| &f.code),
+                f.map_or_else(String::new, |f| f.message.clone()),
+            ))
+        }
         OpView::Result => match op.kind {
             OpKind::Delete if op.rtype.is_resource_group() => Ok(empty(StatusCode::OK)),
             OpKind::Delete => Ok(empty(StatusCode::NO_CONTENT)),

@@ -18,11 +18,13 @@ mod rbac;
 mod read;
 mod respond;
 
+use std::cell::Cell;
 use std::collections::HashMap;
 
 use time::OffsetDateTime;
 
 use crate::Emulator;
+use crate::faults::OpFailure;
 
 pub(crate) use pipeline::{TypeTag, handle};
 pub(crate) use rbac::render_assignment;
@@ -37,4 +39,9 @@ pub(crate) struct Ctx<'a> {
     pub(super) path: &'a str,
     /// Object id of the authenticated caller (role assignments record it).
     pub(super) caller: String,
+    /// An installed failure-after-acceptance matching this request (fault id, error); the
+    /// operation the request starts, if any, ends with it.
+    pub(super) fail_with: Option<(String, OpFailure)>,
+    /// Set once an operation was started with `fail_with`, so the fault is used up only then.
+    pub(super) fail_used: Cell<bool>,
 }

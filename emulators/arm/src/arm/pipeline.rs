@@ -1,6 +1,7 @@
 //! The request pipeline: authenticate, authorise, throttle, check the api-version, inject
 //! faults, then route to the handler for the method and target.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -19,7 +20,8 @@ use super::read::{get_resource, head_resource, inventory, list_collection, list_
 use super::{Ctx, api_version, rbac};
 use crate::Emulator;
 use crate::errors::{ArmError, Result};
-use crate::path::{self, AuthzKind, Target};
+use crate::faults::{Faults, OpFailure};
+use crate::path::{self, AuthzKind, ResourceRef, Target};
 use crate::store::Store;
 use crate::throttle::{Draw, OpClass, Scope};
 use crate::types::{DeleteShape, PutShape};
@@ -162,14 +164,23 @@ async fn process(
     injected_fault(emu, &parts.method, target)?;
 
     // Synchronous RPs still take a moment; wait outside the lock.
-    let delay = emu
+    let mut delay = emu
         .config()
         .latency
         .apply(sync_latency(&parts.method, target));
+    if let Target::Resource(r) = target
+        && r.rtype.exclusive_parent_writes
+        && (parts.method == Method::PUT || parts.method == Method::DELETE)
+    {
+        delay = delay.max(emu.config().min_exclusive_write_window);
+        claim_exclusive_write(emu, r, delay)?;
+    }
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
 
+    let mut guard = emu.lock();
+    let st = &mut *guard;
     let ctx = Ctx {
         emu,
         base: base_url(parts),
@@ -178,11 +189,68 @@ async fn process(
         query: &query,
         path: parts.uri.path(),
         caller: claims.oid.clone(),
+        fail_with: async_fault(&st.faults, &parts.method, target),
+        fail_used: Cell::new(false),
     };
-    let mut guard = emu.lock();
-    let store = &mut guard.store;
-    store.settle(ctx.now);
-    route(&ctx, store, &parts.method, target, body)
+    st.store.settle(ctx.now);
+    let resp = route(&ctx, &mut st.store, &parts.method, target, body);
+    if ctx.fail_used.get()
+        && let Some((id, _)) = &ctx.fail_with
+    {
+        st.faults.consume_async(id);
+    }
+    resp
+}
+
+/// The failure-after-acceptance installed for this request, if it is a PUT or DELETE that
+/// starts an asynchronous operation.
+fn async_fault(faults: &Faults, method: &Method, target: &Target) -> Option<(String, OpFailure)> {
+    let Target::Resource(r) = target else {
+        return None;
+    };
+    let starts_op = (*method == Method::PUT && r.rtype.put != PutShape::Sync)
+        || (*method == Method::DELETE && r.rtype.delete != DeleteShape::Sync);
+    if !starts_op {
+        return None;
+    }
+    let f = faults.peek_async(method.as_str(), &target.type_name(), target.name())?;
+    Some((
+        f.id,
+        OpFailure {
+            code: f.spec.code,
+            message: f.spec.message,
+        },
+    ))
+}
+
+/// Holds the parent's one write slot for `window` (the time the write is in flight), or
+/// answers the resource provider's 409 when another write holds it. No window, no slot.
+fn claim_exclusive_write(emu: &Emulator, r: &ResourceRef, window: Duration) -> Result<()> {
+    if window.is_zero() {
+        return Ok(());
+    }
+    let now = OffsetDateTime::now_utc();
+    if emu
+        .lock()
+        .store
+        .claim_exclusive_write(&r.parent_key(), now, now + window)
+    {
+        return Ok(());
+    }
+    // ARM names the identity with lower-cased type segments and the names as given.
+    let parent = r.names.first().map_or("", String::as_str);
+    let identity = format!(
+        "/subscriptions/{}/resourcegroups/{}/providers/{}/{}/{parent}",
+        r.sub,
+        r.rg,
+        r.rtype.namespace.to_ascii_lowercase(),
+        r.rtype
+            .segments()
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase(),
+    );
+    Err(ArmError::concurrent_fic_writes(&identity))
 }
 
 /// The first installed fault matching the request, as the error it asks for.

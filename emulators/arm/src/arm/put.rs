@@ -8,13 +8,29 @@ use serde_json::{Map, Value, json};
 
 use super::Ctx;
 use super::body::{parse_body, take_properties};
-use super::lookup::{check_rg, embedded, not_found, render_embedded};
+use super::lookup::{check_rg, embedded, ensure_not_busy, not_found, render_embedded};
 use super::lro::start_op;
 use super::respond::{empty, json_response, set_header};
 use crate::errors::{ArmError, Result};
 use crate::path::ResourceRef;
 use crate::store::{self, OpKind, Store, StoredResource};
 use crate::types::{FillCtx, LocationRule, PutCheck, PutShape, ResourceType, Storage};
+
+/// `Retry-After` (seconds) of the network resource provider's 201/200 + `Azure-AsyncOperation`
+/// answer to a PUT, as recorded in Azure/azure-powershell#7406 (a VNet PUT answered
+/// `Created` with `Retry-After: 3`). Scaled by the latency model like every advertised wait.
+const NETWORK_PUT_RETRY_AFTER_SECS: u64 = 3;
+
+fn set_network_retry_after(ctx: &Ctx<'_>, resp: &mut Response) {
+    if let Some(secs) = ctx
+        .emu
+        .config()
+        .latency
+        .retry_after(NETWORK_PUT_RETRY_AFTER_SECS)
+    {
+        set_header(resp, "retry-after", &secs.to_string());
+    }
+}
 
 /// Gives inline sub-resources (LB frontends, NSG rules, subnets) their ids and types.
 fn fill_inline(props: &mut Map<String, Value>, rtype: &ResourceType, id: &str, etag: Option<&str>) {
@@ -85,6 +101,14 @@ pub(super) fn put_resource(
             parent.id.clone()
         }
     };
+
+    if rtype.serialize_writes {
+        let busy = match rtype.storage {
+            Storage::Embedded { .. } => &parent_key,
+            Storage::Standalone => &key,
+        };
+        ensure_not_busy(ctx, store, busy)?;
+    }
 
     if let Storage::Embedded { array } = rtype.storage {
         return put_embedded(ctx, store, r, body, array);
@@ -263,6 +287,7 @@ pub(super) fn put_resource(
                     .unwrap_or(Value::Null);
                 let mut resp = json_response(status, rendered);
                 set_header(&mut resp, "azure-asyncnotification", "Enabled");
+                set_network_retry_after(ctx, &mut resp);
                 resp
             };
             if let Some(u) = &status_url {
@@ -339,5 +364,6 @@ fn put_embedded(
     if let Some(u) = &status_url {
         set_header(&mut resp, "azure-asyncoperation", u);
     }
+    set_network_retry_after(ctx, &mut resp);
     Ok(resp)
 }

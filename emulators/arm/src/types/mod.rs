@@ -150,6 +150,14 @@ pub struct ResourceType {
     pub blocking_children: &'static [&'static str],
     /// Arrays under `properties` holding inline sub-resources (ids and state filled in).
     pub inline_children: &'static [&'static str],
+    /// A write (PUT or DELETE) while an earlier write is still running answers
+    /// `409 AnotherOperationInProgress`; for an embedded child (subnet) the parent's running
+    /// write counts, since the network RP updates the VNet for it.
+    pub serialize_writes: bool,
+    /// Only one write (PUT or DELETE) among the children of one parent may be in flight at a
+    /// time; another answers `409 ConcurrentFederatedIdentityCredentialsWritesForSingleManagedIdentity`
+    /// (federated credentials of one identity).
+    pub exclusive_parent_writes: bool,
     /// Limit of instances per parent, with the error to answer beyond it.
     pub max_per_parent: Option<(usize, &'static str, &'static str)>,
     /// Fills read-only properties.
@@ -219,6 +227,8 @@ const NET: ResourceType = ResourceType {
     sync_latency: Duration::ZERO,
     blocking_children: &[],
     inline_children: &[],
+    serialize_writes: false,
+    exclusive_parent_writes: false,
     max_per_parent: None,
     fill: None,
     check_put: None,
@@ -242,6 +252,8 @@ const PDNS: ResourceType = ResourceType {
     sync_latency: Duration::ZERO,
     blocking_children: &[],
     inline_children: &[],
+    serialize_writes: false,
+    exclusive_parent_writes: false,
     max_per_parent: None,
     fill: None,
     check_put: None,
@@ -265,6 +277,8 @@ const SYNC: ResourceType = ResourceType {
     sync_latency: ms(500),
     blocking_children: &[],
     inline_children: &[],
+    serialize_writes: false,
+    exclusive_parent_writes: false,
     max_per_parent: None,
     fill: None,
     check_put: None,
@@ -287,6 +301,7 @@ pub static TYPES: &[ResourceType] = &[
     ResourceType {
         type_path: "networkSecurityGroups",
         inline_children: &["securityRules"],
+        serialize_writes: true,
         create_latency: secs(2),
         check_delete: Some(nsg_not_in_use),
         ..NET
@@ -294,6 +309,7 @@ pub static TYPES: &[ResourceType] = &[
     ResourceType {
         type_path: "virtualNetworks",
         inline_children: &["subnets"],
+        serialize_writes: true,
         create_latency: ms(2500),
         ..NET
     },
@@ -301,6 +317,7 @@ pub static TYPES: &[ResourceType] = &[
         type_path: "virtualNetworks/subnets",
         location: LocationRule::None,
         storage: Storage::Embedded { array: "subnets" },
+        serialize_writes: true,
         in_inventory: false,
         create_latency: secs(2),
         delete_latency: secs(2),
@@ -433,6 +450,7 @@ pub static TYPES: &[ResourceType] = &[
              A Managed Identity can have at most 20 Federated Identity Credentials.",
         )),
         check_put: Some(fic_issuer_subject_unique),
+        exclusive_parent_writes: true,
         ..SYNC
     },
 ];

@@ -1,10 +1,12 @@
 //! End-to-end tests: a real TLS server on 127.0.0.1:0, clients trusting the dev CA.
 //!
 //! One binary for every suite: the harness in `support`, role assignments and definitions in
-//! `rbac`, api-version acceptance and refusals in `api_versions`, everything else here.
+//! `rbac`, api-version acceptance and refusals in `api_versions`, failures after acceptance
+//! and refusals of concurrent writes in `refusals`, everything else here.
 
 mod api_versions;
 mod rbac;
+mod refusals;
 mod support;
 
 use std::collections::BTreeMap;
