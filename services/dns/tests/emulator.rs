@@ -338,3 +338,34 @@ async fn the_public_zone_of_the_base_domain_is_found_or_refused_up_front() {
         )
     );
 }
+
+#[tokio::test]
+async fn a_link_azure_accepts_then_refuses_fails_with_azures_words() {
+    let (arm, h, tenant) = setup().await;
+    let vnet = network(&tenant, "demo").await;
+    let run = |step: &dyn Display| command("demo", spec(), step, Action::Do, prior(&vnet, None));
+    exec(&h, &run(&StepId::PrivateZone)).await.expect("zone");
+    // What Azure answers, after accepting the link, for a VNet already linked to a zone of an
+    // overlapping namespace (quoted in MicrosoftDocs/azure-aks-docs#212): a failed operation.
+    let refusal = "A virtual network cannot be linked to multiple zones with overlapping \
+                   namespaces. You tried to link virtual network with 'a.example.com' and \
+                   'example.com' zones.";
+    arm.admin
+        .add_async_fault(&hypersaga_emulator_arm::AsyncFaultSpec {
+            method: "PUT".into(),
+            resource_type: LINK.into(),
+            name_contains: None,
+            code: "BadRequest".into(),
+            message: refusal.into(),
+            count: None,
+        })
+        .await
+        .expect("fault");
+    let e = exec(&h, &run(&StepId::VnetLink))
+        .await
+        .expect_err("refused");
+    // Retrying cannot fix it: the user's network or zones must change.
+    assert!(!e.is_retryable(), "{e:?}");
+    assert_eq!(e.info.code, "BadRequest");
+    assert!(e.info.message.contains("overlapping namespaces"), "{e:?}");
+}
