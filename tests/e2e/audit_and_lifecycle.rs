@@ -57,7 +57,7 @@ async fn resource_groups(arm: &ArmClient, sub: &str) -> BTreeSet<String> {
     .collect()
 }
 
-const IDENTITY_SUFFIXES: [&str; 7] = [
+const IDENTITY_SUFFIXES: [&str; 8] = [
     "disk",
     "file",
     "image-registry",
@@ -65,6 +65,7 @@ const IDENTITY_SUFFIXES: [&str; 7] = [
     "cloud-provider",
     "node-pool-mgmt",
     "network",
+    "control-plane-operator",
 ];
 
 fn identities(name: &str, infra: &str) -> BTreeSet<String> {
@@ -138,14 +139,14 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
     );
 
     // Each identity holds its roles on the cluster's groups and the ingress operator on the
-    // public zone's (hypershift-azure.md §2.4: 15 grants of 7 identities), each granted to it
+    // public zone's (hypershift-azure.md §2.4: 18 grants of 8 identities), each granted to it
     // as a service principal.
     let grants = system
         .arm_admin()
         .role_assignments(Some(&sub))
         .await
         .expect("role assignments");
-    assert_eq!(grants.len(), 15, "{grants:#?}");
+    assert_eq!(grants.len(), 18, "{grants:#?}");
     assert!(
         grants
             .iter()
@@ -317,7 +318,9 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
     assert_eq!(az["subscriptionID"], sub.as_str());
     assert_eq!(hc["spec"]["issuerURL"], issuer.as_str());
     let wi = &az["azureAuthenticationConfig"]["workloadIdentities"];
-    assert_eq!(wi.as_object().map(|o| o.len()), Some(7), "{wi}");
+    // HyperShift's eight, the control-plane operator's included, as `create iam azure` writes.
+    assert_eq!(wi.as_object().map(|o| o.len()), Some(8), "{wi}");
+    assert!(wi["controlPlaneOperator"]["clientID"].is_string(), "{wi}");
     let np = objects
         .iter()
         .find(|o| o["kind"] == "NodePool")

@@ -53,7 +53,7 @@ async fn sigkill_of_coordinator_and_a_service_mid_saga_loses_nothing() {
     );
     assert_eq!(before["dns-0"], after["dns-0"], "others untouched");
 
-    // Nothing exists twice: one of each, seven identities.
+    // Nothing exists twice: one of each, eight identities.
     let mut per_type: BTreeMap<String, usize> = BTreeMap::new();
     for r in system.inventory("acme").await {
         let ty = r["type"].as_str().unwrap_or("?").to_owned();
@@ -68,7 +68,7 @@ async fn sigkill_of_coordinator_and_a_service_mid_saga_loses_nothing() {
         ("Microsoft.Network/publicIPAddresses", 1),
         ("Microsoft.Network/loadBalancers", 1),
         ("Microsoft.Network/privateDnsZones", 1),
-        ("Microsoft.ManagedIdentity/userAssignedIdentities", 7),
+        ("Microsoft.ManagedIdentity/userAssignedIdentities", 8),
     ] {
         assert_eq!(
             per_type.get(ty).copied().unwrap_or(0),

@@ -481,7 +481,7 @@ fn render(r: &FleetReport) -> String {
         }
     }
     if let Some(left) = &r.left_over {
-        out.push_str("\nLeft in the subscription after the deletes (the tenant's persistent identities are meant to stay):\n");
+        out.push_str("\nLeft in the subscription after the deletes (what outlives clusters: the user's public DNS zone and its group, the tenant's identity group):\n");
         if left.is_empty() {
             out.push_str("  nothing\n");
         } else {

@@ -53,7 +53,7 @@ pub enum BenchCommand {
     /// done; the bound the ARM budget sets, = one alone + max(0, requests admitted − burst) /
     /// rate (writes = PUT, PATCH, POST: 200 burst, 10/s; deletes: 200, 10/s) and the ratio to
     /// it; ARM requests and the share answered 429. Then what is left in the subscription, by
-    /// type (the tenant's persistent identities are meant to stay).
+    /// type (what outlives clusters: the user's public DNS zone and its group, the tenant's identity group).
     ///
     /// Targets (not asserted): time to all ready ≤ 1.25 × the write-budget bound; 429s ≤ 2 %
     /// of ARM requests.

@@ -1,5 +1,7 @@
-//! The workload identities of a self-managed Azure HostedCluster: 7 user-assigned managed
-//! identities and their federated credentials (hypershift-azure.md §2.2). The subjects name
+//! The workload identities of a self-managed Azure HostedCluster: 8 user-assigned managed
+//! identities and their federated credentials (hypershift-azure.md §2.2): HyperShift's 7
+//! for the guest cluster's components, and the control-plane operator's, which `hypershift
+//! create iam azure` always makes too (it passes no topology). The subjects name
 //! service accounts inside the hosted cluster; the audience is always `openshift`.
 //!
 //! The reference's prose says "7 MIs / 14 FICs", but its own table and HyperShift's code
@@ -104,6 +106,14 @@ pub const WORKLOAD_IDENTITIES: &[WorkloadIdentity] = &[
             "system:serviceaccount:openshift-cloud-network-config-controller:cloud-network-config-controller",
         )],
     },
+    WorkloadIdentity {
+        key: "controlPlaneOperator",
+        suffix: "control-plane-operator",
+        credentials: &[(
+            "cpo-fed-id",
+            "system:serviceaccount:kube-system:control-plane-operator",
+        )],
+    },
 ];
 
 #[cfg(test)]
@@ -111,14 +121,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seven_identities_twelve_credentials_as_hypershift_code() {
-        assert_eq!(WORKLOAD_IDENTITIES.len(), 7);
+    fn eight_identities_thirteen_credentials_as_hypershift_code() {
+        assert_eq!(WORKLOAD_IDENTITIES.len(), 8);
         assert_eq!(
             WORKLOAD_IDENTITIES
                 .iter()
                 .map(|w| w.credentials.len())
                 .sum::<usize>(),
-            12
+            13
         );
     }
 }
@@ -199,6 +209,12 @@ pub const ROLE_GRANTS: &[RoleGrant] = {
             role: CONTRIBUTOR,
             scopes: &[Managed, Vnet],
         },
+        RoleGrant {
+            identity: "controlPlaneOperator",
+            component: "cpo",
+            role: CONTRIBUTOR,
+            scopes: &[Managed, Nsg, Vnet],
+        },
     ]
 };
 
@@ -229,7 +245,7 @@ mod role_tests {
             assert!(g.scopes.contains(&RoleScope::Managed), "{}", g.component);
         }
         let total: usize = ROLE_GRANTS.iter().map(|g| g.scopes.len()).sum();
-        assert_eq!(total, 15);
+        assert_eq!(total, 18);
     }
 
     #[test]

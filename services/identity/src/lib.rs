@@ -3,8 +3,8 @@
 //! | step | do | undo |
 //! |---|---|---|
 //! | `identity.oidc` | the tenant's OIDC issuer (signing key, discovery document, JWKS), shared by all its clusters | nothing |
-//! | `identity.workload` | the tenant's identity RG, 7 user-assigned identities, their 12 federated credentials | the 7 identities (their credentials go with them); the RG stays |
-//! | `identity.role-assignments` | the identities' 15 built-in role assignments on the cluster's groups and the public zone's | the 15 assignments |
+//! | `identity.workload` | the tenant's identity RG, 8 user-assigned identities, their 13 federated credentials | the 8 identities (their credentials go with them); the RG stays |
+//! | `identity.role-assignments` | the identities' 18 built-in role assignments on the cluster's groups and the public zone's | the 18 assignments |
 //!
 //! The issuer is never undone: every cluster of the tenant shares it. The identities are
 //! named per infra id, so nothing else uses them once their cluster is gone; a delete that

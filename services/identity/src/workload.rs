@@ -1,4 +1,4 @@
-//! `identity.workload`: the cluster's 7 user-assigned managed identities and their federated
+//! `identity.workload`: the cluster's 8 user-assigned managed identities and their federated
 //! credentials, in the tenant's persistent identity resource group (hypershift-azure.md §2.1–2.3).
 //! Undo removes the identities (a delete can ask to keep them); the resource group stays, as
 //! the tenant's other clusters keep theirs in it.

@@ -134,7 +134,7 @@ async fn workload_identities_are_created_adopted_and_removed() {
             .unwrap()
     );
     let workload = out["workload_identities"].as_object().expect("object");
-    assert_eq!(workload.len(), 7);
+    assert_eq!(workload.len(), 8);
     let inventory = arm.resources().await;
     for w in WORKLOAD_IDENTITIES {
         let id = format!("{rg_id}/providers/{MSI}/{}", names.identity(w.suffix));
@@ -181,14 +181,14 @@ async fn workload_identities_are_created_adopted_and_removed() {
         }
     }
     let stats = arm.requests().await;
-    assert_eq!(stats.count("PUT", MSI), 7);
-    assert_eq!(stats.count("PUT", FIC), 12);
+    assert_eq!(stats.count("PUT", MSI), 8);
+    assert_eq!(stats.count("PUT", FIC), 13);
     assert_eq!(stats.count("PUT", "Microsoft.Resources/resourceGroups"), 1);
 
     // Do again: adopted, no writes, same outputs.
     assert_eq!(exec(&h, &cmd).await.expect("again"), out);
     let stats = arm.requests().await;
-    assert_eq!((stats.count("PUT", MSI), stats.count("PUT", FIC)), (7, 12));
+    assert_eq!((stats.count("PUT", MSI), stats.count("PUT", FIC)), (8, 13));
     assert_eq!(stats.count("PUT", "Microsoft.Resources/resourceGroups"), 1);
 
     // A credential whose subject drifted is replaced; the others are left alone.
@@ -217,7 +217,7 @@ async fn workload_identities_are_created_adopted_and_removed() {
     assert_eq!(fixed["properties"]["subject"], disk.credentials[0].1);
     assert_eq!(
         arm.requests().await.count("PUT", FIC),
-        12 + 2,
+        13 + 2,
         "the tamper and its repair only"
     );
 
@@ -230,7 +230,7 @@ async fn workload_identities_are_created_adopted_and_removed() {
         oidc_outputs("https://other.example/oidc-acme"),
     );
     exec(&h, &moved).await.expect("new issuer");
-    assert_eq!(arm.requests().await.count("PUT", FIC), 14 + 12);
+    assert_eq!(arm.requests().await.count("PUT", FIC), 15 + 13);
     let fic = tenant
         .client
         .get(&fic_id, FIC_API)
@@ -245,7 +245,7 @@ async fn workload_identities_are_created_adopted_and_removed() {
     // Undo removes the identities, and their credentials with them; the tenant's group stays.
     let undo = command("demo", spec(), StepId::WorkloadIdentities, Action::Undo, []);
     exec(&h, &undo).await.expect("undo");
-    assert_eq!(arm.requests().await.count("DELETE", MSI), 7);
+    assert_eq!(arm.requests().await.count("DELETE", MSI), 8);
     let left = arm.resources().await;
     assert!(
         !left
@@ -287,7 +287,7 @@ async fn identity_errors_are_classified() {
     exec(&h, &cmd).await.expect("retry");
     assert_eq!(
         arm.requests().await.count("PUT", MSI) as usize,
-        7 + 7,
+        8 + 8,
         "403s, then the creates"
     );
 
@@ -311,7 +311,7 @@ async fn identity_errors_are_classified() {
 
 /// The role of each identity at each of the cluster's groups, as hypershift-azure.md §2.4
 /// lists them (HyperShift's `rbac.go`): (component, role GUID, scopes).
-const GRANTS: [(&str, &str, &[&str]); 7] = [
+const GRANTS: [(&str, &str, &[&str]); 8] = [
     (
         "cloudProvider",
         "a1f96423-95ce-4224-ab27-4e3dc72facd4",
@@ -342,6 +342,11 @@ const GRANTS: [(&str, &str, &[&str]); 7] = [
         "nodePoolManagement",
         "b24988ac-6180-42a0-ab88-20f7382dd24c",
         &["managed", "vnet"],
+    ),
+    (
+        "controlPlaneOperator",
+        "b24988ac-6180-42a0-ab88-20f7382dd24c",
+        &["managed", "nsg", "vnet"],
     ),
 ];
 
@@ -410,7 +415,7 @@ async fn role_assignments_are_made_once_adopted_repaired_and_removed() {
         outputs.clone(),
     );
     let out = exec(&h, &cmd).await.expect("role assignments");
-    assert_eq!(out["role_assignments"].as_array().map(Vec::len), Some(15));
+    assert_eq!(out["role_assignments"].as_array().map(Vec::len), Some(18));
 
     // Exactly the grants of the reference, each as a service principal.
     let listed = arm
@@ -443,7 +448,7 @@ async fn role_assignments_are_made_once_adopted_repaired_and_removed() {
         .flat_map(|(k, _, parts)| parts.iter().map(move |p| (k.to_string(), p.to_string())))
         .collect();
     assert_eq!(seen, expected);
-    assert_eq!(listed.len(), 15);
+    assert_eq!(listed.len(), 18);
 
     // Again: adopted, nothing written.
     const ASSIGNMENTS: &str = "Microsoft.Authorization/roleAssignments";
@@ -466,7 +471,7 @@ async fn role_assignments_are_made_once_adopted_repaired_and_removed() {
             .await
             .unwrap()
             .len(),
-        15
+        18
     );
 
     // Undo removes them all; already gone is done.
