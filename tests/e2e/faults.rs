@@ -278,3 +278,49 @@ async fn a_release_hypershift_refuses_fails_within_seconds_and_compensates_every
         "{objects:#?}"
     );
 }
+
+#[tokio::test]
+async fn a_link_azure_refuses_after_accepting_it_compensates_everything() {
+    let system = System::start().await;
+    // As Azure answers a VNet link to a zone whose namespace overlaps one the VNet is linked
+    // to already: accepted, then the operation fails (MicrosoftDocs/azure-aks-docs#212).
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hypersaga"))
+        .args([
+            "emulator",
+            "fault",
+            "add-async",
+            "--method",
+            "PUT",
+            "--type",
+            "Microsoft.Network/privateDnsZones/virtualNetworkLinks",
+            "--code",
+            "BadRequest",
+            "--message",
+            "A virtual network cannot be linked to multiple zones with overlapping namespaces.",
+        ])
+        .env(
+            "HYPERSAGA_ENDPOINTS",
+            system.state_dir().join("endpoints.json"),
+        )
+        .output()
+        .expect("run hypersaga");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    system.create("acme", "overlap", 1).await;
+    let failed = system.watch_to_end("acme", "overlap").await;
+    assert_eq!(phase(&failed), "failed", "{failed:#?}");
+    let error = failed.status.clone().unwrap().error.expect("error");
+    assert_eq!(
+        (error.step.as_str(), error.code.as_str()),
+        ("dns.vnet-link", "BadRequest")
+    );
+    assert!(
+        error.message.contains("overlapping namespaces"),
+        "{error:?}"
+    );
+    let left = system.resource_names("acme").await;
+    assert!(left.iter().all(|r| outlives_clusters(r)), "{left:#?}");
+}

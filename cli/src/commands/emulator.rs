@@ -158,7 +158,36 @@ pub enum FaultCommand {
         #[command(flatten)]
         target: Target,
     },
-    /// Remove every fault.
+    /// Accept matching writes (201/202 with an operation to poll), then end the operation
+    /// `Failed` with this code and message: how Azure reports what it finds only while it
+    /// works (a VNet link to an overlapping zone, a quota reached mid-way).
+    ///
+    /// Example: `hypersaga emulator fault add-async --method PUT --type
+    /// Microsoft.Network/privateDnsZones/virtualNetworkLinks --code BadRequest --message "A
+    /// virtual network cannot be linked to multiple zones with overlapping namespaces."`
+    AddAsync {
+        /// `PUT`, `DELETE` or `*`.
+        #[arg(long)]
+        method: String,
+        /// Full resource type (`*` for any).
+        #[arg(long = "type")]
+        resource_type: String,
+        /// Only resources whose name contains this.
+        #[arg(long)]
+        name_contains: Option<String>,
+        /// `error.code` of the failed operation.
+        #[arg(long)]
+        code: String,
+        /// `error.message` of the failed operation.
+        #[arg(long)]
+        message: String,
+        /// Fail this many operations, then serve normally [default: until cleared].
+        #[arg(long)]
+        count: Option<u32>,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Remove every fault (both kinds).
     Clear {
         #[command(flatten)]
         target: Target,
@@ -202,6 +231,40 @@ pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
                     fault.spec.method,
                     fault.spec.resource_type,
                     fault.spec.status,
+                    fault.spec.code,
+                    fault
+                        .spec
+                        .count
+                        .map(|n| format!(" ({n} times)"))
+                        .unwrap_or_default()
+                ),
+            }
+        }
+        EmulatorCommand::Fault(FaultCommand::AddAsync {
+            method,
+            resource_type,
+            name_contains,
+            code,
+            message,
+            count,
+            target,
+        }) => {
+            let spec = hypersaga_emulator_arm::AsyncFaultSpec {
+                method,
+                resource_type,
+                name_contains,
+                code,
+                message,
+                count,
+            };
+            let fault = target.client()?.add_async_fault(&spec).await?;
+            match target.output {
+                Format::Json => println!("{}", serde_json::to_string_pretty(&fault)?),
+                Format::Text => println!(
+                    "fault {} added: {} {} accepted, then Failed {}{}",
+                    fault.id,
+                    fault.spec.method,
+                    fault.spec.resource_type,
                     fault.spec.code,
                     fault
                         .spec
