@@ -1,29 +1,8 @@
 //! The `hypersaga` command line against a running system, as a user types it.
 
-use std::process::Output;
-
 use serde_json::Value;
 
 use crate::support::*;
-
-fn hypersaga(system: &System, args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_hypersaga"))
-        .args(args)
-        .env(
-            "HYPERSAGA_ENDPOINTS",
-            system.state_dir().join("endpoints.json"),
-        )
-        .output()
-        .expect("run hypersaga")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 #[tokio::test]
 async fn create_wait_shows_progress_and_json_output_is_parseable() {

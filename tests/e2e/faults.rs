@@ -142,8 +142,9 @@ async fn retryable_faults_are_retried_until_success() {
 #[tokio::test]
 async fn a_failing_control_plane_is_compensated_on_the_management_cluster_too() {
     let system = System::start().await;
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hypersaga"))
-        .args([
+    let out = hypersaga(
+        &system,
+        &[
             "emulator",
             "cluster-fault",
             "add",
@@ -153,18 +154,9 @@ async fn a_failing_control_plane_is_compensated_on_the_management_cluster_too() 
             "InvalidConfiguration",
             "--message",
             "the service account signing key is not a valid RSA key",
-        ])
-        .env(
-            "HYPERSAGA_ENDPOINTS",
-            system.state_dir().join("endpoints.json"),
-        )
-        .output()
-        .expect("run hypersaga");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
+    assert!(out.status.success(), "{}", text(&out));
     system.create("acme", "sick", 1).await;
     let failed = system.watch_to_end("acme", "sick").await;
     assert_eq!(phase(&failed), "failed", "{failed:#?}");
@@ -284,8 +276,9 @@ async fn a_link_azure_refuses_after_accepting_it_compensates_everything() {
     let system = System::start().await;
     // As Azure answers a VNet link to a zone whose namespace overlaps one the VNet is linked
     // to already: accepted, then the operation fails (MicrosoftDocs/azure-aks-docs#212).
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hypersaga"))
-        .args([
+    let out = hypersaga(
+        &system,
+        &[
             "emulator",
             "fault",
             "add-async",
@@ -297,18 +290,9 @@ async fn a_link_azure_refuses_after_accepting_it_compensates_everything() {
             "BadRequest",
             "--message",
             "A virtual network cannot be linked to multiple zones with overlapping namespaces.",
-        ])
-        .env(
-            "HYPERSAGA_ENDPOINTS",
-            system.state_dir().join("endpoints.json"),
-        )
-        .output()
-        .expect("run hypersaga");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
+    assert!(out.status.success(), "{}", text(&out));
     system.create("acme", "overlap", 1).await;
     let failed = system.watch_to_end("acme", "overlap").await;
     assert_eq!(phase(&failed), "failed", "{failed:#?}");

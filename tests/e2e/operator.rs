@@ -22,25 +22,6 @@ fn is_paused(c: &pb::Cluster) -> bool {
     operation(c).state == pb::OperationState::Paused as i32
 }
 
-fn hypersaga(system: &System, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_hypersaga"))
-        .args(args)
-        .env(
-            "HYPERSAGA_ENDPOINTS",
-            system.state_dir().join("endpoints.json"),
-        )
-        .output()
-        .expect("run hypersaga")
-}
-
-fn text(o: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 /// Every audit event of one cluster so far.
 async fn audit_events(system: &System, cluster: &str) -> Vec<Value> {
     system.audit_events("acme", cluster).await

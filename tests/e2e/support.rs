@@ -14,6 +14,27 @@ use tokio::process::{Child, Command};
 
 pub const TIMEOUT: Duration = Duration::from_secs(120);
 
+/// Runs the `hypersaga` command line against `system`, as a user would.
+pub fn hypersaga(system: &System, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_hypersaga"))
+        .args(args)
+        .env(
+            "HYPERSAGA_ENDPOINTS",
+            system.state_dir().join("endpoints.json"),
+        )
+        .output()
+        .expect("run hypersaga")
+}
+
+/// What a command printed, stdout then stderr.
+pub fn text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
 /// What the user had in Azure before any cluster (`hypersaga dev` makes it): the public zone
 /// of the base domain and its group, as `type name` (an inventory's spelling). A delete never
 /// touches them.

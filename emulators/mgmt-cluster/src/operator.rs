@@ -569,19 +569,7 @@ fn nodes_ready(hc: &Value, pools: &[Value]) -> bool {
 
 /// A condition HyperShift has not evaluated yet (nothing to copy from the control plane).
 fn set_unknown(list: &mut Vec<Value>, type_: &str, message: &str, generation: i64) {
-    let existing = list.iter_mut().find(|c| c["type"] == type_);
-    let transition = match &existing {
-        Some(c) if c["status"] == "Unknown" => c["lastTransitionTime"].clone(),
-        _ => json!(now_rfc3339()),
-    };
-    let cond = json!({
-        "type": type_, "status": "Unknown", "reason": "StatusUnknown", "message": message,
-        "lastTransitionTime": transition, "observedGeneration": generation,
-    });
-    match existing {
-        Some(c) => *c = cond,
-        None => list.push(cond),
-    }
+    put_condition(list, type_, "Unknown", "StatusUnknown", message, generation);
 }
 
 fn uid(obj: &Value) -> String {
@@ -686,6 +674,18 @@ fn set_condition(
     generation: i64,
 ) {
     let status = if status { "True" } else { "False" };
+    put_condition(list, type_, status, reason, message, generation);
+}
+
+/// Sets a condition to `status` (`True`, `False` or `Unknown`).
+fn put_condition(
+    list: &mut Vec<Value>,
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+    generation: i64,
+) {
     let existing = list.iter_mut().find(|c| c["type"] == type_);
     let transition = match &existing {
         Some(c) if c["status"] == status => c["lastTransitionTime"].clone(),

@@ -36,27 +36,28 @@ pub(crate) fn plan(arm: &TenantArm, cmd: &StepCommand) -> Result<Vec<Assignment>
         cmd.context.outputs_of(&StepId::WorkloadIdentities)?;
     let groups: ResourceGroupsOutputs = cmd.context.outputs_of(&StepId::ResourceGroups)?;
     let network = &cmd.context.spec.network;
-    let group_of = |ours: &Option<String>, brought: &Option<String>, what: &str| {
-        if let Some(id) = ours {
-            return Ok(id.clone());
-        }
-        let brought = brought.as_deref().ok_or_else(|| {
-            StepError::terminal(
-                "MissingInput",
-                format!("no {what} resource group: neither made by the network step nor brought"),
-            )
-        })?;
-        let parsed = ResourceId::parse(brought)
+    // The group of a resource the user brought (or owns, as the public zone).
+    let group_of_resource = |id: &str| {
+        let parsed = ResourceId::parse(id)
             .map_err(|e| StepError::terminal("InvalidResourceId", e.to_string()))?;
         Ok::<_, StepError>(ids::resource_group_id(
             parsed.subscription(),
             parsed.resource_group(),
         ))
     };
+    let group_of =
+        |ours: &Option<String>, brought: &Option<String>, what: &str| match (ours, brought) {
+            (Some(id), _) => Ok(id.clone()),
+            (None, Some(brought)) => group_of_resource(brought),
+            (None, None) => Err(StepError::terminal(
+                "MissingInput",
+                format!("no {what} resource group: neither made by the network step nor brought"),
+            )),
+        };
     let vnet_rg = group_of(&groups.vnet_rg_id, &network.vnet_id, "VNet")?;
     let nsg_rg = group_of(&groups.nsg_rg_id, &network.nsg_id, "NSG")?;
     let PublicZoneOutputs { public_zone } = cmd.context.outputs_of(&StepId::PublicZone)?;
-    let zone_rg = group_of(&None, &Some(public_zone), "public DNS zone")?;
+    let zone_rg = group_of_resource(&public_zone)?;
     let infra = &cmd.context.names.infra_id;
     let mut out = Vec::new();
     for grant in ROLE_GRANTS {
