@@ -1,7 +1,7 @@
 //! One saga transition: load, repair, apply, compare-and-set with outbox, publish, clear.
 
 use async_nats::jetstream::kv;
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use hypersaga_bus::{Bus, ENVELOPE_VERSION, OperatorCall, SagaWake, StepEvent};
 use hypersaga_model::record::{OperationKind, OperationState};
 use hypersaga_saga::{Applied, Effect, Saga};
@@ -17,6 +17,9 @@ use crate::{Error, Result};
 mod intake;
 
 use self::intake::SagaSettings;
+
+/// How many slots one catch-up sweep writes at once.
+const CATCH_UP_CONCURRENCY: usize = 16;
 
 /// What woke a saga up.
 #[derive(Debug)]
@@ -321,18 +324,24 @@ impl Engine {
     /// replica published at least [`crate::cache::CLEAR_AFTER`] ago whose saga has not moved
     /// on since, and writes progress not yet in cluster records. `all`: everything, now (at
     /// shutdown).
+    ///
+    /// Slots are caught up [`CATCH_UP_CONCURRENCY`] at a time: one after another, a sweep under
+    /// hundreds of owed slots took seconds of KV round trips, and progress shown that late
+    /// reads as a stuck cluster.
     pub async fn catch_up(&self, all: bool) {
-        for (key, slot) in self.cache.sweep() {
-            let Ok(mut slot) = slot.try_lock() else {
-                continue; // a transition is on it, and will do both
-            };
-            if slot.due_for_snapshot() || (all && slot.progress_owed()) {
-                self.write_progress(&key, &mut slot).await;
-            }
-            if all || slot.due_for_clearing() {
-                self.clear_outbox(&key, &mut slot).await;
-            }
-        }
+        futures::stream::iter(self.cache.sweep())
+            .for_each_concurrent(CATCH_UP_CONCURRENCY, |(key, slot)| async move {
+                let Ok(mut slot) = slot.try_lock_owned() else {
+                    return; // a transition is on it, and will do both
+                };
+                if slot.due_for_snapshot() || (all && slot.progress_owed()) {
+                    self.write_progress(&key, &mut slot).await;
+                }
+                if all || slot.due_for_clearing() {
+                    self.clear_outbox(&key, &mut slot).await;
+                }
+            })
+            .await;
     }
 
     /// Writes the progress owed to the saga's cluster record, from the copy, or from the
