@@ -11,6 +11,8 @@ cargo build --quiet -p hypersaga
 hs=target/debug/hypersaga
 state=.hypersaga
 mkdir -p "$state"
+# A previous run's endpoints file would be taken for this run's before `dev` wipes it.
+rm -f "$state/endpoints.json"
 
 echo "==> starting the local system (hypersaga dev)"
 "$hs" dev --state-dir "$state" >"$state/dev.log" 2>&1 &

@@ -45,6 +45,12 @@ pub enum Command {
     /// Follow the public audit stream.
     #[command(subcommand)]
     Audit(commands::audit::AuditCommand),
+    /// Bearer tokens for tenants' callers: the token, and the digest the configuration keeps.
+    #[command(subcommand)]
+    Token(commands::token::TokenCommand),
+    /// The bus's access control: credentials per role for a deployment.
+    #[command(subcommand)]
+    Bus(commands::bus::BusCommand),
     /// Drive the local emulators: inject faults, read request counts.
     #[command(subcommand)]
     Emulator(commands::emulator::EmulatorCommand),
@@ -67,6 +73,10 @@ pub struct ClientArgs {
     /// gRPC server URL (overrides the endpoints file).
     #[arg(long, global = true, env = "HYPERSAGA_SERVER")]
     pub server: Option<String>,
+    /// CA bundle to check the server's certificate against [default: the endpoints file's;
+    /// with --server, the system's roots].
+    #[arg(long, global = true, env = "HYPERSAGA_CA")]
+    pub ca: Option<PathBuf>,
     /// Bearer token (overrides the endpoints file).
     #[arg(long, global = true, env = "HYPERSAGA_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
@@ -86,18 +96,19 @@ impl ClientArgs {
 
     /// Connects as the chosen tenant.
     pub async fn client(&self) -> anyhow::Result<crate::client::Client> {
-        let (server, token) = match (&self.server, &self.token) {
-            (Some(s), Some(t)) => (s.clone(), t.clone()),
+        let (server, token, ca) = match (&self.server, &self.token) {
+            (Some(s), Some(t)) => (s.clone(), t.clone(), self.ca.clone()),
             _ => {
                 let e = self.endpoints()?;
                 let t = e.tenant(self.tenant.as_deref())?;
                 (
                     self.server.clone().unwrap_or(e.grpc.clone()),
                     self.token.clone().unwrap_or(t.token.clone()),
+                    self.ca.clone().or(Some(e.ca_bundle.clone())),
                 )
             }
         };
-        crate::client::connect(&server, &token).await
+        crate::client::connect(&server, &token, ca.as_deref()).await
     }
 }
 
@@ -108,6 +119,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Cluster(c) => commands::cluster::run(c).await,
         Command::Operation(c) => commands::operation::run(c).await,
         Command::Audit(c) => commands::audit::run(c).await,
+        Command::Bus(c) => commands::bus::run(c).await,
+        Command::Token(c) => commands::token::run(c),
         Command::Emulator(c) => commands::emulator::run(c).await,
         Command::Bench(c) => crate::bench::run(c).await,
     }

@@ -1,11 +1,13 @@
 //! An authenticated `ClusterService` client.
 
+use std::path::Path;
+
 use anyhow::Context;
 use hypersaga_api::v1::cluster_service_client::ClusterServiceClient;
 use tonic::metadata::MetadataValue;
 use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::Channel;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig};
 
 /// Adds `authorization: Bearer <token>` to every call.
 #[derive(Clone)]
@@ -20,10 +22,28 @@ impl Interceptor for BearerAuth {
 
 pub type Client = ClusterServiceClient<InterceptedService<Channel, BearerAuth>>;
 
-/// Connects to `server` (e.g. `http://127.0.0.1:50051`) as the holder of `token`.
-pub async fn connect(server: &str, token: &str) -> anyhow::Result<Client> {
-    let channel = Channel::from_shared(server.to_owned())
-        .with_context(|| format!("{server:?} is not a valid server URL"))?
+/// Connects to `server` (`https://…`, or `http://…` for a plaintext test server) as the holder
+/// of `token`. Over TLS the server's certificate is checked against `ca` if given (the dev CA),
+/// else against the system's roots.
+pub async fn connect(server: &str, token: &str, ca: Option<&Path>) -> anyhow::Result<Client> {
+    let mut endpoint = Channel::from_shared(server.to_owned())
+        .with_context(|| format!("{server:?} is not a valid server URL"))?;
+    if server.starts_with("https://") {
+        let tls = match ca {
+            Some(ca) => {
+                let pem = std::fs::read(ca)
+                    .with_context(|| format!("cannot read the CA bundle {}", ca.display()))?;
+                ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem))
+            }
+            None => ClientTlsConfig::new().with_native_roots(),
+        };
+        endpoint = endpoint
+            .tls_config(tls)
+            .context("cannot set up TLS for the API")?;
+    } else if ca.is_some() {
+        anyhow::bail!("--ca given, but {server} is not an https:// URL");
+    }
+    let channel = endpoint
         .connect()
         .await
         .with_context(|| format!("cannot connect to the hypersaga API at {server}"))?;

@@ -17,6 +17,10 @@ pub struct Endpoints {
     /// gRPC API, e.g. `http://127.0.0.1:50051`.
     pub grpc: String,
     pub nats_url: String,
+    /// Each bus role's nkey seed, `<role>.nk` (`audit-<tenant>.nk` reads one tenant's audit
+    /// events; `audit.nk` every tenant's). The server's certificate is signed by `ca_bundle`.
+    #[serde(default)]
+    pub nats_credentials_dir: Option<PathBuf>,
     /// ARM and Entra (one HTTPS emulator).
     pub arm_url: String,
     pub entra_url: String,

@@ -2,6 +2,7 @@
 //! (the endpoints file, the authenticated client).
 #![forbid(unsafe_code)]
 
+pub mod audit_feed;
 pub mod bench;
 pub mod cli;
 pub mod client;

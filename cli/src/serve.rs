@@ -126,6 +126,21 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let shutdown = shutdown_on_signals()?;
     exit_with_parent(args.supervisor_pid, &shutdown);
     info!(role = args.role.name(), "starting");
+    hypersaga_telemetry::probes::metrics();
+    if let Some(listen) = config.health.listen {
+        let probes = shutdown.child_token();
+        tokio::spawn(async move {
+            if let Err(e) = hypersaga_telemetry::probes::serve(listen, probes).await {
+                tracing::error!(error = %e, %listen, "cannot serve health probes and metrics");
+            }
+        });
+        // Not ready once draining: traffic and new work leave before the process stops.
+        let draining = shutdown.clone();
+        tokio::spawn(async move {
+            draining.cancelled().await;
+            hypersaga_telemetry::probes::set_ready(false);
+        });
+    }
     let role = args.role.name();
     match args.role {
         Role::Gateway => {

@@ -4,7 +4,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use async_nats::jetstream::consumer::{DeliverPolicy, pull};
 use futures::StreamExt;
 use hypersaga_api::v1 as pb;
 use hypersaga_azure::{ArmClient, ArmConfig, CredentialConfig, Secret};
@@ -80,12 +79,6 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
     let system = System::start().await;
     let sub = system.subscription("acme");
     let arm = arm(&system, "acme");
-
-    // Subscribe to the public audit stream first, as an audit subscriber would.
-    let nats = async_nats::connect(&system.endpoints.nats_url)
-        .await
-        .expect("nats");
-    let js = async_nats::jetstream::new(nats);
 
     let op = system.create("acme", "demo", 2).await;
     assert_eq!(hypersaga::output::op_kind(op.kind), "create");
@@ -389,20 +382,12 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
     );
 
     // The audit stream holds every transition, in causal order, with trace context.
-    let stream = js.get_stream("HCP_AUDIT").await.expect("audit stream");
-    let consumer = stream
-        .create_consumer(pull::OrderedConfig {
-            filter_subject: "hcp.acme.audit.demo".into(),
-            deliver_policy: DeliverPolicy::All,
-            ..Default::default()
-        })
-        .await
-        .expect("consumer");
-    let info = stream.get_info().await.expect("info");
+    let consumer = system.audit_feed("acme", Some("demo"), true).await;
+    let stored = consumer.cached_info().num_pending as usize;
     let mut messages = consumer.messages().await.expect("messages");
     let mut events: Vec<Value> = Vec::new();
     let mut traces: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    while events.len() < info.state.messages as usize {
+    while events.len() < stored {
         let msg = tokio::time::timeout(Duration::from_secs(5), messages.next())
             .await
             .expect("audit message")

@@ -6,6 +6,7 @@ mod support;
 
 mod audit_and_lifecycle;
 mod cli;
+mod closed_bus;
 mod crash;
 mod faults;
 mod fleet;

@@ -135,7 +135,26 @@ impl System {
     }
 
     pub async fn client(&self, tenant: &str) -> Client {
-        hypersaga::client::connect(&self.endpoints.grpc, &self.token(tenant))
+        hypersaga::client::connect(
+            &self.endpoints.grpc,
+            &self.token(tenant),
+            Some(&self.endpoints.ca_bundle),
+        )
+        .await
+        .expect("connect")
+    }
+
+    /// A TLS channel to the API that trusts the dev CA, with no token.
+    pub async fn channel(&self) -> tonic::transport::Channel {
+        let ca = std::fs::read(&self.endpoints.ca_bundle).expect("CA bundle");
+        tonic::transport::Channel::from_shared(self.endpoints.grpc.clone())
+            .expect("URL")
+            .tls_config(
+                tonic::transport::ClientTlsConfig::new()
+                    .ca_certificate(tonic::transport::Certificate::from_pem(ca)),
+            )
+            .expect("TLS")
+            .connect()
             .await
             .expect("connect")
     }
@@ -180,20 +199,7 @@ impl System {
 
     /// Every audit event of one of the tenant's clusters so far, in order.
     pub async fn audit_events(&self, tenant: &str, cluster: &str) -> Vec<Value> {
-        use async_nats::jetstream::consumer::{DeliverPolicy, pull};
-        let nats = async_nats::connect(&self.endpoints.nats_url)
-            .await
-            .expect("nats");
-        let js = async_nats::jetstream::new(nats);
-        let stream = js.get_stream("HCP_AUDIT").await.expect("audit stream");
-        let consumer = stream
-            .create_consumer(pull::OrderedConfig {
-                filter_subject: format!("hcp.{tenant}.audit.{cluster}"),
-                deliver_policy: DeliverPolicy::All,
-                ..Default::default()
-            })
-            .await
-            .expect("consumer");
+        let consumer = self.audit_feed(tenant, Some(cluster), true).await;
         let count = consumer.cached_info().num_pending as usize;
         let mut messages = consumer.messages().await.expect("messages");
         let mut events = Vec::new();
@@ -206,6 +212,23 @@ impl System {
             events.push(serde_json::from_slice(&msg.payload).expect("json"));
         }
         events
+    }
+
+    /// The tenant's audit events (of one cluster, or all), read with the tenant's audit
+    /// credentials as any audit subscriber reads them.
+    pub async fn audit_feed(
+        &self,
+        tenant: &str,
+        cluster: Option<&str>,
+        from_start: bool,
+    ) -> async_nats::jetstream::consumer::Consumer<
+        async_nats::jetstream::consumer::push::OrderedConfig,
+    > {
+        let access = hypersaga::audit_feed::AuditAccess::from_endpoints(&self.endpoints);
+        let tenant = hypersaga_model::TenantId::new(tenant).expect("tenant id");
+        hypersaga::audit_feed::open(&access, Some(&tenant), cluster, from_start)
+            .await
+            .expect("audit feed")
     }
 
     /// Top-level ARM resources of a subscription, as the inventory API lists them.

@@ -1,6 +1,8 @@
 //! Tenants are isolated; invalid requests are refused with every violation.
 
 use hypersaga_api::v1 as pb;
+use std::time::Duration;
+
 use tonic_types::StatusExt;
 
 use crate::support::*;
@@ -81,12 +83,29 @@ async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
         .unwrap_err();
     assert_eq!(e.code(), tonic::Code::NotFound);
 
-    // Health and reflection are served (no token needed for either).
-    let channel = tonic::transport::Channel::from_shared(system.endpoints.grpc.clone())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    // The API speaks TLS only: a plaintext caller (whose token would travel in clear) gets
+    // nowhere.
+    assert!(
+        system.endpoints.grpc.starts_with("https://"),
+        "{}",
+        system.endpoints.grpc
+    );
+    let plaintext = system.endpoints.grpc.replacen("https://", "http://", 1);
+    let cleartext = async {
+        let mut c = hypersaga::client::connect(&plaintext, &system.token("acme"), None).await?;
+        c.list_clusters(pb::ListClustersRequest::default())
+            .await
+            .map_err(anyhow::Error::from)
+    };
+    assert!(
+        tokio::time::timeout(Duration::from_secs(10), cleartext)
+            .await
+            .map_or(true, |r| r.is_err()),
+        "a plaintext call was answered"
+    );
+
+    // Health and reflection (v1 and v1alpha) are served, no token needed for either.
+    let channel = system.channel().await;
     let mut health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
     let status = health
         .check(tonic_health::pb::HealthCheckRequest {
@@ -104,7 +123,7 @@ async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
         ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
         server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
     };
-    let mut reflection = ServerReflectionClient::new(channel);
+    let mut reflection = ServerReflectionClient::new(channel.clone());
     let request = ServerReflectionRequest {
         host: String::new(),
         message_request: Some(MessageRequest::ListServices(String::new())),
@@ -126,12 +145,44 @@ async fn tenants_see_only_their_own_clusters_and_bad_requests_create_nothing() {
         services.contains(&"hypersaga.v1.ClusterService".to_string()),
         "{services:?}"
     );
+    {
+        use tonic_reflection::pb::v1alpha::{
+            ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
+            server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
+        };
+        let request = ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(MessageRequest::ListServices(String::new())),
+        };
+        let answer = futures::StreamExt::next(
+            &mut ServerReflectionClient::new(channel)
+                .server_reflection_info(futures::stream::iter(vec![request]))
+                .await
+                .expect("v1alpha reflection")
+                .into_inner(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        let Some(MessageResponse::ListServicesResponse(list)) = answer.message_response else {
+            panic!("{answer:?}")
+        };
+        assert!(
+            list.service
+                .iter()
+                .any(|s| s.name == "hypersaga.v1.ClusterService"),
+            "v1alpha: {list:?}"
+        );
+    }
 
     // No or unknown token.
-    let mut stranger =
-        hypersaga::client::connect(&system.endpoints.grpc, "not-a-real-token-at-all")
-            .await
-            .unwrap();
+    let mut stranger = hypersaga::client::connect(
+        &system.endpoints.grpc,
+        "not-a-real-token-at-all",
+        Some(&system.endpoints.ca_bundle),
+    )
+    .await
+    .unwrap();
     let e = stranger
         .list_clusters(pb::ListClustersRequest::default())
         .await

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use async_nats::jetstream::consumer::{DeliverPolicy, pull};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
@@ -135,24 +134,13 @@ pub struct Event {
 
 /// Every audit event of `tenant`'s clusters named in `clusters`, by cluster, in stream order.
 pub async fn journals(
-    nats_url: &str,
+    endpoints: &crate::endpoints::Endpoints,
     tenant: &str,
     clusters: &[String],
 ) -> anyhow::Result<BTreeMap<String, Vec<Event>>> {
-    let nats = async_nats::connect(nats_url)
-        .await
-        .context("connecting to nats")?;
-    let js = async_nats::jetstream::new(nats);
-    let stream = js
-        .get_stream(hypersaga_bus::AUDIT_STREAM)
-        .await
-        .context("opening the audit stream")?;
-    let consumer = stream
-        .create_consumer(pull::OrderedConfig {
-            filter_subject: format!("hcp.{tenant}.audit.>"),
-            deliver_policy: DeliverPolicy::All,
-            ..Default::default()
-        })
+    let access = crate::audit_feed::AuditAccess::from_endpoints(endpoints);
+    let tenant = hypersaga_model::TenantId::new(tenant)?;
+    let consumer = crate::audit_feed::open(&access, Some(&tenant), None, true)
         .await
         .context("reading the audit stream")?;
     let count = consumer.cached_info().num_pending;

@@ -294,7 +294,7 @@ fn bench_config(nats_url: &str, max_m: usize, resync_secs: u64) -> anyhow::Resul
     config.nats.url = nats_url.to_owned();
     config.tenants = vec![TenantConfig {
         id: TenantId::new(TENANT)?,
-        token: Secret::new("bench-token-0123456789"),
+        tokens: vec![hypersaga_config::TokenDigest::of("bench-token-0123456789")],
         azure: TenantAzure {
             tenant_id: "bench".into(),
             subscription_id: "bench".into(),

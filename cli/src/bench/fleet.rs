@@ -348,7 +348,7 @@ async fn checked(
 ) -> anyhow::Result<Chaos> {
     let killed = killer.stop().await;
     let mut chaos = Chaos::new(&killed);
-    let journals = chaos::journals(&sys.endpoints.nats_url, TENANT, clusters).await?;
+    let journals = chaos::journals(&sys.endpoints, TENANT, clusters).await?;
     chaos.check(&journals, ends);
     Ok(chaos)
 }

@@ -130,7 +130,12 @@ impl DevSystem {
     }
 
     pub async fn client(&self, tenant: &str) -> anyhow::Result<Client> {
-        crate::client::connect(&self.endpoints.grpc, &self.tenant(tenant)?.token).await
+        crate::client::connect(
+            &self.endpoints.grpc,
+            &self.tenant(tenant)?.token,
+            Some(&self.endpoints.ca_bundle),
+        )
+        .await
     }
 
     pub fn admin(&self) -> anyhow::Result<AdminClient> {
@@ -194,6 +199,7 @@ fn placeholder_endpoints() -> Endpoints {
         version: 0,
         grpc: String::new(),
         nats_url: String::new(),
+        nats_credentials_dir: None,
         arm_url: String::new(),
         entra_url: String::new(),
         emulator_admin_url: String::new(),

@@ -4,12 +4,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use async_nats::jetstream::consumer::{DeliverPolicy, pull};
 use clap::Subcommand;
 use futures::StreamExt;
-use hypersaga_bus::{AUDIT_STREAM, AuditEvent, Subjects};
+use hypersaga_bus::AuditEvent;
 use hypersaga_model::TenantId;
 
+use crate::audit_feed::{self, AuditAccess};
 use crate::endpoints::Endpoints;
 use crate::output::Format;
 
@@ -32,6 +32,13 @@ pub enum AuditCommand {
         /// NATS URL (overrides the endpoints file).
         #[arg(long, env = "HYPERSAGA_NATS_URL")]
         nats_url: Option<String>,
+        /// Directory of the bus credentials: `audit-<tenant>.nk` reads one tenant, `audit.nk`
+        /// every tenant [default: the endpoints file's, with --nats-url: none].
+        #[arg(long, env = "HYPERSAGA_NATS_CREDENTIALS")]
+        credentials_dir: Option<PathBuf>,
+        /// CA bundle of the NATS server's certificate (TLS) [default: the endpoints file's].
+        #[arg(long, env = "HYPERSAGA_NATS_CA")]
+        nats_ca: Option<PathBuf>,
         /// Subject prefix.
         #[arg(long, default_value = "hcp")]
         prefix: String,
@@ -49,41 +56,33 @@ pub async fn run(cmd: AuditCommand) -> anyhow::Result<ExitCode> {
         from_start,
         count,
         nats_url,
+        credentials_dir,
+        nats_ca,
         prefix,
         endpoints,
         output,
     } = cmd;
-    let url = match nats_url {
-        Some(u) => u,
-        None => Endpoints::load(&endpoints.unwrap_or_else(Endpoints::default_path))?.nats_url,
+    let mut access = match nats_url {
+        Some(nats_url) => AuditAccess {
+            nats_url,
+            prefix: prefix.clone(),
+            credentials_dir: None,
+            ca_file: None,
+        },
+        None => AuditAccess::from_endpoints(&Endpoints::load(
+            &endpoints.unwrap_or_else(Endpoints::default_path),
+        )?),
     };
+    access.prefix = prefix;
+    if credentials_dir.is_some() {
+        access.credentials_dir = credentials_dir;
+    }
+    if nats_ca.is_some() {
+        access.ca_file = nats_ca;
+    }
     let tenant = tenant.map(TenantId::new).transpose().context("--tenant")?;
-    let subjects = Subjects::new(&prefix);
-    let filter = match (&tenant, &cluster) {
-        (Some(t), Some(c)) => subjects.audit(t, c),
-        (None, Some(c)) => format!("{prefix}.*.audit.{c}"),
-        (t, None) => subjects.audit_filter(t.as_ref()),
-    };
-    let client = async_nats::connect(&url)
-        .await
-        .with_context(|| format!("cannot connect to NATS at {url}"))?;
-    let js = async_nats::jetstream::new(client);
-    let stream = js
-        .get_stream(AUDIT_STREAM)
-        .await
-        .context("audit stream HCP_AUDIT not found")?;
-    let consumer = stream
-        .create_consumer(pull::OrderedConfig {
-            filter_subject: filter,
-            deliver_policy: if from_start {
-                DeliverPolicy::All
-            } else {
-                DeliverPolicy::New
-            },
-            ..Default::default()
-        })
-        .await
-        .context("cannot subscribe to the audit stream")?;
+    let consumer =
+        audit_feed::open(&access, tenant.as_ref(), cluster.as_deref(), from_start).await?;
     let mut messages = consumer.messages().await?;
     let mut seen = 0usize;
     while let Some(msg) = messages.next().await {

@@ -1,9 +1,11 @@
 //! Client commands.
 
 pub mod audit;
+pub mod bus;
 pub mod cluster;
 pub mod emulator;
 pub mod operation;
+pub mod token;
 
 use std::process::ExitCode;
 

@@ -6,6 +6,7 @@
 //! container would run. Writes `endpoints.json` for the client commands and stops everything
 //! cleanly on Ctrl-C or SIGTERM.
 
+mod bus;
 mod profile;
 mod supervisor;
 mod world;
@@ -18,8 +19,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Args;
 use hypersaga_config::{
-    AzureConfig, BlobConfig, Config, GatewayConfig, KubeConfig, LogConfig, NatsConfig, Secret,
-    TenantAzure, TenantConfig,
+    AzureConfig, BlobConfig, Config, GatewayConfig, GatewayTls, KubeConfig, LogConfig, NatsConfig,
+    Secret, TenantAzure, TenantConfig, TokenDigest,
 };
 use hypersaga_devca::{DevCa, ServerCert};
 use hypersaga_model::TenantId;
@@ -64,6 +65,7 @@ pub struct DevArgs {
 }
 
 const TENANT_NAMES: [&str; 2] = ["acme", "globex"];
+const BUS_PREFIX: &str = "hcp";
 
 pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     hypersaga_telemetry::init("warn", hypersaga_telemetry::LogFormat::Text);
@@ -76,11 +78,17 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     std::fs::write(&ca_path, ca.cert_pem())?;
     let cert = ca.issue_loopback_cert()?;
 
-    let nats = NatsServer::start(&state.join("nats"))
+    let tenants: Vec<DevTenant> = TENANT_NAMES.iter().map(|n| new_tenant(n)).collect();
+    let tenant_ids = tenants
+        .iter()
+        .map(|t| TenantId::new(t.name.clone()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let tls = TlsFiles::write(&state.join("tls"), &cert)?;
+    let closed = bus::prepare(&state, BUS_PREFIX, &tenant_ids, &tls)?;
+    let nats = NatsServer::start_with_config(&state.join("nats"), &closed.server_config)
         .await
         .context("starting nats-server")?;
     let azurite = Azurite::start().await.context("starting Azurite")?;
-    let tenants: Vec<DevTenant> = TENANT_NAMES.iter().map(|n| new_tenant(n)).collect();
 
     // The outside world: ARM + Entra, and the management cluster.
     let arm = hypersaga_emulator_arm::Emulator::new(hypersaga_emulator_arm::Config {
@@ -130,14 +138,17 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     let config = Config {
         nats: NatsConfig {
             url: nats.url().to_owned(),
-            prefix: "hcp".into(),
+            prefix: BUS_PREFIX.into(),
+            credentials_dir: Some(absolute(&closed.credentials_dir)),
+            ca_file: Some(absolute(&ca_path)),
+            replicas: 1,
         },
         tenants: tenants
             .iter()
             .map(|t| -> anyhow::Result<TenantConfig> {
                 Ok(TenantConfig {
                     id: TenantId::new(t.name.clone())?,
-                    token: Secret::new(t.token.clone()),
+                    tokens: vec![TokenDigest::of(&t.token)],
                     azure: TenantAzure {
                         tenant_id: t.azure_tenant_id.clone(),
                         subscription_id: t.subscription_id.clone(),
@@ -169,7 +180,19 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             available_timeout_s: Some(600),
             recheck_interval_ms: Some(timings.kube_recheck_interval_ms),
         },
-        gateway: GatewayConfig { listen: grpc },
+        gateway: GatewayConfig {
+            listen: grpc,
+            tls: Some(GatewayTls {
+                cert_file: absolute(&tls.cert_file),
+                key_file: absolute(&tls.key_file),
+                client_ca_file: None,
+                require_client_cert: false,
+            }),
+            // A test bed for fleets: the benches burst hundreds of calls per tenant.
+            requests_per_sec_per_tenant: 2_000,
+            request_burst_per_tenant: 10_000,
+            ..GatewayConfig::default()
+        },
         coordinator: timings.coordinator,
         worker: timings.worker,
         log: LogConfig {
@@ -183,6 +206,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             max_operations_in_flight: args.max_operations_in_flight,
             ..Default::default()
         },
+        // One host, many roles: no shared probe port.
+        health: Default::default(),
     };
     config.validate()?;
     world::make_public_zones(&config)
@@ -218,8 +243,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
 
     let endpoints = Endpoints {
         version: ENDPOINTS_VERSION,
-        grpc: format!("http://{grpc}"),
+        grpc: format!("https://{grpc}"),
         nats_url: nats.url().to_owned(),
+        nats_credentials_dir: Some(absolute(&closed.credentials_dir)),
         arm_url: arm_url.clone(),
         entra_url: arm_url.clone(),
         emulator_admin_url: arm_admin_url,
@@ -297,6 +323,26 @@ fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_owned())
 }
 
+/// The dev CA's loopback certificate as files, for the servers that read them (nats-server, the
+/// gateway).
+pub(crate) struct TlsFiles {
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+}
+
+impl TlsFiles {
+    fn write(dir: &Path, cert: &ServerCert) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let files = Self {
+            cert_file: dir.join("server.pem"),
+            key_file: dir.join("server-key.pem"),
+        };
+        std::fs::write(&files.cert_file, &cert.cert_pem)?;
+        write_private(&files.key_file, cert.key_pem.as_bytes())?;
+        Ok(files)
+    }
+}
+
 fn random_hex(bytes: usize) -> String {
     let mut rng = rand::rng();
     (0..bytes)
@@ -307,7 +353,7 @@ fn random_hex(bytes: usize) -> String {
 fn new_tenant(name: &str) -> DevTenant {
     DevTenant {
         name: name.to_owned(),
-        token: format!("hs_{name}_{}", random_hex(16)),
+        token: crate::commands::token::new_token(&format!("hs_{name}")),
         azure_tenant_id: uuid::Uuid::new_v4().to_string(),
         subscription_id: uuid::Uuid::new_v4().to_string(),
         client_id: uuid::Uuid::new_v4().to_string(),
@@ -354,7 +400,7 @@ async fn wait_for_gateway(e: &Endpoints, shutdown: &CancellationToken) -> bool {
     let deadline = Instant::now() + Duration::from_secs(90);
     let token = &e.tenants[0].token;
     while Instant::now() < deadline && !shutdown.is_cancelled() {
-        if let Ok(mut c) = crate::client::connect(&e.grpc, token).await
+        if let Ok(mut c) = crate::client::connect(&e.grpc, token, Some(&e.ca_bundle)).await
             && c.list_clusters(hypersaga_api::v1::ListClustersRequest::default())
                 .await
                 .is_ok()

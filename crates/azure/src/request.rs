@@ -154,6 +154,13 @@ pub(crate) async fn send(
         let status = u16::from(status);
         tracing::Span::current().record("http.status", status);
         tracing::debug!(status, "ARM answered");
+        metrics::counter!(
+            "hypersaga_arm_requests_total",
+            "method" => method.to_string(),
+            "type" => type_label(&path),
+            "status" => status.to_string(),
+        )
+        .increment(1);
         Ok(Answer {
             status,
             headers,

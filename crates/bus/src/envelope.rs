@@ -130,9 +130,9 @@ impl StepCommand {
         self.waiting_since.is_some()
     }
 
-    /// The service owning a step id (`network.vnet` → `network`).
+    /// The service owning the step.
     pub fn service(&self) -> &str {
-        self.step.split('.').next().unwrap_or(&self.step)
+        step_service(&self.step)
     }
 
     /// The step to run, typed. An id that names no step is [`StepCommand::unknown_step`].
@@ -288,7 +288,17 @@ pub struct StepEvent {
     pub time: OffsetDateTime,
 }
 
+/// The service owning a step id (`network.vnet` → `network`).
+pub fn step_service(step: &str) -> &str {
+    step.split('.').next().unwrap_or(step)
+}
+
 impl StepEvent {
+    /// The service owning the step this reports on.
+    pub fn service(&self) -> &str {
+        step_service(&self.step)
+    }
+
     pub fn new(cmd: &StepCommand, outcome: Outcome) -> Self {
         Self {
             v: ENVELOPE_VERSION,

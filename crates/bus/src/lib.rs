@@ -13,6 +13,7 @@
 // `StepError` is large by design (it keeps Azure's code, message, target and `Retry-After`).
 #![allow(clippy::result_large_err)]
 
+pub mod access;
 pub mod envelope;
 pub mod steps;
 pub mod subjects;
@@ -25,11 +26,13 @@ use async_nats::jetstream::{self, kv};
 use hypersaga_telemetry::{TRACEPARENT, TraceParent};
 use serde::Serialize;
 
+pub use access::{Permissions, Role};
 pub use envelope::*;
 pub use steps::*;
 pub use subjects::Subjects;
 pub use topology::{
-    ACTIVE_BUCKET, AUDIT_STREAM, CLUSTERS_BUCKET, CMD_STREAM, EVT_STREAM, SAGAS_BUCKET,
+    ACTIVE_BUCKET, AUDIT_STREAM, BUDGETS_BUCKET, CLUSTERS_BUCKET, CMD_STREAM, DEAD_STREAM,
+    EVT_STREAM, SAGAS_BUCKET,
 };
 
 /// Errors talking to NATS.
@@ -45,6 +48,13 @@ pub enum Error {
     JetStream { what: &'static str, message: String },
     #[error("cannot encode message")]
     Encode(#[from] serde_json::Error),
+    #[error("cannot read the bus credentials of role {role} at {path}")]
+    Credentials {
+        role: String,
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl Error {
@@ -61,11 +71,17 @@ impl Error {
             Self::Connect { .. } => "connect",
             Self::JetStream { .. } => "jetstream",
             Self::Encode(_) => "encode",
+            Self::Credentials { .. } => "credentials",
         }
     }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Header of a dead letter: the subject it was sent to.
+pub const DEAD_SUBJECT_HEADER: &str = "Hypersaga-Dead-Subject";
+/// Header of a dead letter: why it was refused.
+pub const DEAD_REASON_HEADER: &str = "Hypersaga-Dead-Reason";
 
 /// A connection to the bus: core NATS, JetStream and the subject prefix.
 #[derive(Clone)]
@@ -76,27 +92,55 @@ pub struct Bus {
 }
 
 impl Bus {
-    /// Connects and makes sure the streams and KV buckets exist (idempotent; any replica of
-    /// any role may do it at start-up).
+    /// Connects to an open bus (no credentials, no TLS) and makes sure the streams and KV
+    /// buckets exist (idempotent). For tests and benches that run their own nats-server.
     pub async fn connect(url: &str, client_name: &str, prefix: &str) -> Result<Self> {
-        let client = async_nats::ConnectOptions::new()
-            .name(client_name)
-            .retry_on_initial_connect()
-            .connection_timeout(Duration::from_secs(5))
-            .connect(url)
-            .await
-            .map_err(|source| Error::Connect {
-                url: url.to_owned(),
-                source,
-            })?;
+        let options = async_nats::ConnectOptions::new().name(client_name);
+        let bus = Self::from_client(open(url, options).await?, prefix);
+        topology::ensure(&bus.js, &bus.subjects, 1).await?;
+        Ok(bus)
+    }
+
+    /// Connects as `role` with its credentials. The coordinator makes sure the streams and
+    /// buckets exist and match this version at `replicas` copies each; every other role waits
+    /// until they exist.
+    pub async fn connect_as(
+        url: &str,
+        prefix: &str,
+        role: &Role,
+        access: &Access,
+        replicas: usize,
+    ) -> Result<Self> {
+        let client = client_as(url, role, access).await?;
+        let bus = Self::from_client(client, prefix);
+        if role.owns_topology() || access.nkey_seed.is_none() {
+            topology::ensure(&bus.js, &bus.subjects, replicas).await?;
+        } else {
+            topology::wait_for(&bus.js).await?;
+        }
+        Ok(bus)
+    }
+
+    /// Connects as `role`, as the configuration's `nats` section says.
+    pub async fn connect_configured(
+        nats: &hypersaga_config::NatsConfig,
+        role: &Role,
+    ) -> Result<Self> {
+        let access = Access::for_role(
+            nats.credentials_dir.as_deref(),
+            role,
+            nats.ca_file.as_deref(),
+        )?;
+        Self::connect_as(&nats.url, &nats.prefix, role, &access, nats.replicas).await
+    }
+
+    fn from_client(client: async_nats::Client, prefix: &str) -> Self {
         let js = jetstream::new(client.clone());
-        let bus = Self {
+        Self {
             client,
             js,
             subjects: Subjects::new(prefix),
-        };
-        topology::ensure(&bus.js, &bus.subjects).await?;
-        Ok(bus)
+        }
     }
 
     pub fn subjects(&self) -> &Subjects {
@@ -133,6 +177,32 @@ impl Bus {
             .get_key_value(CLUSTERS_BUCKET)
             .await
             .map_err(|e| Error::js("open KV hcp_clusters", e))
+    }
+
+    /// Keeps a message refused unread in `HCP_DEAD` (under the subject's tenant, by `role`),
+    /// with where it came from and why, for whoever investigates; it is never acted on.
+    pub async fn dead_letter(
+        &self,
+        role: &Role,
+        subject: &str,
+        payload: bytes::Bytes,
+        reason: &str,
+    ) -> Result<()> {
+        let tenant = self
+            .subjects
+            .address(subject)
+            .map_or("unknown", |(tenant, _, _)| tenant);
+        metrics::counter!("hypersaga_dead_letters_total", "role" => role.name()).increment(1);
+        let mut headers = HeaderMap::new();
+        headers.insert(DEAD_SUBJECT_HEADER, subject);
+        headers.insert(DEAD_REASON_HEADER, reason);
+        self.js
+            .publish_with_headers(self.subjects.dead(tenant, &role.name()), headers, payload)
+            .await
+            .map_err(|e| Error::js("dead-letter", e))?
+            .await
+            .map_err(|e| Error::js("dead-letter ack", e))?;
+        Ok(())
     }
 
     /// Publishes `body` as JSON to a JetStream subject and waits for the stream's ack.
@@ -233,6 +303,90 @@ impl Bus {
             .await
             .map_err(|e| Error::js("publish", e))?;
         Ok(Sent(ack))
+    }
+}
+
+/// A plain NATS connection as `role`: for readers that need no streams of their own (an audit
+/// subscriber may look at the audit stream and nothing else).
+pub async fn client_as(url: &str, role: &Role, access: &Access) -> Result<async_nats::Client> {
+    let mut options = async_nats::ConnectOptions::new()
+        .name(format!("hypersaga-{}", role.name()))
+        .custom_inbox_prefix(role.inbox_prefix());
+    if let Some(seed) = &access.nkey_seed {
+        options = options.nkey(seed.clone());
+    }
+    if let Some(ca) = &access.ca_file {
+        options = options.add_root_certificates(ca.clone()).require_tls(true);
+    }
+    open(url, options).await
+}
+
+async fn open(url: &str, options: async_nats::ConnectOptions) -> Result<async_nats::Client> {
+    options
+        .retry_on_initial_connect()
+        .connection_timeout(Duration::from_secs(5))
+        // A permission the server refuses shows up here, not at the call that needed it
+        // (which only times out): say it loudly.
+        .event_callback(|event| async move {
+            match event {
+                async_nats::Event::ServerError(e) => {
+                    tracing::error!(error = %e, "the NATS server refused an operation")
+                }
+                async_nats::Event::Disconnected => tracing::warn!("disconnected from NATS"),
+                other => tracing::debug!(event = %other, "NATS connection event"),
+            }
+        })
+        .connect(url)
+        .await
+        .map_err(|source| Error::Connect {
+            url: url.to_owned(),
+            source,
+        })
+}
+
+/// How a role authenticates to the bus and trusts it.
+#[derive(Clone, Default)]
+pub struct Access {
+    /// The role's nkey seed (`S…`); `None` on an open bus.
+    pub nkey_seed: Option<String>,
+    /// CA bundle that signed the server's certificate; set, the connection requires TLS.
+    pub ca_file: Option<std::path::PathBuf>,
+}
+
+impl std::fmt::Debug for Access {
+    // The seed is a secret.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Access")
+            .field("nkey_seed", &self.nkey_seed.as_ref().map(|_| "<redacted>"))
+            .field("ca_file", &self.ca_file)
+            .finish()
+    }
+}
+
+impl Access {
+    /// The credentials of `role` kept in `dir` (`<dir>/<role>.nk`, as `hypersaga dev` and the
+    /// deployment's per-role Secret lay them out); none without a directory.
+    pub fn for_role(
+        dir: Option<&std::path::Path>,
+        role: &Role,
+        ca_file: Option<&std::path::Path>,
+    ) -> Result<Self> {
+        let nkey_seed = match dir {
+            None => None,
+            Some(dir) => {
+                let path = dir.join(format!("{}.nk", role.name()));
+                let seed = std::fs::read_to_string(&path).map_err(|source| Error::Credentials {
+                    role: role.name(),
+                    path,
+                    source,
+                })?;
+                Some(seed.trim().to_owned())
+            }
+        };
+        Ok(Self {
+            nkey_seed,
+            ca_file: ca_file.map(ToOwned::to_owned),
+        })
     }
 }
 

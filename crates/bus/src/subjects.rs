@@ -64,6 +64,20 @@ impl Subjects {
         ]
     }
 
+    /// `(tenant, kind, rest)` of a subject under this prefix: `hcp.acme.evt.dns` →
+    /// `("acme", "evt", "dns")`. Permissions are granted on subjects, so the subject is what
+    /// says who may have sent a message; its body must agree.
+    pub fn address<'a>(&self, subject: &'a str) -> Option<(&'a str, &'a str, &'a str)> {
+        let rest = subject.strip_prefix(&self.prefix)?.strip_prefix('.')?;
+        let mut parts = rest.splitn(3, '.');
+        Some((parts.next()?, parts.next()?, parts.next()?))
+    }
+
+    /// Where messages refused unread go: a tenant's dead letters, by the role that refused.
+    pub fn dead(&self, tenant: &str, role: &str) -> String {
+        format!("{}.{tenant}.dead.{role}", self.prefix)
+    }
+
     /// Public lifecycle events of one cluster.
     pub fn audit(&self, tenant: &TenantId, cluster: &str) -> String {
         format!("{}.{tenant}.audit.{cluster}", self.prefix)

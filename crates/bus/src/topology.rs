@@ -1,4 +1,6 @@
-//! Streams and KV buckets, created idempotently at start-up by whichever process comes first.
+//! Streams and KV buckets: created at start-up, and brought to this version's configuration
+//! and the configured replication when they exist already (by the coordinator on a closed bus;
+//! on an open one by whichever process comes first).
 
 use std::time::Duration;
 
@@ -14,12 +16,19 @@ pub const CLUSTERS_BUCKET: &str = "hcp_clusters";
 /// One key per saga that has not finished (or still has an outbox): what the coordinator's
 /// resync looks at, so its cost follows the work in flight, not every saga ever run.
 pub const ACTIVE_BUCKET: &str = "hcp_active";
+/// Messages refused unread: a tenant in the body that is not the subject's, say. Kept for
+/// whoever investigates, never acted on.
+pub const DEAD_STREAM: &str = "HCP_DEAD";
+/// The shared Azure budgets (`hypersaga-pacer`). Made here with the rest, so that the workers,
+/// which pace themselves through it, need no right to create buckets.
+pub const BUDGETS_BUCKET: &str = "hcp_budgets";
 
 /// How long a `Nats-Msg-Id` is remembered. JetStream's default; larger windows cost memory.
 const DEDUP_WINDOW: Duration = Duration::from_secs(120);
 
-pub(crate) async fn ensure(js: &jetstream::Context, s: &Subjects) -> Result<()> {
+pub(crate) async fn ensure(js: &jetstream::Context, s: &Subjects, replicas: usize) -> Result<()> {
     let p = s.prefix();
+    let replicas = replicas.max(1);
     let streams = [
         stream::Config {
             name: CMD_STREAM.into(),
@@ -27,6 +36,7 @@ pub(crate) async fn ensure(js: &jetstream::Context, s: &Subjects) -> Result<()> 
             retention: stream::RetentionPolicy::WorkQueue,
             duplicate_window: DEDUP_WINDOW,
             storage: stream::StorageType::File,
+            num_replicas: replicas,
             ..Default::default()
         },
         stream::Config {
@@ -42,6 +52,7 @@ pub(crate) async fn ensure(js: &jetstream::Context, s: &Subjects) -> Result<()> 
             max_age: Duration::from_secs(7 * 24 * 3600),
             duplicate_window: DEDUP_WINDOW,
             storage: stream::StorageType::File,
+            num_replicas: replicas,
             ..Default::default()
         },
         stream::Config {
@@ -51,21 +62,36 @@ pub(crate) async fn ensure(js: &jetstream::Context, s: &Subjects) -> Result<()> 
             max_age: Duration::from_secs(400 * 24 * 3600),
             duplicate_window: DEDUP_WINDOW,
             storage: stream::StorageType::File,
+            num_replicas: replicas,
+            ..Default::default()
+        },
+        stream::Config {
+            name: DEAD_STREAM.into(),
+            subjects: vec![format!("{p}.*.dead.*")],
+            retention: stream::RetentionPolicy::Limits,
+            max_age: Duration::from_secs(30 * 24 * 3600),
+            duplicate_window: DEDUP_WINDOW,
+            storage: stream::StorageType::File,
+            num_replicas: replicas,
             ..Default::default()
         },
     ];
     for config in streams {
-        js.get_or_create_stream(config)
-            .await
-            .map_err(|e| Error::js("create stream", e))?;
+        reconcile_stream(js, config).await?;
     }
-    for (bucket, history) in [(SAGAS_BUCKET, 5), (CLUSTERS_BUCKET, 5), (ACTIVE_BUCKET, 1)] {
+    for (bucket, history) in [
+        (SAGAS_BUCKET, 5),
+        (CLUSTERS_BUCKET, 5),
+        (ACTIVE_BUCKET, 1),
+        (BUDGETS_BUCKET, 1),
+    ] {
         if js.get_key_value(bucket).await.is_err() {
             let created = js
                 .create_key_value(kv::Config {
                     bucket: bucket.into(),
                     history,
                     storage: stream::StorageType::File,
+                    num_replicas: replicas,
                     ..Default::default()
                 })
                 .await;
@@ -76,29 +102,103 @@ pub(crate) async fn ensure(js: &jetstream::Context, s: &Subjects) -> Result<()> 
                     .map_err(|_| Error::js("create KV bucket", e))?;
             }
         }
+        let name = format!("KV_{bucket}");
+        let mut current = current_config(js, &name).await?;
+        current.num_replicas = replicas;
+        current.allow_message_ttl |= bucket == SAGAS_BUCKET;
+        reconcile_stream(js, current).await?;
     }
-    allow_ttl(js, SAGAS_BUCKET).await
+    Ok(())
 }
 
-/// Lets the records of `bucket` carry a `Nats-TTL` (the sagas of a deleted cluster expire).
-/// Buckets made before that was needed are updated in place.
-async fn allow_ttl(js: &jetstream::Context, bucket: &str) -> Result<()> {
-    let name = format!("KV_{bucket}");
+/// Creates `desired`, or brings an existing stream to it where JetStream allows a change
+/// (subjects, limits, replication, schedules and TTLs); leaves it alone when it matches.
+async fn reconcile_stream(js: &jetstream::Context, desired: stream::Config) -> Result<()> {
+    let mut existing = match js.get_stream(&desired.name).await {
+        Ok(stream) => stream,
+        Err(e) if not_found(&e) => match js.create_stream(desired.clone()).await {
+            Ok(_) => return Ok(()),
+            // Another process may have created it meanwhile: then check it as an existing one.
+            Err(create) => js
+                .get_stream(&desired.name)
+                .await
+                .map_err(|_| Error::js("create stream", create))?,
+        },
+        Err(e) => return Err(Error::js("look up stream", e)),
+    };
+    let current = existing
+        .info()
+        .await
+        .map_err(|e| Error::js("read stream", e))?
+        .config
+        .clone();
+    let mut wanted = current.clone();
+    wanted.subjects = desired.subjects.clone();
+    wanted.max_age = desired.max_age;
+    wanted.duplicate_window = desired.duplicate_window;
+    wanted.num_replicas = desired.num_replicas;
+    wanted.allow_message_schedules |= desired.allow_message_schedules;
+    wanted.allow_message_ttl |= desired.allow_message_ttl;
+    if wanted != current {
+        tracing::info!(stream = %desired.name, replicas = desired.num_replicas, "bringing a stream to this version's configuration");
+        js.update_stream(wanted)
+            .await
+            .map_err(|e| Error::js("update stream", e))?;
+    }
+    Ok(())
+}
+
+async fn current_config(js: &jetstream::Context, name: &str) -> Result<stream::Config> {
     let mut stream = js
-        .get_stream(&name)
+        .get_stream(name)
         .await
         .map_err(|e| Error::js("open KV stream", e))?;
-    let mut config = stream
+    Ok(stream
         .info()
         .await
         .map_err(|e| Error::js("read KV stream", e))?
         .config
-        .clone();
-    if !config.allow_message_ttl {
-        config.allow_message_ttl = true;
-        js.update_stream(config)
-            .await
-            .map_err(|e| Error::js("allow TTLs on KV stream", e))?;
+        .clone())
+}
+
+/// The streams of the topology, the buckets' included (`KV_<bucket>`).
+pub fn stream_names() -> Vec<String> {
+    [CMD_STREAM, EVT_STREAM, AUDIT_STREAM, DEAD_STREAM]
+        .map(str::to_owned)
+        .into_iter()
+        .chain(
+            [SAGAS_BUCKET, CLUSTERS_BUCKET, ACTIVE_BUCKET, BUDGETS_BUCKET]
+                .map(|b| format!("KV_{b}")),
+        )
+        .collect()
+}
+
+/// For roles that may not create them: waits until every stream and bucket exists (the
+/// coordinator makes them), saying what it waits for.
+pub(crate) async fn wait_for(js: &jetstream::Context) -> Result<()> {
+    let streams = stream_names();
+    let started = std::time::Instant::now();
+    let mut warn_at = started + Duration::from_secs(5);
+    for name in streams {
+        let mut pause = Duration::from_millis(100);
+        loop {
+            match js.get_stream(&name).await {
+                Ok(_) => break,
+                Err(e) if not_found(&e) => {}
+                Err(e) => return Err(Error::js("look up stream", e)),
+            }
+            if std::time::Instant::now() >= warn_at {
+                tracing::warn!(stream = %name, waited_s = started.elapsed().as_secs(), "waiting for the coordinator to create the bus's streams and buckets");
+                warn_at += Duration::from_secs(30);
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(2));
+        }
     }
     Ok(())
+}
+
+fn not_found(e: &jetstream::context::GetStreamError) -> bool {
+    matches!(e.kind(), jetstream::context::GetStreamErrorKind::JetStream(j)
+        if j.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND)
 }

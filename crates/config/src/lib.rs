@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 mod secret;
+mod token;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -15,6 +16,7 @@ use hypersaga_model::TenantId;
 use serde::{Deserialize, Serialize};
 
 pub use secret::Secret;
+pub use token::TokenDigest;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -40,6 +42,7 @@ pub struct Config {
     pub coordinator: CoordinatorConfig,
     pub worker: WorkerConfig,
     pub log: LogConfig,
+    pub health: HealthConfig,
     pub quotas: QuotasConfig,
 }
 
@@ -49,6 +52,15 @@ pub struct NatsConfig {
     pub url: String,
     /// Subject prefix (`hcp` → `hcp.<tenant>.cmd.<service>`).
     pub prefix: String,
+    /// Directory of the roles' nkey seeds, `<role>.nk` each (`hypersaga bus credentials`
+    /// writes them). A process reads only its own role's file, so a deployment mounts only
+    /// that one. Unset: the bus is open (no authentication), which only tests should run.
+    pub credentials_dir: Option<std::path::PathBuf>,
+    /// CA bundle of the NATS server's certificate; set, connections require TLS.
+    pub ca_file: Option<std::path::PathBuf>,
+    /// Copies of every stream and bucket (3 on a production cluster). Existing ones are
+    /// brought to it at the coordinator's start.
+    pub replicas: usize,
 }
 
 impl Default for NatsConfig {
@@ -56,17 +68,21 @@ impl Default for NatsConfig {
         Self {
             url: "nats://127.0.0.1:4222".into(),
             prefix: "hcp".into(),
+            credentials_dir: None,
+            ca_file: None,
+            replicas: 1,
         }
     }
 }
 
-/// One tenant: the bearer token its callers present, and the Azure principal and subscription
-/// its clusters are built in.
+/// One tenant: the bearer tokens its callers present (by digest), and the Azure principal and
+/// subscription its clusters are built in.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TenantConfig {
     pub id: TenantId,
-    pub token: Secret,
+    /// Digests of the tokens that authenticate as this tenant; several during a rotation.
+    pub tokens: Vec<TokenDigest>,
     pub azure: TenantAzure,
 }
 
@@ -186,12 +202,47 @@ pub struct KubeConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct GatewayConfig {
     pub listen: SocketAddr,
+    /// Serve over TLS; unset, the API is plaintext (tests only: bearer tokens would travel in
+    /// clear).
+    pub tls: Option<GatewayTls>,
+    /// Serve gRPC server reflection (v1 and v1alpha), for tools such as grpcurl.
+    pub reflection: bool,
+    /// Largest request message accepted.
+    pub max_message_bytes: usize,
+    /// HTTP/2 keepalive pings to idle clients, and how long to wait for their answer.
+    pub keepalive_interval_s: u64,
+    pub keepalive_timeout_s: u64,
+    /// Requests per second each tenant may make (sustained), and in a burst; beyond them
+    /// calls are refused `RESOURCE_EXHAUSTED`. 0: no limit.
+    pub requests_per_sec_per_tenant: u32,
+    pub request_burst_per_tenant: u32,
+}
+
+/// The gateway's certificate, and optionally the CA of client certificates it accepts.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayTls {
+    /// PEM certificate chain and private key.
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+    /// CA of client certificates. Callers may present one (it is verified); whether one is
+    /// required is `require_client_cert`.
+    pub client_ca_file: Option<PathBuf>,
+    #[serde(default)]
+    pub require_client_cert: bool,
 }
 
 impl Default for GatewayConfig {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 50051)),
+            tls: None,
+            reflection: true,
+            max_message_bytes: 4 * 1024 * 1024,
+            keepalive_interval_s: 30,
+            keepalive_timeout_s: 10,
+            requests_per_sec_per_tenant: 50,
+            request_burst_per_tenant: 200,
         }
     }
 }
@@ -320,6 +371,15 @@ impl Default for WorkerConfig {
     }
 }
 
+/// Where a role answers liveness, readiness and metrics scrapes (`/healthz`, `/readyz`,
+/// `/metrics`). Unset: not served (several roles on one host, as under `hypersaga dev`, would
+/// otherwise contend for one port).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HealthConfig {
+    pub listen: Option<SocketAddr>,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LogConfig {
@@ -349,7 +409,14 @@ impl Config {
                 fig.merge(Toml::file_exact(f))
             };
         }
-        fig = fig.merge(Env::prefixed("HYPERSAGA_").split("__"));
+        // Only `SECTION__KEY` variables: the client commands' own (`HYPERSAGA_ENDPOINTS`,
+        // `HYPERSAGA_TOKEN`, …) share the prefix, and a user who exported one must not see
+        // every service refuse to start over an "unknown field".
+        fig = fig.merge(
+            Env::prefixed("HYPERSAGA_")
+                .filter(|key| key.as_str().contains("__"))
+                .split("__"),
+        );
         let config: Config = fig.extract().map_err(Box::new)?;
         config.validate()?;
         Ok(config)
@@ -364,13 +431,17 @@ impl Config {
             if !ids.insert(t.id.as_str()) {
                 problems.push(format!("tenants[{i}].id: duplicate tenant {}", t.id));
             }
-            if t.token.expose().len() < 16 {
+            if t.tokens.is_empty() {
                 problems.push(format!(
-                    "tenants[{i}].token: must be at least 16 characters"
+                    "tenants[{i}].tokens: at least one token digest is required (`hypersaga token new`)"
                 ));
             }
-            if !tokens.insert(t.token.expose()) {
-                problems.push(format!("tenants[{i}].token: shared with another tenant"));
+            for (j, digest) in t.tokens.iter().enumerate() {
+                if !tokens.insert(digest) {
+                    problems.push(format!(
+                        "tenants[{i}].tokens[{j}]: the same token is listed twice (here or for another tenant)"
+                    ));
+                }
             }
         }
         for id in self.quotas.tenants.keys() {
@@ -396,11 +467,18 @@ impl Config {
         }
     }
 
-    /// The tenant a bearer token belongs to, compared in constant time.
+    /// The tenant a bearer token belongs to. Every digest is compared, each in constant time,
+    /// so how long this takes says nothing about which tenant or token came close.
     pub fn tenant_by_token(&self, token: &str) -> Option<&TenantConfig> {
-        self.tenants
-            .iter()
-            .find(|t| secret::constant_time_eq(t.token.expose().as_bytes(), token.as_bytes()))
+        let mut found = None;
+        for tenant in &self.tenants {
+            for digest in &tenant.tokens {
+                if digest.matches(token) && found.is_none() {
+                    found = Some(tenant);
+                }
+            }
+        }
+        found
     }
 
     pub fn tenant(&self, id: &TenantId) -> Option<&TenantConfig> {
@@ -430,7 +508,7 @@ mod tests {
 url = "nats://10.0.0.1:4222"
 [[tenants]]
 id = "acme"
-token = "0123456789abcdef-acme"
+tokens = ["sha256:0f0f3b739600eddaded8f332529fbdd1fdcf9a17bd304c5110245506185cdd6c"]
 [tenants.azure]
 tenant_id = "t"
 subscription_id = "s"
@@ -459,15 +537,34 @@ client_secret = "shh"
     }
 
     #[test]
+    // figment's `Jail` closure returns figment's own (large) error type.
+    #[allow(clippy::result_large_err)]
+    fn section_variables_override_and_the_client_commands_variables_are_not_config() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("HYPERSAGA_NATS__URL", "nats://10.0.0.9:4222");
+            // What a user of the client commands has exported.
+            jail.set_env("HYPERSAGA_ENDPOINTS", "/tmp/endpoints.json");
+            jail.set_env("HYPERSAGA_TOKEN", "hs_acme_0123");
+            let c = Config::load(None).map_err(|e| e.to_string())?;
+            assert_eq!(c.nats.url, "nats://10.0.0.9:4222");
+            jail.set_env("HYPERSAGA_NATS__NO_SUCH_KEY", "x");
+            let e = format!("{:?}", Config::load(None).unwrap_err());
+            assert!(e.contains("no_such_key"), "{e}");
+            Ok(())
+        });
+    }
+
+    #[test]
     fn quotas_default_and_are_overridden_per_tenant() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.toml");
         let tenant = |id: &str| {
+            let digest = TokenDigest::of(&format!("0123456789abcdef-{id}"));
             format!(
                 r#"
 [[tenants]]
 id = "{id}"
-token = "0123456789abcdef-{id}"
+tokens = ["{digest}"]
 [tenants.azure]
 tenant_id = "t"
 subscription_id = "s"
@@ -520,7 +617,7 @@ max_clusters = 3
         let mut c = Config::default();
         let t = TenantConfig {
             id: TenantId::new("a").unwrap(),
-            token: Secret::new("short"),
+            tokens: vec![TokenDigest::of("0123456789abcdef-a")],
             azure: TenantAzure {
                 tenant_id: "t".into(),
                 subscription_id: "s".into(),
@@ -528,10 +625,17 @@ max_clusters = 3
                 client_secret: Secret::new("x"),
             },
         };
-        c.tenants = vec![t.clone(), t];
+        let tokenless = TenantConfig {
+            id: TenantId::new("b").unwrap(),
+            tokens: vec![],
+            ..t.clone()
+        };
+        c.tenants = vec![t.clone(), t, tokenless];
         let err = c.validate().unwrap_err().to_string();
         assert!(
-            err.contains("duplicate tenant") && err.contains("at least 16"),
+            err.contains("duplicate tenant")
+                && err.contains("tenants[1].tokens[0]: the same token is listed twice")
+                && err.contains("tenants[2].tokens: at least one"),
             "{err}"
         );
     }

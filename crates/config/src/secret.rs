@@ -22,18 +22,10 @@ impl std::fmt::Debug for Secret {
     }
 }
 
-pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 /// Replaces every secret value of `config` inside its JSON form.
 pub(crate) fn redact(value: &mut serde_json::Value, config: &crate::Config) {
     let mut secrets: Vec<&str> = vec![config.blob.account_key.expose()];
     for t in &config.tenants {
-        secrets.push(t.token.expose());
         secrets.push(t.azure.client_secret.expose());
     }
     if let Some(p) = &config.kube.pull_secret {

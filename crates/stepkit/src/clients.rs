@@ -174,7 +174,7 @@ mod tests {
         Config {
             tenants: vec![TenantConfig {
                 id: TenantId::new("acme").expect("tenant"),
-                token: ConfigSecret::new("0123456789abcdef-acme"),
+                tokens: vec![hypersaga_config::TokenDigest::of("0123456789abcdef-acme")],
                 azure: TenantAzure {
                     tenant_id: "t".into(),
                     subscription_id: "sub-1".into(),

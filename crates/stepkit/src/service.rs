@@ -17,14 +17,10 @@ use hypersaga_pacer::Pacer;
 /// work adopted) by another replica.
 const DRAIN_GRACE: Duration = Duration::from_secs(10);
 
-/// Connects to the bus as `hypersaga-<service>`.
+/// Connects to the bus as the worker role of `service`.
 pub async fn connect(config: &Config, service: &str) -> Result<Bus, Error> {
-    Ok(Bus::connect(
-        &config.nats.url,
-        &format!("hypersaga-{service}"),
-        &config.nats.prefix,
-    )
-    .await?)
+    let role = hypersaga_bus::Role::Worker(service.to_owned());
+    Ok(Bus::connect_configured(&config.nats, &role).await?)
 }
 
 /// The shared ARM request budgets on `bus`, as `config.azure` sets them (`None`: pacing off).

@@ -6,6 +6,8 @@
 //! reuse these ids unchanged.
 #![forbid(unsafe_code)]
 
+pub mod probes;
+
 use std::fmt;
 
 use rand::Rng;

@@ -151,6 +151,9 @@ pub async fn run(
         fair::TenantQueues::open(&bus, &opts.service, &opts.tenants, opts.ack_wait).await?;
     let sagas = bus.sagas().await?;
     info!(service = %opts.service, tenants = opts.tenants.len(), "worker started");
+    hypersaga_telemetry::probes::set_ready(true);
+    let in_flight =
+        metrics::gauge!("hypersaga_worker_steps_in_flight", "service" => opts.service.clone());
     let permits = Arc::new(Semaphore::new(opts.concurrency));
     let mut tasks = JoinSet::new();
     loop {
@@ -188,7 +191,9 @@ pub async fn run(
             });
         }
         while tasks.try_join_next().is_some() {}
+        in_flight.set(tasks.len() as f64);
     }
+    hypersaga_telemetry::probes::set_ready(false);
     info!(in_flight = tasks.len(), "draining");
     let drained = tokio::time::timeout(opts.drain_grace, async {
         while tasks.join_next().await.is_some() {}
@@ -215,6 +220,34 @@ async fn handle(
             return;
         }
     };
+    if let Some((tenant, _, service)) = bus.subjects().address(&msg.subject)
+        && (tenant != cmd.tenant.as_str() || service != cmd.service())
+    {
+        // The subject is what permissions vouch for; a body that disagrees is not believed.
+        let reason = format!(
+            "a command for tenant {:?}, step {:?} sent as {:?}",
+            cmd.tenant.as_str(),
+            cmd.step,
+            msg.subject.as_str()
+        );
+        warn!(subject = %msg.subject, %reason, "command refused unread; dead-lettered");
+        let role = hypersaga_bus::Role::Worker(service.to_owned());
+        match bus
+            .dead_letter(&role, &msg.subject, msg.payload.clone(), &reason)
+            .await
+        {
+            Ok(()) => {
+                let _ = msg.ack_with(AckKind::Term).await;
+            }
+            Err(e) => {
+                warn!(error = %e, "could not dead-letter a refused command; retrying later");
+                let _ = msg
+                    .ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
+                    .await;
+            }
+        }
+        return;
+    }
     let now = OffsetDateTime::now_utc();
     if let Some(not_before) = cmd.not_before.filter(|t| *t > now) {
         let wait = (not_before - now)
@@ -297,6 +330,7 @@ async fn handle(
                 progress.heartbeat().await;
             }
         };
+        let started = std::time::Instant::now();
         let result = tokio::select! {
             r = handler.run(&cmd, &progress) => r,
             () = heartbeat => {
@@ -323,6 +357,13 @@ async fn handle(
                 Outcome::Failed { error }
             }
         };
+        metrics::histogram!(
+            "hypersaga_step_attempt_seconds",
+            "step" => cmd.step.clone(),
+            "action" => cmd.action.as_str(),
+            "outcome" => outcome_label(&outcome),
+        )
+        .record(started.elapsed().as_secs_f64());
         let event = StepEvent::new(&cmd, outcome);
         let subject = bus.subjects().evt(&cmd.tenant, cmd.service());
         if let Err(e) = bus.publish_json(&subject, &event.msg_id(), &trace, &event).await {
@@ -339,6 +380,18 @@ async fn handle(
     }
     .instrument(span)
     .await
+}
+
+/// The `outcome` label of step metrics.
+fn outcome_label(outcome: &Outcome) -> &'static str {
+    match outcome {
+        Outcome::Succeeded { .. } => "succeeded",
+        Outcome::Waiting { .. } => "waiting",
+        Outcome::Progress { .. } => "progress",
+        Outcome::Failed { error } if error.throttled => "throttled",
+        Outcome::Failed { error } if error.is_retryable() => "retryable",
+        Outcome::Failed { .. } => "terminal",
+    }
 }
 
 /// A command that does not decode is reported as a terminal failure of its step when at least

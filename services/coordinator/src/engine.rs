@@ -235,6 +235,12 @@ impl Engine {
                 };
                 if cleared.is_some() && saga.state.is_terminal() {
                     self.retire(key).await;
+                    metrics::counter!(
+                        "hypersaga_operations_finished_total",
+                        "kind" => format!("{:?}", saga.kind).to_lowercase(),
+                        "state" => format!("{:?}", saga.state).to_lowercase(),
+                    )
+                    .increment(1);
                 }
                 if let Some(ttl) = history {
                     // The create (superseded or not) is history too.

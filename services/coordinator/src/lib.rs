@@ -62,12 +62,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Runs a coordinator replica until `shutdown`.
 pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<()> {
-    let bus = Bus::connect(
-        &config.nats.url,
-        "hypersaga-coordinator",
-        &config.nats.prefix,
-    )
-    .await?;
+    let bus = Bus::connect_configured(&config.nats, &hypersaga_bus::Role::Coordinator).await?;
     let engine = Arc::new(Engine::new(bus.clone(), config).await?);
     let resync = tokio::spawn(resync_loop(
         engine.clone(),
@@ -134,6 +129,7 @@ async fn consume(
         .await
         .map_err(|e| Error::kv("pull from HCP_EVT", e))?;
     info!("coordinator consuming events");
+    hypersaga_telemetry::probes::set_ready(true);
     let permits = Arc::new(Semaphore::new(concurrency));
     let mut tasks = JoinSet::new();
     loop {
@@ -150,11 +146,20 @@ async fn consume(
             },
         };
         let engine = engine.clone();
+        let bus = bus.clone();
         tasks.spawn(async move {
             let _permit = permit;
-            let result = match decode(&msg.subject, &msg.payload) {
+            let decoded = decode(bus.subjects(), &msg.subject, &msg.payload);
+            metrics::counter!("hypersaga_coordinator_inputs_total", "kind" => input_label(decoded.as_ref())).increment(1);
+            let result = match decoded {
                 Some(Decoded::Start(wake)) => engine.start(&wake).await,
                 Some(Decoded::Input(key, input)) => engine.process(&key, &input).await,
+                Some(Decoded::Refused(reason)) => {
+                    warn!(subject = %msg.subject, %reason, "message refused unread; dead-lettered");
+                    bus.dead_letter(&hypersaga_bus::Role::Coordinator, &msg.subject, msg.payload.clone(), &reason)
+                        .await
+                        .map_err(Error::from)
+                }
                 None => Ok(()),
             };
             match result {
@@ -193,11 +198,54 @@ enum Decoded {
     Start(SagaWake),
     /// An input to the saga at this key.
     Input(String, Input),
+    /// A message whose body disagrees with its subject about who sent it: the subject is what
+    /// permissions vouch for, so the body is not believed.
+    Refused(String),
 }
 
-fn decode(subject: &str, payload: &[u8]) -> Option<Decoded> {
+/// The `kind` label of the coordinator's input counter.
+fn input_label(decoded: Option<&Decoded>) -> &'static str {
+    match decoded {
+        Some(Decoded::Start(_)) => "start",
+        Some(Decoded::Input(_, Input::Event(_))) => "event",
+        Some(Decoded::Input(_, Input::Tick)) => "tick",
+        Some(Decoded::Input(_, Input::Operate(_))) => "operator_call",
+        Some(Decoded::Input(_, _)) => "other",
+        Some(Decoded::Refused(_)) => "refused",
+        None => "undecodable",
+    }
+}
+
+/// Whether `subject` vouches for a message about `tenant` (and, for events, about a step of
+/// `service`): `None` if so, else why not.
+fn disowned(
+    subjects: &hypersaga_bus::Subjects,
+    subject: &str,
+    tenant: &hypersaga_model::TenantId,
+    service: Option<&str>,
+) -> Option<String> {
+    let Some((sent_for, kind, rest)) = subjects.address(subject) else {
+        return Some("subject outside the bus's prefix".into());
+    };
+    if sent_for != tenant.as_str() {
+        return Some(format!(
+            "body names tenant {tenant:?}, subject tenant {sent_for:?}"
+        ));
+    }
+    match service {
+        Some(service) if kind == "evt" && rest != service => Some(format!(
+            "an event about a step of {service:?} sent as {rest:?}"
+        )),
+        _ => None,
+    }
+}
+
+fn decode(subjects: &hypersaga_bus::Subjects, subject: &str, payload: &[u8]) -> Option<Decoded> {
     if subject.ends_with(".saga.operate") {
         return match serde_json::from_slice::<OperatorCall>(payload) {
+            Ok(c) if let Some(why) = disowned(subjects, subject, &c.tenant, None) => {
+                Some(Decoded::Refused(why))
+            }
             Ok(c) if valid_id(&c.saga_id) => Some(Decoded::Input(
                 hypersaga_bus::subjects::saga_key(&c.tenant, &c.saga_id),
                 Input::Operate(Box::new(c)),
@@ -214,6 +262,9 @@ fn decode(subject: &str, payload: &[u8]) -> Option<Decoded> {
     }
     if subject.ends_with(".saga.start") || subject.ends_with(".saga.tick") {
         match serde_json::from_slice::<SagaWake>(payload) {
+            Ok(w) if let Some(why) = disowned(subjects, subject, &w.tenant, None) => {
+                Some(Decoded::Refused(why))
+            }
             Ok(w) if valid_id(&w.saga_id) => {
                 if subject.ends_with(".saga.tick") {
                     Some(Decoded::Input(
@@ -237,6 +288,11 @@ fn decode(subject: &str, payload: &[u8]) -> Option<Decoded> {
         }
     } else {
         match serde_json::from_slice::<StepEvent>(payload) {
+            Ok(ev)
+                if let Some(why) = disowned(subjects, subject, &ev.tenant, Some(ev.service())) =>
+            {
+                Some(Decoded::Refused(why))
+            }
             Ok(ev) if valid_id(&ev.saga_id) => Some(Decoded::Input(
                 hypersaga_bus::subjects::saga_key(&ev.tenant, &ev.saga_id),
                 Input::Event(Box::new(ev)),

@@ -93,7 +93,7 @@ impl Harness {
         config.nats.url = nats.url().to_owned();
         let tenant = |id: &str, token: &str| TenantConfig {
             id: TenantId::new(id).unwrap(),
-            token: Secret::new(token),
+            tokens: vec![hypersaga_config::TokenDigest::of(token)],
             azure: TenantAzure {
                 tenant_id: "t".into(),
                 subscription_id: "s".into(),

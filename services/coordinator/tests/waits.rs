@@ -107,7 +107,7 @@ async fn hundreds_of_waiting_clusters_hold_no_worker_slot() {
     config.nats.url = nats.url().to_owned();
     config.tenants = vec![TenantConfig {
         id: TenantId::new("acme").unwrap(),
-        token: Secret::new(TOKEN),
+        tokens: vec![hypersaga_config::TokenDigest::of(TOKEN)],
         azure: TenantAzure {
             tenant_id: "t".into(),
             subscription_id: "s".into(),
@@ -120,6 +120,7 @@ async fn hundreds_of_waiting_clusters_hold_no_worker_slot() {
     // This test is about slots, not admission: let the tenant have a thousand clusters.
     config.quotas.max_clusters = 2 * WAITING as u32;
     config.quotas.max_operations_in_flight = 2 * WAITING as u32;
+    config.gateway.requests_per_sec_per_tenant = 0;
     let shutdown = CancellationToken::new();
     let _stop = shutdown.clone().drop_guard();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -11,11 +11,13 @@ mod convert;
 mod service;
 
 use std::net::TcpListener;
+use std::time::Duration;
 
 use hypersaga_api::v1::cluster_service_server::ClusterServiceServer;
 use hypersaga_bus::Bus;
 use hypersaga_config::Config;
 use tokio_util::sync::CancellationToken;
+use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use tracing::info;
 
 pub use service::Gateway;
@@ -30,6 +32,12 @@ pub enum Error {
     Reflection(#[from] tonic_reflection::server::Error),
     #[error("cannot use listener")]
     Io(#[from] std::io::Error),
+    #[error("cannot read TLS file {path}")]
+    Tls {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -40,25 +48,62 @@ pub async fn run(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<()> {
-    let bus = Bus::connect(&config.nats.url, "hypersaga-gateway", &config.nats.prefix).await?;
+    let settings = &config.gateway;
+    let bus = Bus::connect_configured(&config.nats, &hypersaga_bus::Role::Gateway).await?;
     let gateway = Gateway::new(config.clone(), bus).await?;
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<ClusterServiceServer<Gateway>>().await;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(hypersaga_api::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()?;
     listener.set_nonblocking(true)?;
     let listener = tokio::net::TcpListener::from_std(listener)?;
-    info!(addr = %listener.local_addr()?, "gateway serving gRPC");
-    tonic::transport::Server::builder()
-        .add_service(health_service)
-        .add_service(reflection)
-        .add_service(ClusterServiceServer::new(gateway))
+    let mut server = tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(Duration::from_secs(settings.keepalive_interval_s)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(settings.keepalive_timeout_s)));
+    if let Some(tls) = &settings.tls {
+        server = server.tls_config(tls_config(tls)?)?;
+    }
+    let api =
+        ClusterServiceServer::new(gateway).max_decoding_message_size(settings.max_message_bytes);
+    let mut routes = server.add_service(health_service).add_service(api);
+    if settings.reflection {
+        let reflection = || {
+            tonic_reflection::server::Builder::configure()
+                .register_encoded_file_descriptor_set(hypersaga_api::FILE_DESCRIPTOR_SET)
+                .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        };
+        // v1alpha too: grpcurl speaks v1, Python's grpcio-reflection v1alpha.
+        routes = routes
+            .add_service(reflection().build_v1()?)
+            .add_service(reflection().build_v1alpha()?);
+    }
+    info!(
+        addr = %listener.local_addr()?,
+        tls = settings.tls.is_some(),
+        reflection = settings.reflection,
+        "gateway serving gRPC"
+    );
+    hypersaga_telemetry::probes::set_ready(true);
+    routes
         .serve_with_incoming_shutdown(
             tokio_stream::wrappers::TcpListenerStream::new(listener),
             shutdown.cancelled_owned(),
         )
         .await?;
     Ok(())
+}
+
+fn tls_config(tls: &hypersaga_config::GatewayTls) -> Result<ServerTlsConfig> {
+    let read = |path: &std::path::Path| {
+        std::fs::read(path).map_err(|source| Error::Tls {
+            path: path.to_owned(),
+            source,
+        })
+    };
+    let identity = Identity::from_pem(read(&tls.cert_file)?, read(&tls.key_file)?);
+    let mut config = ServerTlsConfig::new().identity(identity);
+    if let Some(ca) = &tls.client_ca_file {
+        config = config
+            .client_ca_root(Certificate::from_pem(read(ca)?))
+            .client_auth_optional(!tls.require_client_cert);
+    }
+    Ok(config)
 }

@@ -9,6 +9,7 @@
 mod clusters;
 mod operator;
 mod quota;
+mod rate;
 mod tenant_kv;
 
 use std::collections::BTreeMap;
@@ -44,6 +45,7 @@ pub struct Gateway {
     clusters: kv::Store,
     sagas: kv::Store,
     usage: std::sync::Arc<quota::UsageCache>,
+    rate: Option<std::sync::Arc<rate::TenantRate>>,
 }
 
 impl Gateway {
@@ -51,30 +53,50 @@ impl Gateway {
         let clusters = bus.clusters().await?;
         let sagas = bus.sagas().await?;
         Ok(Self {
-            config,
             bus,
             clusters,
             sagas,
+            rate: rate::TenantRate::from_config(&config.gateway).map(std::sync::Arc::new),
             usage: Default::default(),
+            config,
         })
     }
 
-    /// The tenant of the caller's bearer token; a missing or unknown token is UNAUTHENTICATED.
+    /// The tenant of the caller's bearer token; a missing or unknown token is UNAUTHENTICATED,
+    /// and logged with the caller's address (never the token).
     fn tenant<T>(&self, req: &Request<T>) -> Result<TenantConfig, Status> {
+        let refuse = |why: &'static str, status: Status| {
+            let peer = req.remote_addr().map(|a| a.to_string()).unwrap_or_default();
+            warn!(%peer, reason = why, "authentication failed");
+            metrics::counter!("hypersaga_gateway_auth_failures_total", "reason" => why)
+                .increment(1);
+            status
+        };
         let header = req.metadata().get("authorization").ok_or_else(|| {
-            Status::unauthenticated("missing `authorization: Bearer <token>` metadata")
+            refuse(
+                "no token",
+                Status::unauthenticated("missing `authorization: Bearer <token>` metadata"),
+            )
         })?;
         let token = header
             .to_str()
             .ok()
             .and_then(|h| h.strip_prefix("Bearer "))
             .ok_or_else(|| {
-                Status::unauthenticated("authorization metadata must be `Bearer <token>`")
+                refuse(
+                    "malformed",
+                    Status::unauthenticated("authorization metadata must be `Bearer <token>`"),
+                )
             })?;
-        self.config
+        let tenant = self
+            .config
             .tenant_by_token(token.trim())
             .cloned()
-            .ok_or_else(|| Status::unauthenticated("unknown token"))
+            .ok_or_else(|| refuse("unknown token", Status::unauthenticated("unknown token")))?;
+        if let Some(rate) = &self.rate {
+            rate.admit(&tenant.id)?;
+        }
+        Ok(tenant)
     }
 
     async fn load_cluster(

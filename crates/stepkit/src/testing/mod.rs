@@ -112,7 +112,9 @@ impl TestArm {
         config.azure.lro_timeout_s = 30;
         config.tenants = vec![TenantConfig {
             id: tenant(),
-            token: Secret::new("0123456789abcdef-acme-token"),
+            tokens: vec![hypersaga_config::TokenDigest::of(
+                "0123456789abcdef-acme-token",
+            )],
             azure: TenantAzure {
                 tenant_id: AZURE_TENANT.into(),
                 subscription_id: SUBSCRIPTION.into(),

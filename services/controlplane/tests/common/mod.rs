@@ -101,7 +101,9 @@ pub fn publisher(az: &Azurite) -> hypersaga_oidc::BlobPublisher {
 pub fn tenant_config(id: &str) -> TenantConfig {
     TenantConfig {
         id: TenantId::new(id).expect("tenant id"),
-        token: Secret::new(format!("0123456789abcdef-{id}")),
+        tokens: vec![hypersaga_config::TokenDigest::of(&format!(
+            "0123456789abcdef-{id}"
+        ))],
         azure: TenantAzure {
             tenant_id: AZURE_TENANT.into(),
             subscription_id: SUBSCRIPTION.into(),

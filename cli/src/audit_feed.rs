@@ -1,0 +1,91 @@
+//! Reading the public audit stream as an audit subscriber does: with the audit credentials of
+//! one tenant (or the platform team's, for every tenant), through a named consumer filtered to
+//! what those credentials may read. Shared by `hypersaga audit tail`, the benches and the
+//! end-to-end tests, so they all read it the one way the bus allows.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use async_nats::jetstream::consumer::{Consumer, DeliverPolicy, push};
+use hypersaga_bus::{AUDIT_STREAM, Access, Role, Subjects};
+use hypersaga_model::TenantId;
+
+use crate::endpoints::Endpoints;
+
+/// Where the audit stream is and how to prove the right to read it.
+#[derive(Clone, Debug)]
+pub struct AuditAccess {
+    pub nats_url: String,
+    pub prefix: String,
+    /// Directory of the roles' seeds (`audit-<tenant>.nk`, `audit.nk`); `None` on an open bus.
+    pub credentials_dir: Option<PathBuf>,
+    /// CA of the server's certificate; `None` without TLS.
+    pub ca_file: Option<PathBuf>,
+}
+
+impl AuditAccess {
+    /// As `hypersaga dev` wrote them to its endpoints file.
+    pub fn from_endpoints(e: &Endpoints) -> Self {
+        Self {
+            nats_url: e.nats_url.clone(),
+            prefix: "hcp".into(),
+            credentials_dir: e.nats_credentials_dir.clone(),
+            ca_file: e.nats_credentials_dir.as_ref().map(|_| e.ca_bundle.clone()),
+        }
+    }
+}
+
+/// An ordered consumer of the audit events of `tenant` (every tenant: `None`), narrowed to one
+/// cluster if given. Its `cached_info().num_pending` says how many are stored already.
+pub async fn open(
+    access: &AuditAccess,
+    tenant: Option<&TenantId>,
+    cluster: Option<&str>,
+    from_start: bool,
+) -> anyhow::Result<Consumer<push::OrderedConfig>> {
+    let role = Role::Audit(tenant.cloned());
+    let creds = Access::for_role(
+        access.credentials_dir.as_deref(),
+        &role,
+        access.ca_file.as_deref(),
+    )?;
+    let client = hypersaga_bus::client_as(&access.nats_url, &role, &creds)
+        .await
+        .with_context(|| format!("cannot connect to NATS at {}", access.nats_url))?;
+    let subjects = Subjects::new(&access.prefix);
+    let filter = match cluster {
+        Some(c) => {
+            let tenant = tenant.map_or("*".to_owned(), ToString::to_string);
+            format!("{}.{tenant}.audit.{c}", access.prefix)
+        }
+        None => subjects.audit_filter(tenant),
+    };
+    let js = async_nats::jetstream::new(client.clone());
+    let stream = js.get_stream(AUDIT_STREAM).await.with_context(|| {
+        format!(
+            "cannot open the audit stream {AUDIT_STREAM} as {}",
+            role.name()
+        )
+    })?;
+    stream
+        .create_consumer(push::OrderedConfig {
+            // Named, so the server can check the filter against the reader's permissions.
+            name: Some(format!("{}-{}", role.name(), uuid::Uuid::new_v4().simple())),
+            deliver_subject: client.new_inbox(),
+            filter_subject: filter.clone(),
+            deliver_policy: if from_start {
+                DeliverPolicy::All
+            } else {
+                DeliverPolicy::New
+            },
+            ..Default::default()
+        })
+        .await
+        .with_context(|| {
+            format!(
+                "cannot read {filter} as {}: these credentials may read {} only",
+                role.name(),
+                subjects.audit_filter(tenant)
+            )
+        })
+}

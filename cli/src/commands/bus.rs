@@ -1,0 +1,74 @@
+//! `hypersaga bus credentials`: the closed bus for a deployment. One nkey per role, and the
+//! nats-server `authorization` block that grants each role what it needs and nothing more.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Subcommand;
+use hypersaga_bus::access;
+use hypersaga_model::TenantId;
+
+use crate::endpoints::write_private;
+
+#[derive(Subcommand, Debug)]
+pub enum BusCommand {
+    /// Generate every role's nkey (`<role>.nk`: gateway, coordinator, each step service, the
+    /// platform's audit reader `audit`, and `audit-<tenant>` per tenant) and the server's
+    /// `authorization.conf` to `include` in nats-server's configuration. Mount each role's
+    /// file only into that role (the services read `<nats.credentials_dir>/<role>.nk`); hand a
+    /// tenant its `audit-<tenant>.nk`. Re-run to rotate, then restart the server and roles.
+    Credentials {
+        /// Where to write the seeds and `authorization.conf` (created, owner-only files).
+        #[arg(long)]
+        out: PathBuf,
+        /// A tenant served (repeat, or comma-separated): its workers' queues and its audit
+        /// reader are granted by name.
+        #[arg(long = "tenant", value_delimiter = ',', required = true)]
+        tenants: Vec<String>,
+        /// Subject prefix of the bus.
+        #[arg(long, default_value = "hcp")]
+        prefix: String,
+    },
+}
+
+pub async fn run(cmd: BusCommand) -> anyhow::Result<ExitCode> {
+    let BusCommand::Credentials {
+        out,
+        tenants,
+        prefix,
+    } = cmd;
+    let tenants = tenants
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| TenantId::new(t).with_context(|| format!("--tenant[{i}]")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let users = write_credentials(&out, &tenants)?;
+    let block = access::authorization_block(&prefix, &tenants, &users);
+    let conf = out.join("authorization.conf");
+    write_private(&conf, block.as_bytes())?;
+    for (_, role) in &users {
+        println!("{}", out.join(format!("{}.nk", role.name())).display());
+    }
+    println!("{}", conf.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// New credentials for every role, each seed in `<dir>/<role>.nk` (owner-only); returns the
+/// users the server must know.
+pub fn write_credentials(
+    dir: &Path,
+    tenants: &[TenantId],
+) -> anyhow::Result<Vec<(String, access::Role)>> {
+    std::fs::create_dir_all(dir)?;
+    let generated = access::generate(tenants).context("generating nkeys")?;
+    let mut users = Vec::with_capacity(generated.len());
+    for c in generated {
+        write_private(
+            &dir.join(format!("{}.nk", c.role.name())),
+            format!("{}\n", c.seed).as_bytes(),
+        )?;
+        users.push((c.public_key, c.role));
+    }
+    Ok(users)
+}

@@ -1,0 +1,113 @@
+//! The bus on a real nats-server: the topology brought to this version's configuration, and
+//! the closed bus refusing what a role may not do.
+
+use std::time::Duration;
+
+use async_nats::jetstream::stream;
+use hypersaga_bus::access::{self, Role};
+use hypersaga_bus::{AUDIT_STREAM, Access, Bus, DEAD_STREAM};
+use hypersaga_model::TenantId;
+use hypersaga_procs::NatsServer;
+
+#[tokio::test]
+async fn an_existing_stream_is_brought_to_this_versions_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let nats = NatsServer::start(dir.path()).await.expect("nats-server");
+    // An older version's audit stream: a week's retention.
+    let client = async_nats::connect(nats.url()).await.unwrap();
+    let js = async_nats::jetstream::new(client);
+    js.create_stream(stream::Config {
+        name: AUDIT_STREAM.into(),
+        subjects: vec!["hcp.*.audit.>".into()],
+        max_age: Duration::from_secs(7 * 24 * 3600),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+
+    Bus::connect(nats.url(), "test", "hcp")
+        .await
+        .expect("connect");
+
+    let mut audit = js.get_stream(AUDIT_STREAM).await.unwrap();
+    let config = audit.info().await.unwrap().config.clone();
+    assert_eq!(config.max_age, Duration::from_secs(400 * 24 * 3600));
+    js.get_stream(DEAD_STREAM)
+        .await
+        .expect("the dead-letter stream is made");
+}
+
+#[tokio::test]
+async fn a_role_waits_for_the_coordinator_and_may_do_only_what_it_is_granted() {
+    let dir = tempfile::tempdir().unwrap();
+    let tenants = vec![TenantId::new("acme").unwrap()];
+    let creds = access::generate(&tenants).unwrap();
+    let users: Vec<(String, Role)> = creds
+        .iter()
+        .map(|c| (c.public_key.clone(), c.role.clone()))
+        .collect();
+    let config = access::authorization_block("hcp", &tenants, &users);
+    let nats = NatsServer::start_with_config(dir.path(), &config)
+        .await
+        .expect("nats-server");
+    let access_of = |role: &Role| Access {
+        nkey_seed: creds
+            .iter()
+            .find(|c| &c.role == role)
+            .map(|c| c.seed.clone()),
+        ca_file: None,
+    };
+
+    // A worker started before the coordinator waits for the streams instead of failing.
+    let url = nats.url().to_owned();
+    let dns_access = access_of(&Role::Worker("dns".into()));
+    let worker = tokio::spawn(async move {
+        Bus::connect_as(&url, "hcp", &Role::Worker("dns".into()), &dns_access, 1).await
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !worker.is_finished(),
+        "the worker did not wait for the topology"
+    );
+    Bus::connect_as(
+        nats.url(),
+        "hcp",
+        &Role::Coordinator,
+        &access_of(&Role::Coordinator),
+        1,
+    )
+    .await
+    .expect("the coordinator makes the topology");
+    let worker = tokio::time::timeout(Duration::from_secs(10), worker)
+        .await
+        .expect("the worker went on once the topology existed")
+        .unwrap()
+        .expect("worker connected");
+
+    // Its own events go through; another service's are refused by the server.
+    let js = worker.jetstream();
+    js.publish("hcp.acme.evt.dns", "{}".into())
+        .await
+        .unwrap()
+        .await
+        .expect("a worker publishes its own events");
+    let forged = async {
+        js.publish("hcp.acme.evt.controlplane", "{}".into())
+            .await?
+            .await
+            .map_err(async_nats::Error::from)
+    };
+    assert!(
+        tokio::time::timeout(Duration::from_secs(10), forged)
+            .await
+            .map_or(true, |r| r.is_err()),
+        "a worker published another service's event"
+    );
+
+    // Without credentials nobody gets in.
+    let anonymous = async_nats::ConnectOptions::new()
+        .connection_timeout(Duration::from_secs(2))
+        .connect(nats.url())
+        .await;
+    assert!(anonymous.is_err(), "an anonymous client connected");
+}
