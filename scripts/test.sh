@@ -5,4 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 source scripts/env.sh
+# The production image's build: the binary without the dev tools (emulators, dev, bench).
+cargo check -p hypersaga --no-default-features
 cargo nextest run --workspace --no-fail-fast "$@"

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::commands;
+#[cfg(feature = "dev-tools")]
 use crate::dev::{self, DevArgs};
 use crate::output::Format;
 use crate::serve::{self, ServeArgs};
@@ -26,6 +27,7 @@ pub struct Cli {
 pub enum Command {
     /// Run the whole system locally: nats-server, Azurite, the ARM/Entra and management-cluster
     /// emulators, and every service as its own supervised process.
+    #[cfg(feature = "dev-tools")]
     Dev(DevArgs),
     /// Run one service (for containers and Kubernetes).
     Serve(ServeArgs),
@@ -51,12 +53,15 @@ pub enum Command {
     /// The bus's access control: credentials per role for a deployment.
     #[command(subcommand)]
     Bus(commands::bus::BusCommand),
-    /// Drive the local emulators: inject faults, read request counts.
+    /// Drive the local emulators (inject faults, read request counts), or serve them on their
+    /// own (compose.yaml).
+    #[cfg(feature = "dev-tools")]
     #[command(subcommand)]
     Emulator(commands::emulator::EmulatorCommand),
     /// Measure: the engine beside raw JetStream, a fleet against ARM's budgets, fairness
     /// between tenants. Prints figures and ratios beside their targets (`-o json` for
     /// scripts); starts and stops everything it measures itself.
+    #[cfg(feature = "dev-tools")]
     #[command(subcommand)]
     Bench(crate::bench::BenchCommand),
 }
@@ -114,6 +119,7 @@ impl ClientArgs {
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        #[cfg(feature = "dev-tools")]
         Command::Dev(args) => dev::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Cluster(c) => commands::cluster::run(c).await,
@@ -121,7 +127,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Audit(c) => commands::audit::run(c).await,
         Command::Bus(c) => commands::bus::run(c).await,
         Command::Token(c) => commands::token::run(c),
+        #[cfg(feature = "dev-tools")]
         Command::Emulator(c) => commands::emulator::run(c).await,
+        #[cfg(feature = "dev-tools")]
         Command::Bench(c) => crate::bench::run(c).await,
     }
 }

@@ -3,10 +3,12 @@
 #![forbid(unsafe_code)]
 
 pub mod audit_feed;
+#[cfg(feature = "dev-tools")]
 pub mod bench;
 pub mod cli;
 pub mod client;
 pub mod commands;
+#[cfg(feature = "dev-tools")]
 pub mod dev;
 pub mod endpoints;
 pub mod output;

@@ -1,4 +1,8 @@
-//! `hypersaga emulator …`: drive the local ARM emulator (faults, request counts).
+//! `hypersaga emulator …`: drive the local ARM emulator (faults, request counts), and serve
+//! the emulators on their own (`serve`).
+#![cfg(feature = "dev-tools")]
+
+mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,6 +28,8 @@ pub enum EmulatorCommand {
         #[command(flatten)]
         target: Target,
     },
+    #[command(flatten)]
+    Serve(serve::ServeCommand),
 }
 
 #[derive(Args, Debug)]
@@ -201,6 +207,7 @@ pub enum FaultCommand {
 
 pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
     match cmd {
+        EmulatorCommand::Serve(c) => return serve::run(c).await,
         EmulatorCommand::Fault(FaultCommand::Add {
             method,
             resource_type,

@@ -9,7 +9,7 @@
 mod bus;
 mod profile;
 mod supervisor;
-mod world;
+pub(crate) mod world;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Prints the Secrets the kustomize overlays name, as YAML for `kubectl apply -f -`: the NATS
+# server's authorization (and, if given, its certificate), and one Secret per hypersaga role
+# holding that role's nkey seed and only the other secrets the role reads. Nothing is sent to
+# a cluster; nothing secret is put on a command line.
+#
+#   hypersaga bus credentials --out bus --tenant acme --tenant globex
+#   deploy/kustomize/create-secrets.sh \
+#     --namespace hypersaga \
+#     --config deploy/kustomize/overlays/production/config.toml \
+#     --bus bus \
+#     --client-secrets client-secrets \
+#     --blob-account-key blob-account-key \
+#     --pull-secret pull-secret.json \
+#     --gateway-cert gateway.crt --gateway-key gateway.key \
+#     [--nats-cert nats.crt --nats-key nats.key --nats-ca nats-ca.crt] \
+#     [--kubeconfig mgmt.kubeconfig] \
+#   | kubectl apply -f -
+#
+# --config is the overlay's config.toml (the ConfigMap hypersaga-config). --client-secrets is
+# a directory with one file per tenant, named by its id, holding the client secret of its
+# Azure service principal. The roles that call Azure with them (identity, network, dns) read
+# their configuration from their Secret's config.json: --config as the roles load it
+# (`hypersaga serve … --dump-config`), with those secrets filled in. So after changing
+# config.toml, run this again and apply its output before the overlay. Needs hypersaga
+# ($HYPERSAGA, else on PATH), jq and kubectl. See deploy/README.md.
+set -euo pipefail
+
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+die() { echo "create-secrets: $*" >&2; exit 1; }
+
+namespace="" config="" bus="" client_secrets="" blob_key="" pull_secret=""
+gateway_cert="" gateway_key="" nats_cert="" nats_key="" nats_ca="" kubeconfig=""
+while [ $# -gt 0 ]; do
+  [ $# -ge 2 ] || usage
+  case "$1" in
+    --namespace) namespace=$2 ;;
+    --config) config=$2 ;;
+    --bus) bus=$2 ;;
+    --client-secrets) client_secrets=$2 ;;
+    --blob-account-key) blob_key=$2 ;;
+    --pull-secret) pull_secret=$2 ;;
+    --gateway-cert) gateway_cert=$2 ;;
+    --gateway-key) gateway_key=$2 ;;
+    --nats-cert) nats_cert=$2 ;;
+    --nats-key) nats_key=$2 ;;
+    --nats-ca) nats_ca=$2 ;;
+    --kubeconfig) kubeconfig=$2 ;;
+    *) usage ;;
+  esac
+  shift 2
+done
+for v in namespace config bus client_secrets blob_key pull_secret gateway_cert gateway_key; do
+  [ -n "${!v}" ] || die "--${v//_/-} is required"
+done
+for f in "$config" "$blob_key" "$pull_secret" "$gateway_cert" "$gateway_key" "$bus/authorization.conf"; do
+  [ -f "$f" ] || die "$f: no such file"
+done
+roles=(gateway coordinator identity network dns controlplane nodepool)
+for role in "${roles[@]}"; do
+  [ -f "$bus/$role.nk" ] || die "$bus/$role.nk: no such file (hypersaga bus credentials --out $bus …)"
+done
+if [ -n "$nats_cert$nats_key$nats_ca" ]; then
+  for f in "$nats_cert" "$nats_key" "$nats_ca"; do
+    [ -f "$f" ] || die "--nats-cert, --nats-key and --nats-ca go together ($f: no such file)"
+  done
+fi
+[ -z "$kubeconfig" ] || [ -f "$kubeconfig" ] || die "$kubeconfig: no such file"
+hypersaga=${HYPERSAGA:-hypersaga}
+command -v "$hypersaga" >/dev/null || die "hypersaga not found (set HYPERSAGA)"
+command -v jq >/dev/null || die "jq not found"
+command -v kubectl >/dev/null || die "kubectl not found"
+
+umask 077
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# The configuration as the roles will load it (defaults filled in, validated), without the
+# caller's HYPERSAGA_* variables.
+env -i PATH="$PATH" "$hypersaga" serve gateway --config "$config" --dump-config > "$tmp/config.json" \
+  || die "$config does not load (see above)"
+if grep -q '"\*\*\*"' "$tmp/config.json"; then
+  die "$config holds a secret (shown as ***): keep secrets out of it, they go in the Secrets"
+fi
+
+[ "$(jq '.tenants | length' "$tmp/config.json")" -gt 0 ] || die "$config has no tenants"
+
+# { "<tenant>": "<client secret>" }, each read from its file (a final newline dropped).
+echo '{}' > "$tmp/secrets.json"
+for id in $(jq -r '.tenants[].id' "$tmp/config.json"); do
+  f="$client_secrets/$id"
+  [ -s "$f" ] || die "$f: no client secret for tenant $id"
+  jq -Rs --arg id "$id" '{($id): rtrimstr("\n")}' < "$f" > "$tmp/one.json"
+  jq -s '.[0] + .[1]' "$tmp/secrets.json" "$tmp/one.json" > "$tmp/merged.json"
+  mv "$tmp/merged.json" "$tmp/secrets.json"
+done
+
+# The configuration of identity, network and dns: the same, with the client secrets.
+jq --slurpfile s "$tmp/secrets.json" \
+  '.tenants |= map(.azure.client_secret = $s[0][.id])' "$tmp/config.json" > "$tmp/config-with-secrets.json"
+
+# The blob key and the pull secret as their values, without a trailing newline.
+printf '%s' "$(cat "$blob_key")" > "$tmp/blob-account-key"
+printf '%s' "$(cat "$pull_secret")" > "$tmp/pull-secret"
+
+secret() { # name, then kubectl --from-file arguments
+  local name=$1; shift
+  echo "---"
+  kubectl create secret generic "$name" --namespace "$namespace" "$@" --dry-run=client -o yaml
+}
+seed() { echo "--from-file=$1.nk=$bus/$1.nk"; }
+
+secret nats-auth --from-file="authorization.conf=$bus/authorization.conf"
+if [ -n "$nats_cert" ]; then
+  secret nats-tls --from-file="tls.crt=$nats_cert" --from-file="tls.key=$nats_key" --from-file="ca.crt=$nats_ca"
+fi
+secret hypersaga-gateway "$(seed gateway)" --from-file="tls.crt=$gateway_cert" --from-file="tls.key=$gateway_key"
+secret hypersaga-coordinator "$(seed coordinator)"
+secret hypersaga-identity "$(seed identity)" --from-file="config.json=$tmp/config-with-secrets.json" \
+  --from-file="blob-account-key=$tmp/blob-account-key"
+secret hypersaga-network "$(seed network)" --from-file="config.json=$tmp/config-with-secrets.json"
+secret hypersaga-dns "$(seed dns)" --from-file="config.json=$tmp/config-with-secrets.json"
+kube=()
+[ -z "$kubeconfig" ] || kube=(--from-file="kubeconfig=$kubeconfig")
+secret hypersaga-controlplane "$(seed controlplane)" --from-file="blob-account-key=$tmp/blob-account-key" \
+  --from-file="pull-secret=$tmp/pull-secret" "${kube[@]}"
+secret hypersaga-nodepool "$(seed nodepool)" "${kube[@]}"
