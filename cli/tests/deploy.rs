@@ -622,7 +622,10 @@ fn kube_code_is_what_the_cluster_roles_grant() {
     );
     assert_eq!(
         kube_use("services/nodepool/src"),
-        (set(&["NodePool"]), BTreeSet::new()),
+        (
+            set(&["NodePool", "machines"]),
+            BTreeSet::from(["ListParams"])
+        ),
         "the nodepool role's kinds and calls: keep hypersaga-nodepool's rules in step"
     );
 }
@@ -645,7 +648,10 @@ fn check_rbac(r: &Rendered) {
         ),
         (
             "nodepool",
-            BTreeMap::from([grant("hypershift.openshift.io", "nodepools", &object)]),
+            BTreeMap::from([
+                grant("hypershift.openshift.io", "nodepools", &object),
+                grant("cluster.x-k8s.io", "machines", &["list"]),
+            ]),
         ),
     ];
     for (role, want) in expected {

@@ -77,7 +77,30 @@ async fn wait_all(sys: &System, tenant: &str, names: &[String], done: &str, limi
             .iter()
             .filter(|(_, (p, op))| p == "failed" || *op == pb::OperationState::Paused as i32)
             .collect();
-        assert!(bad.is_empty(), "failed or paused under load: {bad:?}");
+        if let Some((name, _)) = bad.first() {
+            // Say why, as `hypersaga cluster get` would: the pause, the error, the steps that
+            // failed.
+            let op = sys
+                .client(tenant)
+                .await
+                .get_cluster(pb::GetClusterRequest {
+                    name: (*name).clone(),
+                })
+                .await
+                .ok()
+                .and_then(|r| r.into_inner().status)
+                .and_then(|s| s.operation);
+            let why = op.map(|o| {
+                let failing: Vec<_> = o
+                    .steps
+                    .into_iter()
+                    .filter(|s| s.last_error.is_some())
+                    .map(|s| (s.id, s.attempts, s.last_error))
+                    .collect();
+                (o.pause, o.error, failing)
+            });
+            panic!("failed or paused under load: {bad:?}; the first of them: {why:#?}");
+        }
         let finished = names
             .iter()
             .filter(|n| now.get(*n).is_none_or(|(p, _)| p == done))

@@ -5,6 +5,7 @@
 mod support;
 
 mod audit_and_lifecycle;
+mod azure_sdks;
 mod cli;
 mod closed_bus;
 mod crash;
@@ -13,3 +14,4 @@ mod fleet;
 mod operator;
 mod supersede;
 mod tenants_and_validation;
+mod workers;

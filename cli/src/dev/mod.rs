@@ -114,6 +114,12 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         hosted_cluster_available_after: timings.hosted_cluster_available_after,
         node_pool_ready_after: timings.node_pool_ready_after,
         deletion_after: timings.deletion_after,
+        // CAPZ makes the workers in the ARM emulator, as the node-pool-management identity.
+        azure: Some(hypersaga_emulator_mgmt::AzureEndpoints {
+            arm_url: arm_url.clone(),
+            entra_url: arm_url.clone(),
+            ca_pem: Some(ca.cert_pem().to_owned()),
+        }),
         ..Default::default()
     });
     let s = shutdown.clone();

@@ -1,10 +1,21 @@
 //! The Entra ID (v2.0) token endpoint, and verification of the tokens it issues.
 //!
-//! `azure_identity`'s `ClientSecretCredential` makes no discovery calls: it posts
-//! `grant_type=client_credentials&client_id&client_secret&scope` straight to
+//! Two `client_credentials` grants are served. A configured app registration authenticates
+//! with its secret: `azure_identity`'s `ClientSecretCredential` makes no discovery calls, it
+//! posts `grant_type=client_credentials&client_id&client_secret&scope` straight to
 //! `{authority}/{tenant}/oauth2/v2.0/token` and reads `access_token`/`expires_in`, or
-//! `error_description`/`error_codes` on failure. The emulator signs its tokens itself (HS256
-//! with a per-instance key) and ARM requests are verified against that key.
+//! `error_description`/`error_codes` on failure; Python's (MSAL underneath) first reads the
+//! tenant's OpenID configuration to find that endpoint. Both the configuration and the token
+//! endpoint refuse a tenant the emulator does not have, as Entra does. A user-assigned managed
+//! identity authenticates with a client assertion (workload identity federation, what
+//! `WorkloadIdentityCredential` sends): see [`exchange`]. The emulator signs its tokens itself
+//! (HS256 with a per-instance key) and ARM requests are verified against that key.
+
+mod assertion;
+mod error;
+mod exchange;
+mod federation;
+mod issuers;
 
 use axum::Json;
 use axum::body::Bytes;
@@ -19,6 +30,8 @@ use time::OffsetDateTime;
 use crate::Emulator;
 use crate::config::Principal;
 use crate::errors::ArmError;
+pub(crate) use error::EntraError;
+pub(crate) use issuers::Issuers;
 
 /// Claims of an emulator-issued app token (ARM's v1 token shape).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -68,19 +81,33 @@ const ARM_AUDIENCES: &[&str] = &[
     "https://management.azure.com",
 ];
 
-fn entra_error(status: StatusCode, error: &str, code: u32, description: String) -> Response {
-    let now = OffsetDateTime::now_utc();
-    let body = json!({
-        "error": error,
-        "error_description": format!("AADSTS{code}: {description} Trace ID: {} Correlation ID: {} Timestamp: {}",
-            uuid::Uuid::new_v4(), uuid::Uuid::new_v4(), crate::store::rfc3339(now)),
-        "error_codes": [code],
-        "timestamp": crate::store::rfc3339(now),
-        "trace_id": uuid::Uuid::new_v4().to_string(),
-        "correlation_id": uuid::Uuid::new_v4().to_string(),
-        "error_uri": format!("https://login.microsoftonline.com/error?code={code}"),
-    });
-    (status, Json(body)).into_response()
+/// Who a token is issued to: the app (client) id, the object id of its service principal
+/// and the tenant.
+pub(crate) struct Grantee {
+    pub app_id: String,
+    pub object_id: String,
+    pub tenant_id: String,
+}
+
+impl Emulator {
+    /// The tenant `tenant` names, as configured (GUIDs: ignoring case): the tenants of the app
+    /// registrations, which own every subscription and managed identity here. Entra refuses
+    /// any other before looking at the request ([`EntraError::tenant_not_found`]).
+    pub(crate) fn known_tenant(&self, tenant: &str) -> Option<&str> {
+        self.config()
+            .principals
+            .iter()
+            .map(|p| p.azure_tenant_id.as_str())
+            .find(|t| t.eq_ignore_ascii_case(tenant))
+    }
+
+    /// The configured app registration `client_id` of `tenant` (GUIDs: ignoring case).
+    pub(crate) fn principal(&self, tenant: &str, client_id: &str) -> Option<&Principal> {
+        self.config().principals.iter().find(|p| {
+            p.client_id.eq_ignore_ascii_case(client_id)
+                && p.azure_tenant_id.eq_ignore_ascii_case(tenant)
+        })
+    }
 }
 
 /// `POST /{tenant}/oauth2/v2.0/token`
@@ -89,91 +116,58 @@ pub async fn token(
     Path(tenant): Path<String>,
     body: Bytes,
 ) -> Response {
-    let form: Vec<(String, String)> = url::form_urlencoded::parse(&body).into_owned().collect();
-    let field = |k: &str| form.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-    let missing = |p: &str| {
-        entra_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            900144,
-            format!("The request body must contain the following parameter: '{p}'."),
-        )
-    };
-    let Some(grant) = field("grant_type") else {
-        return missing("grant_type");
-    };
-    if grant != "client_credentials" {
-        return entra_error(
-            StatusCode::BAD_REQUEST,
-            "unsupported_grant_type",
-            70003,
-            format!("The app requested an unsupported grant type '{grant}'."),
-        );
+    match grant(&emu, &tenant, &body).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
     }
-    let Some(client_id) = field("client_id") else {
-        return missing("client_id");
-    };
-    let Some(scope) = field("scope") else {
-        return missing("scope");
-    };
-    let Some(resource) = scope
+}
+
+async fn grant(emu: &Emulator, tenant: &str, body: &Bytes) -> Result<Response, EntraError> {
+    if emu.known_tenant(tenant).is_none() {
+        return Err(EntraError::tenant_not_found(tenant));
+    }
+    let form: Vec<(String, String)> = url::form_urlencoded::parse(body).into_owned().collect();
+    let field = |k: &str| form.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    let grant = field("grant_type").ok_or_else(|| EntraError::missing_parameter("grant_type"))?;
+    if grant != "client_credentials" {
+        return Err(EntraError::unsupported_grant(grant));
+    }
+    let client_id = field("client_id").ok_or_else(|| EntraError::missing_parameter("client_id"))?;
+    let scope = field("scope").ok_or_else(|| EntraError::missing_parameter("scope"))?;
+    let resource = scope
         .split(' ')
         .next()
         .and_then(|s| s.strip_suffix(".default"))
-    else {
-        return entra_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_scope",
-            1002012,
-            format!(
-                "The provided value for scope {scope} is not valid. Client credential flows must \
-                 have a scope value with /.default suffixed to the resource identifier (application ID URI)."
-            ),
-        );
+        .ok_or_else(|| EntraError::invalid_scope(scope))?;
+
+    let grantee = if let Some(assertion) = field("client_assertion") {
+        exchange::federated(
+            emu,
+            tenant,
+            client_id,
+            field("client_assertion_type"),
+            assertion,
+        )
+        .await?
+    } else {
+        let principal = emu
+            .principal(tenant, client_id)
+            .ok_or_else(|| EntraError::application_not_found(client_id, tenant))?;
+        let secret = field("client_secret").ok_or_else(EntraError::credential_required)?;
+        if secret != principal.client_secret {
+            return Err(EntraError::invalid_secret(client_id));
+        }
+        Grantee {
+            app_id: principal.client_id.clone(),
+            object_id: object_id(&principal.client_id),
+            tenant_id: principal.azure_tenant_id.clone(),
+        }
     };
-    let principal: Option<&Principal> = emu.config().principals.iter().find(|p| {
-        p.client_id.eq_ignore_ascii_case(client_id)
-            && p.azure_tenant_id.eq_ignore_ascii_case(&tenant)
-    });
-    let Some(principal) = principal else {
-        return entra_error(
-            StatusCode::BAD_REQUEST,
-            "unauthorized_client",
-            700016,
-            format!(
-                "Application with identifier '{client_id}' was not found in the directory '{tenant}'. \
-                 This can happen if the application has not been installed by the administrator of \
-                 the tenant or consented to by any user in the tenant."
-            ),
-        );
-    };
-    if field("client_assertion").is_some() {
-        return entra_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            70021,
-            "No matching federated identity record found for presented assertion.".into(),
-        );
-    }
-    let Some(secret) = field("client_secret") else {
-        return entra_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_client",
-            7000216,
-            "'client_assertion', 'client_secret' or 'request' is required for the 'client_credentials' grant type.".into(),
-        );
-    };
-    if secret != principal.client_secret {
-        return entra_error(
-            StatusCode::UNAUTHORIZED,
-            "invalid_client",
-            7000215,
-            format!(
-                "Invalid client secret provided. Ensure the secret being sent in the request is the \
-                 client secret value, not the client secret ID, for a secret added to app '{client_id}'."
-            ),
-        );
-    }
+    issue(emu, &grantee, resource)
+}
+
+/// The access token (ARM's v1 shape) and Entra's token response around it.
+fn issue(emu: &Emulator, who: &Grantee, resource: &str) -> Result<Response, EntraError> {
     let aud = if resource.ends_with('/') {
         resource.to_owned()
     } else {
@@ -181,47 +175,49 @@ pub async fn token(
     };
     let now = OffsetDateTime::now_utc().unix_timestamp();
     let lifetime = emu.config().token_lifetime_secs as i64;
-    let oid = object_id(&principal.client_id);
     let claims = Claims {
         aud,
-        iss: format!("https://sts.windows.net/{}/", principal.azure_tenant_id),
+        iss: format!("https://sts.windows.net/{}/", who.tenant_id),
         iat: now,
         nbf: now,
         exp: now + lifetime,
-        appid: principal.client_id.clone(),
-        sub: oid.clone(),
-        oid,
-        tid: principal.azure_tenant_id.clone(),
+        appid: who.app_id.clone(),
+        sub: who.object_id.clone(),
+        oid: who.object_id.clone(),
+        tid: who.tenant_id.clone(),
         idtyp: "app".into(),
         ver: "1.0".into(),
     };
-    let token = match jsonwebtoken::encode(
+    let token = jsonwebtoken::encode(
         &Header::new(Algorithm::HS256),
         &claims,
         &emu.inner.keys.encoding,
-    ) {
-        Ok(t) => t,
-        Err(e) => {
-            tracing::error!(error = %e, "signing token failed");
-            return entra_error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "server_error",
-                50000,
-                "Token signing failed.".into(),
-            );
-        }
-    };
+    )
+    .map_err(|e| {
+        tracing::error!(error = %e, "signing token failed");
+        EntraError::server_error("Token signing failed.")
+    })?;
     let body = json!({
         "token_type": "Bearer",
         "expires_in": lifetime,
         "ext_expires_in": lifetime,
         "access_token": token,
     });
-    ([(header::CACHE_CONTROL, "no-store, no-cache")], Json(body)).into_response()
+    Ok(([(header::CACHE_CONTROL, "no-store, no-cache")], Json(body)).into_response())
 }
 
-/// `GET /{tenant}/v2.0/.well-known/openid-configuration` (for MSAL-style clients).
-pub async fn openid_configuration(Path(tenant): Path<String>, headers: HeaderMap) -> Response {
+/// `GET /{tenant}/v2.0/.well-known/openid-configuration`, which MSAL (Python's
+/// `azure-identity`) reads before its first token request: the tenant's endpoints, named by its
+/// id whatever casing the path used, or Entra's `400 invalid_tenant` for a tenant it does not
+/// have.
+pub async fn openid_configuration(
+    State(emu): State<Emulator>,
+    Path(tenant): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(tenant) = emu.known_tenant(&tenant) else {
+        return EntraError::tenant_not_found(&tenant).into_response();
+    };
     let host = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
@@ -307,35 +303,6 @@ impl Emulator {
             ));
         }
         Ok(claims)
-    }
-
-    /// The principal must be configured for the subscription (stand-in for RBAC).
-    pub(crate) fn authorize(
-        &self,
-        claims: &Claims,
-        sub: &str,
-        action: &str,
-        scope: &str,
-    ) -> Result<(), ArmError> {
-        let allowed = self.config().principals.iter().any(|p| {
-            p.client_id.eq_ignore_ascii_case(&claims.appid)
-                && p.subscription_ids
-                    .iter()
-                    .any(|s| s.eq_ignore_ascii_case(sub))
-        });
-        if allowed {
-            return Ok(());
-        }
-        Err(ArmError::new(
-            StatusCode::FORBIDDEN,
-            "AuthorizationFailed",
-            format!(
-                "The client '{oid}' with object id '{oid}' does not have authorization to perform \
-                 action '{action}' over scope '{scope}' or the scope is invalid. If access was \
-                 recently granted, please refresh your credentials.",
-                oid = claims.oid
-            ),
-        ))
     }
 
     /// Tenant that owns a subscription (the first principal configured for it).

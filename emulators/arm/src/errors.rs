@@ -15,10 +15,16 @@ pub struct ArmError {
     pub code: String,
     pub message: String,
     pub target: Option<String>,
+    /// `details`: `None` leaves the member out (ARM's gateway errors); the network resource
+    /// provider always sends the array, empty when it has nothing to add. Boxed (a JSON array)
+    /// to keep every `Result<_, ArmError>` small.
+    pub details: Option<Box<Value>>,
     /// `Retry-After` seconds (429s and injected faults).
     pub retry_after: Option<u64>,
-    /// Extra headers, e.g. `x-ms-failure-cause: gateway` or `WWW-Authenticate`.
-    pub headers: Vec<(&'static str, String)>,
+    /// Extra headers, e.g. `x-ms-failure-cause: gateway` or `WWW-Authenticate` (a boxed
+    /// slice: errors travel in every `Result`, so the struct stays under clippy's
+    /// large-error bound).
+    pub headers: Box<[(&'static str, String)]>,
 }
 
 pub type Result<T, E = ArmError> = std::result::Result<T, E>;
@@ -30,18 +36,26 @@ impl ArmError {
             code: code.into(),
             message: message.into(),
             target: None,
+            details: None,
             retry_after: None,
-            headers: Vec::new(),
+            headers: Box::default(),
         }
     }
 
     pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
-        self.headers.push((name, value.into()));
+        let mut headers = std::mem::take(&mut self.headers).into_vec();
+        headers.push((name, value.into()));
+        self.headers = headers.into_boxed_slice();
         self
     }
 
     pub fn with_target(mut self, target: impl Into<String>) -> Self {
         self.target = Some(target.into());
+        self
+    }
+
+    pub fn with_details(mut self, details: Vec<Value>) -> Self {
+        self.details = Some(Box::new(Value::Array(details)));
         self
     }
 
@@ -160,6 +174,46 @@ impl ArmError {
         )
     }
 
+    /// The network resource provider's 400 for a PUT whose body names a resource that does not
+    /// exist or lives in another region, word for word as NRP answers it (quoted with
+    /// `"details": []` in MicrosoftDocs/azure-docs#81734, dmauser/opnazure#5 and, for a load
+    /// balancer rule naming a missing frontend, openshift/openshift-azure#1933).
+    pub fn invalid_resource_reference(referenced: &str, referrer: &str) -> Self {
+        Self::bad_request(
+            "InvalidResourceReference",
+            format!(
+                "Resource {referenced} referenced by resource {referrer} was not found. Please \
+                 make sure that the referenced resource exists, and that both resources are in \
+                 the same region."
+            ),
+        )
+        .with_details(Vec::new())
+    }
+
+    /// ARM's answer on the `Location` URL of a resource-group delete some of whose resources
+    /// refused to go (HTTP 409, as in Azure/azure-sdk-for-go#2645 and openshift/installer#5157).
+    /// `identifiers` are `Namespace/type/name`; each detail carries the refused resource's id as
+    /// `target` and the resource provider's own error body, serialised, as `message` (the
+    /// camel-cased shape of Azure/bicep-registry-modules#1607, 2024).
+    pub fn resource_group_deletion_blocked(
+        rg: &str,
+        identifiers: &[String],
+        details: Vec<Value>,
+    ) -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "ResourceGroupDeletionBlocked",
+            format!(
+                "Deletion of resource group '{rg}' failed as resources with identifiers '{}' \
+                 could not be deleted. The provisioning state of the resource group will be \
+                 rolled back. The tracking Id is '{}'. Please check audit logs for more details.",
+                identifiers.join(","),
+                uuid::Uuid::new_v4()
+            ),
+        )
+        .with_details(details)
+    }
+
     pub fn missing_api_version() -> Self {
         Self::bad_request(
             "MissingApiVersionParameter",
@@ -233,6 +287,9 @@ impl ArmError {
         if let Some(t) = &self.target {
             inner["target"] = json!(t);
         }
+        if let Some(d) = &self.details {
+            inner["details"] = d.as_ref().clone();
+        }
         json!({ "error": inner })
     }
 }
@@ -244,7 +301,7 @@ impl IntoResponse for ArmError {
         if let Some(secs) = self.retry_after {
             h.insert(axum::http::header::RETRY_AFTER, HeaderValue::from(secs));
         }
-        for (name, value) in &self.headers {
+        for (name, value) in self.headers.iter() {
             if let Ok(v) = HeaderValue::from_str(value) {
                 h.insert(HeaderName::from_static(name), v);
             }

@@ -8,8 +8,11 @@
 //! definitions and Entra's replication lag, ARM's token-bucket throttling (per subscription ×
 //! principal × region, plus a global per-subscription bucket) with its `x-ms-ratelimit-*` and
 //! `x-ms-routing-request-id` headers, a resource inventory, a client-credentials token endpoint
-//! that `azure_identity` accepts, and a plain-HTTP admin API (faults, request counts, state
-//! dump, role assignments).
+//! that `azure_identity` accepts (secrets for the configured app registrations; for
+//! user-assigned identities, client assertions matched against their federated credentials and
+//! verified with the issuer's published keys), RBAC that authorizes those identities by their
+//! role assignments alone, and a plain-HTTP admin API (faults, request counts, state dump, role
+//! assignments).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -39,6 +42,7 @@ mod entra;
 pub mod errors;
 pub mod faults;
 mod path;
+mod rbac;
 pub mod requests;
 mod store;
 pub mod throttle;
@@ -68,6 +72,8 @@ pub struct Emulator {
 struct Inner {
     config: Config,
     keys: entra::Keys,
+    /// Signing keys of the external OIDC issuers federated credentials trust.
+    issuers: entra::Issuers,
     state: Mutex<State_>,
 }
 
@@ -90,6 +96,7 @@ impl Emulator {
         Self {
             inner: Arc::new(Inner {
                 keys: entra::Keys::generate(),
+                issuers: entra::Issuers::default(),
                 config,
                 state: Mutex::new(state),
             }),

@@ -10,8 +10,9 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 
+use crate::errors::ArmError;
 use crate::faults::OpFailure;
-use crate::types::{Etag, ResourceType, Storage};
+use crate::types::{Etag, ResourceType, cascade};
 
 /// A stored resource.
 #[derive(Clone, Debug)]
@@ -65,6 +66,10 @@ pub struct Operation {
     pub retry_after: Option<u64>,
     /// Set when the operation is to end `Failed` (an injected failure after acceptance).
     pub failure: Option<OpFailure>,
+    /// Set when the operation ended `Failed` for a reason found only as it completed (a
+    /// resource-group delete some of whose resources were still in use elsewhere): the error
+    /// its `Location` URL answers, status included.
+    pub error: Option<ArmError>,
 }
 
 impl Operation {
@@ -226,28 +231,30 @@ impl Store {
         doomed.len()
     }
 
-    /// Ids of subnets (inline in VNets) whose `networkSecurityGroup.id` is `nsg_key`.
-    pub fn subnets_referencing_nsg(&self, nsg_key: &str) -> Vec<String> {
-        let mut users = Vec::new();
-        for vnet in self.resources.values() {
-            let Storage::Standalone = vnet.rtype.storage else {
-                continue;
-            };
-            let Some(subnets) = vnet.properties.get("subnets").and_then(Value::as_array) else {
-                continue;
-            };
-            for s in subnets {
-                let nsg = s
-                    .pointer("/properties/networkSecurityGroup/id")
-                    .and_then(Value::as_str)
-                    .map(str::to_ascii_lowercase);
-                if nsg.as_deref() == Some(nsg_key) {
-                    let id = s.get("id").and_then(Value::as_str).unwrap_or_default();
-                    users.push(id.to_owned());
-                }
-            }
+    /// The stored resource an id names: the resource itself, or the one holding it inline
+    /// (`…/virtualNetworks/v/subnets/s` → the VNet, `…/loadBalancers/l/backendAddressPools/b`
+    /// → the load balancer). `None` when neither exists.
+    pub fn resolve(&self, id: &str) -> Option<&StoredResource> {
+        let key = id.to_ascii_lowercase();
+        if let Some(r) = self.resources.get(&key) {
+            return Some(r);
         }
-        users
+        let (head, name) = key.rsplit_once('/')?;
+        let (parent, array) = head.rsplit_once('/')?;
+        let owner = self.resources.get(parent)?;
+        let holds = owner
+            .properties
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(array))
+            .and_then(|(_, v)| v.as_array())
+            .is_some_and(|items| {
+                items.iter().any(|i| {
+                    i.get("name")
+                        .and_then(Value::as_str)
+                        .is_some_and(|n| n.eq_ignore_ascii_case(name))
+                })
+            });
+        holds.then_some(owner)
     }
 
     pub fn add_op(&mut self, op: Operation) {
@@ -258,44 +265,49 @@ impl Store {
         self.ops.get(&id.to_ascii_lowercase())
     }
 
-    /// Completes every operation whose deadline has passed. A failed operation leaves its
-    /// resource in place with `provisioningState: Failed`, as ARM's RPC asks of a resource
-    /// provider whose PUT or DELETE fails after acceptance.
+    pub fn op_mut(&mut self, id: &str) -> Option<&mut Operation> {
+        self.ops.get_mut(&id.to_ascii_lowercase())
+    }
+
+    /// Completes every operation whose deadline has passed, earliest first, so that a delete
+    /// finishing before another one is seen by it (a VNet group gone before the NSG group
+    /// that held its NSG). A failed operation leaves its resource in place with
+    /// `provisioningState: Failed`, as ARM's RPC asks of a resource provider whose PUT or
+    /// DELETE fails after acceptance.
     pub fn settle(&mut self, now: OffsetDateTime) {
-        let mut finished_writes = Vec::new();
-        let mut finished_deletes = Vec::new();
-        let mut failed = Vec::new();
-        for (key, r) in &self.resources {
-            if let Some(p) = &r.pending
-                && p.done_at <= now
-            {
-                let fails = self
-                    .ops
-                    .get(&p.op_id.to_ascii_lowercase())
-                    .is_some_and(|o| o.failure.is_some());
-                match p.kind {
-                    _ if fails => failed.push(key.clone()),
-                    OpKind::Write => finished_writes.push(key.clone()),
-                    OpKind::Delete => finished_deletes.push(key.clone()),
+        let mut due: Vec<(OffsetDateTime, String, OpKind, String)> = self
+            .resources
+            .iter()
+            .filter_map(|(key, r)| {
+                let p = r.pending.as_ref().filter(|p| p.done_at <= now)?;
+                Some((p.done_at, key.clone(), p.kind, p.op_id.clone()))
+            })
+            .collect();
+        due.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        for (_, key, kind, op_id) in due {
+            // An earlier completion may have taken the resource with it.
+            let current = self
+                .resources
+                .get(&key)
+                .and_then(|r| r.pending.as_ref())
+                .is_some_and(|p| p.op_id == op_id);
+            if !current {
+                continue;
+            }
+            let fails = self.op(&op_id).is_some_and(|o| o.failure.is_some());
+            let state = match kind {
+                _ if fails => "Failed",
+                OpKind::Write => "Succeeded",
+                OpKind::Delete => {
+                    cascade::finish_delete(self, &key, &op_id);
+                    continue;
                 }
-            }
-        }
-        for key in failed {
+            };
             if let Some(r) = self.resources.get_mut(&key) {
                 r.pending = None;
                 r.properties
-                    .insert("provisioningState".into(), json!("Failed"));
+                    .insert("provisioningState".into(), json!(state));
             }
-        }
-        for key in finished_writes {
-            if let Some(r) = self.resources.get_mut(&key) {
-                r.pending = None;
-                r.properties
-                    .insert("provisioningState".into(), json!("Succeeded"));
-            }
-        }
-        for key in finished_deletes {
-            self.remove_tree(&key);
         }
     }
 
@@ -346,17 +358,10 @@ impl Store {
                 .count();
             props.insert("numberOfVirtualNetworkLinks".into(), json!(links));
         }
-        if r.rtype
-            .type_path
-            .eq_ignore_ascii_case("networkSecurityGroups")
-        {
-            let users = self.subnets_referencing_nsg(&r.id.to_ascii_lowercase());
-            if !users.is_empty() {
-                let refs: Vec<Value> = users.into_iter().map(|id| json!({ "id": id })).collect();
-                props.insert("subnets".into(), Value::Array(refs));
-            }
-        }
         obj.insert("properties".into(), Value::Object(props));
+        if let Some(decorate) = r.rtype.decorate {
+            decorate(self, r, &mut obj);
+        }
         Value::Object(obj)
     }
 
@@ -376,6 +381,12 @@ impl Store {
             if let Some(v) = r.extra.get(k) {
                 obj.insert(k.into(), v.clone());
             }
+        }
+        // What the resource provider derives (a disk's `managedBy`) shows here too.
+        if r.rtype.decorate.is_some()
+            && let Some(v) = self.render(r).get("managedBy")
+        {
+            obj.insert("managedBy".into(), v.clone());
         }
         Value::Object(obj)
     }

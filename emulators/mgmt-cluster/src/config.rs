@@ -22,6 +22,22 @@ pub struct Config {
     pub bookmark_interval: Duration,
     /// Namespaces that exist from the start (`default`, `kube-system`, …).
     pub initial_namespaces: Vec<String>,
+    /// Where the simulated CAPZ creates an Azure NodePool's worker VMs, as the cluster's
+    /// `nodePoolManagement` workload identity. `None`: nodes come up after
+    /// `node_pool_ready_after` with nothing made in any cloud (tests of the Kubernetes API).
+    pub azure: Option<AzureEndpoints>,
+}
+
+/// The Azure a management cluster's CAPZ talks to: ARM, Entra, and the CA that signs their
+/// certificates when they are emulators.
+#[derive(Debug, Clone)]
+pub struct AzureEndpoints {
+    /// `https://management.azure.com` or the ARM emulator's URL (no trailing slash needed).
+    pub arm_url: String,
+    /// `https://login.microsoftonline.com` or the emulator's Entra URL.
+    pub entra_url: String,
+    /// PEM of the only CA trusted for both (the dev CA); `None` trusts the platform's roots.
+    pub ca_pem: Option<String>,
 }
 
 impl Default for Config {
@@ -37,6 +53,7 @@ impl Default for Config {
             initial_namespaces: ["default", "kube-system", "kube-public", "kube-node-lease"]
                 .map(String::from)
                 .to_vec(),
+            azure: None,
         }
     }
 }

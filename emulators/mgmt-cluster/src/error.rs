@@ -282,16 +282,22 @@ impl ApiError {
         Self::new(405, "MethodNotAllowed", message)
     }
 
-    pub fn unsupported_media_type(content_type: &str) -> Self {
+    /// `NewUnsupportedMediaTypeError`: a body in a format the endpoint does not decode;
+    /// `accepted` lists what it does.
+    pub fn unsupported_media_type(accepted: &[&str]) -> Self {
         Self::new(
             415,
             "UnsupportedMediaType",
             format!(
-                "the body of the request was in an unknown format - accepted media types include: \
-                 application/json, application/yaml, application/json-patch+json, \
-                 application/merge-patch+json, application/apply-patch+yaml; got {content_type:?}"
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                accepted.join(", ")
             ),
         )
+    }
+
+    /// 406 `NotAcceptable`: no representation the client accepts can be produced.
+    pub fn not_acceptable(message: impl Into<String>) -> Self {
+        Self::new(406, "NotAcceptable", message)
     }
 
     pub fn expired(message: impl Into<String>) -> Self {

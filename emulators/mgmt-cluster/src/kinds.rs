@@ -5,6 +5,9 @@
 
 use serde_json::Value;
 
+use crate::error::Cause;
+use crate::selectors::FieldLabel;
+
 /// A served resource type.
 #[derive(Debug)]
 pub struct ResourceDef {
@@ -25,6 +28,11 @@ pub struct ResourceDef {
     pub decode: Option<fn(&mut Value)>,
     /// What the strategy does on every write (Namespace finalizer and phase).
     pub normalize: Option<fn(&mut Value)>,
+    /// Checks of the kind's strategy beyond its schema (an Event's namespaces), run on every
+    /// write of the main resource.
+    pub validate: Option<fn(&Value) -> Vec<Cause>>,
+    /// The `fieldSelector` labels the kind supports (its `GetAttrs`/field label conversion).
+    pub field_labels: &'static [FieldLabel],
 }
 
 impl ResourceDef {
@@ -55,9 +63,18 @@ pub const SECRETS: ResourceId = 1;
 pub const CONFIG_MAPS: ResourceId = 2;
 pub const HOSTED_CLUSTERS: ResourceId = 3;
 pub const NODE_POOLS: ResourceId = 4;
+pub const EVENTS: ResourceId = 5;
+pub const MACHINES: ResourceId = 6;
+
+/// `metadata.name` and `metadata.namespace`, which every namespaced kind (and every custom
+/// resource) can be selected by (`generic.ObjectMetaFieldsSet`).
+const OBJECT_META_LABELS: &[FieldLabel] = &[
+    FieldLabel::at("metadata.name", &["/metadata/name"]),
+    FieldLabel::at("metadata.namespace", &["/metadata/namespace"]),
+];
 
 /// Every served kind. The `*_ID` constants above index into it.
-pub static KINDS: [ResourceDef; 5] = [
+pub static KINDS: [ResourceDef; 7] = [
     ResourceDef {
         group: "",
         version: "v1",
@@ -70,6 +87,12 @@ pub static KINDS: [ResourceDef; 5] = [
         generation: false,
         decode: None,
         normalize: Some(crate::normalize::normalize_namespace),
+        validate: None,
+        // `addFieldLabelConversionsForNamespace` (`pkg/apis/core/v1/conversion.go`).
+        field_labels: &[
+            FieldLabel::at("metadata.name", &["/metadata/name"]),
+            FieldLabel::at("status.phase", &["/status/phase"]),
+        ],
     },
     ResourceDef {
         group: "",
@@ -83,6 +106,13 @@ pub static KINDS: [ResourceDef; 5] = [
         generation: false,
         decode: Some(crate::normalize::normalize_secret),
         normalize: None,
+        validate: None,
+        // `addFieldLabelConversionsForSecret`.
+        field_labels: &[
+            FieldLabel::at("metadata.name", &["/metadata/name"]),
+            FieldLabel::at("metadata.namespace", &["/metadata/namespace"]),
+            FieldLabel::at("type", &["/type"]),
+        ],
     },
     ResourceDef {
         group: "",
@@ -96,6 +126,8 @@ pub static KINDS: [ResourceDef; 5] = [
         generation: false,
         decode: None,
         normalize: None,
+        validate: None,
+        field_labels: OBJECT_META_LABELS,
     },
     ResourceDef {
         group: "hypershift.openshift.io",
@@ -109,6 +141,8 @@ pub static KINDS: [ResourceDef; 5] = [
         generation: true,
         decode: None,
         normalize: None,
+        validate: None,
+        field_labels: OBJECT_META_LABELS,
     },
     ResourceDef {
         group: "hypershift.openshift.io",
@@ -122,6 +156,60 @@ pub static KINDS: [ResourceDef; 5] = [
         generation: true,
         decode: None,
         normalize: None,
+        validate: None,
+        field_labels: OBJECT_META_LABELS,
+    },
+    ResourceDef {
+        group: "",
+        version: "v1",
+        kind: "Event",
+        plural: "events",
+        singular: "event",
+        namespaced: true,
+        short_names: &["ev"],
+        status_subresource: false,
+        generation: false,
+        decode: None,
+        normalize: None,
+        validate: Some(crate::events::validate),
+        // `addFieldLabelConversionsForEvent`; `source` reads the component, or the
+        // reporting controller of events that have none (the event strategy's
+        // `ToSelectableFields`).
+        field_labels: &[
+            FieldLabel::at("metadata.name", &["/metadata/name"]),
+            FieldLabel::at("metadata.namespace", &["/metadata/namespace"]),
+            FieldLabel::at("involvedObject.kind", &["/involvedObject/kind"]),
+            FieldLabel::at("involvedObject.namespace", &["/involvedObject/namespace"]),
+            FieldLabel::at("involvedObject.name", &["/involvedObject/name"]),
+            FieldLabel::at("involvedObject.uid", &["/involvedObject/uid"]),
+            FieldLabel::at("involvedObject.apiVersion", &["/involvedObject/apiVersion"]),
+            FieldLabel::at(
+                "involvedObject.resourceVersion",
+                &["/involvedObject/resourceVersion"],
+            ),
+            FieldLabel::at("involvedObject.fieldPath", &["/involvedObject/fieldPath"]),
+            FieldLabel::at("reason", &["/reason"]),
+            FieldLabel::at("source", &["/source/component", "/reportingComponent"]),
+            FieldLabel::at("type", &["/type"]),
+        ],
+    },
+    // Cluster API's Machine, one per worker of a NodePool, in the control plane's namespace
+    // (`machines.cluster.x-k8s.io`, CRD short name `ma`). The simulated CAPZ writes it; its
+    // conditions carry the cloud's refusals in full, which a NodePool's cannot.
+    ResourceDef {
+        group: "cluster.x-k8s.io",
+        version: "v1beta1",
+        kind: "Machine",
+        plural: "machines",
+        singular: "machine",
+        namespaced: true,
+        short_names: &["ma"],
+        status_subresource: true,
+        generation: true,
+        decode: None,
+        normalize: None,
+        validate: None,
+        field_labels: OBJECT_META_LABELS,
     },
 ];
 

@@ -3,14 +3,18 @@
 //!
 //! No kube-apiserver can run on our machines, yet the controlplane and nodepool services must
 //! be exercised with the real `kube` client and operators want `kubectl`. This crate serves
-//! discovery, namespaces, secrets, configmaps and `hypershift.openshift.io/v1beta1`
+//! discovery, namespaces, secrets, configmaps, events and `hypershift.openshift.io/v1beta1`
 //! HostedClusters and NodePools with the behaviours clients depend on — resourceVersions and
 //! conflicts, the status subresource, finalizers, merge/JSON patch, list and watch — and is
 //! as strict as kube-apiserver where the product could go wrong: real server-side apply with
 //! `managedFields` and conflicts (structured-merge-diff semantics, module `managedfields`),
 //! structural schemas that prune, default and validate (module `schema`), `fieldValidation`, and
 //! `dryRun`. It moves HostedCluster/NodePool conditions the way HyperShift does, after
-//! configurable delays, with injectable failures. `hypersaga dev` runs it; so do tests.
+//! configurable delays, with injectable failures, and records core/v1 Events about what it
+//! does. Unmodified `kubectl` works against it: aggregated discovery, server-side tables with
+//! HyperShift's printer columns, protobuf request bodies from client-go's clientsets, and
+//! OpenAPI v3 and v2 generated from the same schemas (`explain`, client-side validation of
+//! older kubectl). `hypersaga dev` runs it; so do tests.
 #![forbid(unsafe_code)]
 
 mod admin;
@@ -20,6 +24,7 @@ mod config;
 mod defaulting;
 mod duplicates;
 mod error;
+mod events;
 mod faults;
 mod fieldpath;
 mod kinds;
@@ -29,23 +34,27 @@ mod meta;
 mod normalize;
 mod operator;
 mod patch;
+mod protobuf;
 mod pruning;
+mod recorder;
 mod registry;
 mod schema;
 mod selectors;
 mod store;
 mod typed;
 mod validation;
+mod workers;
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-pub use config::Config;
+pub use config::{AzureEndpoints, Config};
 pub use error::ApiError;
 pub use faults::{Fault, FaultKind};
 pub use kubeconfig::{CONTEXT, kubeconfig_yaml};
+pub use workers::token::{TokenError, service_account_token};
 
 use store::Store;
 

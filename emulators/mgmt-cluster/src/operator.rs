@@ -18,13 +18,29 @@ use hypersaga_hypershift::{HYPERSHIFT_FINALIZER, release_version};
 use crate::faults::{Fault, FaultKind};
 use crate::kinds::{HOSTED_CLUSTERS, NODE_POOLS, ResourceId, SECRETS};
 use crate::meta::{finalizers, is_deleting, meta_str, now_rfc3339, set_finalizers};
+use crate::recorder::{EventType, Recorder};
 use crate::registry::{self, Scope};
 use crate::store::Store;
+use crate::workers::Workers;
 use crate::{Shared, lock};
 
 /// The field manager of the simulated operator's writes: controller-runtime clients default
 /// to the binary's name (`hypershift-operator`) and write with updates, not apply.
 pub(crate) const MANAGER: &str = "hypershift-operator";
+
+/// Event sources. HyperShift's NodePool controller records as `nodepool-controller`; its
+/// HostedCluster controller records no events, so the name here only parallels that one.
+const NODE_POOL_EVENTS: &str = "nodepool-controller";
+const HOSTED_CLUSTER_EVENTS: &str = "hostedcluster-controller";
+
+/// Input checks whose `False` is HyperShift refusing the cluster: recorded as warnings.
+const REFUSALS: [&str; 5] = [
+    "SupportedHostedCluster",
+    "ValidConfiguration",
+    "ValidReleaseImage",
+    "PlatformCredentialsFound",
+    "ReconciliationSucceeded",
+];
 
 /// Port of the hosted kube-apiserver load balancer on Azure (6443 collides with the
 /// management cluster's own rule).
@@ -38,6 +54,9 @@ pub(crate) async fn run(
 ) {
     tokio::pin!(shutdown);
     let mut op = Operator::default();
+    if let Some(shared) = shared.upgrade() {
+        op.workers = Workers::new(&shared.config, changed.clone());
+    }
     loop {
         let now = Instant::now();
         let next = {
@@ -71,6 +90,8 @@ struct Track {
 #[derive(Default)]
 struct Operator {
     tracks: HashMap<String, Track>,
+    /// CAPI and CAPZ: Azure NodePools' Machines and their VMs.
+    workers: Workers,
 }
 
 /// Earliest of the pending deadlines.
@@ -99,6 +120,7 @@ impl Operator {
             self.node_pool(shared, np, &faults, now, &mut deadline);
         }
         self.tracks.retain(|k, _| live.contains(k));
+        self.workers.retain(&live);
         shared.store.finalize_namespaces();
         deadline.0
     }
@@ -173,6 +195,7 @@ impl Operator {
             .and_then(Value::as_i64)
             .unwrap_or(1);
         let version = release_version(&image).unwrap_or_default();
+        let config_problem = self.workers.signing_key_problem(store, hc);
 
         let mut status = hc.get("status").cloned().unwrap_or_else(|| json!({}));
         let conds = conditions_mut(&mut status);
@@ -185,14 +208,24 @@ impl Operator {
             "HostedCluster is supported by operator configuration",
             generation,
         );
-        set_condition(
-            conds,
-            "ValidConfiguration",
-            true,
-            "AsExpected",
-            "Configuration passes validation",
-            generation,
-        );
+        match &config_problem {
+            None => set_condition(
+                conds,
+                "ValidConfiguration",
+                true,
+                "AsExpected",
+                "Configuration passes validation",
+                generation,
+            ),
+            Some(why) => set_condition(
+                conds,
+                "ValidConfiguration",
+                false,
+                "InvalidConfiguration",
+                why,
+                generation,
+            ),
+        }
         match check_release(&image) {
             Ok(()) => set_condition(
                 conds,
@@ -320,7 +353,12 @@ impl Operator {
             ensure_kubeconfig_secret(store, ns, &secret, &host);
             status["kubeconfig"] = json!({"name": secret});
         }
-        write_status(store, HOSTED_CLUSTERS, hc, status);
+        let conditions = status.get("conditions").cloned();
+        if write_status(store, HOSTED_CLUSTERS, hc, status) {
+            let mut warn = REFUSALS.to_vec();
+            warn.extend(fault.map(Fault::condition));
+            record_condition_events(store, HOSTED_CLUSTER_EVENTS, hc, conditions, &warn);
+        }
     }
 
     fn node_pool(
@@ -337,6 +375,15 @@ impl Operator {
         let track = self.tracks.entry(uid(np)).or_default();
         if is_deleting(np) {
             let since = *track.deleting_since.get_or_insert(now);
+            let cluster = np.pointer("/spec/clusterName").and_then(Value::as_str);
+            let hc = cluster.and_then(|c| store.get(HOSTED_CLUSTERS, ns, c).ok());
+            if self.workers.manages(np, hc.as_ref())
+                && !self
+                    .workers
+                    .released(store, np, hc.as_ref(), cfg.node_pool_ready_after, now)
+            {
+                return; // CAPZ is still removing the workers; its reports wake us
+            }
             remove_finalizer_after(
                 store,
                 NODE_POOLS,
@@ -377,6 +424,19 @@ impl Operator {
             .pointer("/spec/release/image")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        // Azure workers: CAPI's Machines and CAPZ's VMs, once the control plane is up.
+        let view = store
+            .get(HOSTED_CLUSTERS, ns, cluster)
+            .ok()
+            .filter(|hc| {
+                hc_available
+                    && !faults.iter().any(|f| f.matches(FaultKind::NodePool, name))
+                    && self.workers.manages(np, Some(hc))
+            })
+            .map(|hc| {
+                self.workers
+                    .converge(store, np, &hc, target, cfg.node_pool_ready_after, now)
+            });
         let mut status = np.get("status").cloned().unwrap_or_else(|| json!({}));
         let current = status.get("replicas").and_then(Value::as_i64).unwrap_or(0);
         let conds = conditions_mut(&mut status);
@@ -412,6 +472,15 @@ impl Operator {
                 generation,
             );
             track.scale = None;
+        } else if let Some(view) = &view {
+            track.scale = None;
+            for (type_, ok, reason, message) in view.conditions(target) {
+                set_condition(conds, type_, ok, &reason, &message, generation);
+            }
+            ready_now = view.ready(target);
+            if let Some(at) = view.wake {
+                deadline.at(at);
+            }
         } else {
             if track.scale.is_none_or(|(t, _)| t != target) {
                 track.scale = Some((target, now));
@@ -460,7 +529,18 @@ impl Operator {
         } else if status.get("replicas").is_none() {
             status["replicas"] = json!(0);
         }
-        write_status(store, NODE_POOLS, np, status);
+        if let Some(view) = &view {
+            status["replicas"] = json!(view.available);
+        }
+        let conditions = status.get("conditions").cloned();
+        if write_status(store, NODE_POOLS, np, status) {
+            let warn: &[&str] = if fault.is_some() {
+                &["Ready", "AllMachinesReady"]
+            } else {
+                &[]
+            };
+            record_condition_events(store, NODE_POOL_EVENTS, np, conditions, warn);
+        }
     }
 }
 
@@ -632,9 +712,10 @@ fn remove_finalizer_after(
     }
 }
 
-fn write_status(store: &Store, res: ResourceId, obj: &Value, status: Value) {
+/// Writes `status` unless unchanged; true when it was written.
+fn write_status(store: &Store, res: ResourceId, obj: &Value, status: Value) -> bool {
     if obj.get("status") == Some(&status) {
-        return;
+        return false;
     }
     let (ns, name) = ns_name(obj);
     let rv = meta_str(obj, "resourceVersion")
@@ -649,8 +730,45 @@ fn write_status(store: &Store, res: ResourceId, obj: &Value, status: Value) {
     let written = store.update(res, ns, name, false, |cur| {
         registry::prepare_update(res, cur, desired, Scope::Status, MANAGER)
     });
-    if let Err(e) = written {
+    if let Err(e) = &written {
         tracing::debug!(error = %e, "status not written");
+    }
+    written.is_ok()
+}
+
+/// Records an event for each of `conditions` that is new on `obj` or has another status than
+/// it had: reason the condition's, message `<Type>=<Status>: <message>`; a warning when a
+/// type in `warn_if_false` turned `False`.
+fn record_condition_events(
+    store: &Store,
+    component: &str,
+    obj: &Value,
+    conditions: Option<Value>,
+    warn_if_false: &[&str],
+) {
+    let recorder = Recorder {
+        store,
+        component,
+        manager: MANAGER,
+    };
+    let before = obj.pointer("/status/conditions").and_then(Value::as_array);
+    for c in conditions.iter().filter_map(Value::as_array).flatten() {
+        let text = |f: &str| c.get(f).and_then(Value::as_str).unwrap_or_default();
+        let (type_, status) = (text("type"), text("status"));
+        let was = before.and_then(|l| l.iter().find(|o| o["type"] == type_));
+        if was.is_some_and(|o| o["status"] == status) {
+            continue;
+        }
+        let kind = if status == "False" && warn_if_false.contains(&type_) {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        let message = match text("message") {
+            "" => format!("{type_}={status}"),
+            m => format!("{type_}={status}: {m}"),
+        };
+        recorder.event(obj, kind, text("reason"), &message);
     }
 }
 

@@ -10,7 +10,8 @@
 //!    system metadata; an update keeps system metadata, keeps `status` on the main resource
 //!    and everything but `status` on `/status`, and bumps `generation` when anything outside
 //!    `metadata` changed;
-//! 4. validation against the schema (422 `Invalid`), ratcheted against the stored object.
+//! 4. validation against the schema (422 `Invalid`), ratcheted against the stored object,
+//!    and the kind's own checks ([`crate::kinds::ResourceDef::validate`]).
 //!
 //! The store then checks `resourceVersion` and commits (or, for `dryRun`, does not).
 
@@ -80,7 +81,13 @@ fn validate(res: ResourceId, next: &Value, old: Option<&Value>, scope: Scope) ->
     let name = meta_str(next, "name").unwrap_or_default();
     let node = schema::for_kind(res);
     let causes = match scope {
-        Scope::Main => validation::validate(node, next, old, ""),
+        Scope::Main => {
+            let mut causes = validation::validate(node, next, old, "");
+            if let Some(check) = def.validate {
+                causes.extend(check(next));
+            }
+            causes
+        }
         Scope::Status => match (node.field("status"), next.get("status")) {
             (Some(status_node), Some(status)) => validation::validate(
                 status_node,

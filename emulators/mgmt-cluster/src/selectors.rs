@@ -93,14 +93,44 @@ impl LabelSelector {
     }
 }
 
-/// A parsed field selector; only `metadata.name` and `metadata.namespace` are supported,
-/// as for most resources on a real server.
+/// A field a kind can be selected by: its label and where its value is read (the first
+/// pointer that holds a non-empty string; absent reads as `""`, as in a `fields.Set`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldLabel {
+    pub name: &'static str,
+    pub pointers: &'static [&'static str],
+}
+
+impl FieldLabel {
+    pub const fn at(name: &'static str, pointers: &'static [&'static str]) -> Self {
+        Self { name, pointers }
+    }
+
+    fn value<'a>(&self, obj: &'a Value) -> &'a str {
+        self.pointers
+            .iter()
+            .filter_map(|p| obj.pointer(p).and_then(Value::as_str))
+            .find(|v| !v.is_empty())
+            .unwrap_or("")
+    }
+}
+
+/// One `field=value` or `field!=value` term.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FieldTerm {
+    label: FieldLabel,
+    negate: bool,
+    value: String,
+}
+
+/// A parsed field selector over the labels a kind supports; any other label is refused with
+/// the field label conversion's `field label not supported: <label>`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FieldSelector(Vec<(String, bool, String)>);
+pub struct FieldSelector(Vec<FieldTerm>);
 
 impl FieldSelector {
-    pub fn parse(s: &str) -> ApiResult<Self> {
-        let mut reqs = Vec::new();
+    pub fn parse(s: &str, labels: &[FieldLabel]) -> ApiResult<Self> {
+        let mut terms = Vec::new();
         for part in split_top_level(s) {
             let (field, negate, value) = if let Some((k, v)) = part.split_once("!=") {
                 (k, true, v)
@@ -112,21 +142,26 @@ impl FieldSelector {
                 return Err(ApiError::bad_request(format!("invalid selector: '{part}'")));
             };
             let field = field.trim();
-            if field != "metadata.name" && field != "metadata.namespace" {
-                return Err(ApiError::bad_request(format!(
-                    "field label not supported: {field}"
-                )));
-            }
-            reqs.push((field.to_owned(), negate, value.trim().to_owned()));
+            let label = labels
+                .iter()
+                .find(|l| l.name == field)
+                .copied()
+                .ok_or_else(|| {
+                    ApiError::bad_request(format!("field label not supported: {field}"))
+                })?;
+            terms.push(FieldTerm {
+                label,
+                negate,
+                value: value.trim().to_owned(),
+            });
         }
-        Ok(Self(reqs))
+        Ok(Self(terms))
     }
 
     pub fn matches(&self, obj: &Value) -> bool {
-        self.0.iter().all(|(field, negate, value)| {
-            let actual = meta::meta_str(obj, field.trim_start_matches("metadata.")).unwrap_or("");
-            (actual == value) != *negate
-        })
+        self.0
+            .iter()
+            .all(|t| (t.label.value(obj) == t.value) != t.negate)
     }
 }
 
@@ -138,14 +173,18 @@ pub struct Selectors {
 }
 
 impl Selectors {
-    pub fn parse(labels: Option<&str>, fields: Option<&str>) -> ApiResult<Self> {
+    pub fn parse(
+        labels: Option<&str>,
+        fields: Option<&str>,
+        field_labels: &[FieldLabel],
+    ) -> ApiResult<Self> {
         Ok(Self {
             labels: labels
                 .map(LabelSelector::parse)
                 .transpose()?
                 .unwrap_or_default(),
             fields: fields
-                .map(FieldSelector::parse)
+                .map(|f| FieldSelector::parse(f, field_labels))
                 .transpose()?
                 .unwrap_or_default(),
         })
@@ -182,17 +221,35 @@ mod tests {
 
     #[test]
     fn field_selector_name() {
+        let labels = crate::kinds::KINDS[crate::kinds::CONFIG_MAPS].field_labels;
         let obj = json!({"metadata": {"name": "a", "namespace": "n"}});
+        let parse = |s| FieldSelector::parse(s, labels);
+        assert!(parse("metadata.name=a").unwrap().matches(&obj));
+        assert!(!parse("metadata.name!=a").unwrap().matches(&obj));
+        let err = parse("spec.x=a").unwrap_err();
+        assert_eq!(err.message, "field label not supported: spec.x");
+    }
+
+    /// What `kubectl describe` sends to find an object's events.
+    #[test]
+    fn event_field_selector() {
+        let labels = crate::kinds::KINDS[crate::kinds::EVENTS].field_labels;
+        let ev = json!({"metadata": {"name": "e", "namespace": "n"},
+            "involvedObject": {"kind": "HostedCluster", "name": "a", "namespace": "n", "uid": "u"},
+            "reportingComponent": "c"});
+        let sel = "involvedObject.kind=HostedCluster,involvedObject.uid=u,\
+                   involvedObject.name=a,involvedObject.namespace=n";
+        assert!(FieldSelector::parse(sel, labels).unwrap().matches(&ev));
         assert!(
-            FieldSelector::parse("metadata.name=a")
+            FieldSelector::parse("source=c", labels)
                 .unwrap()
-                .matches(&obj)
+                .matches(&ev)
         );
         assert!(
-            !FieldSelector::parse("metadata.name!=a")
+            !FieldSelector::parse("involvedObject.name=b", labels)
                 .unwrap()
-                .matches(&obj)
+                .matches(&ev)
         );
-        assert!(FieldSelector::parse("spec.x=a").is_err());
+        assert!(FieldSelector::parse("reportingComponent=c", labels).is_err());
     }
 }

@@ -19,6 +19,7 @@ use kube::{Api, Resource};
 use serde_json::json;
 use tracing::info;
 
+use crate::machines::{self, MachineFailure};
 use crate::{DEFAULT_READY_TIMEOUT, Error};
 
 const OS_DISK_GIB: i32 = 120;
@@ -99,13 +100,17 @@ impl NodePoolHandler {
             Action::Undo => match kube_ops::delete_check(&api, &name, &what).await? {
                 Check::Done(()) => Ok(StepResult::Done(Outputs::new())),
                 Check::Fail(e) => Err(e),
-                Check::Wait(why) => self.wait(
-                    cmd,
-                    "NodePoolDeletionPending",
-                    &what,
-                    why,
-                    serde_json::Value::Null,
-                ),
+                Check::Wait(why) => {
+                    // A worker CAPZ may not delete holds the NodePool's finalizer: say so.
+                    let refused = self.machine_failures(cmd, &name).await;
+                    self.wait(
+                        cmd,
+                        "NodePoolDeletionPending",
+                        &what,
+                        with_refusals(why, &refused),
+                        serde_json::Value::Null,
+                    )
+                }
             },
         }
     }
@@ -167,14 +172,35 @@ impl NodePoolHandler {
                 Ok(StepResult::Done(outputs.into_outputs()))
             }
             Check::Fail(e) => Err(e),
-            Check::Wait(why) => self.wait(
-                cmd,
-                "NodePoolNotReady",
-                what,
-                why,
-                json!({ "generation": generation }),
-            ),
+            Check::Wait(why) => {
+                // HyperShift's NodePool cannot carry CAPZ's refusals; its Machines can.
+                let refused = self.machine_failures(cmd, name).await;
+                if let Some(f) = refused.iter().find(|f| f.is_terminal()) {
+                    return Err(StepError::terminal(
+                        f.code.clone(),
+                        format!(
+                            "the NodePool's machines cannot be created: {}",
+                            f.describe()
+                        ),
+                    )
+                    .with_target(what));
+                }
+                self.wait(
+                    cmd,
+                    "NodePoolNotReady",
+                    what,
+                    with_refusals(why, &refused),
+                    json!({ "generation": generation }),
+                )
+            }
         }
+    }
+
+    /// What CAPZ wrote on the NodePool's Machines when it failed.
+    async fn machine_failures(&self, cmd: &StepCommand, name: &str) -> Vec<MachineFailure> {
+        let names = &cmd.context.names;
+        let key = format!("{}/{name}", names.namespace);
+        machines::failures(&self.client, &names.control_plane_namespace(), &key).await
     }
 
     /// "Wait", unless the wait has lasted past the ready timeout.
@@ -202,6 +228,15 @@ impl StepHandler for NodePoolHandler {
     async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {
         self.execute(cmd, progress).await
     }
+}
+
+/// A wait's message, with the refusals CAPZ reported on the Machines.
+fn with_refusals(why: String, refused: &[MachineFailure]) -> String {
+    refused.iter().fold(why, |mut why, f| {
+        why.push_str("; ");
+        why.push_str(&f.describe());
+        why
+    })
 }
 
 /// The NodePool of `pool`, as `hypershift create nodepool azure` would build it.

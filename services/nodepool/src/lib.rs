@@ -5,6 +5,10 @@
 //! waits, with a kube watch, until every desired node has joined and `Ready=True`. **Undo**
 //! deletes the NodePool and waits until the operator's finalizer has released it.
 //!
+//! A refusal CAPZ reports on the pool's Cluster API Machines that waiting cannot clear (a
+//! missing role assignment, an assertion Entra will not take) fails the step with Azure's
+//! words; see [`machines`].
+//!
 //! Management-cluster plumbing (apply, watch-waits, error mapping) is shared with the
 //! controlplane service through [`hypersaga_controlplane::kube_ops`].
 #![forbid(unsafe_code)]
@@ -13,6 +17,7 @@
 #![allow(clippy::result_large_err)]
 
 mod handler;
+mod machines;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -6,11 +6,12 @@ use serde_json::{Value, json};
 
 use super::Ctx;
 use super::lookup::{check_rg, embedded, ensure_not_busy};
-use super::lro::start_op;
+use super::lro::{op_url, start_op};
 use super::respond::{accepted, empty};
 use crate::errors::{ArmError, Result};
 use crate::path::ResourceRef;
 use crate::store::{OpKind, Store};
+use crate::types::in_use::{subnet_in_use, users_of};
 use crate::types::{DeleteShape, Storage};
 
 pub(super) fn delete_resource(
@@ -34,6 +35,9 @@ pub(super) fn delete_resource(
         let Some((parent, idx)) = embedded(store, r, array) else {
             return Ok(empty(StatusCode::NO_CONTENT));
         };
+        if let Some(u) = users_of(store, &key).first() {
+            return Err(subnet_in_use(u));
+        }
         let mut updated = parent.clone();
         if let Some(items) = updated
             .properties
@@ -68,15 +72,18 @@ pub(super) fn delete_resource(
         let status_url = op
             .status_path
             .as_ref()
-            .map(|s| format!("{}{s}?api-version={}", ctx.base, ctx.api_version));
+            .map(|s| op_url(&ctx.base, s, &ctx.api_version));
         return Ok(accepted(
             status_url.as_deref(),
             op.result_url.as_deref(),
             op.retry_after,
         ));
     }
-    if let Some(check) = rtype.check_delete {
-        check(store, &existing)?;
+    if let Some(refuse) = rtype.in_use {
+        let users = users_of(store, &key);
+        if !users.is_empty() {
+            return Err(refuse(&existing, &users));
+        }
     }
     if !rtype.blocking_children.is_empty() {
         let blockers: Vec<String> = store

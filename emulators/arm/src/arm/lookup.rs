@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::Ctx;
+use super::lro::op_url;
 use crate::errors::{ArmError, Result};
 use crate::path::ResourceRef;
 use crate::store::{OpKind, Store, StoredResource};
@@ -42,7 +43,7 @@ pub(super) fn ensure_not_busy(ctx: &Ctx<'_>, store: &Store, key: &str) -> Result
     let status_url = store
         .op(&p.op_id)
         .and_then(|o| o.status_path.as_deref())
-        .map(|s| format!("{}{s}?api-version={}", ctx.base, ctx.api_version))
+        .map(|s| op_url(&ctx.base, s, &ctx.api_version))
         .unwrap_or_default();
     let left = (p.done_at - ctx.now).as_seconds_f64().ceil().max(1.0) as u64;
     Err(ArmError::another_operation_in_progress(&status_url, left))

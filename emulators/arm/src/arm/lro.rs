@@ -47,7 +47,40 @@ fn op_paths(
             None,
             Some(format!("/subscriptions/{}/operationresults/{op_id}", r.sub)),
         ),
+        // Compute answers both views on one path: the status with `?p=`, the result with
+        // `&monitor=true` added (J5 of azure-latencies.md; the DiskRP recordings of
+        // azure-sdk-for-js spell the collection `DiskOperations`).
+        OperationUrls::ComputeLocation | OperationUrls::DiskLocation => {
+            let collection = if rtype.operation_urls == OperationUrls::DiskLocation {
+                "DiskOperations"
+            } else {
+                "operations"
+            };
+            let status = format!(
+                "/subscriptions/{}/providers/Microsoft.Compute/locations/{loc}/{collection}/{op_id}?p={}",
+                r.sub,
+                uuid::Uuid::new_v4()
+            );
+            let result = format!("{status}&monitor=true");
+            (Some(status), Some(result))
+        }
     }
+}
+
+/// An absolute operation URL: `path` (which may carry a query already, as Compute's `?p=`
+/// does) on `base`, with the caller's `api-version` appended.
+pub(super) fn op_url(base: &str, path: &str, api_version: &str) -> String {
+    let sep = if path.contains('?') { '&' } else { '?' };
+    format!("{base}{path}{sep}api-version={api_version}")
+}
+
+/// Whether a type's operations are the compute resource provider's, whose status resource
+/// carries no `id` and whose finished delete answers `200` on its `Location` URL.
+fn compute_operation(rtype: &ResourceType) -> bool {
+    matches!(
+        rtype.operation_urls,
+        OperationUrls::ComputeLocation | OperationUrls::DiskLocation
+    )
 }
 
 /// Starts an operation on `resource_key` and returns (op, absolute status URL, absolute result URL).
@@ -62,9 +95,12 @@ pub(super) fn start_op(
 ) -> (Pending, Option<String>, Option<String>) {
     let op_id = uuid::Uuid::new_v4().to_string();
     let (status_path, result_path) = op_paths(r.rtype, r, location, &op_id);
-    let q = format!("?api-version={}", ctx.api_version);
-    let status_url = status_path.as_ref().map(|p| format!("{}{p}{q}", ctx.base));
-    let result_url = result_path.as_ref().map(|p| format!("{}{p}{q}", ctx.base));
+    let status_url = status_path
+        .as_ref()
+        .map(|p| op_url(&ctx.base, p, &ctx.api_version));
+    let result_url = result_path
+        .as_ref()
+        .map(|p| op_url(&ctx.base, p, &ctx.api_version));
     let done_at = ctx.now + duration;
     let retry_after = (r.rtype.delete == DeleteShape::ResourceGroup)
         .then(|| ctx.emu.config().latency.retry_after(15))
@@ -85,6 +121,7 @@ pub(super) fn start_op(
         result_url: result_url.clone(),
         retry_after,
         failure,
+        error: None,
     });
     (
         Pending {
@@ -115,28 +152,42 @@ pub(super) fn operation(
             )
         })?;
     let done = op.done(now);
+    // A failure found as the operation ended answers as that error, its status included
+    // (409 `ResourceGroupDeletionBlocked`).
+    if view == OpView::Result
+        && done
+        && let Some(e) = &op.error
+    {
+        return Err(e.clone());
+    }
     match view {
         // The operation resource of ARM's "Track asynchronous Azure operations" page
         // (learn.microsoft.com/azure/azure-resource-manager/management/async-operations):
         // `{"id","name","status","startTime","endTime","error":{"code","message"}}`, the error
         // present only when `status` is `Failed`.
         OpView::Status => {
-            let status = match (&op.failure, done) {
+            let failed = op.failure.is_some() || op.error.is_some();
+            let status = match (failed, done) {
                 (_, false) => "InProgress",
-                (Some(_), true) => "Failed",
-                (None, true) => "Succeeded",
+                (true, true) => "Failed",
+                (false, true) => "Succeeded",
             };
             let mut body = json!({
-                "id": op.status_path.clone().unwrap_or_default(),
                 "name": op.id,
                 "status": status,
                 "startTime": store::rfc3339(op.start),
             });
+            // Compute's status resource has no `id` (J5: `{"startTime","status","name"}`).
+            if !compute_operation(op.rtype) {
+                body["id"] = json!(op.status_path.clone().unwrap_or_default());
+            }
             if done {
                 body["endTime"] = json!(store::rfc3339(op.done_at));
             }
             if done && let Some(f) = &op.failure {
                 body["error"] = json!({ "code": f.code, "message": f.message });
+            } else if done && let Some(e) = &op.error {
+                body["error"] = json!({ "code": e.code, "message": e.message });
             }
             Ok(json_response(StatusCode::OK, body))
         }
@@ -151,6 +202,8 @@ pub(super) fn operation(
         }
         OpView::Result => match op.kind {
             OpKind::Delete if op.rtype.is_resource_group() => Ok(empty(StatusCode::OK)),
+            // J5: the VM delete's `monitor=true` URL answers `200` with no body.
+            OpKind::Delete if compute_operation(op.rtype) => Ok(empty(StatusCode::OK)),
             OpKind::Delete => Ok(empty(StatusCode::NO_CONTENT)),
             OpKind::Write => match store.get(&op.resource_key) {
                 Some(res) => Ok(json_response(StatusCode::OK, store.render(res))),

@@ -27,7 +27,7 @@ use crate::Emulator;
 use crate::faults::OpFailure;
 
 pub(crate) use pipeline::{TypeTag, handle};
-pub(crate) use rbac::render_assignment;
+pub(crate) use rbac::{find_role, render_assignment};
 
 /// Per-request facts the handlers need.
 pub(crate) struct Ctx<'a> {

@@ -84,15 +84,6 @@ pub(crate) async fn handle(State(emu): State<Emulator>, req: Request) -> Respons
     resp
 }
 
-fn action(method: &Method, target: &Target) -> String {
-    let verb = match *method {
-        Method::GET | Method::HEAD => "read",
-        Method::DELETE => "delete",
-        _ => "write",
-    };
-    format!("{}/{verb}", target.type_name())
-}
-
 async fn process(
     emu: &Emulator,
     parts: &Parts,
@@ -120,12 +111,8 @@ async fn process(
         principal: &claims.oid,
         region,
     };
-    if let Err(e) = emu.authorize(
-        &claims,
-        sub,
-        &action(&parts.method, target),
-        parts.uri.path(),
-    ) {
+    let permission = crate::rbac::Request::new(&parts.method, target, parts.uri.path());
+    if let Err(e) = emu.authorize(&claims, &permission) {
         // Refused before reaching the buckets: report them, take nothing.
         *rate = RateHeaders::new(
             class,
@@ -298,7 +285,7 @@ fn route(
     body: &Bytes,
 ) -> Result<Response> {
     match (method, target) {
-        (&Method::GET, Target::Resource(r)) => get_resource(store, r),
+        (&Method::GET, Target::Resource(r)) => get_resource(ctx, store, r),
         (&Method::HEAD, Target::Resource(r)) => Ok(head_resource(store, r)),
         (&Method::PUT, Target::Resource(r)) => put_resource(ctx, store, r, body),
         (&Method::PATCH, Target::Resource(r)) => patch_resource(store, r, body),
@@ -318,7 +305,13 @@ fn route(
         (&Method::GET, Target::Inventory { sub, rg }) => inventory(ctx, store, sub, rg.as_deref()),
         (_, Target::Authorization(a)) => rbac::route(ctx, store, method, a, body),
         (&Method::GET, Target::Operation { sub, id, view }) => {
-            operation(store, sub, id, *view, ctx.now)
+            // Compute serves both views on one path; `monitor=true` asks for the result.
+            let view = if ctx.query.get("monitor").is_some_and(|m| m == "true") {
+                path::OpView::Result
+            } else {
+                *view
+            };
+            operation(store, sub, id, view, ctx.now)
         }
         _ => Err(ArmError::new(
             StatusCode::METHOD_NOT_ALLOWED,

@@ -194,9 +194,13 @@ pub(super) fn put_resource(
         check(
             store,
             &PutCheck {
+                rtype,
                 key: &key,
                 parent_key: &parent_key,
+                id: &id,
+                location: location.as_deref(),
                 properties: &properties,
+                extra: &body,
             },
         )?;
     }
@@ -253,43 +257,54 @@ pub(super) fn put_resource(
                 .properties
                 .insert("provisioningState".into(), json!("Succeeded"));
             store.insert(resource);
+            if let Some(after) = rtype.after_put {
+                after(store, &key);
+            }
             let rendered = store
                 .get(&key)
                 .map(|res| store.render(res))
                 .unwrap_or(Value::Null);
             Ok(json_response(status, rendered))
         }
-        PutShape::AsyncInBody | PutShape::Accepted => {
+        shape => {
             let duration = ctx.emu.latency_for(rtype, rtype.create_latency);
             let loc = location.as_deref().unwrap_or("global");
             let (pending, status_url, result_url) =
                 start_op(ctx, store, r, &key, loc, OpKind::Write, duration);
-            let state = if rtype.put == PutShape::Accepted && created {
-                "Creating"
-            } else {
-                "Updating"
-            };
+            let creating =
+                created && matches!(shape, PutShape::Accepted | PutShape::CreatingInBody);
+            let state = if creating { "Creating" } else { "Updating" };
             resource
                 .properties
                 .insert("provisioningState".into(), json!(state));
             resource.pending = Some(pending);
             store.insert(resource);
-            let mut resp = if rtype.put == PutShape::Accepted {
-                let mut resp = empty(StatusCode::ACCEPTED);
-                if let Some(u) = &result_url {
-                    set_header(&mut resp, "location", u);
-                }
-                resp
-            } else {
-                let rendered = store
+            if let Some(after) = rtype.after_put {
+                after(store, &key);
+            }
+            let rendered = || {
+                store
                     .get(&key)
                     .map(|res| store.render(res))
-                    .unwrap_or(Value::Null);
-                let mut resp = json_response(status, rendered);
-                set_header(&mut resp, "azure-asyncnotification", "Enabled");
-                set_network_retry_after(ctx, &mut resp);
-                resp
+                    .unwrap_or(Value::Null)
             };
+            let mut resp = match shape {
+                PutShape::Accepted => empty(StatusCode::ACCEPTED),
+                PutShape::AcceptedWithBody => json_response(StatusCode::ACCEPTED, rendered()),
+                _ => {
+                    let mut resp = json_response(status, rendered());
+                    set_header(&mut resp, "azure-asyncnotification", "Enabled");
+                    if shape == PutShape::AsyncInBody {
+                        set_network_retry_after(ctx, &mut resp);
+                    }
+                    resp
+                }
+            };
+            if matches!(shape, PutShape::Accepted | PutShape::AcceptedWithBody)
+                && let Some(u) = &result_url
+            {
+                set_header(&mut resp, "location", u);
+            }
             if let Some(u) = &status_url {
                 set_header(&mut resp, "azure-asyncoperation", u);
             }
@@ -312,6 +327,20 @@ fn put_embedded(
     };
     let mut properties = take_properties(&mut body)?;
     properties.remove("provisioningState");
+    if let Some(check) = r.rtype.check_put {
+        check(
+            store,
+            &PutCheck {
+                rtype: r.rtype,
+                key: &r.key(),
+                parent_key: &parent_key,
+                id: &format!("{}/{array}/{}", parent.id, r.name()),
+                location: parent.location.as_deref(),
+                properties: &properties,
+                extra: &body,
+            },
+        )?;
+    }
     let mut items = parent
         .properties
         .get(array)

@@ -13,7 +13,7 @@ use crate::path::ResourceRef;
 use crate::store::Store;
 use crate::types::{ResourceType, Storage};
 
-pub(super) fn get_resource(store: &Store, r: &ResourceRef) -> Result<Response> {
+pub(super) fn get_resource(ctx: &Ctx<'_>, store: &Store, r: &ResourceRef) -> Result<Response> {
     if !r.rtype.is_resource_group() {
         check_rg(store, r, false)?;
     }
@@ -25,7 +25,16 @@ pub(super) fn get_resource(store: &Store, r: &ResourceRef) -> Result<Response> {
         ));
     }
     let res = store.get(&r.key()).ok_or_else(|| not_found(r))?;
-    Ok(json_response(StatusCode::OK, store.render(res)))
+    let mut rendered = store.render(res);
+    // `$expand=instanceView` adds the VM's instance view, as the compute RP does.
+    let expand = ctx.query.get("$expand").map(String::as_str);
+    if let (Some(view), Some(e)) = (r.rtype.instance_view, expand)
+        && e.split(',')
+            .any(|e| e.trim().eq_ignore_ascii_case("instanceView"))
+    {
+        rendered["properties"]["instanceView"] = view(res, ctx.now);
+    }
+    Ok(json_response(StatusCode::OK, rendered))
 }
 
 pub(super) fn head_resource(store: &Store, r: &ResourceRef) -> Response {

@@ -296,15 +296,22 @@ fn parse_provider(
     tail: &[&str],
     path: &str,
 ) -> Result<Target> {
-    // Operation URLs first.
+    // Operation URLs first. Compute's disk operations live under `DiskOperations`; Compute
+    // answers both views on one path and tells them apart by `monitor=true`, which the
+    // router reads from the query.
     match (rg.is_some(), tail) {
         (false, [loc, _, ops, id])
-            if eq(loc, "locations") && (eq(ops, "operations") || eq(ops, "operationResults")) =>
+            if eq(loc, "locations")
+                && (eq(ops, "operations")
+                    || eq(ops, "operationResults")
+                    || eq(ops, "DiskOperations")) =>
         {
-            let view = if eq(ops, "operations") {
-                OpView::Status
-            } else {
+            // `operationResults` is only ever a result; the Compute and DiskRP paths are the
+            // status unless `monitor=true` asks for the result.
+            let view = if eq(ops, "operationResults") {
                 OpView::Result
+            } else {
+                OpView::Status
             };
             return Ok(Target::Operation {
                 sub,

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::{FillCtx, PutCheck};
 use crate::errors::{ArmError, Result};
-use crate::store::{Store, StoredResource};
+use crate::store::Store;
 
 // ---- read-only property fillers ----------------------------------------------------------
 
@@ -73,26 +73,9 @@ pub(super) fn fill_record_set(p: &mut Map<String, Value>, ctx: &FillCtx<'_>) {
 
 // ---- referential checks -------------------------------------------------------------------
 
-/// NRP refuses to delete an NSG a subnet still references.
-pub(super) fn nsg_not_in_use(store: &Store, nsg: &StoredResource) -> Result<()> {
-    let nsg_key = nsg.id.to_ascii_lowercase();
-    let users = store.subnets_referencing_nsg(&nsg_key);
-    if users.is_empty() {
-        return Ok(());
-    }
-    Err(ArmError::bad_request(
-        "InUseNetworkSecurityGroupCannotBeDeleted",
-        format!(
-            "Network security group {} cannot be deleted because it is in use by the following \
-             resources: {}. In order to delete the Network security group, remove the \
-             association with the resource(s). To learn how to do this, see aka.ms/deletensg.",
-            nsg.id,
-            users.join(", ")
-        ),
-    ))
-}
-
-/// The private DNS RP answers 400 `BadRequest` when the linked VNet does not exist.
+/// The private DNS RP answers 400 `BadRequest` when the linked VNet does not exist
+/// ("Virtual network resource not found for '…'", quoted in Azure/azure-cli#23351), not the
+/// network RP's `InvalidResourceReference`.
 pub(super) fn vnet_link_target_exists(store: &Store, put: &PutCheck<'_>) -> Result<()> {
     let target = put
         .properties

@@ -4,20 +4,42 @@
 //! shapes, latencies) plus a few small hooks for read-only properties and referential checks.
 //! The request pipeline (`arm/`) is generic over these entries, so adding a type is adding
 //! a row, not a branch.
+//!
+//! The hooks live by resource provider: `hooks` (DNS, Managed Identity), `network` (NRP's
+//! references, NIC addresses, back-references), `compute` (VMs and their disks). Across
+//! providers, `references` checks the ids a body names, `in_use` finds who still holds a
+//! resource and words each provider's refusal, and `cascade` completes deletes, resource
+//! groups included.
 
+pub mod cascade;
+mod compute;
 mod hooks;
+pub mod in_use;
+mod network;
+pub mod references;
 mod versions;
 
 use std::time::Duration;
 
 use serde_json::{Map, Value};
+use time::OffsetDateTime;
 
-use crate::errors::Result;
+use crate::errors::{ArmError, Result};
 use crate::store::{Store, StoredResource};
+use compute::{
+    create_vm_disks, decorate_disk, fill_disk, fill_vm, vm_delete_with, vm_instance_view,
+    vm_put_valid, vm_references,
+};
 use hooks::{
     fic_issuer_subject_unique, fill_identity, fill_private_zone, fill_public_zone, fill_record_set,
-    fill_vnet_link, nsg_not_in_use, vnet_link_target_exists,
+    fill_vnet_link, vnet_link_target_exists,
 };
+use in_use::{Use, disk_in_use, nic_in_use, nsg_in_use, public_ip_in_use, vnet_in_use};
+use network::{
+    allocate_nic_addresses, decorate_nic, decorate_nsg, fill_nic, lb_references, nic_references,
+    references_valid, subnet_references, vnet_put_valid, vnet_references,
+};
+use references::Reference;
 pub use versions::*;
 
 /// How a PUT answers.
@@ -29,6 +51,13 @@ pub enum PutShape {
     AsyncInBody,
     /// Private DNS: `202`, empty body, `Azure-AsyncOperation` + `Location`, no `Retry-After`.
     Accepted,
+    /// Compute VMs: `201`/`200` with the resource, `provisioningState: Creating` on create
+    /// (`Updating` on update), `Azure-AsyncOperation` only, no `Retry-After` (J5 of
+    /// azure-latencies.md; the example responses of ComputeRP/stable/2024-11-01).
+    CreatingInBody,
+    /// Disks: `202` with the resource (`provisioningState: Updating`), `Azure-AsyncOperation`
+    /// + `Location` (the `Disks_CreateOrUpdate` examples of DiskRP/stable/2025-01-02).
+    AcceptedWithBody,
 }
 
 /// How a DELETE answers.
@@ -53,6 +82,12 @@ pub enum OperationUrls {
     PrivateDns,
     /// `/subscriptions/{s}/operationresults/{id}` (resource-group delete).
     Subscription,
+    /// `/subscriptions/{s}/providers/Microsoft.Compute/locations/{loc}/operations/{id}?p={guid}`,
+    /// the `Location` view the same with `&monitor=true` (J5 of azure-latencies.md).
+    ComputeLocation,
+    /// The disk resource provider's `…/locations/{loc}/DiskOperations/{id}?p={guid}`, the
+    /// `Location` view with `&monitor=true` (azure-sdk-for-js compute recordings, 2022).
+    DiskLocation,
 }
 
 /// The `location` rule of a type.
@@ -114,13 +149,29 @@ pub struct FillCtx<'a> {
 
 /// Context for referential checks on PUT.
 pub struct PutCheck<'a> {
+    pub rtype: &'static ResourceType,
     pub key: &'a str,
     pub parent_key: &'a str,
+    /// Canonical id of the resource being written (the writer, in refusal messages).
+    pub id: &'a str,
+    /// Its region (a subnet's is its VNet's), for the same-region rule of references.
+    pub location: Option<&'a str>,
     pub properties: &'a Map<String, Value>,
+    /// Top-level members other than `properties` (`identity`, `sku`, `zones`, …).
+    pub extra: &'a Map<String, Value>,
 }
 
 /// Fills read-only properties of a PUT body.
 pub type FillFn = fn(&mut Map<String, Value>, &FillCtx<'_>);
+
+/// The ids a body names: `(id, properties, other top-level members)`.
+pub type ReferencesFn = fn(&str, &Map<String, Value>, &Map<String, Value>) -> Vec<Reference>;
+
+/// A resource provider's refusal to delete a resource that `uses` still hold.
+pub type InUseFn = fn(&StoredResource, &[Use]) -> ArmError;
+
+/// Adds what the resource provider derives from other resources to a rendered resource.
+pub type DecorateFn = fn(&Store, &StoredResource, &mut Map<String, Value>);
 
 /// One row of the table.
 pub struct ResourceType {
@@ -164,8 +215,19 @@ pub struct ResourceType {
     pub fill: Option<FillFn>,
     /// Referential checks before a PUT is accepted.
     pub check_put: Option<fn(&Store, &PutCheck<'_>) -> Result<()>>,
-    /// Referential checks before a DELETE is accepted.
-    pub check_delete: Option<fn(&Store, &StoredResource) -> Result<()>>,
+    /// The ids the body names, for referential checks, in-use refusals and cascade order.
+    pub references: Option<ReferencesFn>,
+    /// Refusal of a DELETE while other resources still reference the resource.
+    pub in_use: Option<InUseFn>,
+    /// Work the resource provider does once a PUT is accepted (implicit disks, addresses),
+    /// given the stored resource's key.
+    pub after_put: Option<fn(&mut Store, &str)>,
+    /// Keys of resources that go when this one is deleted (`deleteOption: Delete`).
+    pub delete_with: Option<fn(&StoredResource) -> Vec<String>>,
+    /// Read-time properties derived from other resources (back-references, attach state).
+    pub decorate: Option<DecorateFn>,
+    /// `properties.instanceView` for `GET …?$expand=instanceView`.
+    pub instance_view: Option<fn(&StoredResource, OffsetDateTime) -> Value>,
 }
 
 impl std::fmt::Debug for ResourceType {
@@ -232,7 +294,12 @@ const NET: ResourceType = ResourceType {
     max_per_parent: None,
     fill: None,
     check_put: None,
-    check_delete: None,
+    references: None,
+    in_use: None,
+    after_put: None,
+    delete_with: None,
+    decorate: None,
+    instance_view: None,
 };
 
 const PDNS: ResourceType = ResourceType {
@@ -257,7 +324,12 @@ const PDNS: ResourceType = ResourceType {
     max_per_parent: None,
     fill: None,
     check_put: None,
-    check_delete: None,
+    references: None,
+    in_use: None,
+    after_put: None,
+    delete_with: None,
+    decorate: None,
+    instance_view: None,
 };
 
 const SYNC: ResourceType = ResourceType {
@@ -282,7 +354,30 @@ const SYNC: ResourceType = ResourceType {
     max_per_parent: None,
     fill: None,
     check_put: None,
-    check_delete: None,
+    references: None,
+    in_use: None,
+    after_put: None,
+    delete_with: None,
+    decorate: None,
+    instance_view: None,
+};
+
+const COMPUTE: ResourceType = ResourceType {
+    namespace: "Microsoft.Compute",
+    type_path: "",
+    api_versions: VIRTUAL_MACHINE_VERSIONS,
+    registration: Registration::Regions,
+    put: PutShape::CreatingInBody,
+    delete: DeleteShape::Async,
+    operation_urls: OperationUrls::ComputeLocation,
+    location: LocationRule::Required,
+    storage: Storage::Standalone,
+    etag: Etag::None,
+    in_inventory: true,
+    create_latency: secs(45),
+    delete_latency: secs(30),
+    sync_latency: Duration::ZERO,
+    ..NET
 };
 
 /// The table. Index 0 must stay the resource group.
@@ -303,7 +398,8 @@ pub static TYPES: &[ResourceType] = &[
         inline_children: &["securityRules"],
         serialize_writes: true,
         create_latency: secs(2),
-        check_delete: Some(nsg_not_in_use),
+        in_use: Some(nsg_in_use),
+        decorate: Some(decorate_nsg),
         ..NET
     },
     ResourceType {
@@ -311,6 +407,9 @@ pub static TYPES: &[ResourceType] = &[
         inline_children: &["subnets"],
         serialize_writes: true,
         create_latency: ms(2500),
+        references: Some(vnet_references),
+        check_put: Some(vnet_put_valid),
+        in_use: Some(vnet_in_use),
         ..NET
     },
     ResourceType {
@@ -321,11 +420,14 @@ pub static TYPES: &[ResourceType] = &[
         in_inventory: false,
         create_latency: secs(2),
         delete_latency: secs(2),
+        references: Some(subnet_references),
+        check_put: Some(references_valid),
         ..NET
     },
     ResourceType {
         type_path: "publicIPAddresses",
         create_latency: secs(2),
+        in_use: Some(public_ip_in_use),
         ..NET
     },
     ResourceType {
@@ -339,6 +441,8 @@ pub static TYPES: &[ResourceType] = &[
             "inboundNatRules",
         ],
         create_latency: ms(1500),
+        references: Some(lb_references),
+        check_put: Some(references_valid),
         ..NET
     },
     ResourceType {
@@ -452,6 +556,47 @@ pub static TYPES: &[ResourceType] = &[
         check_put: Some(fic_issuer_subject_unique),
         exclusive_parent_writes: true,
         ..SYNC
+    },
+    // What a NodePool's CAPZ machine creates per worker: a NIC, a VM, its OS disk.
+    ResourceType {
+        type_path: "networkInterfaces",
+        inline_children: &["ipConfigurations"],
+        serialize_writes: true,
+        // J5 of azure-latencies.md: the NIC PUT's 201 already reports Succeeded.
+        create_latency: secs(1),
+        references: Some(nic_references),
+        check_put: Some(references_valid),
+        in_use: Some(nic_in_use),
+        fill: Some(fill_nic),
+        after_put: Some(allocate_nic_addresses),
+        decorate: Some(decorate_nic),
+        ..NET
+    },
+    ResourceType {
+        type_path: "virtualMachines",
+        // azure-latencies.md 13f: 44.5 s server-side create (J5); J5's delete ran 29.8 s.
+        create_latency: secs(45),
+        delete_latency: secs(30),
+        references: Some(vm_references),
+        check_put: Some(vm_put_valid),
+        fill: Some(fill_vm),
+        after_put: Some(create_vm_disks),
+        delete_with: Some(vm_delete_with),
+        instance_view: Some(vm_instance_view),
+        ..COMPUTE
+    },
+    ResourceType {
+        type_path: "disks",
+        api_versions: DISK_VERSIONS,
+        put: PutShape::AcceptedWithBody,
+        operation_urls: OperationUrls::DiskLocation,
+        // Not measured (azure-latencies.md has no disk row); a few seconds, estimated.
+        create_latency: secs(2),
+        delete_latency: secs(2),
+        fill: Some(fill_disk),
+        in_use: Some(disk_in_use),
+        decorate: Some(decorate_disk),
+        ..COMPUTE
     },
 ];
 

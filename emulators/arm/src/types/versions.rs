@@ -78,9 +78,9 @@ pub const RESOURCES_VERSIONS: &[&str] = &[
 ];
 
 /// Network resource provider types: `networkSecurityGroups`, `virtualNetworks`,
-/// `virtualNetworks/subnets`, `publicIPAddresses`, `loadBalancers`.
+/// `virtualNetworks/subnets`, `publicIPAddresses`, `loadBalancers`, `networkInterfaces`.
 ///
-/// - ARM's `NoRegisteredProviderFound` message for a Network type, quoted in
+/// - ARM's `NoRegisteredProviderFound` message for `networkInterfaces`, quoted in
 ///   Azure/azure-cli#28496 (2024): `2014-12-01-preview` … `2023-09-01`. It has no `2017-03-30`
 ///   (a Compute version this table used to carry by mistake).
 /// - `specification/network/resource-manager/Microsoft.Network/stable/{2023-11-01 … 2024-10-01,
@@ -165,6 +165,91 @@ pub const NETWORK_VERSIONS: &[&str] = &[
     "2025-09-01",
     "2026-01-01",
     "2026-03-01",
+];
+
+/// `Microsoft.Compute/virtualMachines` (the compute resource provider's own version line).
+///
+/// - azure-mgmt-compute 33.0.0 (PyPI), the last multi-api wheel: a `VirtualMachinesOperations`
+///   in every folder from `v2015_06_15` to `v2024_07_01` (listed below, `2016-04-30-preview`
+///   included).
+/// - ARM's `NoRegisteredProviderFound` messages for Compute's `virtualMachines/extensions`
+///   (MicrosoftDocs/azure-docs#62621, 2020) and `virtualMachineScaleSets/networkInterfaces`
+///   (Azure/azure-sdk-for-python#32029, 2023) both open with `2015-05-01-preview`; the first
+///   also lists `2016-08-30`.
+/// - `specification/compute/resource-manager/Microsoft.Compute/Compute/Compute/main.tsp`
+///   `Versions`: `2024-11-01`, `2025-04-01`, `2025-11-01`.
+/// - azure-mgmt-compute 39.0.0 (PyPI) defaults to `2026-04-01`; its `api_versions_list`s name
+///   `2026-03-01` too.
+/// - HyperShift's `destroy infra` deletes VMs by id with `2024-03-01` (hypershift-azure.md §1.5).
+pub const VIRTUAL_MACHINE_VERSIONS: &[&str] = &[
+    "2015-05-01-preview",
+    "2015-06-15",
+    "2016-03-30",
+    "2016-04-30-preview",
+    "2016-08-30",
+    "2017-03-30",
+    "2017-12-01",
+    "2018-04-01",
+    "2018-06-01",
+    "2018-10-01",
+    "2019-03-01",
+    "2019-07-01",
+    "2019-12-01",
+    "2020-06-01",
+    "2020-12-01",
+    "2021-03-01",
+    "2021-04-01",
+    "2021-07-01",
+    "2021-11-01",
+    "2022-03-01",
+    "2022-08-01",
+    "2022-11-01",
+    "2023-03-01",
+    "2023-07-01",
+    "2023-09-01",
+    "2024-03-01",
+    "2024-07-01",
+    "2024-11-01",
+    "2025-04-01",
+    "2025-11-01",
+    "2026-03-01",
+    "2026-04-01",
+];
+
+/// `Microsoft.Compute/disks`: the disk resource provider's versions, on their own line (a
+/// compute version is refused for disks, as a public VM-resizing PowerShell script notes in a
+/// comment: "No registered resource provider found for location 'westeurope' and API version
+/// '2021-07-01' for type 'disks'").
+///
+/// - azure-mgmt-compute 33.0.0 (PyPI): a `DisksOperations` in every folder from
+///   `v2016_04_30_preview` to `v2024_03_02` (listed below).
+/// - `specification/compute/resource-manager/Microsoft.Compute/DiskRP/stable/2025-01-02/`.
+/// - azure-mgmt-compute 39.0.0 (PyPI) defaults disks to `2026-03-02`.
+/// - HyperShift's `destroy infra` deletes disks by id with `2023-10-02` (hypershift-azure.md §1.5).
+pub const DISK_VERSIONS: &[&str] = &[
+    "2016-04-30-preview",
+    "2017-03-30",
+    "2018-04-01",
+    "2018-06-01",
+    "2018-09-30",
+    "2019-03-01",
+    "2019-07-01",
+    "2019-11-01",
+    "2020-05-01",
+    "2020-06-30",
+    "2020-09-30",
+    "2020-12-01",
+    "2021-04-01",
+    "2021-08-01",
+    "2021-12-01",
+    "2022-03-02",
+    "2022-07-02",
+    "2023-01-02",
+    "2023-04-02",
+    "2023-10-02",
+    "2024-03-02",
+    "2025-01-02",
+    "2026-03-02",
 ];
 
 /// Private DNS zones, their virtual network links and record sets.

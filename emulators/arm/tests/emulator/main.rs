@@ -2,12 +2,23 @@
 //!
 //! One binary for every suite: the harness in `support`, role assignments and definitions in
 //! `rbac`, api-version acceptance and refusals in `api_versions`, failures after acceptance
-//! and refusals of concurrent writes in `refusals`, everything else here.
+//! and refusals of concurrent writes in `refusals`, workload identity federation in
+//! `workload_identity` (with the OIDC issuer of `issuer`), managed identities' authorization
+//! in `identity_rbac`, worker VMs with their NICs and disks in `workers`, references to
+//! missing resources in `references`, deletes of resources in use and group cascades in
+//! `teardown`, Entra's answers for tenants it does not have in `tenants`, everything else here.
 
 mod api_versions;
+mod identity_rbac;
+mod issuer;
 mod rbac;
+mod references;
 mod refusals;
 mod support;
+mod teardown;
+mod tenants;
+mod workers;
+mod workload_identity;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,8 +1,12 @@
 //! The Kubernetes HTTP API: routing, authentication and URL parsing.
 
 mod discovery;
+mod jsonpath;
+mod negotiate;
 mod openapi;
+mod openapi_v2;
 mod options;
+mod printers;
 mod resources;
 mod strict;
 mod table;
@@ -29,6 +33,7 @@ pub(crate) fn router(emu: Emulator) -> Router {
         .route("/apis/{group}", get(discovery::group))
         .route("/apis/{group}/{version}", get(discovery::group_resources))
         .route("/apis/{group}/{version}/{*rest}", any(resources::grouped))
+        .route("/openapi/v2", get(openapi_v2::v2))
         .route("/openapi/v3", get(openapi::root))
         .route("/openapi/v3/{*rest}", get(openapi::group_version))
         .fallback(not_found)

@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 
-use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
@@ -11,12 +10,14 @@ use base64::Engine;
 use http::{HeaderMap, Method, StatusCode};
 use serde_json::{Value, json};
 
+use super::negotiate::{self, Input, Output};
 use super::strict::{Warnings, warning_header};
 use super::{Target, options, parse_target, table, watch};
 use crate::Emulator;
 use crate::error::{ApiError, ApiResult};
 use crate::kinds::{KINDS, ResourceDef};
 use crate::meta::meta_str;
+use crate::protobuf;
 use crate::registry::Scope;
 use crate::selectors::Selectors;
 
@@ -57,7 +58,7 @@ fn handle(
     headers: &HeaderMap,
     body: &Bytes,
 ) -> Response {
-    let result = parse_target(group, version, rest).and_then(|target| {
+    let prepared = parse_target(group, version, rest).and_then(|target| {
         let verb = verb(&method, &target, params)?;
         let def = &KINDS[target.res];
         let resource = match &target.subresource {
@@ -65,29 +66,38 @@ fn handle(
             None => def.plural.to_owned(),
         };
         emu.count_request(format!("{verb} {resource}"));
-        let req = Req {
-            emu,
-            target: &target,
-            def,
-            params,
-            headers,
-            body,
-        };
-        match verb {
-            "get" => req.get(),
-            "list" => req.list(),
-            "watch" => req.watch(),
-            "create" => req.create(),
-            "update" => req.update(),
-            "patch" => req.patch(),
-            "delete" => req.delete(),
-            "deletecollection" => req.delete_collection(),
-            _ => Err(ApiError::method_not_allowed(format!(
-                "{method} is not supported"
-            ))),
-        }
+        // The handlers negotiate the response first: a client that accepts nothing the
+        // server can produce learns so before anything is done.
+        let out = negotiate::output(headers, params, verb == "watch")?;
+        Ok((target, verb, out))
     });
-    result.unwrap_or_else(IntoResponse::into_response)
+    let (target, verb, out) = match prepared {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    let req = Req {
+        emu,
+        target: &target,
+        def: &KINDS[target.res],
+        params,
+        headers,
+        body,
+        out,
+    };
+    let result = match verb {
+        "get" => req.get(),
+        "list" => req.list(),
+        "watch" => req.watch(),
+        "create" => req.create(),
+        "update" => req.update(),
+        "patch" => req.patch(),
+        "delete" => req.delete(),
+        "deletecollection" => req.delete_collection(),
+        _ => Err(ApiError::method_not_allowed(format!(
+            "{method} is not supported"
+        ))),
+    };
+    result.unwrap_or_else(|e| negotiate::error(&out, &e))
 }
 
 fn verb(method: &Method, target: &Target, params: &Params) -> ApiResult<&'static str> {
@@ -118,17 +128,8 @@ pub(super) struct Req<'a> {
     pub(super) params: &'a Params,
     pub(super) headers: &'a HeaderMap,
     pub(super) body: &'a Bytes,
-}
-
-pub(super) fn content_type(headers: &HeaderMap) -> &str {
-    headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/json")
-}
-
-fn json_response(code: StatusCode, obj: Value) -> Response {
-    (code, Json(obj)).into_response()
+    /// The negotiated response representation.
+    pub(super) out: Output,
 }
 
 impl Req<'_> {
@@ -148,38 +149,75 @@ impl Req<'_> {
         }
     }
 
-    fn wants_table(&self) -> bool {
-        self.headers
-            .get(http::header::ACCEPT)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|a| a.contains("as=Table"))
-    }
-
-    /// The request body as JSON (YAML accepted too, as kubectl may send apply bodies so).
+    /// The request body as JSON, read as its `Content-Type` says: JSON, YAML (a YAML patch
+    /// type reads as YAML too), or for built-in kinds protobuf.
     pub(super) fn body_json(&self) -> ApiResult<Value> {
-        let ct = content_type(self.headers);
-        if ct.contains("protobuf") || ct.contains("cbor") {
-            // Binary encodings are not served; client-go retries such requests as JSON on 415.
-            return Err(ApiError::unsupported_media_type(ct));
-        }
-        let looks_json = self
-            .body
-            .iter()
-            .find(|b| !b.is_ascii_whitespace())
-            .is_some_and(|b| *b == b'{' || *b == b'[');
-        let parsed = if ct.contains("yaml") && !looks_json {
-            serde_yaml::from_slice::<Value>(self.body).map_err(|e| e.to_string())
+        let media_type = negotiate::media_type(self.headers);
+        let input = if media_type.ends_with("yaml") {
+            Input::Yaml
+        } else if media_type.ends_with("+json") {
+            Input::Json
         } else {
-            serde_json::from_slice::<Value>(self.body).map_err(|e| e.to_string())
+            negotiate::input(self.headers)?
+        };
+        let parsed = match input {
+            Input::Protobuf => return self.protobuf_body(),
+            // YAML is a superset of JSON; a JSON body sent as YAML is read as JSON.
+            Input::Yaml if !looks_json(self.body) => {
+                serde_yaml::from_slice::<Value>(self.body).map_err(|e| e.to_string())
+            }
+            Input::Yaml => serde_json::from_slice::<Value>(self.body).map_err(|e| e.to_string()),
+            Input::Json => serde_json::from_slice::<Value>(self.body).map_err(|e| e.to_string()),
         };
         parsed.map_err(|e| ApiError::bad_request(format!("the request body is invalid: {e}")))
     }
 
-    pub(super) fn respond(&self, code: StatusCode, obj: Value) -> ApiResult<Response> {
-        if self.wants_table() {
-            return Ok(json_response(code, table::table(self.def, &[obj])));
+    /// A protobuf body, a failure worded as `transformDecodeError` words it. Custom
+    /// resources have no protobuf form: kube-apiserver's CRD handler lists the protobuf
+    /// serializer, so the request is no 415, but it cannot decode into an unstructured object.
+    fn protobuf_body(&self) -> ApiResult<Value> {
+        let expected = self.def.kind;
+        if !self.def.group.is_empty() {
+            return Err(ApiError::bad_request(format!(
+                "{expected} in version {:?} cannot be handled as a {expected}: custom resources \
+                 cannot be decoded from protobuf",
+                self.def.version
+            )));
         }
-        Ok(json_response(code, obj))
+        protobuf::decode(self.body, &self.def.api_version(), expected).map_err(|f| match f.kind {
+            Some((version, kind)) => ApiError::bad_request(format!(
+                "{kind} in version {version:?} cannot be handled as a {expected}: {}",
+                f.error
+            )),
+            None => ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {expected}): {} ({})",
+                f.error,
+                summarize(self.body)
+            )),
+        })
+    }
+
+    /// A `DeleteOptions` body, decoded like any body; an undecodable one fails as
+    /// kube-apiserver's delete handler fails it (a 500: the decoder's error is no `Status`).
+    fn delete_options(&self) -> ApiResult<Option<Value>> {
+        if self.body.is_empty() {
+            return Ok(None);
+        }
+        let parsed = match negotiate::input(self.headers)? {
+            Input::Json => serde_json::from_slice::<Value>(self.body).map_err(|e| e.to_string()),
+            Input::Yaml => serde_yaml::from_slice::<Value>(self.body).map_err(|e| e.to_string()),
+            Input::Protobuf => protobuf::decode(self.body, "meta.k8s.io/v1", "DeleteOptions")
+                .map_err(|f| f.error.to_string()),
+        };
+        parsed.map(Some).map_err(ApiError::internal)
+    }
+
+    pub(super) fn respond(&self, code: StatusCode, obj: Value) -> ApiResult<Response> {
+        let body = match self.out.convert {
+            Some(convert) => table::one(self.def, obj, convert, self.params)?,
+            None => obj,
+        };
+        Ok(negotiate::respond(&self.out, code, &body))
     }
 
     /// [`Req::respond`] with one `Warning` header per collected warning.
@@ -220,6 +258,7 @@ impl Req<'_> {
         Selectors::parse(
             self.params.get("labelSelector").map(String::as_str),
             self.params.get("fieldSelector").map(String::as_str),
+            self.def.field_labels,
         )
     }
 
@@ -251,18 +290,14 @@ impl Req<'_> {
                 list_meta["remainingItemCount"] = json!(remaining);
             }
         }
-        if self.wants_table() {
-            let mut t = table::table(self.def, &items);
-            t["metadata"] = list_meta;
-            return Ok(json_response(StatusCode::OK, t));
-        }
-        Ok(json_response(
-            StatusCode::OK,
-            json!({
+        let body = match self.out.convert {
+            Some(convert) => table::list(self.def, &items, list_meta, convert, self.params)?,
+            None => json!({
                 "kind": format!("{}List", self.def.kind), "apiVersion": self.def.api_version(),
                 "metadata": list_meta, "items": items,
             }),
-        ))
+        };
+        Ok(negotiate::respond(&self.out, StatusCode::OK, &body))
     }
 
     fn watch(&self) -> ApiResult<Response> {
@@ -279,7 +314,11 @@ impl Req<'_> {
                 .params
                 .get("allowWatchBookmarks")
                 .is_some_and(|b| b == "true" || b == "1"),
-            table: self.wants_table(),
+            convert: self.out.convert,
+            table_options: match self.out.convert {
+                Some(negotiate::Convert::Table(_)) => table::TableOptions::parse(self.params)?,
+                _ => table::TableOptions::default(),
+            },
         };
         watch::respond(self.emu, options)
     }
@@ -302,11 +341,7 @@ impl Req<'_> {
 
     fn delete(&self) -> ApiResult<Response> {
         let store = &self.emu.shared().store;
-        let options = if self.body.is_empty() {
-            None
-        } else {
-            serde_json::from_slice::<Value>(self.body).ok()
-        };
+        let options = self.delete_options()?;
         let dry_run = self.delete_dry_run(options.as_ref())?;
         if let Some(options) = &options {
             let current = store.get(self.target.res, self.ns(), self.name())?;
@@ -343,12 +378,35 @@ impl Req<'_> {
                 deleted.push(d);
             }
         }
-        Ok(json_response(
-            StatusCode::OK,
-            json!({"kind": format!("{}List", self.def.kind), "apiVersion": self.def.api_version(),
-                   "metadata": {"resourceVersion": store.resource_version().to_string()}, "items": deleted}),
-        ))
+        let list_meta = json!({"resourceVersion": store.resource_version().to_string()});
+        let body = match self.out.convert {
+            Some(convert) => table::list(self.def, &deleted, list_meta, convert, self.params)?,
+            None => json!({"kind": format!("{}List", self.def.kind),
+                "apiVersion": self.def.api_version(), "metadata": list_meta, "items": deleted}),
+        };
+        Ok(negotiate::respond(&self.out, StatusCode::OK, &body))
     }
+}
+
+/// `summarizeData(body, 30)`: a JSON-looking body as text, anything else in hex.
+fn summarize(body: &[u8]) -> String {
+    const MAX: usize = 30;
+    let head = &body[..body.len().min(MAX)];
+    let more = if body.len() > MAX { " ..." } else { "" };
+    match body.first() {
+        None => "<empty>".into(),
+        Some(b'{') => format!("{}{more}", String::from_utf8_lossy(head)),
+        Some(_) => {
+            let hex: String = head.iter().map(|b| format!("{b:02x}")).collect();
+            format!("{hex}{more}")
+        }
+    }
+}
+
+fn looks_json(body: &[u8]) -> bool {
+    body.iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|b| *b == b'{' || *b == b'[')
 }
 
 fn item_key(obj: &Value) -> String {

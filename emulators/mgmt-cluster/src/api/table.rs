@@ -1,181 +1,154 @@
-//! `meta.k8s.io/v1` `Table` responses, which `kubectl get` asks for to print columns.
+//! The `meta.k8s.io` transformations of a response (`apiserver/pkg/endpoints/handlers/response.go`):
+//! `Table` (what `kubectl get` asks for), `PartialObjectMetadata` and
+//! `PartialObjectMetadataList`.
 
 use serde_json::{Value, json};
 
+use super::negotiate::Convert;
+use super::printers::printer;
+use super::resources::Params;
+use crate::error::{ApiError, ApiResult, Cause};
 use crate::kinds::ResourceDef;
 
-/// A printer column: header and how to read the cell.
-struct Column {
-    name: &'static str,
-    type_: &'static str,
-    cell: fn(&Value) -> Value,
+/// `TableOptions.includeObject`: what each row carries besides its cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Include {
+    None,
+    /// The default: a `PartialObjectMetadata`.
+    #[default]
+    Metadata,
+    Object,
 }
 
-fn condition(obj: &Value, type_: &str, field: &str) -> Value {
-    obj.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
-        .map(|c| c[field].clone())
-        .unwrap_or(json!(""))
+/// `TableOptions` from the query string.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TableOptions {
+    pub include: Include,
+    /// Leave out `columnDefinitions` (watches send them with the first event only).
+    pub no_headers: bool,
 }
 
-fn at(obj: &Value, pointer: &str) -> Value {
-    obj.pointer(pointer).cloned().unwrap_or(json!(""))
-}
-
-fn columns(kind: &str) -> Vec<Column> {
-    match kind {
-        "HostedCluster" => vec![
-            Column {
-                name: "Version",
-                type_: "string",
-                cell: |o| {
-                    o.pointer("/status/version/history")
-                        .and_then(Value::as_array)
-                        .and_then(|h| h.iter().find(|e| e["state"] == "Completed"))
-                        .map(|e| e["version"].clone())
-                        .unwrap_or(json!(""))
-                },
-            },
-            Column {
-                name: "KubeConfig",
-                type_: "string",
-                cell: |o| at(o, "/status/kubeconfig/name"),
-            },
-            Column {
-                name: "Progress",
-                type_: "string",
-                cell: |o| at(o, "/status/version/history/0/state"),
-            },
-            Column {
-                name: "Available",
-                type_: "string",
-                cell: |o| condition(o, "Available", "status"),
-            },
-            Column {
-                name: "Progressing",
-                type_: "string",
-                cell: |o| condition(o, "Progressing", "status"),
-            },
-            Column {
-                name: "Message",
-                type_: "string",
-                cell: |o| condition(o, "Available", "message"),
-            },
-        ],
-        "NodePool" => vec![
-            Column {
-                name: "Cluster",
-                type_: "string",
-                cell: |o| at(o, "/spec/clusterName"),
-            },
-            Column {
-                name: "Desired Nodes",
-                type_: "integer",
-                cell: |o| at(o, "/spec/replicas"),
-            },
-            Column {
-                name: "Current Nodes",
-                type_: "integer",
-                cell: |o| at(o, "/status/replicas"),
-            },
-            Column {
-                name: "Ready",
-                type_: "string",
-                cell: |o| condition(o, "Ready", "status"),
-            },
-            Column {
-                name: "Version",
-                type_: "string",
-                cell: |o| at(o, "/status/version"),
-            },
-            Column {
-                name: "Message",
-                type_: "string",
-                cell: |o| condition(o, "Ready", "message"),
-            },
-        ],
-        "Namespace" => vec![Column {
-            name: "Status",
-            type_: "string",
-            cell: |o| at(o, "/status/phase"),
-        }],
-        "Secret" => vec![
-            Column {
-                name: "Type",
-                type_: "string",
-                cell: |o| at(o, "/type"),
-            },
-            Column {
-                name: "Data",
-                type_: "string",
-                cell: |o| {
-                    json!(
-                        o.get("data")
-                            .and_then(Value::as_object)
-                            .map_or(0, |m| m.len())
-                    )
-                },
-            },
-        ],
-        "ConfigMap" => vec![Column {
-            name: "Data",
-            type_: "string",
-            cell: |o| {
-                json!(
-                    o.get("data")
-                        .and_then(Value::as_object)
-                        .map_or(0, |m| m.len())
-                )
-            },
-        }],
-        _ => vec![],
+impl TableOptions {
+    /// Parses and validates (`ValidateTableOptions`) the options.
+    pub fn parse(params: &Params) -> ApiResult<Self> {
+        let include = match params.get("includeObject").map(String::as_str) {
+            None | Some("") | Some("Metadata") => Include::Metadata,
+            Some("None") => Include::None,
+            Some("Object") => Include::Object,
+            Some(other) => {
+                let cause = Cause::not_supported(
+                    "includeObject",
+                    &json!(other),
+                    &["Metadata", "None", "Object"],
+                );
+                return Err(ApiError::bad_request(format!(
+                    "Unable to convert to Table as requested: {}: {}",
+                    cause.field, cause.message
+                )));
+            }
+        };
+        Ok(Self {
+            include,
+            no_headers: false,
+        })
     }
 }
 
-fn age(obj: &Value) -> Value {
-    let Some(created) = obj
-        .pointer("/metadata/creationTimestamp")
-        .and_then(Value::as_str)
-    else {
-        return json!("<unknown>");
-    };
-    let Ok(t) =
-        time::OffsetDateTime::parse(created, &time::format_description::well_known::Rfc3339)
-    else {
-        return json!("<unknown>");
-    };
-    let secs = (time::OffsetDateTime::now_utc() - t).whole_seconds().max(0);
-    json!(match secs {
-        s if s < 120 => format!("{s}s"),
-        s if s < 7200 => format!("{}m", s / 60),
-        s if s < 172_800 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86_400),
+fn partial(obj: &Value, version: &str) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata", "apiVersion": format!("meta.k8s.io/{version}"),
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
     })
 }
 
-/// A Table of `objects` (column definitions included every time; kubectl accepts that on
-/// watch events too).
-pub(super) fn table(def: &ResourceDef, objects: &[Value]) -> Value {
-    let cols = columns(def.kind);
-    let mut defs = vec![
-        json!({"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0}),
-    ];
-    defs.extend(cols.iter().map(|c| json!({"name": c.name, "type": c.type_, "format": "", "description": c.name, "priority": 0})));
-    defs.push(
-        json!({"name": "Age", "type": "date", "format": "", "description": "Age", "priority": 0}),
-    );
+/// A `Table` of `objects`; `list_meta` is the list's metadata, or for one object its
+/// resourceVersion.
+pub fn table(
+    def: &ResourceDef,
+    objects: &[Value],
+    version: &str,
+    opts: TableOptions,
+    list_meta: Value,
+) -> Value {
+    let p = printer(def);
     let rows: Vec<Value> = objects
         .iter()
         .map(|o| {
-            let mut cells = vec![o.pointer("/metadata/name").cloned().unwrap_or(json!(""))];
-            cells.extend(cols.iter().map(|c| (c.cell)(o)));
-            cells.push(age(o));
-            json!({
-                "cells": cells,
-                "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o.get("metadata").cloned().unwrap_or(json!({}))},
-            })
+            let object = match opts.include {
+                Include::Metadata => partial(o, version),
+                Include::Object => o.clone(),
+                Include::None => Value::Null,
+            };
+            json!({"cells": p.cells(o), "object": object})
         })
         .collect();
-    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {}, "columnDefinitions": defs, "rows": rows})
+    let columns = if opts.no_headers {
+        Value::Null
+    } else {
+        Value::Array(p.columns.iter().map(|c| c.to_json()).collect())
+    };
+    json!({
+        "kind": "Table", "apiVersion": format!("meta.k8s.io/{version}"),
+        "metadata": list_meta, "columnDefinitions": columns, "rows": rows,
+    })
+}
+
+/// The Go type a transformation error names (`%T` of the object being transformed).
+fn go_type(def: &ResourceDef, list: bool) -> String {
+    let suffix = if list { "List" } else { "" };
+    if def.group.is_empty() {
+        format!("*core.{}{suffix}", def.kind)
+    } else {
+        format!("*unstructured.Unstructured{suffix}")
+    }
+}
+
+/// The response for one object under `convert`.
+pub fn one(def: &ResourceDef, obj: Value, convert: Convert, params: &Params) -> ApiResult<Value> {
+    if obj.get("kind").and_then(Value::as_str) == Some("Status") {
+        return Ok(obj);
+    }
+    match convert {
+        Convert::Table(v) => {
+            let rv = obj
+                .pointer("/metadata/resourceVersion")
+                .cloned()
+                .unwrap_or(json!(""));
+            let opts = TableOptions::parse(params)?;
+            Ok(table(def, &[obj], v, opts, json!({"resourceVersion": rv})))
+        }
+        Convert::Partial(v) => Ok(partial(&obj, v)),
+        Convert::PartialList(_) => Err(ApiError::not_acceptable(format!(
+            "you requested PartialObjectMetadataList, but the requested object is not a list ({})",
+            go_type(def, false)
+        ))),
+    }
+}
+
+/// The response for a list under `convert`.
+pub fn list(
+    def: &ResourceDef,
+    items: &[Value],
+    list_meta: Value,
+    convert: Convert,
+    params: &Params,
+) -> ApiResult<Value> {
+    match convert {
+        Convert::Table(v) => Ok(table(
+            def,
+            items,
+            v,
+            TableOptions::parse(params)?,
+            list_meta,
+        )),
+        Convert::PartialList(v) => Ok(json!({
+            "kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{v}"),
+            "metadata": list_meta,
+            "items": items.iter().map(|o| partial(o, v)).collect::<Vec<_>>(),
+        })),
+        Convert::Partial(_) => Err(ApiError::not_acceptable(format!(
+            "you requested PartialObjectMetadata, but the requested object is a list ({})",
+            go_type(def, true)
+        ))),
+    }
 }

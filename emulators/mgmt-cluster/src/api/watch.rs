@@ -4,9 +4,12 @@
 //! Each watch is one small task forwarding matching store events into the response body; it
 //! ends at `timeoutSeconds`, when the client goes away, or when it falls too far behind (then
 //! it sends a 410 `Expired` ERROR event, which makes clients re-list, as the real server does).
+//!
+//! Event objects take the negotiated transformation (`watchEmbeddedEncoder`): as a `Table`,
+//! only the first event carries `columnDefinitions`; bookmarks are transformed like any
+//! object; an object that cannot be transformed is sent as it is.
 
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -15,7 +18,8 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
-use super::table;
+use super::negotiate::Convert;
+use super::table::{self, TableOptions};
 use crate::Emulator;
 use crate::error::{ApiError, ApiResult};
 use crate::kinds::{KINDS, ResourceId};
@@ -30,7 +34,8 @@ pub(super) struct Options {
     pub resource_version: Option<String>,
     pub timeout_seconds: Option<u64>,
     pub bookmarks: bool,
-    pub table: bool,
+    pub convert: Option<Convert>,
+    pub table_options: TableOptions,
 }
 
 /// Without `timeoutSeconds` the real server picks 30–60 min.
@@ -79,13 +84,33 @@ impl Options {
             && self.selectors.matches(&ev.object)
     }
 
-    fn render(&self, ev: &Event) -> Bytes {
-        let object = if self.table {
-            table::table(&KINDS[self.res], std::slice::from_ref(&ev.object))
-        } else {
-            ev.object.clone()
+    /// An event's line; `headers_sent` tracks whether a Table's columns went out already.
+    fn render(&self, type_: &str, object: &Value, headers_sent: &mut bool) -> Bytes {
+        let def = &KINDS[self.res];
+        let object = match self.convert {
+            None => object.clone(),
+            Some(Convert::Table(v)) => {
+                let opts = TableOptions {
+                    no_headers: *headers_sent,
+                    ..self.table_options
+                };
+                *headers_sent = true;
+                let rv = object
+                    .pointer("/metadata/resourceVersion")
+                    .cloned()
+                    .unwrap_or(json!(""));
+                table::table(
+                    def,
+                    std::slice::from_ref(object),
+                    v,
+                    opts,
+                    json!({"resourceVersion": rv}),
+                )
+            }
+            Some(convert) => table::one(def, object.clone(), convert, &Default::default())
+                .unwrap_or_else(|_| object.clone()),
         };
-        line(ev.type_.as_str(), object)
+        line(type_, object)
     }
 }
 
@@ -98,8 +123,10 @@ async fn forward(
     let def = &KINDS[opts.res];
     let mut receiver = sub.receiver;
     let mut position = sub.start_rv;
+    let mut headers_sent = false;
     for ev in sub.backlog.iter().filter(|e| opts.wants(e)) {
-        if tx.send(Ok(opts.render(ev))).await.is_err() {
+        let line = opts.render(ev.type_.as_str(), &ev.object, &mut headers_sent);
+        if tx.send(Ok(line)).await.is_err() {
             return;
         }
     }
@@ -117,7 +144,8 @@ async fn forward(
             _ = ticker.tick(), if opts.bookmarks => {
                 let bookmark = json!({"kind": def.kind, "apiVersion": def.api_version(),
                     "metadata": {"resourceVersion": position.to_string()}});
-                if tx.send(Ok(line("BOOKMARK", bookmark))).await.is_err() {
+                let line = opts.render("BOOKMARK", &bookmark, &mut headers_sent);
+                if tx.send(Ok(line)).await.is_err() {
                     return;
                 }
             }
@@ -127,8 +155,11 @@ async fn forward(
                         continue;
                     }
                     position = ev.rv;
-                    if opts.wants(&ev) && tx.send(Ok(opts.render(&Arc::clone(&ev)))).await.is_err() {
-                        return;
+                    if opts.wants(&ev) {
+                        let line = opts.render(ev.type_.as_str(), &ev.object, &mut headers_sent);
+                        if tx.send(Ok(line)).await.is_err() {
+                            return;
+                        }
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {

@@ -6,8 +6,9 @@ use axum::response::Response;
 use http::StatusCode;
 use serde_json::{Value, json};
 
+use super::negotiate;
 use super::options::{self, Options, Verb};
-use super::resources::{Req, content_type};
+use super::resources::Req;
 use super::strict::{self, Warnings};
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta::meta_str;
@@ -43,6 +44,15 @@ impl Req<'_> {
             )));
         }
         Ok(())
+    }
+
+    /// The body as scanned for duplicate keys: not a protobuf one, which has no keys to
+    /// repeat (and whose bytes could look like some).
+    fn json_source(&self) -> &[u8] {
+        match negotiate::input(self.headers) {
+            Ok(negotiate::Input::Protobuf) => &[],
+            _ => self.body,
+        }
     }
 
     /// The request body as an object.
@@ -96,7 +106,7 @@ impl Req<'_> {
         strict::check_object(
             self.target.res,
             opts.directive,
-            self.body,
+            self.json_source(),
             &mut obj,
             &mut warnings,
         )?;
@@ -119,7 +129,7 @@ impl Req<'_> {
         strict::check_object(
             self.target.res,
             opts.directive,
-            self.body,
+            self.json_source(),
             &mut obj,
             &mut warnings,
         )?;
@@ -139,12 +149,7 @@ impl Req<'_> {
     }
 
     pub(super) fn patch(&self) -> ApiResult<Response> {
-        let ct = content_type(self.headers)
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_owned();
+        let ct = negotiate::media_type(self.headers);
         match ct.as_str() {
             "application/merge-patch+json" | "application/json-patch+json" => self.json_patch(&ct),
             "application/strategic-merge-patch+json" if self.def.group.is_empty() => {
@@ -153,7 +158,19 @@ impl Req<'_> {
                 self.json_patch("application/merge-patch+json")
             }
             "application/apply-patch+yaml" => self.apply(),
-            other => Err(ApiError::unsupported_media_type(other)),
+            // The patch types the endpoint was installed with (`patchTypes`); custom
+            // resources have no strategic merge patch.
+            _ if self.def.group.is_empty() => Err(ApiError::unsupported_media_type(&[
+                "application/json-patch+json",
+                "application/merge-patch+json",
+                "application/strategic-merge-patch+json",
+                "application/apply-patch+yaml",
+            ])),
+            _ => Err(ApiError::unsupported_media_type(&[
+                "application/json-patch+json",
+                "application/merge-patch+json",
+                "application/apply-patch+yaml",
+            ])),
         }
     }
 

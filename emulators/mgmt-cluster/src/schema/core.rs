@@ -50,3 +50,49 @@ pub fn config_map() -> Node {
         ("immutable", boolean()),
     ])
 }
+
+/// `ObjectReference` (`+structType=atomic`).
+fn object_reference() -> Node {
+    object([
+        ("apiVersion", string()),
+        ("fieldPath", string()),
+        ("kind", string()),
+        ("name", string()),
+        ("namespace", string()),
+        ("resourceVersion", string()),
+        ("uid", string()),
+    ])
+    .atomic()
+}
+
+/// core/v1 `Event`. Its timestamps are `metav1.Time`/`MicroTime`, which serialize a zero
+/// time as `null` — so `null` is kept, as the real server returns it. Built-in kinds are
+/// checked by Go code, not by `required` in their OpenAPI, so nothing is required here
+/// (see [`crate::events::validate`]).
+pub fn event() -> Node {
+    envelope([
+        ("action", string()),
+        ("count", integer()),
+        ("eventTime", string().nullable()),
+        ("firstTimestamp", string().nullable()),
+        ("involvedObject", object_reference()),
+        ("lastTimestamp", string().nullable()),
+        ("message", string()),
+        ("reason", string()),
+        ("related", object_reference()),
+        ("reportingComponent", string()),
+        ("reportingInstance", string()),
+        (
+            "series",
+            object([
+                ("count", integer()),
+                ("lastObservedTime", string().nullable()),
+            ]),
+        ),
+        (
+            "source",
+            object([("component", string()), ("host", string())]),
+        ),
+        ("type", string()),
+    ])
+}

@@ -13,9 +13,12 @@
 
 mod builder;
 mod core;
+pub mod docs;
 mod hostedcluster;
+mod machine;
 mod meta;
 mod nodepool;
+pub mod openapi;
 mod rules;
 mod shared;
 
@@ -147,6 +150,8 @@ pub fn for_kind(res: ResourceId) -> &'static Node {
                 kinds::CONFIG_MAPS => core::config_map(),
                 kinds::HOSTED_CLUSTERS => hostedcluster::hosted_cluster(),
                 kinds::NODE_POOLS => nodepool::node_pool(),
+                kinds::EVENTS => core::event(),
+                kinds::MACHINES => machine::machine(),
                 _ => any(),
             })
             .collect()

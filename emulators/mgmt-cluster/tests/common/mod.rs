@@ -275,3 +275,55 @@ pub fn managed_entry<'a>(
 pub async fn quiet() -> Harness {
     Harness::start(Config::fast(TOKEN, Duration::from_secs(3600))).await
 }
+
+/// A raw response: status, headers and body bytes.
+pub struct RawReply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl RawReply {
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+impl Harness {
+    /// One request with the given headers and body, redirects not followed.
+    pub async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> RawReply {
+        let cert = reqwest::Certificate::from_pem(self.ca_pem.as_bytes()).expect("CA");
+        let http = reqwest::Client::builder()
+            .add_root_certificate(cert)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("http client");
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let mut req = http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(TOKEN)
+            .body(body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let response = req.send().await.expect("request sent");
+        RawReply {
+            status: response.status().as_u16(),
+            headers: response.headers().clone(),
+            body: response.bytes().await.expect("body").to_vec(),
+        }
+    }
+}

@@ -1,11 +1,13 @@
 //! The built-in role definitions: the general Owner/Contributor/Reader, and the roles
 //! HyperShift and ARO hosted control planes assign (hypershift-azure.md §2.4).
 //!
-//! Names, descriptions and actions are Azure's as its role JSON publishes them (the
-//! azure-rbac-catalog.org and azadvertizer copies); where only part of a role's actions was at
-//! hand the list is that part, and where none was (Cloud Controller Manager, Azure Files
-//! Storage Operator) it is empty rather than guessed. The emulator never evaluates
-//! permissions, so they are there for readers only. `7d8bb4e4…` is not built in: HyperShift
+//! Names, descriptions and actions are Azure's as its role JSON publishes them: Owner,
+//! Contributor, Reader and the six roles the product grants (`ROLE_GRANTS`) as the generated
+//! `built-in-roles/privileged.md`, `general.md` and `containers.md` of MicrosoftDocs/azure-docs
+//! list them; the two hosted-control-plane roles, which those pages do not list, as the
+//! azure-rbac-catalog.org and azadvertizer copies had them (possibly partial). The RBAC check
+//! (`crate::rbac`) evaluates managed identities' requests against these permissions, so a
+//! missing action is a refusal, never a grant. `7d8bb4e4…` is not built in: HyperShift
 //! names it as the custom role its `--assign-custom-hcp-roles` uses, so it is served as a
 //! `CustomRole` whose permissions are whatever its owner defined (unknown here).
 
@@ -23,7 +25,7 @@ use crate::path::AuthzRef;
 use crate::store::Store;
 
 /// One built-in role.
-pub(super) struct BuiltIn {
+pub(crate) struct BuiltIn {
     pub guid: &'static str,
     pub name: &'static str,
     pub description: &'static str,
@@ -60,6 +62,11 @@ pub(super) static BUILT_IN: &[BuiltIn] = &[
             "Microsoft.Blueprint/blueprintAssignments/write",
             "Microsoft.Blueprint/blueprintAssignments/delete",
             "Microsoft.Compute/galleries/share/action",
+            "Microsoft.Purview/consents/write",
+            "Microsoft.Purview/consents/delete",
+            "Microsoft.Resources/deploymentStacks/manageDenySetting/action",
+            "Microsoft.Subscription/cancel/action",
+            "Microsoft.Subscription/enable/action",
         ],
     },
     BuiltIn {
@@ -73,9 +80,27 @@ pub(super) static BUILT_IN: &[BuiltIn] = &[
     BuiltIn {
         guid: "a1f96423-95ce-4224-ab27-4e3dc72facd4",
         name: "Azure Red Hat OpenShift Cloud Controller Manager",
-        description: "",
+        description: "Manage and update the cloud controller manager deployed on top of OpenShift.",
         kind: "BuiltInRole",
-        actions: &[],
+        actions: &[
+            "Microsoft.Compute/virtualMachines/read",
+            "Microsoft.Network/loadBalancers/backendAddressPools/join/action",
+            "Microsoft.Network/loadBalancers/read",
+            "Microsoft.Network/loadBalancers/write",
+            "Microsoft.Network/networkInterfaces/read",
+            "Microsoft.Network/networkInterfaces/write",
+            "Microsoft.Network/networkSecurityGroups/read",
+            "Microsoft.Network/networkSecurityGroups/write",
+            "Microsoft.Network/publicIPAddresses/join/action",
+            "Microsoft.Network/publicIPAddresses/read",
+            "Microsoft.Network/publicIPAddresses/write",
+            "Microsoft.Network/virtualNetworks/subnets/join/action",
+            "Microsoft.Network/virtualNetworks/subnets/read",
+            "Microsoft.Network/loadBalancers/inboundNatRules/join/action",
+            "Microsoft.Network/networkSecurityGroups/join/action",
+            "Microsoft.Network/publicIPPrefixes/join/action",
+            "Microsoft.Network/applicationSecurityGroups/joinNetworkSecurityRule/action",
+        ],
         not_actions: &[],
     },
     BuiltIn {
@@ -95,10 +120,24 @@ pub(super) static BUILT_IN: &[BuiltIn] = &[
     },
     BuiltIn {
         guid: "0d7aedc0-15fd-4a67-a412-efad370c947e",
-        name: "Azure Red Hat OpenShift Azure Files Storage Operator",
-        description: "",
+        name: "Azure Red Hat OpenShift File Storage Operator",
+        description: "Install Container Storage Interface (CSI) drivers that enable your cluster to use Azure Files. Set OpenShift cluster-wide storage defaults to ensure a default storageclass exists for clusters.",
         kind: "BuiltInRole",
-        actions: &[],
+        actions: &[
+            "Microsoft.Storage/storageAccounts/delete",
+            "Microsoft.Storage/storageAccounts/fileServices/read",
+            "Microsoft.Storage/storageAccounts/fileServices/shares/delete",
+            "Microsoft.Storage/storageAccounts/fileServices/shares/read",
+            "Microsoft.Storage/storageAccounts/fileServices/shares/write",
+            "Microsoft.Storage/storageAccounts/listKeys/action",
+            "Microsoft.Storage/storageAccounts/read",
+            "Microsoft.Storage/storageAccounts/write",
+            "Microsoft.Network/networkSecurityGroups/join/action",
+            "Microsoft.Network/virtualNetworks/subnets/read",
+            "Microsoft.Network/virtualNetworks/subnets/write",
+            "Microsoft.Network/routeTables/join/action",
+            "Microsoft.Network/natGateways/join/action",
+        ],
         not_actions: &[],
     },
     BuiltIn {
@@ -148,16 +187,16 @@ pub(super) static BUILT_IN: &[BuiltIn] = &[
         description: "Enables permissions for the operator to manage a singleton instance of the OpenShift image registry. It manages all configuration of the registry, including creating storage.",
         kind: "BuiltInRole",
         actions: &[
-            "Microsoft.Network/networkInterfaces/read",
-            "Microsoft.Network/privateDnsZones/A/write",
-            "Microsoft.Network/privateDnsZones/join/action",
-            "Microsoft.Network/privateDnsZones/read",
-            "Microsoft.Network/privateDnsZones/virtualNetworkLinks/read",
-            "Microsoft.Network/privateDnsZones/virtualNetworkLinks/write",
+            "Microsoft.Storage/storageAccounts/blobServices/read",
+            "Microsoft.Storage/storageAccounts/blobServices/containers/read",
+            "Microsoft.Storage/storageAccounts/blobServices/containers/write",
+            "Microsoft.Storage/storageAccounts/blobServices/containers/delete",
+            "Microsoft.Storage/storageAccounts/blobServices/generateUserDelegationKey/action",
             "Microsoft.Storage/storageAccounts/read",
             "Microsoft.Storage/storageAccounts/write",
             "Microsoft.Storage/storageAccounts/delete",
             "Microsoft.Storage/storageAccounts/listKeys/action",
+            "Microsoft.Resources/tags/write",
         ],
         not_actions: &[],
     },
@@ -209,7 +248,7 @@ pub(super) static BUILT_IN: &[BuiltIn] = &[
 ];
 
 /// The role a GUID names, if any.
-pub(super) fn find(guid: &Uuid) -> Option<&'static BuiltIn> {
+pub(crate) fn find(guid: &Uuid) -> Option<&'static BuiltIn> {
     BUILT_IN
         .iter()
         .find(|b| Uuid::parse_str(b.guid).is_ok_and(|g| &g == guid))

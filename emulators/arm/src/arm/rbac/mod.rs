@@ -27,6 +27,7 @@ use crate::errors::{ArmError, Result};
 use crate::path::{AuthzKind, AuthzRef};
 use crate::store::Store;
 
+pub(crate) use definitions::find as find_role;
 pub(crate) use model::render_assignment;
 
 /// Realistic time ARM takes to answer a role-assignment write (azure-latencies.md 10a: 1-2 s).

@@ -1,0 +1,227 @@
+//! Why a NodePool's workers do not come: what CAPZ wrote on the pool's Cluster API Machines.
+//!
+//! HyperShift folds each Machine's `InfrastructureReady` into the NodePool's
+//! `AllMachinesReady`, but keeps at most 1000 characters of messages per reason
+//! (`aggregateMachineMessages`): an ARM refusal as CAPZ words it (azcore's request line, status,
+//! `ERROR CODE` and body) is longer, so the NodePool only says `Failed` and `... too many
+//! similar errors`. The refusal's words are on the Machines (`machines.cluster.x-k8s.io` in the
+//! control plane's namespace, annotated `hypershift.openshift.io/nodePool: <ns>/<name>`), so
+//! this is where the step looks.
+//!
+//! Terminal or not is decided as for the product's own ARM calls
+//! ([`hypersaga_azure::classify`]): CAPZ retries every failure forever, so a refusal that does
+//! not clear by waiting (`AuthorizationFailed`: a role assignment is missing; an Entra
+//! refusal of the federated assertion) would hold the step until its timeout. Those fail the
+//! step at once with ARM's or Entra's words; throttling, conflicts and server errors wait.
+
+use hypersaga_azure::{ErrorKind, classify};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use serde_json::Value;
+
+/// HyperShift's annotation naming a Machine's NodePool.
+const NODE_POOL_ANNOTATION: &str = "hypershift.openshift.io/nodePool";
+
+/// The separator azcore and azidentity frame their error texts with.
+const SEPARATOR: &str =
+    "--------------------------------------------------------------------------------";
+
+/// A refusal found on a Machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MachineFailure {
+    pub machine: String,
+    /// The CAPZ condition's reason (`Failed`, `DeletionFailed`).
+    pub reason: String,
+    /// HTTP status of the refusal.
+    pub status: u16,
+    /// ARM's error code (`AuthorizationFailed`), or Entra's `AADSTS<n>`.
+    pub code: String,
+    /// ARM's `error.message`, or Entra's `error_description`.
+    pub message: String,
+    /// What CAPZ was doing, its words before the SDK's text (`interfaces failed to create or
+    /// update. err: failed to get existing resource rg/nic (service: interfaces)`).
+    pub context: String,
+}
+
+impl MachineFailure {
+    /// Whether waiting cannot make it go away.
+    pub fn is_terminal(&self) -> bool {
+        if self.code.starts_with("AADSTS") {
+            // Entra refuses the assertion itself: no credential matches, or no such identity.
+            return (400..500).contains(&self.status) && self.status != 429;
+        }
+        classify(Some(self.status), Some(&self.code)) == ErrorKind::Terminal
+    }
+
+    /// One line for a user.
+    pub fn describe(&self) -> String {
+        format!(
+            "Machine {}: {}: HTTP {} {}: {}",
+            self.machine, self.context, self.status, self.code, self.message
+        )
+    }
+}
+
+fn machines(client: &kube::Client, namespace: &str) -> Api<DynamicObject> {
+    let resource = ApiResource {
+        group: "cluster.x-k8s.io".into(),
+        version: "v1beta1".into(),
+        api_version: "cluster.x-k8s.io/v1beta1".into(),
+        kind: "Machine".into(),
+        plural: "machines".into(),
+    };
+    Api::namespaced_with(client.clone(), namespace, &resource)
+}
+
+/// The refusals on the Machines of NodePool `np_key` (`<namespace>/<name>`) in the control
+/// plane's namespace. A management cluster that cannot be asked answers none: this is a
+/// diagnosis, never a reason to fail by itself.
+pub async fn failures(client: &kube::Client, namespace: &str, np_key: &str) -> Vec<MachineFailure> {
+    let list = match machines(client, namespace)
+        .list(&ListParams::default())
+        .await
+    {
+        Ok(list) => list,
+        Err(e) => {
+            tracing::debug!(error = %e, namespace, "machines not listed");
+            return Vec::new();
+        }
+    };
+    list.items
+        .iter()
+        .filter(|m| {
+            m.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(NODE_POOL_ANNOTATION))
+                .is_some_and(|v| v == np_key)
+        })
+        .filter_map(|m| {
+            let name = m.metadata.name.clone().unwrap_or_default();
+            let infra = m
+                .data
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)?
+                .iter()
+                .find(|c| c["type"] == "InfrastructureReady" && c["status"] == "False")?;
+            let reason = infra.get("reason").and_then(Value::as_str).unwrap_or("");
+            let message = infra.get("message").and_then(Value::as_str)?;
+            parse(&name, reason, message)
+        })
+        .collect()
+}
+
+/// Reads azcore's `ResponseError` (or azidentity's `AuthenticationFailedError`) out of a CAPZ
+/// condition message.
+pub fn parse(machine: &str, reason: &str, message: &str) -> Option<MachineFailure> {
+    let status: u16 = message
+        .split("RESPONSE ")
+        .nth(1)?
+        .split(':')
+        .next()?
+        .trim()
+        .parse()
+        .ok()?;
+    let code_line = message
+        .lines()
+        .find_map(|l| l.strip_prefix("ERROR CODE: "))
+        .map(|c| c.trim().to_owned());
+    // The body sits between the second and third separators.
+    let body = message.split(SEPARATOR).nth(2).map(str::trim).unwrap_or("");
+    let body: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+    let (code, text) = match code_line {
+        Some(code) => (
+            code,
+            body.pointer("/error/message")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        ),
+        None => {
+            let description = body
+                .get("error_description")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let code = body
+                .get("error_codes")
+                .and_then(Value::as_array)
+                .and_then(|c| c.first())
+                .and_then(Value::as_u64)
+                .map(|c| format!("AADSTS{c}"))
+                .or_else(|| body.get("error").and_then(Value::as_str).map(str::to_owned))?;
+            (code, description.to_owned())
+        }
+    };
+    // CAPZ's own words end where the SDK's text starts: at its request line or credential name.
+    let context = message
+        .split(": GET ")
+        .next()
+        .and_then(|c| c.split(": PUT ").next())
+        .and_then(|c| c.split(": DELETE ").next())
+        .and_then(|c| c.split(": WorkloadIdentityCredential").next())
+        .unwrap_or("")
+        .trim()
+        .to_owned();
+    Some(MachineFailure {
+        machine: machine.to_owned(),
+        reason: reason.to_owned(),
+        status,
+        code,
+        message: text,
+        context,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arm_text() -> String {
+        format!(
+            "interfaces failed to create or update. err: failed to get existing resource rg/w-nic \
+             (service: interfaces): GET https://management.azure.com/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/networkInterfaces/w-nic\n\
+             {SEPARATOR}\nRESPONSE 403: 403 Forbidden\nERROR CODE: AuthorizationFailed\n{SEPARATOR}\n\
+             {{\n  \"error\": {{\n    \"code\": \"AuthorizationFailed\",\n    \"message\": \"The client 'x' \
+             does not have authorization to perform action 'Microsoft.Network/networkInterfaces/read'\"\n  }}\n}}\n{SEPARATOR}\n"
+        )
+    }
+
+    #[test]
+    fn an_arm_refusal_is_read_and_a_missing_permission_is_terminal() {
+        let f = parse("w", "Failed", &arm_text()).expect("parsed");
+        assert_eq!((f.status, f.code.as_str()), (403, "AuthorizationFailed"));
+        assert!(
+            f.message
+                .contains("'Microsoft.Network/networkInterfaces/read'"),
+            "{f:?}"
+        );
+        assert_eq!(
+            f.context,
+            "interfaces failed to create or update. err: failed to get existing resource rg/w-nic (service: interfaces)"
+        );
+        assert!(f.is_terminal());
+        assert!(f.describe().starts_with("Machine w: interfaces failed"));
+    }
+
+    #[test]
+    fn throttling_waits_and_entra_refusals_are_terminal() {
+        let throttled = arm_text()
+            .replace("403: 403 Forbidden", "429: 429 Too Many Requests")
+            .replace("AuthorizationFailed", "SubscriptionRequestsThrottled");
+        assert!(
+            !parse("w", "Failed", &throttled)
+                .expect("parsed")
+                .is_terminal()
+        );
+
+        let entra = format!(
+            "interfaces failed to create or update. err: failed to get existing resource rg/w-nic \
+             (service: interfaces): WorkloadIdentityCredential authentication failed. \n\
+             POST https://login.microsoftonline.com/t/oauth2/v2.0/token\n{SEPARATOR}\nRESPONSE 401: 401 Unauthorized\n\
+             {SEPARATOR}\n{{\n  \"error\": \"invalid_client\",\n  \"error_description\": \"AADSTS700213: No matching federated identity record\",\n  \"error_codes\": [\n    700213\n  ]\n}}\n{SEPARATOR}\nTo troubleshoot, visit https://aka.ms/azsdk/go/identity/troubleshoot#workload"
+        );
+        let f = parse("w", "Failed", &entra).expect("parsed");
+        assert_eq!((f.status, f.code.as_str()), (401, "AADSTS700213"));
+        assert!(f.is_terminal());
+        assert!(parse("w", "Creating", "interfaces creating or updating").is_none());
+    }
+}
