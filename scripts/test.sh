@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 source scripts/env.sh
+# Formatting is part of the contract: a change that is not `cargo fmt`-clean fails here first.
+cargo fmt --all --check
 # The production image's build: the binary without the dev tools (emulators, dev, bench).
 cargo check -p hypersaga --no-default-features
 cargo nextest run --workspace --no-fail-fast "$@"
