@@ -26,6 +26,19 @@ pub type Client = ClusterServiceClient<InterceptedService<Channel, BearerAuth>>;
 /// of `token`. Over TLS the server's certificate is checked against `ca` if given (the dev CA),
 /// else against the system's roots.
 pub async fn connect(server: &str, token: &str, ca: Option<&Path>) -> anyhow::Result<Client> {
+    let channel = channel(server, ca).await?;
+    let value = format!("Bearer {token}")
+        .parse()
+        .context("token contains characters not allowed in metadata")?;
+    Ok(ClusterServiceClient::with_interceptor(
+        channel,
+        BearerAuth(value),
+    ))
+}
+
+/// A channel to the API at `server`, without a token (health, reflection): TLS for `https://`,
+/// checked against `ca` if given, else the system's roots.
+pub async fn channel(server: &str, ca: Option<&Path>) -> anyhow::Result<Channel> {
     let mut endpoint = Channel::from_shared(server.to_owned())
         .with_context(|| format!("{server:?} is not a valid server URL"))?;
     if server.starts_with("https://") {
@@ -43,15 +56,8 @@ pub async fn connect(server: &str, token: &str, ca: Option<&Path>) -> anyhow::Re
     } else if ca.is_some() {
         anyhow::bail!("--ca given, but {server} is not an https:// URL");
     }
-    let channel = endpoint
+    endpoint
         .connect()
         .await
-        .with_context(|| format!("cannot connect to the hypersaga API at {server}"))?;
-    let value = format!("Bearer {token}")
-        .parse()
-        .context("token contains characters not allowed in metadata")?;
-    Ok(ClusterServiceClient::with_interceptor(
-        channel,
-        BearerAuth(value),
-    ))
+        .with_context(|| format!("cannot connect to the hypersaga API at {server}"))
 }

@@ -6,27 +6,10 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use hypersaga_api::v1 as pb;
-use hypersaga_azure::{ArmClient, ArmConfig, CredentialConfig, Secret};
+use hypersaga_azure::ArmClient;
 use serde_json::Value;
 
 use crate::support::*;
-
-fn arm(system: &System, tenant: &str) -> ArmClient {
-    let t = system.endpoints.tenant(Some(tenant)).expect("tenant");
-    ArmClient::new(ArmConfig {
-        resource_manager_url: system.endpoints.arm_url.parse().expect("url"),
-        authority_host: system.endpoints.entra_url.parse().expect("url"),
-        ca_bundle_pem: Some(std::fs::read_to_string(&system.endpoints.ca_bundle).expect("ca")),
-        credential: CredentialConfig::ClientSecret {
-            tenant_id: t.azure_tenant_id.clone(),
-            client_id: t.client_id.clone(),
-            client_secret: Secret::new(t.client_secret.clone()),
-        },
-        lro_poll_interval: Duration::from_millis(50),
-        lro_timeout: Duration::from_secs(30),
-    })
-    .expect("arm client")
-}
 
 /// `type name` of every resource ARM's inventory lists for the subscription.
 async fn inventory(arm: &ArmClient, sub: &str) -> BTreeSet<String> {
@@ -78,7 +61,7 @@ fn identities(name: &str, infra: &str) -> BTreeSet<String> {
 async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
     let system = System::start().await;
     let sub = system.subscription("acme");
-    let arm = arm(&system, "acme");
+    let arm = system.arm("acme");
 
     let op = system.create("acme", "demo", 2).await;
     assert_eq!(hypersaga::output::op_kind(op.kind), "create");
@@ -488,7 +471,7 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
 async fn a_network_the_user_brings_is_used_and_never_deleted() {
     let system = System::start().await;
     let sub = system.subscription("acme");
-    let arm = arm(&system, "acme");
+    let arm = system.arm("acme");
     // The user's own network, made before hypersaga is asked for anything.
     let rg = format!("/subscriptions/{sub}/resourceGroups/corp-network");
     arm.put(

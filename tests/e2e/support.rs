@@ -144,17 +144,29 @@ impl System {
         .expect("connect")
     }
 
+    /// ARM as the tenant's own service principal, as a user (or a test checking what was
+    /// made) reaches it.
+    pub fn arm(&self, tenant: &str) -> hypersaga_azure::ArmClient {
+        use hypersaga_azure::{ArmClient, ArmConfig, CredentialConfig, Secret};
+        let t = self.endpoints.tenant(Some(tenant)).expect("tenant");
+        ArmClient::new(ArmConfig {
+            resource_manager_url: self.endpoints.arm_url.parse().expect("url"),
+            authority_host: self.endpoints.entra_url.parse().expect("url"),
+            ca_bundle_pem: Some(std::fs::read_to_string(&self.endpoints.ca_bundle).expect("ca")),
+            credential: CredentialConfig::ClientSecret {
+                tenant_id: t.azure_tenant_id.clone(),
+                client_id: t.client_id.clone(),
+                client_secret: Secret::new(t.client_secret.clone()),
+            },
+            lro_poll_interval: Duration::from_millis(50),
+            lro_timeout: Duration::from_secs(30),
+        })
+        .expect("arm client")
+    }
+
     /// A TLS channel to the API that trusts the dev CA, with no token.
     pub async fn channel(&self) -> tonic::transport::Channel {
-        let ca = std::fs::read(&self.endpoints.ca_bundle).expect("CA bundle");
-        tonic::transport::Channel::from_shared(self.endpoints.grpc.clone())
-            .expect("URL")
-            .tls_config(
-                tonic::transport::ClientTlsConfig::new()
-                    .ca_certificate(tonic::transport::Certificate::from_pem(ca)),
-            )
-            .expect("TLS")
-            .connect()
+        hypersaga::client::channel(&self.endpoints.grpc, Some(&self.endpoints.ca_bundle))
             .await
             .expect("connect")
     }

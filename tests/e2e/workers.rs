@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use hypersaga_azure::{ArmClient, ArmConfig, CredentialConfig, Secret};
 use hypersaga_emulator_mgmt::{Fault, FaultKind, service_account_token};
 use hypersaga_model::identities::{AUDIENCE, WORKLOAD_IDENTITIES};
 use serde_json::Value;
@@ -37,24 +36,6 @@ async fn workers_in(system: &System, tenant: &str, group: &str) -> Vec<(String, 
         .collect();
     out.sort();
     out
-}
-
-/// ARM as the tenant's own service principal (what a user fixing a grant uses).
-fn arm(system: &System, tenant: &str) -> ArmClient {
-    let t = system.endpoints.tenant(Some(tenant)).expect("tenant");
-    ArmClient::new(ArmConfig {
-        resource_manager_url: system.endpoints.arm_url.parse().expect("url"),
-        authority_host: system.endpoints.entra_url.parse().expect("url"),
-        ca_bundle_pem: Some(std::fs::read_to_string(&system.endpoints.ca_bundle).expect("ca")),
-        credential: CredentialConfig::ClientSecret {
-            tenant_id: t.azure_tenant_id.clone(),
-            client_id: t.client_id.clone(),
-            client_secret: Secret::new(t.client_secret.clone()),
-        },
-        lro_poll_interval: Duration::from_millis(50),
-        lro_timeout: Duration::from_secs(30),
-    })
-    .expect("arm client")
 }
 
 #[tokio::test]
@@ -225,7 +206,7 @@ async fn a_missing_grant_fails_the_node_pool_step_with_arms_words_and_compensate
     );
 
     // The grants back (as the user would put them), the compensation finishes.
-    let arm = arm(&system, "acme");
+    let arm = system.arm("acme");
     for g in &grants {
         let body = serde_json::json!({"properties": {
             "roleDefinitionId": g["properties"]["roleDefinitionId"],
