@@ -122,7 +122,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     } else {
         LogFormat::Text
     };
-    hypersaga_telemetry::init(&config.log.filter, format);
+    let _exporting = hypersaga_telemetry::init_service(
+        &format!("hypersaga-{}", args.role.name()),
+        &config.log.filter,
+        format,
+    )?;
     let shutdown = shutdown_on_signals()?;
     exit_with_parent(args.supervisor_pid, &shutdown);
     info!(role = args.role.name(), "starting");

@@ -2,6 +2,7 @@
 //! Azurite, both emulators, every service as its own process) in a temporary directory and acts
 //! through the public API, as a user would.
 
+mod otlp;
 mod support;
 
 mod audit_and_lifecycle;
@@ -14,4 +15,5 @@ mod fleet;
 mod operator;
 mod supersede;
 mod tenants_and_validation;
+mod traces;
 mod workers;

@@ -71,6 +71,12 @@ impl System {
 
     /// As [`System::start`], with extra `hypersaga dev` flags (e.g. `--replicas 2`).
     pub async fn start_with(extra: &[&str]) -> System {
+        Self::start_with_env(extra, &[]).await
+    }
+
+    /// As [`System::start_with`], with environment variables for `hypersaga dev` and the
+    /// services it starts (e.g. `OTEL_EXPORTER_OTLP_ENDPOINT`).
+    pub async fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> System {
         hypersaga_devca::install_crypto_provider();
         let dir = tempfile::tempdir().expect("tempdir");
         let state = dir.path().join("state");
@@ -88,6 +94,7 @@ impl System {
             ])
             .arg(&state)
             .args(extra)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)

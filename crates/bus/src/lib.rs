@@ -238,7 +238,12 @@ impl Bus {
             .map_err(|e| Error::js("format timer", e))?;
         let mut headers = HeaderMap::new();
         headers.insert(async_nats::header::NATS_MESSAGE_ID, msg_id);
-        headers.insert(TRACEPARENT, trace.child().to_string().as_str());
+        headers.insert(
+            TRACEPARENT,
+            hypersaga_telemetry::otel::outgoing(trace)
+                .to_string()
+                .as_str(),
+        );
         headers.insert(
             async_nats::header::NATS_SCHEDULE,
             format!("@at {when}").as_str(),
@@ -295,7 +300,12 @@ impl Bus {
     ) -> Result<Sent> {
         let mut headers = HeaderMap::new();
         headers.insert(async_nats::header::NATS_MESSAGE_ID, msg_id);
-        headers.insert(TRACEPARENT, trace.child().to_string().as_str());
+        headers.insert(
+            TRACEPARENT,
+            hypersaga_telemetry::otel::outgoing(trace)
+                .to_string()
+                .as_str(),
+        );
         headers.insert("Content-Type", "application/json");
         let ack = self
             .js

@@ -1,11 +1,12 @@
 //! Tracing set-up and W3C trace context.
 //!
 //! Every bus message carries a `traceparent` header (W3C Trace Context), so one trace id
-//! follows a saga from the gateway through the coordinator into every service. Spans record
-//! the trace id as a field; exporting spans over OTLP is a later step (see ROADMAP) and will
-//! reuse these ids unchanged.
+//! follows a saga from the gateway through the coordinator into every service. With OTLP
+//! export on ([`otel`]), the header names the span that sent the message, and the spans of
+//! one saga form one trace.
 #![forbid(unsafe_code)]
 
+pub mod otel;
 pub mod probes;
 
 use std::fmt;
@@ -133,19 +134,53 @@ pub enum LogFormat {
 
 /// Installs the global tracing subscriber: `RUST_LOG`-style `filter` (e.g. `info,hypersaga=debug`)
 /// and the chosen format, writing to stderr. Safe to call twice (the second call does nothing).
+/// Exports no spans: for the tools around the services (emulators, `dev`).
 pub fn init(filter: &str, format: LogFormat) {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let _ = install(filter, format, None);
+}
+
+/// As [`init`], for a process that is one of the system's roles: with OTLP export when the
+/// environment asks for it ([`otel::export_requested`]), as the service `service`. Keep the
+/// returned value until the process ends: dropping it flushes the last spans.
+pub fn init_service(
+    service: &str,
+    filter: &str,
+    format: LogFormat,
+) -> Result<otel::Exporting, otel::ExportError> {
+    let provider = otel::export_requested()
+        .then(|| otel::provider(service))
+        .transpose()?;
+    install(filter, format, provider.as_ref());
+    Ok(otel::Exporting::new(provider))
+}
+
+fn install(
+    filter: &str,
+    format: LogFormat,
+    provider: Option<&opentelemetry_sdk::trace::SdkTracerProvider>,
+) -> bool {
     use std::io::IsTerminal;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         // Colours only on a terminal: log files and collectors get plain text.
         .with_ansi(std::io::stderr().is_terminal());
-    let _ = match format {
-        LogFormat::Text => builder.with_target(false).try_init(),
-        LogFormat::Json => builder.json().try_init(),
+    let fmt = match format {
+        LogFormat::Text => fmt.with_target(false).boxed(),
+        LogFormat::Json => fmt.json().boxed(),
     };
+    // Each layer filters for itself: the log's filter does not decide what is exported.
+    let exporting = provider
+        .map(|p| otel::layer(p).with_filter(tracing_subscriber::filter::filter_fn(otel::exported)));
+    tracing_subscriber::registry()
+        .with(fmt.with_filter(filter))
+        .with(exporting)
+        .try_init()
+        .is_ok()
 }
 
 #[cfg(test)]

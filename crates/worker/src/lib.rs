@@ -312,7 +312,11 @@ async fn handle(
         recheck = cmd.is_recheck(),
         trace_id = %trace.trace_id(),
         outcome = field::Empty,
+        otel.name = %format_args!("{} {}", cmd.step, cmd.action.as_str()),
+        otel.kind = "consumer",
     );
+    // A child of the coordinator's transition that sent the command.
+    hypersaga_telemetry::otel::adopt(&span, &trace);
     async move {
         let progress = Progress { bus: bus.clone(), cmd: cmd.clone(), trace, last: std::sync::Mutex::new(String::new()) };
         // While the handler works: keep the command ours in JetStream, renew the coordinator's

@@ -27,7 +27,7 @@ use hypersaga_config::Config;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{Instrument, info, warn};
 
 pub use engine::{Engine, Input};
 
@@ -147,6 +147,10 @@ async fn consume(
         };
         let engine = engine.clone();
         let bus = bus.clone();
+        // A child of whoever sent the message: the gateway, a worker's step, an earlier
+        // transition (a timer).
+        let received = tracing::info_span!("coordinator.receive", subject = %msg.subject, otel.kind = "consumer");
+        hypersaga_telemetry::otel::adopt(&received, &hypersaga_bus::trace_of(msg.headers.as_ref()));
         tasks.spawn(async move {
             let _permit = permit;
             let decoded = decode(bus.subjects(), &msg.subject, &msg.payload);
@@ -173,7 +177,7 @@ async fn consume(
                     let _ = msg.ack_with(async_nats::jetstream::AckKind::Nak(Some(Duration::from_millis(500)))).await;
                 }
             }
-        });
+        }.instrument(received));
         while tasks.try_join_next().is_some() {}
     }
     let _ = tokio::time::timeout(Duration::from_secs(10), async {

@@ -232,12 +232,34 @@ impl Gateway {
     }
 }
 
+/// The caller's trace context (`traceparent` metadata), if it sent a valid one.
+pub(crate) fn caller_trace(headers: &http::HeaderMap) -> Option<TraceParent> {
+    headers
+        .get(hypersaga_telemetry::TRACEPARENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| TraceParent::parse(v).ok())
+}
+
+/// The trace a new operation's saga runs in: the call's own span's when spans are exported
+/// (a child of the caller's), else the caller's, else a new one.
+fn operation_trace<T>(req: &Request<T>) -> String {
+    hypersaga_telemetry::otel::current()
+        .or_else(|| caller_trace(req.metadata().as_ref()))
+        .unwrap_or_else(TraceParent::new_root)
+        .trace_id()
+}
+
 /// Who asked for a new operation, for the saga the coordinator builds.
-fn intent(tenant: &TenantConfig, op_id: &str, previous: Option<String>) -> OperationIntent {
+fn intent(
+    tenant: &TenantConfig,
+    op_id: &str,
+    previous: Option<String>,
+    trace_id: String,
+) -> OperationIntent {
     OperationIntent {
         operation: op_id.to_owned(),
         actor: format!("tenant:{}", tenant.id),
-        trace_id: TraceParent::new_root().trace_id(),
+        trace_id,
         previous_operation: previous,
         supersedes: None,
         keep_identities: false,
@@ -276,6 +298,7 @@ impl ClusterService for Gateway {
         req: Request<pb::CreateClusterRequest>,
     ) -> Result<Response<pb::Operation>, Status> {
         let tenant = self.tenant(&req)?;
+        let trace_id = operation_trace(&req);
         let req = req.into_inner();
         let span = tracing::Span::current();
         span.record("tenant", tenant.id.as_str());
@@ -353,7 +376,7 @@ impl ClusterService for Gateway {
             resources: BTreeMap::new(),
             saga_seq: 0,
             management_cluster: hypersaga_model::record::DEFAULT_MANAGEMENT_CLUSTER.to_owned(),
-            intent: Some(intent(&tenant, &op_id, None)),
+            intent: Some(intent(&tenant, &op_id, None, trace_id)),
         };
         let bytes = serde_json::to_vec(&rec).map_err(internal("encode cluster"))?;
         let conflict = match existing {
@@ -419,6 +442,7 @@ impl ClusterService for Gateway {
         req: Request<pb::DeleteClusterRequest>,
     ) -> Result<Response<pb::Operation>, Status> {
         let tenant = self.tenant(&req)?;
+        let trace_id = operation_trace(&req);
         let req = req.into_inner();
         tracing::Span::current()
             .record("tenant", tenant.id.as_str())
@@ -451,7 +475,7 @@ impl ClusterService for Gateway {
             // derive names deterministically; the record keeps showing what is kept).
             let op_id = new_operation_id();
             let previous = std::mem::take(&mut rec.operation.id);
-            let mut new_intent = intent(&tenant, &op_id, Some(previous));
+            let mut new_intent = intent(&tenant, &op_id, Some(previous), trace_id.clone());
             new_intent.supersedes = supersedes.clone();
             new_intent.keep_identities = req.keep_identities;
             rec.intent = Some(new_intent);
