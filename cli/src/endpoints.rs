@@ -33,6 +33,10 @@ pub struct Endpoints {
     pub ca_bundle: PathBuf,
     pub tenants: Vec<DevTenant>,
     pub state_dir: PathBuf,
+    /// Each supervised service's probes and metrics (`/healthz`, `/readyz`, `/metrics`), by
+    /// name (`coordinator-0`), e.g. `http://127.0.0.1:40123`.
+    #[serde(default)]
+    pub health: std::collections::BTreeMap<String, String>,
 }
 
 /// A development tenant: its API token and its Azure identity in the emulator.

@@ -65,6 +65,10 @@ pub struct ServeArgs {
     /// gRPC listen address (gateway only), overriding `gateway.listen`.
     #[arg(long)]
     pub listen: Option<SocketAddr>,
+    /// Address of the health probes and metrics (`/healthz`, `/readyz`, `/metrics`),
+    /// overriding `health.listen`.
+    #[arg(long, value_name = "ADDR")]
+    pub health_listen: Option<SocketAddr>,
     /// Print the effective configuration (secrets hidden) and exit.
     #[arg(long)]
     pub dump_config: bool,
@@ -112,6 +116,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut config = Config::load(args.config.as_deref())?;
     if let Some(listen) = args.listen {
         config.gateway.listen = listen;
+    }
+    if let Some(listen) = args.health_listen {
+        config.health.listen = Some(listen);
     }
     if args.dump_config {
         println!("{}", config.redacted_json());

@@ -209,6 +209,7 @@ fn placeholder_endpoints() -> Endpoints {
         ca_bundle: PathBuf::new(),
         tenants: Vec::new(),
         state_dir: PathBuf::new(),
+        health: Default::default(),
     }
 }
 

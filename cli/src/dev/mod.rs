@@ -212,7 +212,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             max_operations_in_flight: args.max_operations_in_flight,
             ..Default::default()
         },
-        // One host, many roles: no shared probe port.
+        // One host, many roles: each child gets its own probe port (`--health-listen`).
         health: Default::default(),
     };
     config.validate()?;
@@ -228,6 +228,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     // Every service, supervised.
     let mut sup = Supervisor::new(&state);
     let config_arg = config_path.to_string_lossy().into_owned();
+    let mut health = std::collections::BTreeMap::new();
     for role in Role::ALL {
         for i in 0..args.replicas.max(1) {
             let mut a = vec![
@@ -240,10 +241,12 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
                 a.push("--listen".into());
                 a.push(format!("127.0.0.1:{}", hypersaga_procs::free_port()?));
             }
-            sup.spawn(ChildSpec {
-                name: format!("{}-{i}", role.name()),
-                args: a,
-            })?;
+            let name = format!("{}-{i}", role.name());
+            let probes = format!("127.0.0.1:{}", hypersaga_procs::free_port()?);
+            a.push("--health-listen".into());
+            a.push(probes.clone());
+            health.insert(name.clone(), format!("http://{probes}"));
+            sup.spawn(ChildSpec { name, args: a })?;
         }
     }
 
@@ -261,6 +264,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         ca_bundle: absolute(&ca_path),
         tenants,
         state_dir: absolute(&state),
+        health,
     };
     let ready = wait_for_gateway(&endpoints, &shutdown).await;
     if ready {

@@ -237,8 +237,8 @@ impl Engine {
                     self.retire(key).await;
                     metrics::counter!(
                         "hypersaga_operations_finished_total",
-                        "kind" => format!("{:?}", saga.kind).to_lowercase(),
-                        "state" => format!("{:?}", saga.state).to_lowercase(),
+                        "kind" => label(saga.kind),
+                        "state" => label(saga.state),
                     )
                     .increment(1);
                 }
@@ -527,6 +527,7 @@ impl Engine {
             .try_collect()
             .await
             .map_err(|e| Error::kv("list sagas", e))?;
+        let mut active = ActiveCount::default();
         for key in &keys {
             // One saga that cannot be processed must not stop the others' deadlines.
             let saga = match self.sagas.entry(key).await {
@@ -539,6 +540,9 @@ impl Engine {
                     continue;
                 }
             };
+            if let Some(saga) = saga.as_ref().filter(|s| !s.is_finished()) {
+                active.add(saga);
+            }
             if !saga.is_some_and(|s| !s.state.is_terminal() || !s.outbox.is_empty()) {
                 if !full {
                     self.retire(key).await;
@@ -552,11 +556,44 @@ impl Engine {
                 warn!(saga = %key, error = %e, "resync could not advance saga");
             }
         }
+        active.export();
         if full {
             self.resync_accepted(&keys).await?;
         }
         Ok(())
     }
+}
+
+/// Unfinished operations by kind and the state users see, counted by each resync (which reads
+/// every one of them anyway): the `hypersaga_operations_active` gauge.
+#[derive(Default)]
+struct ActiveCount(std::collections::HashMap<(String, String), u64>);
+
+impl ActiveCount {
+    fn add(&mut self, saga: &Saga) {
+        let key = (label(saga.kind), label(saga.visible_state()));
+        *self.0.entry(key).or_default() += 1;
+    }
+
+    /// Sets every (kind, state) an unfinished operation can be in, zeros included, so a state
+    /// that empties shows 0 rather than its last count.
+    fn export(&self) {
+        use OperationState::{Compensating, Paused, Running};
+        for kind in [OperationKind::Create, OperationKind::Delete] {
+            for state in [Running, Compensating, Paused] {
+                let key = (label(kind), label(state));
+                let n = self.0.get(&key).copied().unwrap_or(0);
+                let (kind, state) = key;
+                metrics::gauge!("hypersaga_operations_active", "kind" => kind, "state" => state)
+                    .set(n as f64);
+            }
+        }
+    }
+}
+
+/// A metric label: the snake_case name the API and the audit events use.
+fn label(value: impl std::fmt::Debug) -> String {
+    format!("{value:?}").to_lowercase()
 }
 
 /// Whether `saga` is a delete that has removed its cluster: nothing of it will be read again

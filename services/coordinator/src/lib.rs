@@ -15,6 +15,7 @@
 mod backlog;
 mod cache;
 mod engine;
+mod lag;
 mod snapshot;
 
 use std::sync::Arc;
@@ -70,10 +71,12 @@ pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<()> {
         shutdown.clone(),
     ));
     let catching_up = tokio::spawn(catch_up_loop(engine.clone(), shutdown.clone()));
+    let lag = tokio::spawn(lag::watch(bus.clone(), shutdown.clone()));
     let result = consume(bus, engine.clone(), &config.coordinator, shutdown.clone()).await;
     shutdown.cancel();
     let _ = resync.await;
     let _ = catching_up.await;
+    let _ = lag.await;
     // Leave no published outbox behind for another replica to publish again, and no progress
     // unwritten.
     engine.catch_up(true).await;

@@ -145,7 +145,8 @@ async fn a_create_is_one_trace_through_every_service_continuing_the_callers() {
     let kube = |s: &Span| {
         s.attr("target") == Some("kube_client::client::builder") && s.attr("http.method").is_some()
     };
-    let calls: [(&str, &dyn Fn(&Span) -> bool); 5] = [
+    type IsCall<'a> = &'a dyn Fn(&Span) -> bool;
+    let calls: [(&str, IsCall); 5] = [
         ("hypersaga-identity", &arm),
         ("hypersaga-network", &arm),
         ("hypersaga-dns", &arm),
@@ -188,5 +189,145 @@ async fn wait_for_spans(receiver: &Receiver, trace_id: &str) -> Vec<Span> {
             "not every service exported spans of the trace; got {services:?}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// What `/metrics` of the supervised service `name` shows now (Prometheus text).
+async fn scrape(system: &System, name: &str) -> String {
+    let url = format!("{}/metrics", system.endpoints.health[name]);
+    reqwest::get(&url)
+        .await
+        .and_then(|r| r.error_for_status())
+        .unwrap_or_else(|e| panic!("scrape {url}: {e}"))
+        .text()
+        .await
+        .expect("metrics text")
+}
+
+/// Whether the metric has a sample whose labels include every one of `labels`.
+fn has(text: &str, metric: &str, labels: &[&str]) -> bool {
+    samples(text, metric, labels).next().is_some()
+}
+
+/// The sum of a metric's samples whose labels include every one of `labels` (0 if none).
+fn sample(text: &str, metric: &str, labels: &[&str]) -> f64 {
+    samples(text, metric, labels).sum()
+}
+
+fn samples<'a>(
+    text: &'a str,
+    metric: &'a str,
+    labels: &'a [&'a str],
+) -> impl Iterator<Item = f64> + 'a {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter(move |(series, _)| {
+            let (name, rest) = series.split_once('{').unwrap_or((series, ""));
+            name == metric && labels.iter().all(|label| rest.contains(label))
+        })
+        .filter_map(|(_, value)| value.parse::<f64>().ok())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_role_serves_probes_and_its_metrics_move_with_a_create() {
+    let system = System::start().await;
+    for name in system.endpoints.health.keys() {
+        for probe in ["healthz", "readyz"] {
+            let url = format!("{}/{probe}", system.endpoints.health[name]);
+            let status = reqwest::get(&url).await.expect(&url).status();
+            assert_eq!(status, 200, "{url}");
+        }
+    }
+    let mut before = BTreeMap::new();
+    for name in ["coordinator-0", "network-0"] {
+        before.insert(name, scrape(&system, name).await);
+    }
+
+    system.create("acme", "metered", 1).await;
+    let ready = system.watch_to_end("acme", "metered").await;
+    assert_eq!(phase(&ready), "ready", "{ready:?}");
+
+    // The coordinator counted the finished create; the network service its steps and ARM
+    // calls, by step and outcome.
+    let coordinator = scrape(&system, "coordinator-0").await;
+    let finished = |t: &str| {
+        sample(
+            t,
+            "hypersaga_operations_finished_total",
+            &[r#"kind="create""#, r#"state="succeeded""#],
+        )
+    };
+    assert_eq!(
+        finished(&coordinator) - finished(&before["coordinator-0"]),
+        1.0
+    );
+    let network = scrape(&system, "network-0").await;
+    let vnet_steps = |t: &str| {
+        sample(
+            t,
+            "hypersaga_step_attempt_seconds_count",
+            &[r#"step="network.vnet""#, r#"outcome="succeeded""#],
+        )
+    };
+    assert!(
+        vnet_steps(&network) > vnet_steps(&before["network-0"]),
+        "{network}"
+    );
+    let arm_writes = |t: &str| {
+        sample(
+            t,
+            "hypersaga_arm_requests_total",
+            &[
+                r#"method="PUT""#,
+                r#"type="Microsoft.Network/virtualNetworks""#,
+            ],
+        )
+    };
+    assert!(
+        arm_writes(&network) > arm_writes(&before["network-0"]),
+        "{network}"
+    );
+    assert!(
+        network.contains("hypersaga_worker_steps_in_flight{"),
+        "{network}"
+    );
+
+    // Consumer lag, and operations in flight by kind and state (0 now), from the coordinator:
+    // both are read every few seconds.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let coordinator = scrape(&system, "coordinator-0").await;
+        let lag_shown = has(
+            &coordinator,
+            "hypersaga_consumer_pending",
+            &[r#"stream="HCP_CMD""#, r#"consumer="svc-network-acme""#],
+        ) && has(
+            &coordinator,
+            "hypersaga_consumer_ack_pending",
+            &[r#"stream="HCP_EVT""#, r#"consumer="coordinator""#],
+        );
+        let active_shown = has(
+            &coordinator,
+            "hypersaga_operations_active",
+            &[r#"kind="create""#, r#"state="running""#],
+        );
+        if lag_shown && active_shown {
+            assert_eq!(
+                sample(
+                    &coordinator,
+                    "hypersaga_consumer_pending",
+                    &[r#"consumer="svc-network-acme""#]
+                ),
+                0.0,
+                "nothing is left for the network service once the cluster is ready"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no lag or active-operation gauges: {coordinator}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
