@@ -1,4 +1,5 @@
-//! Shared glue of the Azure-facing step services (`identity`, `network`, `dns`).
+//! Shared glue of the step services: the Azure-facing ones (`identity`, `network`, `dns`) and,
+//! through [`kube`], the management-cluster ones (`controlplane`, `nodepool`).
 //!
 //! Each of those services is a [`hypersaga_worker::StepHandler`] that turns a step command
 //! into a few ARM calls. What they have in common lives here once, so the three behave the
@@ -14,7 +15,9 @@
 //!   one log line per resource adopted, created or deleted;
 //! * [`Notes`] — what a handler says while it waits, so handlers can run under the worker
 //!   (notes go on the bus) or directly in tests (notes go to the log);
-//! * [`run_service`] — connect the bus and run the worker with the configured options.
+//! * [`run_service`] — connect the bus and run the worker with the configured options;
+//! * [`kube`] — server-side apply, one-shot checks, delete-and-check and `kube` errors as
+//!   step errors, for the handlers that act on the management cluster.
 //!
 //! With the `test-support` feature, [`testing`] starts the ARM emulator and Azurite and builds
 //! step commands by hand, for the services' integration tests.
@@ -27,6 +30,7 @@ mod clients;
 mod ensure;
 mod errors;
 mod flow;
+pub mod kube;
 mod notes;
 mod pacing;
 mod service;

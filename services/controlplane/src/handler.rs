@@ -23,8 +23,9 @@ use kube::api::ObjectMeta;
 use kube::{Api, Resource};
 use tracing::info;
 
-use crate::kube_ops::{self, Check, Notes, target};
-use crate::{DEFAULT_AVAILABLE_TIMEOUT, DEFAULT_RECHECK_INTERVAL, Error};
+use hypersaga_stepkit::kube::{self as kube_ops, Check, DEFAULT_RECHECK_INTERVAL, Notes, target};
+
+use crate::{DEFAULT_AVAILABLE_TIMEOUT, Error};
 
 const LABEL_TENANT: &str = "hypersaga.io/tenant";
 const LABEL_CLUSTER: &str = "hypersaga.io/cluster";

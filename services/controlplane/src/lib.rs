@@ -9,15 +9,14 @@
 //!
 //! Every write is a server-side apply (`fieldManager=hypersaga`, forced) of the full intent,
 //! and every delete treats 404 as success, so any attempt may be repeated at any point. The
-//! [`kube_ops`] module (apply, watch-waits, error mapping) is shared with the nodepool
-//! service.
+//! management-cluster plumbing (apply, checks, error mapping) is stepkit's
+//! [`hypersaga_stepkit::kube`], shared with the nodepool service.
 #![forbid(unsafe_code)]
 // `StepError` is large by design: it keeps Azure's (or Kubernetes') whole error — code,
 // message, target, step, Retry-After — for users and operators to act on.
 #![allow(clippy::result_large_err)]
 
 mod handler;
-pub mod kube_ops;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,9 +30,6 @@ pub use handler::ControlPlaneHandler;
 pub const SERVICE: &str = hypersaga_bus::Service::ControlPlane.as_str();
 /// Default wait for `Available=True` (HyperShift's docs wait 30 min).
 pub const DEFAULT_AVAILABLE_TIMEOUT: Duration = Duration::from_secs(1800);
-
-/// Default spacing of re-checks of a HostedCluster (or NodePool) still coming up or going.
-pub const DEFAULT_RECHECK_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Errors starting or running the service.
 #[derive(Debug, thiserror::Error)]

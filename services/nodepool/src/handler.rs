@@ -7,13 +7,12 @@ use hypersaga_bus::{
     Action, NodePoolOutputs, Outputs, StepCommand, StepError, StepId, StepOutputs, VnetOutputs,
 };
 use hypersaga_config::Config;
-use hypersaga_controlplane::DEFAULT_RECHECK_INTERVAL;
-use hypersaga_controlplane::kube_ops::{self, Check, Notes, target};
 use hypersaga_hypershift::{
     AzureMarketplaceImage, AzureNodePoolOsDisk, AzureNodePoolPlatform, AzureVmImage, NodePool,
     NodePoolManagement, NodePoolPlatform, NodePoolSpec, Release, conditions,
 };
 use hypersaga_model::NodePoolSpec as PoolSpec;
+use hypersaga_stepkit::kube::{self as kube_ops, Check, DEFAULT_RECHECK_INTERVAL, Notes, target};
 use hypersaga_worker::{Progress, StepHandler, StepResult};
 use kube::{Api, Resource};
 use serde_json::json;

@@ -9,8 +9,8 @@
 //! missing role assignment, an assertion Entra will not take) fails the step with Azure's
 //! words; see [`machines`].
 //!
-//! Management-cluster plumbing (apply, watch-waits, error mapping) is shared with the
-//! controlplane service through [`hypersaga_controlplane::kube_ops`].
+//! Management-cluster plumbing (apply, checks, error mapping) is stepkit's
+//! [`hypersaga_stepkit::kube`], shared with the controlplane service.
 #![forbid(unsafe_code)]
 // `StepError` is large by design: it keeps Azure's (or Kubernetes') whole error — code,
 // message, target, step, Retry-After — for users and operators to act on.

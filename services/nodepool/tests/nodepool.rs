@@ -24,7 +24,7 @@ impl Execute for NodePoolHandler {
     async fn exec(
         &self,
         cmd: &hypersaga_bus::StepCommand,
-        notes: &dyn hypersaga_controlplane::kube_ops::Notes,
+        notes: &dyn hypersaga_stepkit::Notes,
     ) -> Result<hypersaga_worker::StepResult, hypersaga_bus::StepError> {
         self.execute(cmd, notes).await
     }

@@ -13,10 +13,10 @@ use hypersaga_bus::{
     WorkloadClient, WorkloadIdentitiesOutputs,
 };
 use hypersaga_config::{Config, Secret, TenantAzure, TenantConfig};
-use hypersaga_controlplane::kube_ops::Notes;
 use hypersaga_emulator_mgmt::{Emulator, kubeconfig_yaml};
 use hypersaga_model::names::infra_id;
 use hypersaga_model::{ClusterSpec, Names, NodePoolSpec, TenantId};
+use hypersaga_stepkit::Notes;
 use hypersaga_worker::StepResult;
 use tokio::sync::oneshot;
 

@@ -1,7 +1,6 @@
-//! Management-cluster plumbing shared by the controlplane and nodepool handlers: server-side
-//! apply, one-shot checks of what the handler waits for, delete-and-check, and the mapping of
-//! `kube` errors to [`StepError`]s. The nodepool service re-uses this module rather than
-//! copying it.
+//! Management-cluster plumbing of the controlplane and nodepool handlers: server-side apply,
+//! one-shot checks of what the handler waits for, delete-and-check, and the mapping of `kube`
+//! errors to [`StepError`]s.
 
 use std::fmt::Debug;
 use std::time::Duration;
@@ -17,9 +16,11 @@ use tracing::{debug, info};
 /// The field manager of every server-side apply hypersaga makes.
 pub const FIELD_MANAGER: &str = "hypersaga";
 
-/// Where a handler reports what it is waiting on: stepkit's trait, shared by every step
-/// service (the worker's `Progress` under the bus, `LogNotes` or a collector elsewhere).
-pub use hypersaga_stepkit::{LogNotes, Notes};
+/// How long a step waiting on the management cluster (a HostedCluster becoming available, a
+/// NodePool's nodes joining) waits before looking again, unless configured otherwise.
+pub const DEFAULT_RECHECK_INTERVAL: Duration = Duration::from_secs(10);
+
+pub use crate::notes::{LogNotes, Notes};
 
 /// A `kube` error as a step error: classified retryable/terminal by
 /// [`hypersaga_hypershift::client::classify`], keeping the Status reason as the code and its
