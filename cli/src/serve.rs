@@ -129,7 +129,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     } else {
         LogFormat::Text
     };
-    let _exporting = hypersaga_telemetry::init_service(
+    let exporting = hypersaga_telemetry::init_service(
         &format!("hypersaga-{}", args.role.name()),
         &config.log.filter,
         format,
@@ -167,5 +167,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Role::Nodepool => hypersaga_nodepool::run(&config, shutdown).await?,
     }
     info!(role, "stopped");
+    // Flushing waits on the exporter, whose connection runs on this runtime: let the other
+    // tasks go on meanwhile.
+    tokio::task::block_in_place(|| drop(exporting));
     Ok(ExitCode::SUCCESS)
 }
