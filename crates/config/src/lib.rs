@@ -279,6 +279,10 @@ pub struct CoordinatorConfig {
     /// `ListOperations`) once its delete has finished; the audit stream keeps their events
     /// longer. 0: forever.
     pub deleted_history_s: u64,
+    /// Deliveries of an input that fails every time (a saga record this version cannot read)
+    /// before it is moved to `HCP_DEAD`; the pause between them grows from 0.5 s to 30 s, so
+    /// 80 is about 25 minutes of trying.
+    pub poison_after: u32,
 }
 
 impl Default for CoordinatorConfig {
@@ -299,6 +303,7 @@ impl Default for CoordinatorConfig {
             recheck_max_ms: 30_000,
             cache_sagas: 10_000,
             deleted_history_s: 30 * 24 * 3600,
+            poison_after: 80,
         }
     }
 }

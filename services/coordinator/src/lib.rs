@@ -104,6 +104,9 @@ async fn consume(
     shutdown: CancellationToken,
 ) -> Result<()> {
     let concurrency = config.concurrency;
+    // An input that fails every time (a saga record this version cannot read, a saga
+    // contended without end) is tried this often, then moved aside.
+    let poison_after = i64::from(config.poison_after.max(1));
     let stream = bus
         .jetstream()
         .get_stream(EVT_STREAM)
@@ -176,8 +179,24 @@ async fn consume(
                     }
                 }
                 Err(e) => {
-                    warn!(error = %e, subject = %msg.subject, "event not processed; retrying later");
-                    let _ = msg.ack_with(async_nats::jetstream::AckKind::Nak(Some(Duration::from_millis(500)))).await;
+                    let delivered = msg.info().map(|i| i.delivered).unwrap_or(1);
+                    if delivered >= poison_after {
+                        // Moved aside, never dropped silently: the saga's lease and deadline
+                        // pause it if this input mattered.
+                        let reason = format!("not processed after {delivered} deliveries: {e}");
+                        warn!(subject = %msg.subject, %reason, "input given up on; dead-lettered");
+                        let role = hypersaga_bus::Role::Coordinator;
+                        match bus.dead_letter(&role, &msg.subject, msg.payload.clone(), &reason).await {
+                            Ok(()) => { let _ = msg.ack_with(async_nats::jetstream::AckKind::Term).await; }
+                            Err(d) => {
+                                warn!(error = %d, "could not dead-letter an input; retrying later");
+                                let _ = msg.ack_with(async_nats::jetstream::AckKind::Nak(Some(retry_delay(delivered)))).await;
+                            }
+                        }
+                    } else {
+                        warn!(error = %e, subject = %msg.subject, delivered, "input not processed; retrying later");
+                        let _ = msg.ack_with(async_nats::jetstream::AckKind::Nak(Some(retry_delay(delivered)))).await;
+                    }
                 }
             }
         }.instrument(received));
@@ -188,6 +207,13 @@ async fn consume(
     })
     .await;
     Ok(())
+}
+
+/// The pause before an input that failed is delivered again: half a second, growing with
+/// each delivery to 30 s, so a failing input neither spins nor waits long after a blip.
+fn retry_delay(delivered: i64) -> Duration {
+    let step = u32::try_from(delivered.clamp(1, 60)).unwrap_or(60);
+    (Duration::from_millis(500) * step).min(Duration::from_secs(30))
 }
 
 /// Saga ids become KV keys: anything else is dropped rather than retried forever.

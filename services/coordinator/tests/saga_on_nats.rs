@@ -992,3 +992,76 @@ async fn a_deleted_clusters_operations_expire_and_a_live_ones_stay() {
         .into_inner();
     assert_eq!(op.state, pb::OperationState::Succeeded as i32);
 }
+
+/// An input the coordinator can never process (here: about a saga whose record this version
+/// cannot read) is tried `poison_after` times, then moved to `HCP_DEAD` with why, instead of
+/// being retried for ever; the coordinator goes on working.
+#[tokio::test]
+async fn an_input_that_always_fails_is_dead_lettered_after_its_deliveries() {
+    let h = Harness::start_with(|c| c.coordinator.poison_after = 3).await;
+    let bus = Bus::connect(&h.config.nats.url, "poisoner", "hcp")
+        .await
+        .unwrap();
+    let sagas = bus.sagas().await.unwrap();
+    sagas
+        .put("acme.op-unreadable", "{not a saga".into())
+        .await
+        .unwrap();
+    let call = hypersaga_bus::OperatorCall {
+        v: 1,
+        tenant: TenantId::new("acme").unwrap(),
+        saga_id: "op-unreadable".into(),
+        action: hypersaga_bus::OperatorAction::Resume,
+        step: None,
+        actor: "tenant:acme".into(),
+        call_id: "poison".into(),
+    };
+    let subject = bus.subjects().saga_operate(&call.tenant);
+    bus.publish_json(&subject, "poison", &TraceParent::new_root(), &call)
+        .await
+        .unwrap();
+
+    // Three deliveries, 0.5 s and 1 s apart, then the dead letter.
+    let dead = bus
+        .jetstream()
+        .get_stream(hypersaga_bus::DEAD_STREAM)
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let message = loop {
+        match dead
+            .get_last_raw_message_by_subject("hcp.acme.dead.coordinator")
+            .await
+        {
+            Ok(m) => break m,
+            Err(_) => {
+                assert!(Instant::now() < deadline, "nothing was dead-lettered");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    let header = |name: &str| {
+        message
+            .headers
+            .get(name)
+            .map(|v| v.as_str().to_owned())
+            .unwrap_or_default()
+    };
+    assert_eq!(header(hypersaga_bus::DEAD_SUBJECT_HEADER), subject);
+    let reason = header(hypersaga_bus::DEAD_REASON_HEADER);
+    assert!(
+        reason.starts_with(
+            "not processed after 3 deliveries: saga record acme.op-unreadable is unreadable"
+        ),
+        "{reason}"
+    );
+    let kept: hypersaga_bus::OperatorCall = serde_json::from_slice(&message.payload).unwrap();
+    assert_eq!((kept.saga_id, kept.call_id), (call.saga_id, call.call_id));
+
+    // The coordinator still does its work.
+    let mut c = h.client().await;
+    c.create_cluster(h.call(request("after")).await)
+        .await
+        .unwrap();
+    h.wait_phase("after", pb::ClusterPhase::Ready).await;
+}
