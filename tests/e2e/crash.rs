@@ -1,5 +1,6 @@
-//! `kill -9` of the coordinator and of a service in the middle of a saga: the supervisor
-//! restarts them, the saga finishes, and nothing is created twice.
+//! `kill -9` of the coordinator and of a service in the middle of a saga, and of one of the
+//! bus's nats-servers: the supervisor restarts the services, the cluster's other servers carry
+//! the streams, the saga finishes, and nothing is created twice.
 
 use std::collections::BTreeMap;
 
@@ -53,7 +54,12 @@ async fn sigkill_of_coordinator_and_a_service_mid_saga_loses_nothing() {
     );
     assert_eq!(before["dns-0"], after["dns-0"], "others untouched");
 
-    // Nothing exists twice: one of each, eight identities.
+    nothing_twice(&system).await;
+}
+
+/// Nothing of one ready cluster exists twice: one of each network resource, eight
+/// identities, one HostedCluster and one NodePool.
+async fn nothing_twice(system: &System) {
     let mut per_type: BTreeMap<String, usize> = BTreeMap::new();
     for r in system.inventory("acme").await {
         let ty = r["type"].as_str().unwrap_or("?").to_owned();
@@ -115,4 +121,53 @@ async fn replicas_share_the_work_and_cover_for_each_other() {
     }
     let ready = system.watch_to_end("acme", "twins").await;
     assert_eq!(phase(&ready), "ready", "{ready:#?}");
+}
+
+/// On a three-server JetStream cluster (R3 streams and buckets, as production runs), one
+/// server killed in the middle of a create: the clients fail over to the others, the
+/// streams' other copies carry on, the create ends ready with nothing made twice, and its
+/// journal is whole.
+#[tokio::test]
+async fn a_nats_server_killed_mid_create_on_a_three_server_cluster_loses_nothing() {
+    let system = System::start_with(&["--nats-servers", "3"]).await;
+    system.create("acme", "quorum", 1).await;
+    system
+        .wait_until("acme", "quorum", "the create to be under way", |c| {
+            steps(c).values().any(|(state, _)| state == "succeeded")
+        })
+        .await;
+    let servers: BTreeMap<String, u32> = serde_json::from_slice(
+        &std::fs::read(system.state_dir().join("nats/pids.json")).expect("nats pids"),
+    )
+    .expect("pids");
+    assert_eq!(servers.len(), 3, "{servers:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(servers["n0"] as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill -9 nats-server n0");
+
+    let ready = system
+        .wait_until("acme", "quorum", "the create to finish", |c| {
+            phase(c) != "provisioning" && phase(c) != "accepted"
+        })
+        .await;
+    assert_eq!(phase(&ready), "ready", "{ready:#?}");
+    nothing_twice(&system).await;
+
+    // The public journal: every step started and succeeded, the cluster ready once.
+    let events = system.audit_events("acme", "quorum").await;
+    let count = |ty: &str| events.iter().filter(|e| e["type"] == ty).count();
+    assert_eq!(count("cluster.ready"), 1, "{events:#?}");
+    let steps = steps(&ready);
+    let succeeded: std::collections::BTreeSet<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "step.succeeded")
+        .filter_map(|e| e["step"].as_str())
+        .collect();
+    assert_eq!(
+        succeeded,
+        steps.keys().map(String::as_str).collect(),
+        "{events:#?}"
+    );
 }

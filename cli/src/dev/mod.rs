@@ -42,6 +42,11 @@ pub struct DevArgs {
     /// Replicas of each service (the gateway's replicas listen on their own ports).
     #[arg(long, default_value_t = 1)]
     pub replicas: usize,
+    /// nats-servers in the bus: 1, or a JetStream cluster of 3 (or more) with every stream
+    /// and bucket replicated 3 times, as a production deployment runs it. Their pids are in
+    /// `<state>/nats/pids.json`, to try losing one.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=7))]
+    pub nats_servers: u16,
     /// gRPC listen address of the (first) gateway; port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:50051")]
     pub grpc_listen: SocketAddr,
@@ -85,9 +90,12 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         .collect::<Result<Vec<_>, _>>()?;
     let tls = TlsFiles::write(&state.join("tls"), &cert)?;
     let closed = bus::prepare(&state, BUS_PREFIX, &tenant_ids, &tls)?;
-    let nats = NatsServer::start_with_config(&state.join("nats"), &closed.server_config)
-        .await
-        .context("starting nats-server")?;
+    let nats = Nats::start(
+        &state.join("nats"),
+        args.nats_servers,
+        &closed.server_config,
+    )
+    .await?;
     let azurite = Azurite::start().await.context("starting Azurite")?;
 
     // The outside world: ARM + Entra, and the management cluster.
@@ -143,11 +151,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     })?;
     let config = Config {
         nats: NatsConfig {
-            url: nats.url().to_owned(),
+            url: nats.url(),
             prefix: BUS_PREFIX.into(),
             credentials_dir: Some(absolute(&closed.credentials_dir)),
             ca_file: Some(absolute(&ca_path)),
-            replicas: 1,
+            replicas: nats.replicas(),
         },
         tenants: tenants
             .iter()
@@ -253,7 +261,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     let endpoints = Endpoints {
         version: ENDPOINTS_VERSION,
         grpc: format!("https://{grpc}"),
-        nats_url: nats.url().to_owned(),
+        nats_url: nats.url(),
         nats_credentials_dir: Some(absolute(&closed.credentials_dir)),
         arm_url: arm_url.clone(),
         entra_url: arm_url.clone(),
@@ -289,6 +297,57 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The bus's servers: one, or a JetStream cluster.
+enum Nats {
+    One(NatsServer),
+    Cluster(hypersaga_procs::NatsCluster),
+}
+
+impl Nats {
+    async fn start(dir: &Path, servers: u16, config: &str) -> anyhow::Result<Self> {
+        if servers <= 1 {
+            let server = NatsServer::start_with_config(dir, config)
+                .await
+                .context("starting nats-server")?;
+            return Ok(Self::One(server));
+        }
+        let cluster = hypersaga_procs::NatsCluster::start_with_config(dir, servers.into(), config)
+            .await
+            .context("starting the nats-server cluster")?;
+        let pids: std::collections::BTreeMap<String, u32> = cluster
+            .servers()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| Some((format!("n{i}"), s.pid()?)))
+            .collect();
+        std::fs::write(dir.join("pids.json"), serde_json::to_vec_pretty(&pids)?)?;
+        Ok(Self::Cluster(cluster))
+    }
+
+    /// What clients connect to: every server, comma-separated.
+    fn url(&self) -> String {
+        match self {
+            Self::One(server) => server.url().to_owned(),
+            Self::Cluster(cluster) => cluster.url(),
+        }
+    }
+
+    /// Copies of each stream and bucket: 3 on a cluster (fewer servers may then be lost).
+    fn replicas(&self) -> usize {
+        match self {
+            Self::One(_) => 1,
+            Self::Cluster(cluster) => cluster.servers().len().min(3),
+        }
+    }
+
+    async fn stop(self) {
+        match self {
+            Self::One(server) => server.stop().await,
+            Self::Cluster(cluster) => cluster.stop().await,
+        }
+    }
 }
 
 fn positive_scale(s: &str) -> Result<f64, String> {

@@ -44,6 +44,8 @@ pub enum Error {
         #[source]
         source: async_nats::ConnectError,
     },
+    #[error("invalid NATS server URL {url:?}: {message}")]
+    BadUrl { url: String, message: String },
     #[error("JetStream {what} failed: {message}")]
     JetStream { what: &'static str, message: String },
     #[error("cannot encode message")]
@@ -68,7 +70,7 @@ impl Error {
     /// A short label for metrics and logs.
     pub fn metric_label(&self) -> &'static str {
         match self {
-            Self::Connect { .. } => "connect",
+            Self::Connect { .. } | Self::BadUrl { .. } => "connect",
             Self::JetStream { .. } => "jetstream",
             Self::Encode(_) => "encode",
             Self::Credentials { .. } => "credentials",
@@ -346,12 +348,28 @@ async fn open(url: &str, options: async_nats::ConnectOptions) -> Result<async_na
                 other => tracing::debug!(event = %other, "NATS connection event"),
             }
         })
-        .connect(url)
+        .connect(servers(url)?)
         .await
         .map_err(|source| Error::Connect {
             url: url.to_owned(),
             source,
         })
+}
+
+/// The servers of `url`: one URL, or several separated by commas (a cluster's, any of which
+/// will do; the client fails over between them).
+fn servers(url: &str) -> Result<Vec<async_nats::ServerAddr>> {
+    url.split(',')
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .map(|u| {
+            u.parse::<async_nats::ServerAddr>()
+                .map_err(|e| Error::BadUrl {
+                    url: u.to_owned(),
+                    message: e.to_string(),
+                })
+        })
+        .collect()
 }
 
 /// How a role authenticates to the bus and trusts it.

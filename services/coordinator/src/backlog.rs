@@ -7,14 +7,16 @@
 //! delivers work (to any tenant — a tenant's command may wait while another tenant's work
 //! fills the slots, and that is queueing, not loss) or holds commands it has not yet
 //! acknowledged. A command lost in a live service is caught once the service goes idle, or by
-//! the step's deadline.
+//! the step's deadline. A consumer that cannot be read right now (its leader being elected
+//! after a server was lost) is no evidence either way, and expires no lease; one that does not
+//! exist does.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
-use async_nats::jetstream::consumer::{Consumer, Info, pull};
+use async_nats::jetstream::consumer::Info;
 use hypersaga_bus::CMD_STREAM;
 use hypersaga_bus::subjects::worker_consumer;
 use hypersaga_model::TenantId;
@@ -67,16 +69,23 @@ impl Backlogs {
             return *active;
         }
         let active = match self.read(&name).await {
-            Ok(info) => {
+            Read::Info(info) => {
                 let recent = info.delivered.last_active.is_some_and(|t| {
                     OffsetDateTime::now_utc() - t
                         <= time::Duration::try_from(horizon).unwrap_or(time::Duration::MAX)
                 });
                 recent || info.num_ack_pending > 0
             }
-            Err(e) => {
-                warn!(consumer = %name, error = %e, "cannot read a service's consumer; treating it as idle");
+            Read::Missing(why) => {
+                warn!(consumer = %name, %why, "a service's consumer does not exist; treating it as idle");
                 false
+            }
+            // The cluster electing a new leader for the consumer, a server going away: no
+            // answer is no evidence of loss. The lease is looked at again at the next timer,
+            // and the step's deadline bounds how long this can last.
+            Read::Unknown(why) => {
+                warn!(consumer = %name, %why, "cannot read a service's consumer now; not expiring its leases on that");
+                true
             }
         };
         self.cache
@@ -86,14 +95,40 @@ impl Backlogs {
         active
     }
 
-    async fn read(&self, name: &str) -> Result<Info, String> {
-        let stream = self
-            .js
-            .get_stream(CMD_STREAM)
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut consumer: Consumer<pull::Config> =
-            stream.get_consumer(name).await.map_err(|e| e.to_string())?;
-        consumer.info().await.cloned().map_err(|e| e.to_string())
+    async fn read(&self, name: &str) -> Read {
+        use async_nats::jetstream::context::{ConsumerInfoErrorKind, GetStreamErrorKind};
+        let stream = match self.js.get_stream(CMD_STREAM).await {
+            Ok(stream) => stream,
+            Err(e)
+                if matches!(e.kind(), GetStreamErrorKind::JetStream(ref j)
+                if j.error_code() == async_nats::jetstream::ErrorCode::STREAM_NOT_FOUND) =>
+            {
+                return Read::Missing(e.to_string());
+            }
+            Err(e) => return Read::Unknown(e.to_string()),
+        };
+        match stream.consumer_info(name).await {
+            Ok(info) => Read::Info(info),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ConsumerInfoErrorKind::NotFound
+                        | ConsumerInfoErrorKind::StreamNotFound
+                        | ConsumerInfoErrorKind::InvalidName
+                ) =>
+            {
+                Read::Missing(e.to_string())
+            }
+            Err(e) => Read::Unknown(e.to_string()),
+        }
     }
+}
+
+/// What reading a consumer told.
+enum Read {
+    Info(Info),
+    /// It does not exist: nothing consumes the service's queue.
+    Missing(String),
+    /// No answer (timed out, no responders, a leader being elected).
+    Unknown(String),
 }

@@ -128,9 +128,13 @@ async fn consume(
         )
         .await
         .map_err(|e| Error::kv("create coordinator consumer", e))?;
+    // Short pulls with frequent heartbeats: a pull lost with its server (a consumer leader
+    // failing over in a cluster) is noticed and renewed within seconds, not the 30 s default.
     let mut messages = consumer
         .stream()
         .max_messages_per_batch(concurrency)
+        .expires(Duration::from_secs(5))
+        .heartbeat(Duration::from_secs(1))
         .messages()
         .await
         .map_err(|e| Error::kv("pull from HCP_EVT", e))?;
