@@ -56,8 +56,30 @@ pub async fn channel(server: &str, ca: Option<&Path>) -> anyhow::Result<Channel>
     } else if ca.is_some() {
         anyhow::bail!("--ca given, but {server} is not an https:// URL");
     }
-    endpoint
-        .connect()
-        .await
-        .with_context(|| format!("cannot connect to the hypersaga API at {server}"))
+    endpoint.connect().await.map_err(|source| {
+        anyhow::Error::new(Unreachable {
+            server: server.to_owned(),
+            source,
+        })
+    })
+}
+
+/// The API did not answer at all (refused, reset, TLS failed): the exit code says so
+/// ([`crate::exit::UNREACHABLE`]) apart from the API's own refusals.
+#[derive(Debug)]
+pub struct Unreachable {
+    pub server: String,
+    pub source: tonic::transport::Error,
+}
+
+impl std::fmt::Display for Unreachable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot connect to the hypersaga API at {}", self.server)
+    }
+}
+
+impl std::error::Error for Unreachable {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
 }

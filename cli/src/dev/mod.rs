@@ -224,6 +224,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         &config_path,
         serde_json::to_string_pretty(&config)?.as_bytes(),
     )?;
+    // As every service will load it: with this shell's HYPERSAGA_ variables over it. One
+    // refused here is said once, rather than by every child as it crash-loops.
+    if let Err(e) = Config::load(Some(&config_path)) {
+        anyhow::bail!("{e} (from this shell's HYPERSAGA_ variables)");
+    }
 
     // Every service, supervised.
     let mut sup = Supervisor::new(&state);
