@@ -375,3 +375,110 @@ client_secret = "shh"
         );
     }
 }
+
+/// A TCP proxy in front of the gateway that the test can cut: its connections are dropped and
+/// it accepts no more, as a network that went away does.
+struct Cuttable {
+    addr: std::net::SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Cuttable {
+    async fn to(upstream: std::net::SocketAddr) -> Cuttable {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            let mut links = tokio::task::JoinSet::new();
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                links.spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+            }
+        });
+        Cuttable { addr, task }
+    }
+
+    /// Drops every connection (the JoinSet goes with the task) and the listener.
+    fn cut(&self) {
+        self.task.abort();
+    }
+}
+
+/// `watch` gives up once the stream stays lost for `--reconnect-timeout`, says why and how
+/// to go on, and exits 7; the operation is untouched.
+#[tokio::test]
+async fn a_watch_that_cannot_reconnect_gives_up_in_bounded_time_with_exit_code_7() {
+    let system = System::start().await;
+    system
+        .arm_admin()
+        .add_fault(&hypersaga_emulator_arm::FaultSpec {
+            method: "PUT".into(),
+            resource_type: "Microsoft.Network/loadBalancers".into(),
+            name_contains: None,
+            status: 503,
+            code: "ServiceUnavailable".into(),
+            message: None,
+            retry_after_secs: None,
+            count: None,
+        })
+        .await
+        .unwrap();
+    system.create("acme", "stranded", 1).await;
+    let gateway: std::net::SocketAddr = system
+        .endpoints
+        .grpc
+        .trim_start_matches("https://")
+        .parse()
+        .expect("the gateway's address");
+    let proxy = Cuttable::to(gateway).await;
+    let watching = std::process::Command::new(env!("CARGO_BIN_EXE_hypersaga"))
+        .args(["cluster", "watch", "stranded", "--reconnect-timeout", "3"])
+        .arg("--server")
+        .arg(format!("https://{}", proxy.addr))
+        .arg("--ca")
+        .arg(&system.endpoints.ca_bundle)
+        .arg("--token")
+        .arg(system.token("acme"))
+        .env_remove("HYPERSAGA_ENDPOINTS")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start hypersaga cluster watch");
+    // Let the watch show the cluster as it is, then take the network away for good.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    proxy.cut();
+    let started = std::time::Instant::now();
+    let out = tokio::task::spawn_blocking(move || watching.wait_with_output())
+        .await
+        .unwrap()
+        .expect("wait for the CLI");
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(7), "{shown}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "gave up after {:?}",
+        started.elapsed()
+    );
+    assert!(shown.contains("cluster stranded is "), "{shown}");
+    for expected in [
+        "Lost the watch on cluster stranded",
+        "reconnecting for up to 3 s",
+        "could not get it back within 3 s",
+        "follow it with `hypersaga cluster watch stranded`",
+    ] {
+        assert!(
+            shown.contains(expected),
+            "missing {expected:?} in:\n{shown}"
+        );
+    }
+    let still = system
+        .wait_until("acme", "stranded", "the cluster to be there", |_| true)
+        .await;
+    assert_eq!(
+        phase(&still),
+        "provisioning",
+        "the create goes on: {still:#?}"
+    );
+}
