@@ -220,24 +220,70 @@ impl EnvLayer {
 /// Says why `path` is no setting, and what was probably meant.
 fn unknown(patterns: &BTreeSet<Vec<Segment>>, path: &[String]) -> String {
     let dotted = path.join(".");
-    // `HYPERSAGA_LOG_FILTER` for `HYPERSAGA_LOG__FILTER`: one `_` where `__` was meant.
+    match guess(patterns, path) {
+        Some(g) => {
+            let parts: Vec<&str> = g.iter().map(String::as_str).collect();
+            format!(
+                "no setting `{dotted}`; did you mean {}?",
+                variable_for(&parts)
+            )
+        }
+        None => format!(
+            "no setting `{dotted}` (variables are HYPERSAGA_<SECTION>__<KEY>, see `hypersaga serve --help`)"
+        ),
+    }
+}
+
+/// The setting `path` probably meant: one `_` where `__` was meant (`HYPERSAGA_LOG_FILTER`),
+/// else a setting of the same depth at most two typos away (`WORKER__CONCURENCY`).
+fn guess(patterns: &BTreeSet<Vec<Segment>>, path: &[String]) -> Option<Vec<String>> {
     let last = path.len() - 1;
-    let mut guesses = Vec::new();
     for (i, _) in path[last].match_indices('_') {
         let mut fixed = path[..last].to_vec();
         fixed.push(path[last][..i].to_owned());
         fixed.push(path[last][i + 1..].to_owned());
         if names_a_setting(patterns, &fixed) {
-            let parts: Vec<&str> = fixed.iter().map(String::as_str).collect();
-            guesses.push(variable_for(&parts));
+            return Some(fixed);
         }
     }
-    match guesses.first() {
-        Some(g) => format!("no setting `{dotted}`; did you mean {g}?"),
-        None => format!(
-            "no setting `{dotted}` (variables are HYPERSAGA_<SECTION>__<KEY>, see `hypersaga serve --help`)"
-        ),
+    patterns
+        .iter()
+        .filter(|p| p.len() == path.len())
+        .filter_map(|p| {
+            let mut typos = 0;
+            let mut fixed = Vec::with_capacity(p.len());
+            for (seg, part) in p.iter().zip(path) {
+                match seg {
+                    Segment::Field(f) => {
+                        typos += edit_distance(f, part);
+                        fixed.push(f.clone());
+                    }
+                    Segment::Index if part.parse::<usize>().is_err() => return None,
+                    Segment::Index | Segment::Key => fixed.push(part.clone()),
+                }
+            }
+            (typos <= 2).then_some((typos, fixed))
+        })
+        .min_by_key(|(typos, _)| *typos)
+        .map(|(_, fixed)| fixed)
+}
+
+/// Levenshtein distance: insertions, deletions and substitutions of one character.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
     }
+    row[b.len()]
 }
 
 fn get<'a>(v: &'a Value, path: &[String]) -> Option<&'a Value> {

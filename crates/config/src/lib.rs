@@ -947,7 +947,12 @@ client_secret = "from-the-file"
             said.contains("tenants has 0 entries: the next one is index 0, not 3"),
             "{said}"
         );
-        assert!(said.contains("no setting `worker.concurency`"), "{said}");
+        assert!(
+            said.contains(
+                "no setting `worker.concurency`; did you mean HYPERSAGA_WORKER__CONCURRENCY?"
+            ),
+            "{said}"
+        );
     }
 
     #[test]
