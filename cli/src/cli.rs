@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::commands;
 #[cfg(feature = "dev-tools")]
 use crate::dev::{self, DevArgs};
-use crate::output::Format;
+use crate::output::Output;
 use crate::serve::{self, ServeArgs};
 
 /// hypersaga provisions hosted OpenShift control planes (HyperShift) on Azure for many tenants,
@@ -17,7 +17,12 @@ use crate::serve::{self, ServeArgs};
 /// Start the whole system locally with `hypersaga dev`, then use the client commands
 /// (`cluster`, `operation`, `audit`, `emulator`), which read the endpoints file `dev` writes.
 #[derive(Parser, Debug)]
-#[command(name = "hypersaga", version, propagate_version = true)]
+#[command(
+    name = "hypersaga",
+    version,
+    propagate_version = true,
+    after_help = crate::exit::HELP
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -50,6 +55,17 @@ pub enum Command {
     /// Bearer tokens for tenants' callers: the token, and the digest the configuration keeps.
     #[command(subcommand)]
     Token(commands::token::TokenCommand),
+    /// Print the shell completion script for bash, zsh, fish, powershell or elvish.
+    ///
+    /// bash: `source <(hypersaga completion bash)` (or write it to
+    /// /etc/bash_completion.d/hypersaga); zsh: `hypersaga completion zsh >
+    /// "${fpath[1]}/_hypersaga"`; fish: `hypersaga completion fish >
+    /// ~/.config/fish/completions/hypersaga.fish`; PowerShell: `hypersaga completion
+    /// powershell | Out-String | Invoke-Expression`.
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// The bus's access control: credentials per role for a deployment.
     #[command(subcommand)]
     Bus(commands::bus::BusCommand),
@@ -85,9 +101,17 @@ pub struct ClientArgs {
     /// Bearer token (overrides the endpoints file).
     #[arg(long, global = true, env = "HYPERSAGA_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// Output format.
-    #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = Format::Text)]
-    pub output: Format,
+    /// Output format: text, json, yaml, wide (tables with more columns) or name
+    /// (`cluster/<name>`, one per line).
+    #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+    /// Tables without their header line (text and wide output).
+    #[arg(long, global = true)]
+    pub no_headers: bool,
+    /// With --wait or watch: how long to keep trying to get a lost stream back (the gateway
+    /// restarting, a connection reset) before giving up, in seconds.
+    #[arg(long, global = true, default_value_t = 300, value_name = "SECONDS")]
+    pub reconnect_timeout: u64,
 }
 
 impl ClientArgs {
@@ -127,9 +151,67 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Audit(c) => commands::audit::run(c).await,
         Command::Bus(c) => commands::bus::run(c).await,
         Command::Token(c) => commands::token::run(c),
+        Command::Completion { shell } => commands::completion::run(shell),
         #[cfg(feature = "dev-tools")]
         Command::Emulator(c) => commands::emulator::run(c).await,
         #[cfg(feature = "dev-tools")]
         Command::Bench(c) => crate::bench::run(c).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::*;
+
+    /// Every `HYPERSAGA_` variable the command line reads, in every subcommand.
+    fn variables(cmd: &clap::Command, out: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            if let Some(env) = arg.get_env() {
+                out.push(env.to_string_lossy().into_owned());
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            variables(sub, out);
+        }
+    }
+
+    #[test]
+    fn every_variable_of_the_command_line_is_known_not_to_be_a_setting() {
+        // Else exporting it for a client command would make `serve` refuse to start.
+        let mut vars = Vec::new();
+        variables(&Cli::command(), &mut vars);
+        assert!(vars.iter().any(|v| v == "HYPERSAGA_ENDPOINTS"), "{vars:?}");
+        for v in vars.iter().filter(|v| v.starts_with("HYPERSAGA_")) {
+            assert!(
+                hypersaga_config::env::is_client_variable(v),
+                "{v} is read by the command line but not in hypersaga_config::env::CLIENT_VARIABLES"
+            );
+        }
+    }
+
+    #[test]
+    fn every_client_command_takes_every_output_format_and_no_headers() {
+        Cli::command().debug_assert();
+        for format in ["text", "json", "yaml", "wide", "name"] {
+            for args in [
+                &["cluster", "get", "demo"][..],
+                &["cluster", "list"],
+                &["cluster", "watch", "demo"],
+                &["cluster", "create", "demo", "--wait"],
+                &["cluster", "delete", "demo"],
+                &["operation", "get", "op-1"],
+                &["operation", "list", "--state", "paused"],
+                &["operation", "resume", "op-1"],
+            ] {
+                let mut argv = vec!["hypersaga"];
+                argv.extend_from_slice(args);
+                argv.extend(["-o", format, "--no-headers"]);
+                if let Err(e) = Cli::try_parse_from(&argv) {
+                    panic!("{argv:?}: {e}");
+                }
+            }
+        }
     }
 }

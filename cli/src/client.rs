@@ -1,6 +1,7 @@
 //! An authenticated `ClusterService` client.
 
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::Context;
 use hypersaga_api::v1::cluster_service_client::ClusterServiceClient;
@@ -39,8 +40,15 @@ pub async fn connect(server: &str, token: &str, ca: Option<&Path>) -> anyhow::Re
 /// A channel to the API at `server`, without a token (health, reflection): TLS for `https://`,
 /// checked against `ca` if given, else the system's roots.
 pub async fn channel(server: &str, ca: Option<&Path>) -> anyhow::Result<Channel> {
+    // A peer that vanished without closing (a host gone, a NAT entry dropped) would leave a
+    // watch, or a connection attempt, hanging for ever: pings and a connect timeout turn it
+    // into an error, which `--wait` then recovers from.
     let mut endpoint = Channel::from_shared(server.to_owned())
-        .with_context(|| format!("{server:?} is not a valid server URL"))?;
+        .with_context(|| format!("{server:?} is not a valid server URL"))?
+        .connect_timeout(Duration::from_secs(10))
+        .http2_keep_alive_interval(Duration::from_secs(20))
+        .keep_alive_timeout(Duration::from_secs(10))
+        .keep_alive_while_idle(true);
     if server.starts_with("https://") {
         let tls = match ca {
             Some(ca) => {
@@ -56,8 +64,30 @@ pub async fn channel(server: &str, ca: Option<&Path>) -> anyhow::Result<Channel>
     } else if ca.is_some() {
         anyhow::bail!("--ca given, but {server} is not an https:// URL");
     }
-    endpoint
-        .connect()
-        .await
-        .with_context(|| format!("cannot connect to the hypersaga API at {server}"))
+    endpoint.connect().await.map_err(|source| {
+        anyhow::Error::new(Unreachable {
+            server: server.to_owned(),
+            source,
+        })
+    })
+}
+
+/// The API did not answer at all (refused, reset, TLS failed): the exit code says so
+/// ([`crate::exit::UNREACHABLE`]) apart from the API's own refusals.
+#[derive(Debug)]
+pub struct Unreachable {
+    pub server: String,
+    pub source: tonic::transport::Error,
+}
+
+impl std::fmt::Display for Unreachable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot connect to the hypersaga API at {}", self.server)
+    }
+}
+
+impl std::error::Error for Unreachable {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
 }

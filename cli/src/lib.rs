@@ -11,5 +11,6 @@ pub mod commands;
 #[cfg(feature = "dev-tools")]
 pub mod dev;
 pub mod endpoints;
+pub mod exit;
 pub mod output;
 pub mod serve;

@@ -22,7 +22,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            hypersaga::exit::for_error(&e)
         }
     }
 }

@@ -1,4 +1,6 @@
-//! What the CLI prints: human tables and progress by default, stable JSON with `-o json`.
+//! What the CLI prints: human tables and progress by default; `-o json` and `-o yaml` (the
+//! same document), `-o wide` (tables with more columns), `-o name` (`cluster/<name>`, one per
+//! line, as kubectl prints them) for the commands that show clusters and operations.
 
 use std::collections::BTreeMap;
 
@@ -7,6 +9,7 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
+/// Output of commands that print no clusters or operations (audit, tokens, emulators, benches).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// Tables and progress lines for people.
@@ -14,6 +17,84 @@ pub enum Format {
     Text,
     /// One JSON document (or one per line for streams), for scripts.
     Json,
+}
+
+/// Output of the commands that show clusters and operations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// Tables, details and progress lines for people.
+    #[default]
+    Text,
+    /// One JSON document (one per line while watching), for scripts.
+    Json,
+    /// The JSON document as YAML (`---` between documents while watching).
+    Yaml,
+    /// Tables with more columns (location, node pools, the current operation, times).
+    Wide,
+    /// `cluster/<name>` or `operation/<id>`, one per line, for `xargs` and loops.
+    Name,
+}
+
+impl Output {
+    /// `-o json|yaml`: the document, as `value` holds it.
+    pub fn document(self, value: &Value) -> anyhow::Result<Option<String>> {
+        Ok(match self {
+            Output::Json => Some(format!("{}\n", serde_json::to_string_pretty(value)?)),
+            Output::Yaml => Some(serde_norway::to_string(value)?),
+            _ => None,
+        })
+    }
+}
+
+/// A table as kubectl prints one: upper-case headers (unless `--no-headers`), columns as wide
+/// as their widest cell, three spaces apart, the last one unpadded.
+pub struct Table {
+    headers: Vec<&'static str>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(headers: Vec<&'static str>) -> Self {
+        Self {
+            headers,
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    pub fn render(&self, headers: bool) -> String {
+        let header_row: Vec<String> = self.headers.iter().map(|h| (*h).to_owned()).collect();
+        let shown: Vec<&Vec<String>> = headers
+            .then_some(&header_row)
+            .into_iter()
+            .chain(&self.rows)
+            .collect();
+        let mut widths = vec![0; self.headers.len()];
+        for row in &shown {
+            for (w, cell) in widths.iter_mut().zip(row.iter()) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let mut out = String::new();
+        for row in shown {
+            let mut line = String::new();
+            for (i, cell) in row.iter().enumerate() {
+                if i + 1 == row.len() {
+                    line.push_str(cell);
+                } else {
+                    line.push_str(cell);
+                    let pad = widths[i] - cell.chars().count() + 3;
+                    line.extend(std::iter::repeat_n(' ', pad));
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
 }
 
 /// `CLUSTER_PHASE_READY` → `ready`.
@@ -132,23 +213,50 @@ pub fn cluster_json(c: &pb::Cluster) -> Value {
     })
 }
 
-/// A human table of clusters.
-pub fn clusters_table(clusters: &[pb::Cluster]) -> String {
-    let mut out = format!(
-        "{:<24} {:<13} {:<14} {}\n",
-        "NAME", "PHASE", "INFRA ID", "MESSAGE"
-    );
+/// A table of clusters; `wide` adds where, how big, the current operation and when.
+pub fn clusters_table(clusters: &[pb::Cluster], wide: bool) -> Table {
+    let mut headers = vec!["NAME", "PHASE", "INFRA ID"];
+    if wide {
+        headers.extend(["LOCATION", "NODE POOLS", "OPERATION", "CREATED"]);
+    }
+    headers.push("MESSAGE");
+    let mut table = Table::new(headers);
     for c in clusters {
         let s = c.status.clone().unwrap_or_default();
-        out.push_str(&format!(
-            "{:<24} {:<13} {:<14} {}\n",
-            c.name,
-            phase(s.phase),
-            s.infra_id,
-            s.message
-        ));
+        let mut row = vec![c.name.clone(), phase(s.phase), s.infra_id.clone()];
+        if wide {
+            let spec = c.spec.clone().unwrap_or_default();
+            let pools: Vec<String> = spec
+                .node_pools
+                .iter()
+                .map(|p| format!("{}={}×{}", p.name, p.replicas, p.vm_size))
+                .collect();
+            let op = s
+                .operation
+                .as_ref()
+                .map(|o| format!("{} {} {}", o.id, op_kind(o.kind), op_state(o.state)))
+                .unwrap_or_default();
+            row.extend([
+                spec.location.clone(),
+                pools.join(","),
+                op,
+                time_text(&c.create_time),
+            ]);
+        }
+        row.push(s.message.clone());
+        table.row(row);
     }
-    out
+    table
+}
+
+/// `cluster/<name>`, as kubectl names what it printed.
+pub fn cluster_name(name: &str) -> String {
+    format!("cluster/{name}")
+}
+
+/// `operation/<id>`.
+pub fn operation_name(id: &str) -> String {
+    format!("operation/{id}")
 }
 
 /// A human view of one cluster: phase, operation, every step, what exists.
@@ -262,12 +370,15 @@ pub fn pause_text(p: &pb::PauseDetail) -> String {
     )
 }
 
-/// A human table of operations; DETAIL says why one is paused or failed.
-pub fn operations_table(ops: &[pb::Operation]) -> String {
-    let mut out = format!(
-        "{:<36} {:<24} {:<7} {:<13} {:<21} {}\n",
-        "ID", "CLUSTER", "KIND", "STATE", "STARTED", "DETAIL"
-    );
+/// A table of operations; DETAIL says why one is paused or failed; `wide` adds when it
+/// ended, its steps done and its request id.
+pub fn operations_table(ops: &[pb::Operation], wide: bool) -> Table {
+    let mut headers = vec!["ID", "CLUSTER", "KIND", "STATE", "STARTED"];
+    if wide {
+        headers.extend(["ENDED", "STEPS", "REQUEST ID"]);
+    }
+    headers.push("DETAIL");
+    let mut table = Table::new(headers);
     for o in ops {
         let detail = match (&o.pause, &o.error) {
             (Some(p), _) => {
@@ -277,17 +388,34 @@ pub fn operations_table(ops: &[pb::Operation]) -> String {
             (None, Some(e)) => format!("{}: {}", e.code, e.message),
             (None, None) => String::new(),
         };
-        out.push_str(&format!(
-            "{:<36} {:<24} {:<7} {:<13} {:<21} {}\n",
-            o.id,
-            o.cluster,
+        let mut row = vec![
+            o.id.clone(),
+            o.cluster.clone(),
             op_kind(o.kind),
             op_state(o.state),
             time_text(&o.start_time),
-            detail
-        ));
+        ];
+        if wide {
+            let done = o
+                .steps
+                .iter()
+                .filter(|s| matches!(step_state(s.state).as_str(), "succeeded" | "compensated"))
+                .count();
+            let ended = if o.end_time.is_some() {
+                time_text(&o.end_time)
+            } else {
+                String::new()
+            };
+            row.extend([
+                ended,
+                format!("{done}/{}", o.steps.len()),
+                o.request_id.clone(),
+            ]);
+        }
+        row.push(detail);
+        table.row(row);
     }
-    out
+    table
 }
 
 /// Remembers what was shown, to print only what changed while watching.
@@ -467,5 +595,87 @@ mod tests {
         }
         let lines = progress.changes(&cluster).join("\n");
         assert!(lines.contains("operation is running"), "{lines}");
+    }
+
+    fn cluster(name: &str, phase: pb::ClusterPhase, replicas: i32) -> pb::Cluster {
+        pb::Cluster {
+            name: name.into(),
+            create_time: ts(1_800_000_000),
+            spec: Some(pb::ClusterSpec {
+                location: "westeurope".into(),
+                node_pools: vec![pb::NodePoolSpec {
+                    name: "workers".into(),
+                    replicas,
+                    vm_size: "Standard_D4s_v5".into(),
+                }],
+                ..Default::default()
+            }),
+            status: Some(pb::ClusterStatus {
+                phase: phase as i32,
+                infra_id: format!("{name}-x1"),
+                message: "all good".into(),
+                operation: Some(paused_create()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_table_lines_its_columns_up_and_drops_its_header_on_request() {
+        let clusters = [
+            cluster("demo", pb::ClusterPhase::Ready, 2),
+            cluster("a-much-longer-name", pb::ClusterPhase::Provisioning, 1),
+        ];
+        let table = clusters_table(&clusters, false);
+        let shown = table.render(true);
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(lines.len(), 3, "{shown}");
+        assert!(lines[0].starts_with("NAME "), "{shown}");
+        let phase_at = lines[0].find("PHASE").unwrap();
+        assert_eq!(lines[1].find("ready"), Some(phase_at), "{shown}");
+        assert_eq!(lines[2].find("provisioning"), Some(phase_at), "{shown}");
+        let bare = table.render(false);
+        assert_eq!(bare.lines().count(), 2, "{bare}");
+        assert!(bare.starts_with("demo "), "{bare}");
+    }
+
+    #[test]
+    fn wide_tables_add_where_how_big_and_what_is_going_on() {
+        let shown =
+            clusters_table(&[cluster("demo", pb::ClusterPhase::Ready, 2)], true).render(true);
+        for expected in [
+            "LOCATION",
+            "NODE POOLS",
+            "OPERATION",
+            "CREATED",
+            "westeurope",
+            "workers=2×Standard_D4s_v5",
+            "op-1 create paused",
+            "2027-01-15T08:00:00Z",
+        ] {
+            assert!(
+                shown.contains(expected),
+                "missing {expected:?} in:\n{shown}"
+            );
+        }
+        let ops = operations_table(&[paused_create()], true).render(true);
+        for expected in ["ENDED", "STEPS", "REQUEST ID", "0/1", "LeaseExpired"] {
+            assert!(ops.contains(expected), "missing {expected:?} in:\n{ops}");
+        }
+    }
+
+    #[test]
+    fn yaml_is_the_json_document_and_names_are_kubectl_style() {
+        let value = cluster_json(&cluster("demo", pb::ClusterPhase::Ready, 2));
+        let yaml = Output::Yaml.document(&value).unwrap().unwrap();
+        let back: Value = serde_norway::from_str(&yaml).unwrap();
+        assert_eq!(back, value);
+        assert!(yaml.contains("phase: ready"), "{yaml}");
+        let json = Output::Json.document(&value).unwrap().unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&json).unwrap(), value);
+        assert_eq!(Output::Text.document(&value).unwrap(), None);
+        assert_eq!(cluster_name("demo"), "cluster/demo");
+        assert_eq!(operation_name("op-1"), "operation/op-1");
     }
 }

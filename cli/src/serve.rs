@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use hypersaga_config::Config;
+use hypersaga_config::{Config, Problem, Problems};
 use hypersaga_telemetry::LogFormat;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -42,19 +42,41 @@ impl Role {
     ];
 
     pub fn name(self) -> &'static str {
+        self.config_role().name()
+    }
+
+    /// The same role, as the configuration's checks know it.
+    pub fn config_role(self) -> hypersaga_config::Role {
+        use hypersaga_config::Role as R;
         match self {
-            Role::Gateway => "gateway",
-            Role::Coordinator => "coordinator",
-            Role::Identity => "identity",
-            Role::Network => "network",
-            Role::Dns => "dns",
-            Role::Controlplane => "controlplane",
-            Role::Nodepool => "nodepool",
+            Role::Gateway => R::Gateway,
+            Role::Coordinator => R::Coordinator,
+            Role::Identity => R::Identity,
+            Role::Network => R::Network,
+            Role::Dns => R::Dns,
+            Role::Controlplane => R::Controlplane,
+            Role::Nodepool => R::Nodepool,
         }
     }
 }
 
+/// `serve --help`: how environment variables map onto settings.
+const ENV_HELP: &str = "\
+Environment: every setting can be set as HYPERSAGA_<SECTION>__<KEY>, `__` between the parts
+of its path, e.g. HYPERSAGA_COORDINATOR__LEASE_MS=90000, HYPERSAGA_AZURE__BUDGET__HEADROOM=0.8.
+A number indexes a list (HYPERSAGA_TENANTS__0__AZURE__CLIENT_SECRET; the next free index adds
+an entry), a map takes its key (HYPERSAGA_QUOTAS__TENANTS__ACME__MAX_CLUSTERS=500), and a
+list can be given whole (HYPERSAGA_TENANTS__0__TOKENS='[sha256:…, sha256:…]'). The client
+commands' variables (HYPERSAGA_ENDPOINTS, HYPERSAGA_SERVER, HYPERSAGA_CA, HYPERSAGA_TOKEN,
+HYPERSAGA_NATS_URL, HYPERSAGA_NATS_CREDENTIALS, HYPERSAGA_NATS_CA) and HYPERSAGA_CONFIG are
+not settings; any other HYPERSAGA_ variable that names no setting is refused, by name.
+See docs/operations.md (Roles and configuration) for every setting.
+
+Exit codes: 0 stopped cleanly (or --check-config: valid), 1 failed while running,
+2 invalid configuration (every problem is printed, each with its setting).";
+
 #[derive(Args, Debug)]
+#[command(after_help = ENV_HELP)]
 pub struct ServeArgs {
     /// The service to run.
     #[arg(value_enum)]
@@ -72,6 +94,11 @@ pub struct ServeArgs {
     /// Print the effective configuration (secrets hidden) and exit.
     #[arg(long)]
     pub dump_config: bool,
+    /// Load and check the configuration for this role (values, and the files, tenants and
+    /// secrets the role needs here), print every problem with its setting, and exit: 0 if
+    /// valid, 2 if not. Binds and connects to nothing.
+    #[arg(long, conflicts_with = "dump_config")]
+    pub check_config: bool,
     /// Exit when this process (the supervisor) is no longer our parent.
     #[arg(long, hide = true)]
     pub supervisor_pid: Option<i32>,
@@ -112,16 +139,78 @@ fn exit_with_parent(parent: Option<i32>, shutdown: &CancellationToken) {
     });
 }
 
-pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let mut config = Config::load(args.config.as_deref())?;
+/// The configuration as `args` make it for its role, or every problem with it: its values,
+/// and (unless it is only to be printed) what the role needs on this host, even when some
+/// values are already wrong, so that one look lists everything.
+fn load(args: &ServeArgs) -> Result<Config, Problems> {
+    let (config, mut problems) =
+        Config::load_checked(args.config.as_deref(), Config::process_env());
+    let Some(mut config) = config else {
+        return Err(Problems(problems));
+    };
     if let Some(listen) = args.listen {
         config.gateway.listen = listen;
+        problems.retain(|p| p.setting != "gateway.listen");
+        problems.extend(
+            config
+                .gateway
+                .problems()
+                .into_iter()
+                .filter(|p| p.setting == "gateway.listen")
+                .map(|p| Problem::new("--listen", p.message)),
+        );
     }
     if let Some(listen) = args.health_listen {
         config.health.listen = Some(listen);
+        problems.retain(|p| p.setting != "health.listen");
+        problems.extend(
+            config
+                .health
+                .problems(&config.gateway)
+                .into_iter()
+                .filter(|p| p.setting == "health.listen")
+                .map(|p| Problem::new("--health-listen", p.message)),
+        );
     }
+    if !args.dump_config {
+        problems.extend(config.role_problems(args.role.config_role()));
+        if args.role == Role::Controlplane
+            && let Err(e) =
+                hypersaga_controlplane::check_pull_secret(config.kube.pull_secret.as_ref())
+        {
+            let said = e.to_string();
+            let message = said.strip_prefix("kube.pull_secret: ").unwrap_or(&said);
+            problems.push(Problem::new("kube.pull_secret", message));
+        }
+    }
+    if problems.is_empty() {
+        Ok(config)
+    } else {
+        Err(Problems(problems))
+    }
+}
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let config = match load(&args) {
+        Ok(config) => config,
+        Err(problems) => {
+            eprintln!(
+                "error: the configuration for the {} role is invalid ({}):\n{problems}",
+                args.role.name(),
+                problems.summary()
+            );
+            return Ok(ExitCode::from(crate::exit::USAGE));
+        }
+    };
     if args.dump_config {
         println!("{}", config.redacted_json());
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.check_config {
+        println!(
+            "The configuration for the {} role is valid.",
+            args.role.name()
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let format = if config.log.format == "json" {

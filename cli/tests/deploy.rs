@@ -54,7 +54,7 @@ fn run(cmd: &mut Command) -> String {
 }
 
 fn yaml_documents(text: &str) -> Vec<Value> {
-    serde_yaml::Deserializer::from_str(text)
+    serde_norway::Deserializer::from_str(text)
         .map(|doc| Value::deserialize(doc).expect("YAML document"))
         .filter(|v| !v.is_null())
         .collect()
@@ -958,7 +958,7 @@ fn nats_server_accepts(conf: &str, layout: Layout) {
 /// compose.yaml with its merge keys (`<<: *anchor`) applied.
 fn compose() -> Value {
     let text = std::fs::read_to_string(root().join("compose.yaml")).unwrap();
-    let mut yaml: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let mut yaml: serde_norway::Value = serde_norway::from_str(&text).unwrap();
     // A merged anchor may hold a merge key itself: apply until none is left.
     for _ in 0..4 {
         yaml.apply_merge().unwrap();

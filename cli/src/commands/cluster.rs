@@ -6,9 +6,12 @@ use clap::{Args, Subcommand};
 use futures::StreamExt;
 use hypersaga_api::v1 as pb;
 
+use std::time::{Duration, Instant};
+
 use super::fail;
 use crate::cli::ClientArgs;
-use crate::output::{self, Format};
+use crate::exit;
+use crate::output::{self, Output};
 
 #[derive(Subcommand, Debug)]
 pub enum ClusterCommand {
@@ -107,14 +110,7 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
             let mut c = client.client().await?;
             match c.get_cluster(pb::GetClusterRequest { name }).await {
                 Ok(r) => {
-                    let cluster = r.into_inner();
-                    match client.output {
-                        Format::Json => println!(
-                            "{}",
-                            serde_json::to_string_pretty(&output::cluster_json(&cluster))?
-                        ),
-                        Format::Text => print!("{}", output::cluster_text(&cluster)),
-                    }
+                    print_clusters(&[r.into_inner()], &client, true)?;
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(s) => fail(s),
@@ -139,13 +135,7 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
                     break;
                 }
             }
-            match client.output {
-                Format::Json => {
-                    let v: Vec<_> = list.iter().map(output::cluster_json).collect();
-                    println!("{}", serde_json::to_string_pretty(&v)?);
-                }
-                Format::Text => print!("{}", output::clusters_table(&list)),
-            }
+            print_clusters(&list, &client, false)?;
             Ok(ExitCode::SUCCESS)
         }
         ClusterCommand::Delete {
@@ -168,25 +158,58 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
                 Ok(r) => r.into_inner(),
                 Err(s) => return fail(s),
             };
-            if client.output == Format::Text {
+            if matches!(client.output, Output::Text | Output::Wide) {
                 println!("Deleting cluster {name} (operation {}).", op.id);
             }
             if wait {
-                return follow(&mut c, &name, client.output, true).await;
+                return follow(&client, c, &name, true).await;
             }
-            if client.output == Format::Json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&output::operation_json(&op))?
-                );
-            }
+            accepted(&client, &name, &op)?;
             Ok(ExitCode::SUCCESS)
         }
         ClusterCommand::Watch { name, client } => {
-            let mut c = client.client().await?;
-            follow(&mut c, &name, client.output, false).await
+            let c = client.client().await?;
+            follow(&client, c, &name, false).await
         }
     }
+}
+
+/// Prints clusters as `-o` asks: `one` is `cluster get` (details for people, one document for
+/// scripts), otherwise a list.
+fn print_clusters(list: &[pb::Cluster], client: &ClientArgs, one: bool) -> anyhow::Result<()> {
+    let value = if one {
+        list.first().map(output::cluster_json).unwrap_or_default()
+    } else {
+        serde_json::Value::from(list.iter().map(output::cluster_json).collect::<Vec<_>>())
+    };
+    if let Some(doc) = client.output.document(&value)? {
+        print!("{doc}");
+        return Ok(());
+    }
+    match client.output {
+        Output::Text if one => list
+            .iter()
+            .for_each(|c| print!("{}", output::cluster_text(c))),
+        Output::Name => list
+            .iter()
+            .for_each(|c| println!("{}", output::cluster_name(&c.name))),
+        wide => print!(
+            "{}",
+            output::clusters_table(list, wide == Output::Wide).render(!client.no_headers)
+        ),
+    }
+    Ok(())
+}
+
+/// What a create or delete without `--wait` prints once the API accepted it: the operation
+/// for scripts, the cluster's name for `-o name` (text was said before).
+fn accepted(client: &ClientArgs, name: &str, op: &pb::Operation) -> anyhow::Result<()> {
+    if let Some(doc) = client.output.document(&output::operation_json(op))? {
+        print!("{doc}");
+    } else if client.output == Output::Name {
+        println!("{}", output::cluster_name(name));
+    }
+    Ok(())
 }
 
 async fn create(a: CreateArgs) -> anyhow::Result<ExitCode> {
@@ -220,74 +243,167 @@ async fn create(a: CreateArgs) -> anyhow::Result<ExitCode> {
         Ok(r) => r.into_inner(),
         Err(s) => return fail(s),
     };
-    if a.client.output == Format::Text {
+    if matches!(a.client.output, Output::Text | Output::Wide) {
         println!("Creating cluster {} (operation {}).", a.name, op.id);
     }
     if a.wait {
-        return follow(&mut c, &a.name, a.client.output, false).await;
+        return follow(&a.client, c, &a.name, false).await;
     }
-    if a.client.output == Format::Json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&output::operation_json(&op))?
-        );
-    }
+    accepted(&a.client, &a.name, &op)?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Streams the cluster until its operation ends, printing progress; the exit code says how it
-/// ended (0 ready/deleted, 1 failed).
+/// Whether a watch that failed so may come back: the connection, not the API, failed (the
+/// gateway restarting, a reset, a proxy timing out). The API's own refusals are final.
+fn transient(status: &tonic::Status) -> bool {
+    use tonic::Code;
+    match status.code() {
+        Code::Unavailable | Code::Unknown | Code::Cancelled | Code::DeadlineExceeded => true,
+        // hyper's words for a connection that broke mid-stream.
+        Code::Internal => {
+            let m = status.message();
+            m.contains("h2 protocol error") || m.contains("connection") || m.contains("stream")
+        }
+        _ => false,
+    }
+}
+
+/// Streams the cluster until its operation ends, printing progress; the exit code says how
+/// it ended ([`crate::exit`]: 0 ready or deleted, 10 failed).
+///
+/// A stream that breaks, or ends before the operation did (the gateway restarting, a
+/// connection reset), is opened again with exponential backoff for up to
+/// `--reconnect-timeout`, saying so on stderr. The API answers a new watch with the
+/// cluster's current state first, so the progress goes on from there: steps that changed
+/// meanwhile are shown once, as they are now.
 async fn follow(
-    c: &mut crate::client::Client,
+    args: &ClientArgs,
+    mut client: crate::client::Client,
     name: &str,
-    format: Format,
     deleting: bool,
 ) -> anyhow::Result<ExitCode> {
-    let mut stream = match c
-        .watch_cluster(pb::WatchClusterRequest {
-            name: name.to_owned(),
-        })
-        .await
-    {
-        Ok(r) => r.into_inner(),
-        Err(s) if deleting && s.code() == tonic::Code::NotFound => {
-            if format == Format::Text {
-                println!("Cluster {name} is deleted.");
-            }
-            return Ok(ExitCode::SUCCESS);
-        }
-        Err(s) => return fail(s),
-    };
+    use backon::BackoffBuilder;
+    let format = args.output;
+    let bound = Duration::from_secs(args.reconnect_timeout);
     let mut progress = output::Progress::default();
-    let mut last = None;
-    while let Some(item) = stream.next().await {
-        let cluster = match item {
-            Ok(c) => c,
+    let mut last: Option<pb::Cluster> = None;
+    // Since when the stream has been lost, the last reason, and the backoff being followed.
+    let mut lost: Option<(Instant, String, backon::ExponentialBackoff)> = None;
+    loop {
+        if let Some((since, why, delays)) = &mut lost {
+            let Some(delay) = delays.next().filter(|d| since.elapsed() + *d < bound) else {
+                eprintln!(
+                    "error: lost the watch on cluster {name} ({why}) and could not get it back within {} s; the operation goes on: follow it with `hypersaga cluster watch {name}`",
+                    bound.as_secs()
+                );
+                return Ok(ExitCode::from(exit::UNREACHABLE));
+            };
+            tokio::time::sleep(delay).await;
+            client = match args.client().await {
+                Ok(c) => c,
+                Err(e) => {
+                    *why = format!("{e:#}");
+                    continue;
+                }
+            };
+        }
+        let opened = client
+            .watch_cluster(pb::WatchClusterRequest {
+                name: name.to_owned(),
+            })
+            .await;
+        let mut stream = match opened {
+            Ok(r) => r.into_inner(),
+            Err(s) if deleting && s.code() == tonic::Code::NotFound => {
+                if lost.is_some() {
+                    eprintln!("Reconnected: cluster {name} is gone.");
+                }
+                if matches!(format, Output::Text | Output::Wide) {
+                    println!("Cluster {name} is deleted.");
+                } else if format == Output::Name {
+                    println!("{}", output::cluster_name(name));
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            Err(s) if lost.is_some() && transient(&s) => {
+                if let Some((_, why, _)) = &mut lost {
+                    *why = output::status_text(&s);
+                }
+                continue;
+            }
             Err(s) => return fail(s),
         };
-        match format {
-            Format::Text => {
-                for line in progress.changes(&cluster) {
-                    println!("{line}");
-                }
-            }
-            Format::Json => println!(
-                "{}",
-                serde_json::to_string(&output::cluster_json(&cluster))?
-            ),
+        if let Some((since, _, _)) = lost.take() {
+            eprintln!(
+                "Reconnected after {} s; going on from the cluster's current state.",
+                since.elapsed().as_secs()
+            );
         }
-        last = Some(cluster);
+        let mut broke = None;
+        while let Some(item) = stream.next().await {
+            let cluster = match item {
+                Ok(c) => c,
+                Err(s) if transient(&s) => {
+                    broke = Some(output::status_text(&s));
+                    break;
+                }
+                Err(s) => return fail(s),
+            };
+            match format {
+                Output::Text | Output::Wide => {
+                    for line in progress.changes(&cluster) {
+                        println!("{line}");
+                    }
+                }
+                Output::Json => println!(
+                    "{}",
+                    serde_json::to_string(&output::cluster_json(&cluster))?
+                ),
+                Output::Yaml => print!(
+                    "---\n{}",
+                    serde_norway::to_string(&output::cluster_json(&cluster))?
+                ),
+                Output::Name => {}
+            }
+            last = Some(cluster);
+        }
+        let phase = last
+            .as_ref()
+            .map(|c| output::phase(c.status.as_ref().map(|s| s.phase).unwrap_or_default()));
+        match (phase.as_deref(), broke) {
+            // The API ends a watch when the operation has ended.
+            (Some(done @ ("ready" | "deleted" | "failed")), None) => {
+                let Some(last) = last else {
+                    return Ok(ExitCode::from(exit::ERROR));
+                };
+                match format {
+                    Output::Text | Output::Wide => {
+                        println!();
+                        print!("{}", output::cluster_text(&last));
+                    }
+                    Output::Name => println!("{}", output::cluster_name(name)),
+                    Output::Json | Output::Yaml => {}
+                }
+                return Ok(ExitCode::from(if done == "failed" {
+                    exit::OPERATION_FAILED
+                } else {
+                    exit::OK
+                }));
+            }
+            (_, broke) => {
+                let why = broke.unwrap_or_else(|| "the stream ended early".to_owned());
+                eprintln!(
+                    "Lost the watch on cluster {name} ({why}); reconnecting for up to {} s.",
+                    bound.as_secs()
+                );
+                let delays = backon::ExponentialBuilder::default()
+                    .with_min_delay(Duration::from_millis(250))
+                    .with_max_delay(Duration::from_secs(5))
+                    .with_jitter()
+                    .without_max_times()
+                    .build();
+                lost = Some((Instant::now(), why, delays));
+            }
+        }
     }
-    let Some(last) = last else {
-        return Ok(ExitCode::FAILURE);
-    };
-    let phase = output::phase(last.status.as_ref().map(|s| s.phase).unwrap_or_default());
-    if format == Format::Text {
-        println!();
-        print!("{}", output::cluster_text(&last));
-    }
-    Ok(match phase.as_str() {
-        "ready" | "deleted" => ExitCode::SUCCESS,
-        _ => ExitCode::FAILURE,
-    })
 }

@@ -7,7 +7,7 @@ use hypersaga_api::v1 as pb;
 
 use super::fail;
 use crate::cli::ClientArgs;
-use crate::output::{self, Format};
+use crate::output::{self, Output};
 
 /// What `hypersaga operation` can do; the pause semantics are in `Command::Operation`'s help.
 #[derive(Subcommand, Debug)]
@@ -143,14 +143,7 @@ pub async fn run(cmd: OperationCommand) -> anyhow::Result<ExitCode> {
             let mut c = client.client().await?;
             match c.get_operation(pb::GetOperationRequest { id }).await {
                 Ok(r) => {
-                    let op = r.into_inner();
-                    match client.output {
-                        Format::Json => println!(
-                            "{}",
-                            serde_json::to_string_pretty(&output::operation_json(&op))?
-                        ),
-                        Format::Text => print!("{}", output::operation_text(&op)),
-                    }
+                    print_operations(&[r.into_inner()], &client, true)?;
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(s) => fail(s),
@@ -256,13 +249,7 @@ async fn list(a: ListArgs) -> anyhow::Result<ExitCode> {
             break;
         }
     }
-    match a.client.output {
-        Format::Json => {
-            let v: Vec<_> = operations.iter().map(output::operation_json).collect();
-            println!("{}", serde_json::to_string_pretty(&v)?);
-        }
-        Format::Text => print!("{}", output::operations_table(&operations)),
-    }
+    print_operations(&operations, &a.client, false)?;
     // On stderr, so that `-o json` stays one document.
     if !page_token.is_empty() {
         eprintln!("(more operations: add --all, or a larger --page-size)");
@@ -294,15 +281,40 @@ fn called(
         Ok(r) => r.into_inner(),
         Err(s) => return fail(s),
     };
-    match client.output {
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&output::operation_json(&op))?
-        ),
-        Format::Text => {
-            println!("{}", said(&op));
-            println!("Follow it with: hypersaga cluster watch {}", op.cluster);
-        }
+    if let Some(doc) = client.output.document(&output::operation_json(&op))? {
+        print!("{doc}");
+    } else if client.output == Output::Name {
+        println!("{}", output::operation_name(&op.id));
+    } else {
+        println!("{}", said(&op));
+        println!("Follow it with: hypersaga cluster watch {}", op.cluster);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints operations as `-o` asks: `one` is `operation get` (details for people, one
+/// document for scripts), otherwise a list.
+fn print_operations(ops: &[pb::Operation], client: &ClientArgs, one: bool) -> anyhow::Result<()> {
+    let value = if one {
+        ops.first().map(output::operation_json).unwrap_or_default()
+    } else {
+        serde_json::Value::from(ops.iter().map(output::operation_json).collect::<Vec<_>>())
+    };
+    if let Some(doc) = client.output.document(&value)? {
+        print!("{doc}");
+        return Ok(());
+    }
+    match client.output {
+        Output::Text if one => ops
+            .iter()
+            .for_each(|o| print!("{}", output::operation_text(o))),
+        Output::Name => ops
+            .iter()
+            .for_each(|o| println!("{}", output::operation_name(&o.id))),
+        wide => print!(
+            "{}",
+            output::operations_table(ops, wide == Output::Wide).render(!client.no_headers)
+        ),
+    }
+    Ok(())
 }

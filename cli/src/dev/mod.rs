@@ -24,7 +24,7 @@ use hypersaga_config::{
 };
 use hypersaga_devca::{DevCa, ServerCert};
 use hypersaga_model::TenantId;
-use hypersaga_procs::{AZURITE_ACCOUNT, AZURITE_KEY, Azurite, NatsServer};
+use hypersaga_procs::{AZURITE_ACCOUNT, AZURITE_KEY, Azurite};
 use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
@@ -90,7 +90,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         .collect::<Result<Vec<_>, _>>()?;
     let tls = TlsFiles::write(&state.join("tls"), &cert)?;
     let closed = bus::prepare(&state, BUS_PREFIX, &tenant_ids, &tls)?;
-    let nats = Nats::start(
+    let nats = start_nats(
         &state.join("nats"),
         args.nats_servers,
         &closed.server_config,
@@ -155,7 +155,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             prefix: BUS_PREFIX.into(),
             credentials_dir: Some(absolute(&closed.credentials_dir)),
             ca_file: Some(absolute(&ca_path)),
-            replicas: nats.replicas(),
+            // Three copies on a cluster (so one server may be lost), one on a lone server.
+            replicas: nats.servers().len().min(3),
         },
         tenants: tenants
             .iter()
@@ -232,6 +233,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         &config_path,
         serde_json::to_string_pretty(&config)?.as_bytes(),
     )?;
+    // As every service will load it: with this shell's HYPERSAGA_ variables over it. One
+    // refused here is said once, rather than by every child as it crash-loops.
+    if let Err(e) = Config::load(Some(&config_path)) {
+        anyhow::bail!("{e} (from this shell's HYPERSAGA_ variables)");
+    }
 
     // Every service, supervised.
     let mut sup = Supervisor::new(&state);
@@ -299,55 +305,26 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The bus's servers: one, or a JetStream cluster.
-enum Nats {
-    One(NatsServer),
-    Cluster(hypersaga_procs::NatsCluster),
-}
-
-impl Nats {
-    async fn start(dir: &Path, servers: u16, config: &str) -> anyhow::Result<Self> {
-        if servers <= 1 {
-            let server = NatsServer::start_with_config(dir, config)
-                .await
-                .context("starting nats-server")?;
-            return Ok(Self::One(server));
-        }
-        let cluster = hypersaga_procs::NatsCluster::start_with_config(dir, servers.into(), config)
-            .await
-            .context("starting the nats-server cluster")?;
-        let pids: std::collections::BTreeMap<String, u32> = cluster
+/// Starts the bus: one server, or a JetStream cluster whose pids go to `dir/pids.json` (for
+/// tests that lose a server).
+async fn start_nats(
+    dir: &Path,
+    servers: u16,
+    config: &str,
+) -> anyhow::Result<hypersaga_procs::NatsCluster> {
+    let nats = hypersaga_procs::NatsCluster::start_with_config(dir, servers.into(), config)
+        .await
+        .context("starting nats-server")?;
+    if servers > 1 {
+        let pids: std::collections::BTreeMap<String, u32> = nats
             .servers()
             .iter()
             .enumerate()
             .filter_map(|(i, s)| Some((format!("n{i}"), s.pid()?)))
             .collect();
         std::fs::write(dir.join("pids.json"), serde_json::to_vec_pretty(&pids)?)?;
-        Ok(Self::Cluster(cluster))
     }
-
-    /// What clients connect to: every server, comma-separated.
-    fn url(&self) -> String {
-        match self {
-            Self::One(server) => server.url().to_owned(),
-            Self::Cluster(cluster) => cluster.url(),
-        }
-    }
-
-    /// Copies of each stream and bucket: 3 on a cluster (fewer servers may then be lost).
-    fn replicas(&self) -> usize {
-        match self {
-            Self::One(_) => 1,
-            Self::Cluster(cluster) => cluster.servers().len().min(3),
-        }
-    }
-
-    async fn stop(self) {
-        match self {
-            Self::One(server) => server.stop().await,
-            Self::Cluster(cluster) => cluster.stop().await,
-        }
-    }
+    Ok(nats)
 }
 
 fn positive_scale(s: &str) -> Result<f64, String> {

@@ -1,29 +1,41 @@
 //! Typed, layered configuration shared by every role: built-in defaults, then a file
-//! (`--config`, TOML or JSON), then environment variables `HYPERSAGA_<SECTION>__<KEY>`, then
-//! command-line flags. Validated before any port is bound; secrets never print.
+//! (`--config`, TOML or JSON), then environment variables `HYPERSAGA_<SECTION>__<KEY>` (see
+//! [`env`] for the mapping), then command-line flags. Validated before any port is bound,
+//! every problem named by its setting; secrets never print.
 #![forbid(unsafe_code)]
 
+pub mod env;
 mod secret;
 mod token;
+mod validate;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use figment::Figment;
-use figment::providers::{Env, Format, Json, Serialized, Toml};
+use figment::providers::{Format, Json, Serialized, Toml};
+use figment::value::Dict;
 use hypersaga_model::TenantId;
 use serde::{Deserialize, Serialize};
 
 pub use secret::Secret;
 pub use token::TokenDigest;
+pub use validate::{Problem, Problems, Role};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("configuration is invalid")]
-    Load(#[from] Box<figment::Error>),
-    #[error("configuration is invalid: {0}")]
-    Invalid(String),
+    /// Everything found wrong, each with its setting (or environment variable).
+    #[error("configuration is invalid ({}):\n{}", .0.summary(), .0)]
+    Invalid(Problems),
+}
+
+impl Error {
+    pub fn problems(&self) -> &[Problem] {
+        match self {
+            Error::Invalid(p) => &p.0,
+        }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -404,8 +416,29 @@ impl Default for LogConfig {
 
 impl Config {
     /// Defaults, then `file` (TOML, or JSON when it ends in `.json`), then `HYPERSAGA_…`
-    /// environment variables (`HYPERSAGA_NATS__URL=nats://…`).
+    /// environment variables (`HYPERSAGA_NATS__URL=nats://…`), then [`Config::validate`].
     pub fn load(file: Option<&Path>) -> Result<Self> {
+        Self::load_with(file, Self::process_env())
+    }
+
+    /// As [`Config::load`], with the environment given rather than the process's.
+    pub fn load_with(
+        file: Option<&Path>,
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self> {
+        match Self::load_checked(file, vars) {
+            (Some(config), problems) if problems.is_empty() => Ok(config),
+            (_, problems) => Err(Error::Invalid(Problems(problems))),
+        }
+    }
+
+    /// The configuration, if it could be read at all, and every problem found: for
+    /// `serve --check-config`, which goes on to check what the role needs even when some
+    /// values are wrong, so that one run lists everything.
+    pub fn load_checked(
+        file: Option<&Path>,
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> (Option<Self>, Vec<Problem>) {
         let mut fig = Figment::from(Serialized::defaults(Config::default()));
         if let Some(f) = file {
             fig = if f.extension().is_some_and(|e| e == "json") {
@@ -414,61 +447,97 @@ impl Config {
                 fig.merge(Toml::file_exact(f))
             };
         }
-        // Only `SECTION__KEY` variables: the client commands' own (`HYPERSAGA_ENDPOINTS`,
-        // `HYPERSAGA_TOKEN`, …) share the prefix, and a user who exported one must not see
-        // every service refuse to start over an "unknown field".
-        fig = fig.merge(
-            Env::prefixed("HYPERSAGA_")
-                .filter(|key| key.as_str().contains("__"))
-                .split("__"),
-        );
-        let config: Config = fig.extract().map_err(Box::new)?;
-        config.validate()?;
-        Ok(config)
+        let (env, mut problems) = env::EnvLayer::read(vars);
+        let base: Dict = match fig.extract() {
+            Ok(base) => base,
+            Err(e) => {
+                problems.extend(figment_problems(e));
+                return (None, problems);
+            }
+        };
+        let (overrides, more) = env.over(base);
+        problems.extend(more);
+        match fig.merge(overrides).extract::<Config>() {
+            Ok(config) => {
+                problems.extend(config.problems());
+                (Some(config), problems)
+            }
+            Err(e) => {
+                problems.extend(figment_problems(e));
+                (None, problems)
+            }
+        }
     }
 
-    /// Checks what types cannot: unique tenants and tokens, parsable URLs.
+    /// The process's environment, for [`Config::load_checked`].
+    pub fn process_env() -> impl Iterator<Item = (String, String)> {
+        std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+    }
+
+    /// Every section's rules ([`Config::problems`]): zero or absurd values, contradictions.
     pub fn validate(&self) -> Result<()> {
-        let mut problems = Vec::new();
-        let mut ids = std::collections::HashSet::new();
-        let mut tokens = std::collections::HashSet::new();
-        for (i, t) in self.tenants.iter().enumerate() {
-            if !ids.insert(t.id.as_str()) {
-                problems.push(format!("tenants[{i}].id: duplicate tenant {}", t.id));
-            }
-            if t.tokens.is_empty() {
-                problems.push(format!(
-                    "tenants[{i}].tokens: at least one token digest is required (`hypersaga token new`)"
-                ));
-            }
-            for (j, digest) in t.tokens.iter().enumerate() {
-                if !tokens.insert(digest) {
-                    problems.push(format!(
-                        "tenants[{i}].tokens[{j}]: the same token is listed twice (here or for another tenant)"
-                    ));
-                }
-            }
-        }
-        for id in self.quotas.tenants.keys() {
-            if !self.tenants.iter().any(|t| t.id.as_str() == id) {
-                problems.push(format!("quotas.tenants.{id}: no such tenant"));
-            }
-        }
-        for (field, value) in [
-            (
-                "azure.resource_manager_url",
-                &self.azure.resource_manager_url,
-            ),
-            ("azure.authority_host", &self.azure.authority_host),
-        ] {
-            if url::Url::parse(value).is_err() {
-                problems.push(format!("{field}: {value:?} is not a URL"));
-            }
-        }
+        let problems = self.problems();
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(Error::Invalid(problems.join("; ")))
+            Err(Error::Invalid(Problems(problems)))
+        }
+    }
+
+    /// A configuration with every optional part present and one entry in every list and map
+    /// (named `*`), from which [`env::settings`] lists every setting. Its values mean nothing.
+    pub fn every_setting() -> Config {
+        let digest = TokenDigest::of("0123456789abcdef-sample");
+        Config {
+            nats: NatsConfig {
+                credentials_dir: Some(PathBuf::new()),
+                ca_file: Some(PathBuf::new()),
+                ..NatsConfig::default()
+            },
+            tenants: vec![TenantConfig {
+                id: TenantId::new("sample").expect("a valid tenant id"),
+                tokens: vec![digest],
+                azure: TenantAzure {
+                    tenant_id: String::new(),
+                    subscription_id: String::new(),
+                    client_id: String::new(),
+                    client_secret: Secret::new(""),
+                },
+            }],
+            azure: AzureConfig {
+                ca_bundle: Some(PathBuf::new()),
+                ..AzureConfig::default()
+            },
+            kube: KubeConfig {
+                kubeconfig: Some(PathBuf::new()),
+                pull_secret: Some(Secret::new("")),
+                available_timeout_s: Some(0),
+                recheck_interval_ms: Some(0),
+            },
+            gateway: GatewayConfig {
+                tls: Some(GatewayTls {
+                    cert_file: PathBuf::new(),
+                    key_file: PathBuf::new(),
+                    client_ca_file: Some(PathBuf::new()),
+                    require_client_cert: false,
+                }),
+                ..GatewayConfig::default()
+            },
+            health: HealthConfig {
+                listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+            },
+            quotas: QuotasConfig {
+                tenants: BTreeMap::from([(
+                    "*".to_owned(),
+                    QuotaOverrides {
+                        max_clusters: Some(0),
+                        max_operations_in_flight: Some(0),
+                    },
+                )]),
+                ..QuotasConfig::default()
+            },
+            ..Config::default()
         }
     }
 
@@ -496,6 +565,44 @@ impl Config {
         secret::redact(&mut value, self);
         serde_json::to_string_pretty(&value).unwrap_or_default()
     }
+}
+
+/// figment's errors (a file that does not parse, a value of the wrong type, an unknown key)
+/// as problems, each named by its setting, or by the variable that set it.
+fn figment_problems(e: figment::Error) -> Vec<Problem> {
+    e.into_iter()
+        .map(|e| {
+            let from_env = e
+                .metadata
+                .as_ref()
+                .is_some_and(|m| m.name.starts_with(env::PREFIX));
+            let setting = if from_env && !e.path.is_empty() {
+                let keys: Vec<&str> = e.path.iter().map(String::as_str).collect();
+                env::variable_for(&keys)
+            } else if e.path.is_empty() {
+                "configuration".to_owned()
+            } else {
+                let mut s = String::new();
+                for key in &e.path {
+                    if key.parse::<usize>().is_ok() {
+                        s.push_str(&format!("[{key}]"));
+                    } else {
+                        if !s.is_empty() {
+                            s.push('.');
+                        }
+                        s.push_str(key);
+                    }
+                }
+                s
+            };
+            let source = e.metadata.as_ref().map(|m| match &m.source {
+                Some(source) => format!(" (in {source})"),
+                None if from_env => String::new(),
+                None => format!(" (in {})", m.name),
+            });
+            Problem::new(setting, format!("{}{}", e.kind, source.unwrap_or_default()))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -642,6 +749,280 @@ max_clusters = 3
                 && err.contains("tenants[1].tokens[0]: the same token is listed twice")
                 && err.contains("tenants[2].tokens: at least one"),
             "{err}"
+        );
+    }
+
+    /// The settings named by a failed load, in order.
+    fn settings_of(e: &Error) -> Vec<String> {
+        e.problems().iter().map(|p| p.setting.clone()).collect()
+    }
+
+    fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    const ACME: &str = r#"
+[[tenants]]
+id = "acme"
+tokens = ["sha256:0f0f3b739600eddaded8f332529fbdd1fdcf9a17bd304c5110245506185cdd6c"]
+[tenants.azure]
+tenant_id = "t"
+subscription_id = "s"
+client_id = "c"
+client_secret = "from-the-file"
+"#;
+
+    #[test]
+    fn the_defaults_are_valid() {
+        Config::default().validate().unwrap();
+    }
+
+    #[test]
+    fn zero_and_absurd_values_are_refused_all_at_once_each_with_its_setting() {
+        let mut c = Config::default();
+        c.nats.url = "http://nats:4222".into();
+        c.nats.prefix = "hcp.prod".into();
+        c.nats.replicas = 7;
+        c.azure.lro_poll_interval_ms = 0;
+        c.azure.budget.writes_per_sec = 0.0;
+        c.azure.budget.headroom = 1.5;
+        c.kube.recheck_interval_ms = Some(0);
+        c.gateway.listen = "0.0.0.0:0".parse().unwrap();
+        c.gateway.max_message_bytes = 10;
+        c.health.listen = Some(c.gateway.listen);
+        c.quotas.max_clusters = 0;
+        c.coordinator.concurrency = 0;
+        c.coordinator.ack_wait_s = 0;
+        c.coordinator.resync_interval_ms = 5;
+        c.coordinator.max_delay_ms = 10;
+        c.coordinator.recheck_max_ms = 1;
+        c.worker.concurrency = 100_000;
+        c.worker.ack_wait_s = 0;
+        c.log.format = "xml".into();
+        let err = c.validate().unwrap_err();
+        let said = err.to_string();
+        for setting in [
+            "nats.url",
+            "nats.prefix",
+            "nats.replicas",
+            "azure.lro_poll_interval_ms",
+            "azure.budget.writes_per_sec",
+            "azure.budget.headroom",
+            "kube.recheck_interval_ms",
+            "gateway.listen",
+            "gateway.max_message_bytes",
+            "health.listen",
+            "quotas.max_clusters",
+            "coordinator.concurrency",
+            "coordinator.ack_wait_s",
+            "coordinator.resync_interval_ms",
+            "coordinator.max_delay_ms",
+            "coordinator.recheck_max_ms",
+            "worker.concurrency",
+            "worker.ack_wait_s",
+            "log.format",
+        ] {
+            assert!(
+                settings_of(&err).iter().any(|s| s == setting),
+                "{setting} not named in:\n{said}"
+            );
+        }
+        assert!(
+            said.contains("coordinator.concurrency: 0 is not allowed"),
+            "{said}"
+        );
+        assert!(
+            said.contains("worker.concurrency: 100000 is above the maximum 10000"),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn a_lease_shorter_than_the_ack_wait_or_a_deadline_shorter_than_the_lease_is_refused() {
+        let mut c = Config::default();
+        c.worker.ack_wait_s = 120;
+        c.coordinator.lease_ms = 60_000;
+        c.coordinator.start_lease_ms = 30_000;
+        c.coordinator.step_timeout_s = 10;
+        let said = c.validate().unwrap_err().to_string();
+        for expected in [
+            "coordinator.lease_ms: 60000 ms is shorter than worker.ack_wait_s (120 s)",
+            "coordinator.start_lease_ms: 30000 is below coordinator.lease_ms (60000)",
+            "coordinator.step_timeout_s: 10 s is shorter than coordinator.lease_ms",
+        ] {
+            assert!(said.contains(expected), "missing {expected:?} in:\n{said}");
+        }
+    }
+
+    #[test]
+    fn every_setting_is_settable_by_environment_lists_and_tenants_included() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, ACME).unwrap();
+        let globex = TokenDigest::of("0123456789abcdef-globex").to_string();
+        let rotated = TokenDigest::of("0123456789abcdef-acme-2").to_string();
+        let c = Config::load_with(
+            Some(&path),
+            vars(&[
+                ("HYPERSAGA_COORDINATOR__LEASE_MS", "90000"),
+                ("HYPERSAGA_AZURE__BUDGET__HEADROOM", "0.5"),
+                ("HYPERSAGA_GATEWAY__TLS__CERT_FILE", "/tls/cert.pem"),
+                ("HYPERSAGA_GATEWAY__TLS__KEY_FILE", "/tls/key.pem"),
+                // The file's tenant: a secret from the environment, a token added.
+                (
+                    "HYPERSAGA_TENANTS__0__AZURE__CLIENT_SECRET",
+                    "from-a-secret",
+                ),
+                ("HYPERSAGA_TENANTS__0__TOKENS__1", &rotated),
+                // A second tenant entirely from the environment.
+                ("HYPERSAGA_TENANTS__1__ID", "globex"),
+                ("HYPERSAGA_TENANTS__1__TOKENS", &format!("[{globex}]")),
+                ("HYPERSAGA_TENANTS__1__AZURE__TENANT_ID", "t2"),
+                ("HYPERSAGA_TENANTS__1__AZURE__SUBSCRIPTION_ID", "s2"),
+                ("HYPERSAGA_TENANTS__1__AZURE__CLIENT_ID", "c2"),
+                ("HYPERSAGA_TENANTS__1__AZURE__CLIENT_SECRET", "shh2"),
+                ("HYPERSAGA_QUOTAS__TENANTS__GLOBEX__MAX_CLUSTERS", "3"),
+                // Not settings: the client commands' own, and other programs'.
+                ("HYPERSAGA_ENDPOINTS", "/tmp/endpoints.json"),
+                ("HYPERSAGA_TOKEN", "hs_acme_0123"),
+                ("PATH", "/usr/bin"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.coordinator.lease_ms, 90_000);
+        assert_eq!(c.azure.budget.headroom, 0.5);
+        assert_eq!(
+            c.gateway.tls.as_ref().map(|t| t.key_file.clone()),
+            Some(PathBuf::from("/tls/key.pem"))
+        );
+        assert_eq!(c.tenants.len(), 2);
+        assert_eq!(c.tenants[0].azure.client_secret.expose(), "from-a-secret");
+        assert_eq!(
+            c.tenants[0].azure.subscription_id, "s",
+            "the rest of the file's tenant stays"
+        );
+        assert_eq!(
+            c.tenant_by_token("0123456789abcdef-acme-2")
+                .map(|t| t.id.as_str()),
+            Some("acme")
+        );
+        assert_eq!(
+            c.tenant_by_token("0123456789abcdef-globex")
+                .map(|t| t.id.as_str()),
+            Some("globex")
+        );
+        assert_eq!(
+            c.quotas
+                .for_tenant(&TenantId::new("globex").unwrap())
+                .max_clusters,
+            3
+        );
+    }
+
+    #[test]
+    fn a_variable_that_names_no_setting_is_refused_by_name() {
+        let err = Config::load_with(
+            None,
+            vars(&[
+                ("HYPERSAGA_LOG_FILTER", "debug"),
+                ("HYPERSAGA_WORKER__CONCURENCY", "4"),
+                ("HYPERSAGA_TENANTS__3__ID", "gap"),
+                ("HYPERSAGA_NATS_URL", "nats://10.0.0.1:4222"),
+            ]),
+        )
+        .unwrap_err();
+        let said = err.to_string();
+        assert_eq!(
+            settings_of(&err),
+            [
+                "HYPERSAGA_LOG_FILTER",
+                "HYPERSAGA_WORKER__CONCURENCY",
+                "HYPERSAGA_TENANTS__3__ID"
+            ],
+            "{said}"
+        );
+        assert!(
+            said.contains("did you mean HYPERSAGA_LOG__FILTER?"),
+            "{said}"
+        );
+        assert!(
+            said.contains("tenants has 0 entries: the next one is index 0, not 3"),
+            "{said}"
+        );
+        assert!(
+            said.contains(
+                "no setting `worker.concurency`; did you mean HYPERSAGA_WORKER__CONCURRENCY?"
+            ),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_names_the_variable_that_set_it() {
+        let err = Config::load_with(None, vars(&[("HYPERSAGA_WORKER__CONCURRENCY", "many")]))
+            .unwrap_err();
+        assert_eq!(
+            settings_of(&err),
+            ["HYPERSAGA_WORKER__CONCURRENCY"],
+            "{err}"
+        );
+        let err =
+            Config::load_with(None, vars(&[("HYPERSAGA_WORKER__CONCURRENCY", "0")])).unwrap_err();
+        assert_eq!(settings_of(&err), ["worker.concurrency"], "{err}");
+    }
+
+    #[test]
+    fn the_settings_list_covers_every_optional_part() {
+        let sample = serde_json::to_string(&Config::every_setting()).unwrap();
+        assert!(
+            !sample.contains("null"),
+            "an optional setting is missing from Config::every_setting: {sample}"
+        );
+        let settings = env::settings();
+        for s in [
+            "coordinator.lease_ms",
+            "tenants[].azure.client_secret",
+            "tenants[].tokens[]",
+            "quotas.tenants.<key>.max_clusters",
+            "gateway.tls.client_ca_file",
+            "health.listen",
+        ] {
+            assert!(settings.iter().any(|x| x == s), "{s} not in {settings:?}");
+        }
+    }
+
+    #[test]
+    fn a_role_is_told_what_it_lacks_on_this_host() {
+        let mut c = Config::default();
+        c.nats.credentials_dir = Some(PathBuf::from("/nonexistent/bus"));
+        c.gateway.tls = Some(GatewayTls {
+            cert_file: PathBuf::from("/nonexistent/cert.pem"),
+            key_file: PathBuf::from("/nonexistent/key.pem"),
+            client_ca_file: None,
+            require_client_cert: false,
+        });
+        let said: Vec<String> = c
+            .role_problems(Role::Gateway)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let said = said.join("\n");
+        for expected in [
+            "nats.credentials_dir: cannot read /nonexistent/bus/gateway.nk",
+            "gateway.tls.cert_file: cannot read /nonexistent/cert.pem",
+            "gateway.tls.key_file: cannot read /nonexistent/key.pem",
+            "tenants: none configured: the gateway role serves tenants",
+        ] {
+            assert!(said.contains(expected), "missing {expected:?} in:\n{said}");
+        }
+        assert!(
+            !c.role_problems(Role::Coordinator)
+                .iter()
+                .any(|p| p.setting.starts_with("gateway") || p.setting == "tenants"),
+            "the coordinator needs neither the gateway's files nor tenants"
         );
     }
 }

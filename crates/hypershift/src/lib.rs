@@ -30,6 +30,6 @@ pub const API_VERSION: &str = "hypershift.openshift.io/v1beta1";
 pub const HYPERSHIFT_FINALIZER: &str = "hypershift.openshift.io/finalizer";
 
 /// Serializes the CRD of `K` as YAML, e.g. for an emulator's discovery or `kubectl apply`.
-pub fn crd_yaml<K: kube::CustomResourceExt>() -> Result<String, serde_yaml::Error> {
-    serde_yaml::to_string(&K::crd())
+pub fn crd_yaml<K: kube::CustomResourceExt>() -> Result<String, serde_norway::Error> {
+    serde_norway::to_string(&K::crd())
 }

@@ -214,8 +214,15 @@ pub struct NatsCluster {
 
 impl NatsCluster {
     /// Starts `size` servers under `dir` (`dir/n<i>`), each loading `config` (users,
-    /// permissions, TLS), and waits until JetStream has a meta leader they all follow.
+    /// permissions, TLS), and waits until JetStream has a meta leader they all follow. A size
+    /// of 1 is a lone server, stored in `dir` itself.
     pub async fn start_with_config(dir: &Path, size: usize, config: &str) -> Result<Self> {
+        if size <= 1 {
+            let server = NatsServer::start_with_config(dir, config).await?;
+            return Ok(Self {
+                servers: vec![server],
+            });
+        }
         std::fs::create_dir_all(dir)?;
         let path = dir.join("nats.conf");
         std::fs::write(&path, config)?;

@@ -581,7 +581,8 @@ fn hosted_cluster(cmd: &StepCommand, inputs: &Inputs) -> HostedCluster {
 /// The pull secret HyperShift hands to every component that pulls the release: without one
 /// (or with no registry in it) a real cluster cannot pull OpenShift's images and never comes
 /// up, so the service refuses to start rather than fail every create half an hour in.
-fn check_pull_secret(secret: Option<&hypersaga_config::Secret>) -> Result<String, Error> {
+/// The pull secret as the role needs it, or why not (also for `serve --check-config`).
+pub fn check_pull_secret(secret: Option<&hypersaga_config::Secret>) -> Result<String, Error> {
     let Some(secret) = secret else {
         return Err(Error::PullSecret(
             "is required: the pull secret (a .dockerconfigjson, e.g. from \

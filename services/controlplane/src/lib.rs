@@ -24,7 +24,7 @@ use std::time::Duration;
 use hypersaga_config::Config;
 use tokio_util::sync::CancellationToken;
 
-pub use handler::ControlPlaneHandler;
+pub use handler::{ControlPlaneHandler, check_pull_secret};
 
 /// Service name: consumes `<prefix>.*.cmd.controlplane`.
 pub const SERVICE: &str = hypersaga_bus::Service::ControlPlane.as_str();

@@ -108,7 +108,7 @@ impl Backlogs {
             Err(e) => return Read::Unknown(e.to_string()),
         };
         match stream.consumer_info(name).await {
-            Ok(info) => Read::Info(info),
+            Ok(info) => Read::Info(Box::new(info)),
             Err(e)
                 if matches!(
                     e.kind(),
@@ -126,7 +126,7 @@ impl Backlogs {
 
 /// What reading a consumer told.
 enum Read {
-    Info(Info),
+    Info(Box<Info>),
     /// It does not exist: nothing consumes the service's queue.
     Missing(String),
     /// No answer (timed out, no responders, a leader being elected).

@@ -253,7 +253,7 @@ pub fn respond(out: &Output, code: StatusCode, value: &Value) -> Response {
             })
             .map_err(|e| e.to_string()),
         Format::Json => serde_json::to_vec(value).map_err(|e| e.to_string()),
-        Format::Yaml => serde_yaml::to_string(value)
+        Format::Yaml => serde_norway::to_string(value)
             .map(String::into_bytes)
             .map_err(|e| e.to_string()),
     };

@@ -66,7 +66,7 @@ pub(super) async fn v2(headers: HeaderMap) -> Response {
 /// gnostic `Any`: a value as YAML text (field 2), which is how clients read extensions,
 /// enums and defaults.
 fn any(w: &mut Writer, field: u32, v: &Value) {
-    let yaml = serde_yaml::to_string(v).unwrap_or_default();
+    let yaml = serde_norway::to_string(v).unwrap_or_default();
     w.message(field, |a| a.string(2, &yaml));
 }
 

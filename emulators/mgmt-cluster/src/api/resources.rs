@@ -164,7 +164,7 @@ impl Req<'_> {
             Input::Protobuf => return self.protobuf_body(),
             // YAML is a superset of JSON; a JSON body sent as YAML is read as JSON.
             Input::Yaml if !looks_json(self.body) => {
-                serde_yaml::from_slice::<Value>(self.body).map_err(|e| e.to_string())
+                serde_norway::from_slice::<Value>(self.body).map_err(|e| e.to_string())
             }
             Input::Yaml => serde_json::from_slice::<Value>(self.body).map_err(|e| e.to_string()),
             Input::Json => serde_json::from_slice::<Value>(self.body).map_err(|e| e.to_string()),
@@ -205,7 +205,7 @@ impl Req<'_> {
         }
         let parsed = match negotiate::input(self.headers)? {
             Input::Json => serde_json::from_slice::<Value>(self.body).map_err(|e| e.to_string()),
-            Input::Yaml => serde_yaml::from_slice::<Value>(self.body).map_err(|e| e.to_string()),
+            Input::Yaml => serde_norway::from_slice::<Value>(self.body).map_err(|e| e.to_string()),
             Input::Protobuf => protobuf::decode(self.body, "meta.k8s.io/v1", "DeleteOptions")
                 .map_err(|f| f.error.to_string()),
         };

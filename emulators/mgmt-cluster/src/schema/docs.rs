@@ -17,7 +17,7 @@ static DOCS: LazyLock<Docs> = LazyLock::new(|| {
         ("core.yaml", include_str!("docs/core.yaml")),
         ("hypershift.yaml", include_str!("docs/hypershift.yaml")),
     ] {
-        match serde_yaml::from_str::<Docs>(text) {
+        match serde_norway::from_str::<Docs>(text) {
             Ok(docs) => all.extend(docs),
             Err(e) => tracing::error!(file, error = %e, "schema descriptions do not parse"),
         }
