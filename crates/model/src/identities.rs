@@ -1,5 +1,5 @@
 //! The workload identities of a self-managed Azure HostedCluster: 8 user-assigned managed
-//! identities and their federated credentials (hypershift-azure.md §2.2): HyperShift's 7
+//! identities and their federated credentials (docs/reference/hypershift-azure.md §2.2): HyperShift's 7
 //! for the guest cluster's components, and the control-plane operator's, which `hypershift
 //! create iam azure` always makes too (it passes no topology). The subjects name
 //! service accounts inside the hosted cluster; the audience is always `openshift`.
@@ -147,7 +147,7 @@ pub enum RoleScope {
     PublicZone,
 }
 
-/// One identity's built-in role, and where it holds it (hypershift-azure.md §2.4, from
+/// One identity's built-in role, and where it holds it (docs/reference/hypershift-azure.md §2.4, from
 /// HyperShift's `cmd/infra/azure/rbac.go`).
 #[derive(Debug, Clone, Copy)]
 pub struct RoleGrant {

@@ -2,7 +2,7 @@
 //!
 //! Every bus message carries a `traceparent` header (W3C Trace Context), so one trace id
 //! follows a saga from the gateway through the coordinator into every service. Spans record
-//! the trace id as a field; exporting spans over OTLP is a later step (see ROADMAP) and will
+//! the trace id as a field; exporting spans over OTLP is a later step (issue 12, README's Status) and will
 //! reuse these ids unchanged.
 #![forbid(unsafe_code)]
 

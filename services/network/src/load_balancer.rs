@@ -1,4 +1,4 @@
-//! `network.load-balancer`: the guest egress load balancer (hypershift-azure.md §1.2). Every
+//! `network.load-balancer`: the guest egress load balancer (docs/reference/hypershift-azure.md §1.2). Every
 //! sub-object is named after the infra id, as the HyperShift operator and the in-cluster cloud
 //! provider expect (`loadBalancerName=INFRA`, backend pool `INFRA`).
 
