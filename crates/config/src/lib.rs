@@ -37,6 +37,10 @@ pub struct Config {
     pub tenants: Vec<TenantConfig>,
     pub azure: AzureConfig,
     pub blob: BlobConfig,
+    /// The private store of the tenants' OIDC signing keys: a storage account of its own,
+    /// never the one in `blob` that serves the issuers anonymously. Read by identity and
+    /// controlplane only.
+    pub signing_keys: BlobConfig,
     pub kube: KubeConfig,
     pub gateway: GatewayConfig,
     pub coordinator: CoordinatorConfig,
@@ -164,7 +168,8 @@ impl Default for AzureConfig {
     }
 }
 
-/// Blob storage hosting the tenants' OIDC issuer documents.
+/// A blob storage account: `blob` hosts the tenants' OIDC issuer documents (public
+/// containers), `signing_keys` their signing keys (private containers).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BlobConfig {
@@ -459,6 +464,17 @@ impl Config {
             if url::Url::parse(value).is_err() {
                 problems.push(format!("{field}: {value:?} is not a URL"));
             }
+        }
+        // Keys beside anonymously served issuers would be one mis-set container from the
+        // internet, and readable with the publishing key.
+        if !self.signing_keys.endpoint.is_empty()
+            && self.signing_keys.endpoint.trim_end_matches('/')
+                == self.blob.endpoint.trim_end_matches('/')
+        {
+            problems.push(
+                "signing_keys.endpoint: the signing keys need a storage account of their own, not blob's"
+                    .to_owned(),
+            );
         }
         if problems.is_empty() {
             Ok(())
