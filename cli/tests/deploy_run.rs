@@ -8,18 +8,25 @@
 //! * the roles run exactly as `compose.yaml` runs them — each service's command and
 //!   environment, read from the file, in its `depends_on` order, with its `restart` policy and
 //!   `deploy.replicas` — as processes on this machine, and the client service creates a
-//!   cluster that becomes ready.
+//!   cluster that becomes ready;
+//! * the dev overlay's pods run as the kubelet would run them — each container's command,
+//!   arguments and variables (values, Secret keys, the pod's name), its volumes filled from
+//!   the ConfigMaps and from the Secrets `create-secrets.sh` prints — every readiness probe
+//!   answers, and a create through the gateway's Service becomes ready. The management
+//!   cluster is the emulator (the `mgmt-kubeconfig` component), Azure the ARM emulator and
+//!   Azurite, NATS the overlay's own StatefulSet.
 //!
 //! The validators and PyYAML (which reads compose.yaml here) are installed into `.venv` by
 //! `scripts/setup.sh`. The validators run with the proxy variables pointed at a closed port,
 //! so any attempt to fetch a schema would fail the test.
 //!
-//! No container engine runs here, so the compose run translates what a container sees into
-//! what a process on this machine sees, and nothing else (see [`Stack`]): each container
+//! No container engine or cluster runs here, so both runs translate what a container sees into
+//! what a process on this machine sees, and nothing else (see [`Stack`], [`Cluster`]): each
 //! path under a mount is rooted in a directory of the service's own, where the mount's
 //! source is (a symbolic link to the shared volume, a copy of the bind-mounted file with the
 //! same translation); each `host:port` of the compose network, and each `0.0.0.0:port` a
-//! service listens on, becomes `127.0.0.1:<a free port>`. The hypersaga image's entrypoint is
+//! service listens on, becomes `127.0.0.1:<a free port>` (for the overlay: each Service's
+//! name, at the port of the pod it selects). The hypersaga image's entrypoint is
 //! the `hypersaga` binary; the `nats` and `azurite` images' commands are run from `.venv`
 //! and `node_modules`. A test fails if anything of the compose network is left untranslated.
 
@@ -335,28 +342,7 @@ impl Stack {
     /// see it here: container paths under its mounts rooted in its directory; compose-network
     /// addresses on loopback.
     fn translate(&self, service: &str, mounts: &[String], text: &str) -> String {
-        let base = self.root_of(service);
-        let mut out = String::new();
-        // Paths, in one pass so that a rewritten path is never rewritten again.
-        let mut rest = text;
-        'scan: while !rest.is_empty() {
-            for target in mounts {
-                if let Some(after) = rest.strip_prefix(target.as_str()) {
-                    let boundary = out.is_empty()
-                        || out.ends_with(|c: char| !c.is_alphanumeric() && c != '/' && c != '.');
-                    if boundary
-                        && (after.is_empty() || after.starts_with(['/', '"', '\'', '\n', ' ', ',']))
-                    {
-                        out.push_str(&format!("{}{target}", base.display()));
-                        rest = after;
-                        continue 'scan;
-                    }
-                }
-            }
-            let c = rest.chars().next().unwrap();
-            out.push(c);
-            rest = &rest[c.len_utf8()..];
-        }
+        let out = root_paths(text, mounts, &self.root_of(service));
         // Addresses: `<service>:<port>` of the compose network; what `service` listens on.
         let names: Vec<String> = self.services().keys().cloned().collect();
         let mut text = out;
@@ -466,6 +452,32 @@ impl Stack {
         }
         done
     }
+}
+
+/// `text` with every container path under one of `mounts` rooted in `base`, in one pass so
+/// that a rewritten path is never rewritten again.
+fn root_paths(text: &str, mounts: &[String], base: &Path) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    'scan: while !rest.is_empty() {
+        for target in mounts {
+            if let Some(after) = rest.strip_prefix(target.as_str()) {
+                let boundary = out.is_empty()
+                    || out.ends_with(|c: char| !c.is_alphanumeric() && c != '/' && c != '.');
+                if boundary
+                    && (after.is_empty() || after.starts_with(['/', '"', '\'', '\n', ' ', ',']))
+                {
+                    out.push_str(&format!("{}{target}", base.display()));
+                    rest = after;
+                    continue 'scan;
+                }
+            }
+        }
+        let c = rest.chars().next().unwrap_or_default();
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
 }
 
 /// `<service>:<port>` occurrences in `text`, for the compose network's service names.
@@ -581,6 +593,19 @@ impl Processes {
             supervisor: Some(supervisor),
             log_dir,
         }
+    }
+
+    /// Keeps `child` (a stand-in the test started itself) to be killed with the rest; never
+    /// restarted.
+    fn adopt(&self, service: &str, child: Child) {
+        self.running.lock().unwrap().push(Running {
+            service: service.to_owned(),
+            replicas: vec![child],
+            command: Box::new(|_| unreachable!("a stand-in is not restarted")),
+            restart_on_failure: false,
+            restarts: 0,
+            log_dir: self.log_dir.clone(),
+        });
     }
 
     /// The last lines each service wrote, for a failure's message.
@@ -806,4 +831,656 @@ fn the_roles_started_as_compose_starts_them_create_a_cluster() {
             .filter(|(_, n)| *n > 0)
             .collect::<Vec<_>>()
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// The dev overlay, run as processes.
+
+/// Every document of a multi-document YAML text, as JSON (PyYAML's safe loader).
+fn yaml_documents(text: &str) -> Vec<Value> {
+    let mut child = Command::new(venv("python3"))
+        .arg("-c")
+        .arg("import json, sys, yaml; json.dump([d for d in yaml.safe_load_all(sys.stdin) if d], sys.stdout)")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Standard base64 (a Secret's `data`).
+fn base64_decode(text: &str) -> Vec<u8> {
+    let (ok, out) = output(
+        Command::new(venv("python3"))
+            .arg("-c")
+            .arg("import base64, sys; sys.stdout.write(base64.b64decode(sys.argv[1]).hex())")
+            .arg(text),
+    );
+    assert!(ok, "{out}");
+    (0..out.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&out[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// Kubernetes quantities of memory (`256Mi`), in bytes, as `resourceFieldRef` gives them.
+fn bytes_of(quantity: &str) -> u64 {
+    let units = [("Ki", 1u64 << 10), ("Mi", 1 << 20), ("Gi", 1 << 30)];
+    for (suffix, factor) in units {
+        if let Some(n) = quantity.strip_suffix(suffix) {
+            return n.parse::<u64>().unwrap() * factor;
+        }
+    }
+    quantity.parse().unwrap()
+}
+
+/// The rendered objects, and the Secrets `create-secrets.sh` made, as the cluster would hold
+/// them; pods started from them with the files and variables the kubelet would give.
+struct Cluster {
+    objects: Vec<Value>,
+    dir: PathBuf,
+    /// (workload, container port) → loopback port.
+    ports: Mutex<BTreeMap<(String, u16), u16>>,
+}
+
+impl Cluster {
+    fn get(&self, kind: &str, name: &str) -> &Value {
+        self.objects
+            .iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name}"))
+    }
+
+    fn port(&self, workload: &str, port: u16) -> u16 {
+        *self
+            .ports
+            .lock()
+            .unwrap()
+            .entry((workload.to_owned(), port))
+            .or_insert_with(free_port)
+    }
+
+    /// The workload whose pods a Service selects, and the container port it forwards to.
+    fn backend(&self, service: &str, port: u16) -> (String, u16) {
+        let svc = self.get("Service", service);
+        let selector = svc["spec"]["selector"].as_object().unwrap();
+        let target = svc["spec"]["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["port"] == port)
+            .unwrap_or_else(|| panic!("Service {service} has no port {port}"))["targetPort"]
+            .clone();
+        for o in &self.objects {
+            if o["kind"] != "Deployment" && o["kind"] != "StatefulSet" {
+                continue;
+            }
+            let labels = &o["spec"]["template"]["metadata"]["labels"];
+            if selector.iter().all(|(k, v)| &labels[k] == v) {
+                let c = &o["spec"]["template"]["spec"]["containers"][0];
+                let container_port = match &target {
+                    Value::Number(n) => n.as_u64().unwrap() as u16,
+                    Value::String(name) => c["ports"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|p| p["name"] == name.as_str())
+                        .unwrap()["containerPort"]
+                        .as_u64()
+                        .unwrap() as u16,
+                    _ => port,
+                };
+                return (
+                    o["metadata"]["name"].as_str().unwrap().to_owned(),
+                    container_port,
+                );
+            }
+        }
+        panic!("Service {service} selects no workload");
+    }
+
+    /// `text` as a pod of `workload` sees it here: its mounts rooted in its directory, the
+    /// Services' names on loopback, what it listens on at its own free ports.
+    fn translate(&self, workload: &str, mounts: &[String], text: &str) -> String {
+        let mut text = root_paths(text, mounts, &self.dir.join("pods").join(workload));
+        let services: Vec<String> = self
+            .objects
+            .iter()
+            .filter(|o| o["kind"] == "Service")
+            .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
+            .collect();
+        for (service, port) in host_ports(&text, &services) {
+            let (backend, container_port) = self.backend(&service, port);
+            let local = self.port(&backend, container_port);
+            text = text.replace(&format!("{service}:{port}"), &format!("127.0.0.1:{local}"));
+        }
+        for port in listen_ports(&text) {
+            let local = self.port(workload, port);
+            text = text
+                .replace(&format!("0.0.0.0:{port}"), &format!("127.0.0.1:{local}"))
+                .replace(
+                    &format!("http_port: {port}"),
+                    &format!("http_port: {local}"),
+                );
+        }
+        text
+    }
+
+    /// The data of a ConfigMap or Secret, by key (a Secret's decoded).
+    fn data(&self, kind: &str, name: &str) -> BTreeMap<String, Vec<u8>> {
+        let o = self.get(kind, name);
+        o["data"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| {
+                let v = v.as_str().unwrap();
+                let bytes = if kind == "Secret" {
+                    base64_decode(v)
+                } else {
+                    v.as_bytes().to_vec()
+                };
+                (k.clone(), bytes)
+            })
+            .collect()
+    }
+
+    /// A pod of `kind`/`name` as a process: its volumes as files under its directory (their
+    /// text translated), its variables as the kubelet sets them, its command.
+    fn pod(&self, kind: &str, name: &str, pod_name: &str) -> Command {
+        let workload = self.get(kind, name);
+        let spec = &workload["spec"]["template"]["spec"];
+        let c = &spec["containers"][0];
+        let base = self.dir.join("pods").join(name);
+        let mounts: Vec<String> = c["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["mountPath"].as_str().unwrap().to_owned())
+            .collect();
+        let volumes = spec["volumes"].as_array().cloned().unwrap_or_default();
+        for m in c["volumeMounts"].as_array().unwrap() {
+            let at = base.join(m["mountPath"].as_str().unwrap().trim_start_matches('/'));
+            std::fs::create_dir_all(&at).unwrap();
+            let Some(volume) = volumes.iter().find(|v| v["name"] == m["name"]) else {
+                continue; // a volumeClaimTemplate: an empty directory
+            };
+            // (kind, name, items) of each source; no items: every key.
+            let mut sources = Vec::new();
+            if volume["configMap"].is_object() {
+                sources.push((
+                    "ConfigMap",
+                    &volume["configMap"]["name"],
+                    &volume["configMap"]["items"],
+                ));
+            }
+            if volume["secret"].is_object() {
+                sources.push((
+                    "Secret",
+                    &volume["secret"]["secretName"],
+                    &volume["secret"]["items"],
+                ));
+            }
+            for source in volume["projected"]["sources"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                for kind in ["ConfigMap", "Secret"] {
+                    let key = if kind == "Secret" {
+                        "secret"
+                    } else {
+                        "configMap"
+                    };
+                    if source[key].is_object() {
+                        sources.push((kind, &source[key]["name"], &source[key]["items"]));
+                    }
+                }
+            }
+            for (kind, source, items) in sources {
+                let data = self.data(kind, source.as_str().unwrap());
+                let files: Vec<(String, String)> = match items.as_array() {
+                    Some(items) => items
+                        .iter()
+                        .map(|i| {
+                            (
+                                i["key"].as_str().unwrap().into(),
+                                i["path"].as_str().unwrap().into(),
+                            )
+                        })
+                        .collect(),
+                    None => data.keys().map(|k| (k.clone(), k.clone())).collect(),
+                };
+                for (key, path) in files {
+                    let bytes = &data[&key];
+                    let content = match std::str::from_utf8(bytes) {
+                        Ok(text) => self.translate(name, &mounts, text).into_bytes(),
+                        Err(_) => bytes.clone(),
+                    };
+                    std::fs::write(at.join(path), content).unwrap();
+                }
+            }
+        }
+        let args: Vec<String> = strs(&c["command"])
+            .into_iter()
+            .chain(strs(&c["args"]))
+            .map(|a| self.translate(name, &mounts, &a))
+            .collect();
+        let mut cmd = if c["image"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("hypersaga")
+        {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_hypersaga"));
+            cmd.args(&args);
+            cmd
+        } else {
+            let program = root().join(".venv/bin").join(&args[0]);
+            assert!(
+                program.is_file(),
+                "{}: run scripts/setup.sh",
+                program.display()
+            );
+            let mut cmd = Command::new(program);
+            cmd.args(&args[1..]);
+            cmd
+        };
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .current_dir(&base);
+        for e in c["env"].as_array().into_iter().flatten() {
+            let var = e["name"].as_str().unwrap();
+            let from = &e["valueFrom"];
+            let value = if let Some(v) = e["value"].as_str() {
+                self.translate(name, &mounts, v)
+            } else if from["secretKeyRef"].is_object() {
+                let r = &from["secretKeyRef"];
+                let data = self.data("Secret", r["name"].as_str().unwrap());
+                String::from_utf8(data[r["key"].as_str().unwrap()].clone()).unwrap()
+            } else if from["fieldRef"]["fieldPath"] == "metadata.name" {
+                pod_name.to_owned()
+            } else if from["resourceFieldRef"]["resource"] == "limits.memory" {
+                bytes_of(c["resources"]["limits"]["memory"].as_str().unwrap()).to_string()
+            } else {
+                panic!("{name}: {var} is set in a way this test does not know: {e}");
+            };
+            cmd.env(var, value);
+        }
+        for arg in &args {
+            assert!(!arg.contains("0.0.0.0"), "{name}: {arg}");
+        }
+        cmd
+    }
+}
+
+/// The dev overlay with the mgmt-kubeconfig component (the management cluster is the
+/// emulator, not the cluster the pods would run in), rendered outside the tree.
+fn render_dev_with_a_kubeconfig(dir: &Path) -> String {
+    let k = dir.join("kustomization");
+    std::fs::create_dir_all(&k).unwrap();
+    let rel = |p: &str| {
+        let target = std::fs::canonicalize(root().join(p)).unwrap();
+        let up = k.canonicalize().unwrap().components().count() - 1;
+        format!(
+            "{}{}",
+            "../".repeat(up),
+            target.strip_prefix("/").unwrap().display()
+        )
+    };
+    std::fs::write(
+        k.join("kustomization.yaml"),
+        format!(
+            "resources: [{}]\ncomponents: [{}]\n",
+            rel("deploy/kustomize/overlays/dev"),
+            rel("deploy/kustomize/components/mgmt-kubeconfig")
+        ),
+    )
+    .unwrap();
+    let (ok, text) = output(Command::new("kubectl").arg("kustomize").arg(&k));
+    assert!(ok, "{text}");
+    text
+}
+
+/// The dev overlay's pods started as the kubelet would start them — each container's command
+/// and arguments, its variables (values, Secret keys, its pod's name), its volumes (the
+/// ConfigMaps, and the Secrets `create-secrets.sh` printed) — with the emulators and Azurite
+/// standing in for Azure and the management cluster; every role ready by its readiness probe;
+/// then a create through the gateway's Service to `ready`. The operator's part is done as
+/// deploy/README.md says: the overlay's config.toml filled in (here with the emulators'
+/// endpoints and CA), `hypersaga bus credentials`, `create-secrets.sh`.
+#[test]
+fn the_roles_started_as_the_dev_overlay_starts_them_create_a_cluster() {
+    hypersaga_devca::install_crypto_provider();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    // Not under /tmp, which the pods mount (an emptyDir): the emulators' CA, which stands in
+    // for the public roots Azure's certificates chain to, must be outside every mount.
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let d = tmp.path().to_path_buf();
+    let hs = || Command::new(env!("CARGO_BIN_EXE_hypersaga"));
+    let objects = yaml_documents(&render_dev_with_a_kubeconfig(&d));
+    let log_dir = d.join("logs");
+    std::fs::create_dir_all(&log_dir).unwrap();
+    let processes = Processes::new(log_dir.clone());
+    macro_rules! fail {
+        ($($arg:tt)*) => {
+            panic!("{}\n{}", format!($($arg)*), processes.logs())
+        };
+    }
+    let ok = |cmd: &mut Command| {
+        let (ok, text) = output(cmd);
+        assert!(ok, "{cmd:?}: {text}");
+        text
+    };
+
+    // The stand-ins: Azurite, the management cluster, and (once the configuration is made)
+    // ARM and Entra ID, each on its own free ports.
+    ok(hs()
+        .args([
+            "emulator",
+            "certs",
+            "--name",
+            "nats,hypersaga-gateway,localhost,127.0.0.1",
+            "--out",
+        ])
+        .arg(d.join("tls")));
+    ok(hs()
+        .args(["bus", "credentials", "--tenant", "acme", "--out"])
+        .arg(d.join("bus")));
+    let azurite = rt
+        .block_on(hypersaga_procs::Azurite::start())
+        .expect("Azurite (scripts/setup.sh)");
+    let (mgmt, mgmt_admin) = (free_port(), free_port());
+    let serve_mgmt = hs()
+        .args([
+            "emulator",
+            "serve-mgmt",
+            "--listen",
+            &format!("127.0.0.1:{mgmt}"),
+        ])
+        .args(["--admin-listen", &format!("127.0.0.1:{mgmt_admin}")])
+        .arg("--tls-cert")
+        .arg(d.join("tls/server.pem"))
+        .arg("--tls-key")
+        .arg(d.join("tls/server-key.pem"))
+        .arg("--ca-file")
+        .arg(d.join("tls/ca.pem"))
+        .args(["--server-url", &format!("https://127.0.0.1:{mgmt}")])
+        .arg("--kubeconfig-out")
+        .arg(d.join("mgmt.kubeconfig"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    processes.adopt("mgmt", serve_mgmt);
+
+    // The operator's part (deploy/README.md, *Secrets*): the overlay's config.toml filled in.
+    let token = "hs_acme_deploy_run_0123456789abcdef";
+    let (arm, arm_admin) = (free_port(), free_port());
+    let arm_url = format!("https://127.0.0.1:{arm}");
+    let config_map = objects
+        .iter()
+        .find(|o| o["kind"] == "ConfigMap" && o["data"]["config.toml"].is_string())
+        .unwrap();
+    let config = config_map["data"]["config.toml"]
+        .as_str()
+        .unwrap()
+        .replace("REPLACE-tenant", "acme")
+        .replace(
+            "sha256:REPLACE-with-the-digest-hypersaga-token-new-prints",
+            &hypersaga_config::TokenDigest::of(token).to_string(),
+        )
+        .replace(
+            "REPLACE-entra-tenant-id",
+            "d79e5b4a-ebeb-485b-a861-e2838886f47a",
+        )
+        .replace(
+            "REPLACE-subscription-id",
+            "2c90511f-a4a8-459d-b9a8-5a1d1af778c5",
+        )
+        .replace("REPLACE-client-id", "ab9ad434-424f-4e2f-8a70-761d4d41e057")
+        .replace("https://management.azure.com", &arm_url)
+        .replace(
+            "authority_host = \"https://login.microsoftonline.com\"",
+            // The emulators' CA (Azure's chain to public roots), and their pace.
+            &format!(
+                "authority_host = \"{arm_url}\"\nca_bundle = \"{}\"\nlro_poll_interval_ms = 500",
+                d.join("tls/ca.pem").display()
+            ),
+        )
+        .replace(
+            "https://REPLACE-account.blob.core.windows.net",
+            &azurite.blob_endpoint(),
+        )
+        .replace("REPLACE-account", hypersaga_procs::AZURITE_ACCOUNT)
+        .replace(
+            "https://REPLACE-keys-account.blob.core.windows.net",
+            &azurite.key_store_endpoint(),
+        )
+        .replace(
+            "REPLACE-keys-account",
+            hypersaga_procs::AZURITE_KEY_STORE_ACCOUNT,
+        )
+        // The emulator's pace (as compose's configuration has it), not Azure's.
+        .replace(
+            "[kube]\n",
+            "[kube]\navailable_timeout_s = 600\nrecheck_interval_ms = 1000\n",
+        );
+    assert!(
+        !config
+            .lines()
+            .any(|l| !l.starts_with('#') && l.contains("REPLACE")),
+        "{config}"
+    );
+    std::fs::write(d.join("config.toml"), &config).unwrap();
+    std::fs::create_dir_all(d.join("client-secrets")).unwrap();
+    std::fs::write(
+        d.join("client-secrets/acme"),
+        "fa3cc344859480210bd8c345817258dfaa9cfd84\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("blob-account-key"), hypersaga_procs::AZURITE_KEY).unwrap();
+    std::fs::write(d.join("signing-keys-account-key"), azurite.key_store_key()).unwrap();
+    std::fs::write(
+        d.join("pull-secret.json"),
+        r#"{"auths":{"registry.example.com":{"auth":"ZGV2OmRldg=="}}}"#,
+    )
+    .unwrap();
+    if !wait_for("mgmt", Duration::from_secs(60), || {
+        d.join("mgmt.kubeconfig").is_file()
+    }) {
+        fail!("the management-cluster emulator wrote no kubeconfig");
+    }
+    let secrets = ok(
+        Command::new(root().join("deploy/kustomize/create-secrets.sh"))
+            .env("HYPERSAGA", env!("CARGO_BIN_EXE_hypersaga"))
+            .current_dir(&d)
+            .args([
+                "--namespace",
+                "hypersaga-dev",
+                "--config",
+                "config.toml",
+                "--bus",
+                "bus",
+            ])
+            .args([
+                "--client-secrets",
+                "client-secrets",
+                "--blob-account-key",
+                "blob-account-key",
+            ])
+            .args(["--signing-keys-account-key", "signing-keys-account-key"])
+            .args([
+                "--pull-secret",
+                "pull-secret.json",
+                "--kubeconfig",
+                "mgmt.kubeconfig",
+            ])
+            .args([
+                "--gateway-cert",
+                "tls/server.pem",
+                "--gateway-key",
+                "tls/server-key.pem",
+            ])
+            .args([
+                "--nats-cert",
+                "tls/server.pem",
+                "--nats-key",
+                "tls/server-key.pem",
+            ])
+            .args(["--nats-ca", "tls/ca.pem"]),
+    );
+    // The overlay as rendered after the operator filled in its config.toml.
+    let mut all = objects.clone();
+    for o in &mut all {
+        if o["kind"] == "ConfigMap" && o["data"]["config.toml"].is_string() {
+            o["data"]["config.toml"] = Value::String(config.clone());
+        }
+    }
+    all.extend(yaml_documents(&secrets));
+    let cluster = Cluster {
+        objects: all,
+        dir: d.clone(),
+        ports: Mutex::new(BTreeMap::new()),
+    };
+
+    // ARM and Entra ID know the tenant's principal as the roles' configuration names it.
+    let identity_config = d.join("identity-config.json");
+    std::fs::write(
+        &identity_config,
+        &cluster.data("Secret", "hypersaga-identity")["config.json"],
+    )
+    .unwrap();
+    let child = hs()
+        .args(["emulator", "serve-arm", "--config"])
+        .arg(&identity_config)
+        .args([
+            "--listen",
+            &format!("127.0.0.1:{arm}"),
+            "--admin-listen",
+            &format!("127.0.0.1:{arm_admin}"),
+        ])
+        .arg("--tls-cert")
+        .arg(d.join("tls/server.pem"))
+        .arg("--tls-key")
+        .arg(d.join("tls/server-key.pem"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    processes.adopt("arm", child);
+    if !wait_for("arm", Duration::from_secs(60), || {
+        TcpStream::connect(("127.0.0.1", arm)).is_ok()
+    }) {
+        fail!("the ARM emulator does not listen");
+    }
+
+    // NATS, then every role, as their workloads say; Kubernetes restarts what exits.
+    let mut workloads = vec![("StatefulSet", "nats".to_owned(), "nats-0".to_owned())];
+    for o in &cluster.objects {
+        if o["kind"] == "Deployment" {
+            let name = o["metadata"]["name"].as_str().unwrap().to_owned();
+            workloads.push(("Deployment", name.clone(), format!("{name}-0")));
+        }
+    }
+    assert_eq!(workloads.len(), 8, "NATS and seven roles");
+    let cluster = Arc::new(cluster);
+    for (kind, name, pod) in &workloads {
+        let (c, kind, name2, pod2) = (cluster.clone(), *kind, name.clone(), pod.clone());
+        let mut running = Running {
+            service: name.clone(),
+            replicas: Vec::new(),
+            command: Box::new(move |_| c.pod(kind, &name2, &pod2)),
+            restart_on_failure: true,
+            restarts: 0,
+            log_dir: log_dir.clone(),
+        };
+        let child = running.spawn(0);
+        running.replicas.push(child);
+        processes.running.lock().unwrap().push(running);
+        if name == "nats" {
+            let port = cluster.port("nats", 4222);
+            if !wait_for("nats", Duration::from_secs(30), || {
+                TcpStream::connect(("127.0.0.1", port)).is_ok()
+            }) {
+                fail!("nats-server does not listen");
+            }
+        }
+    }
+    // Each role's readiness probe, as the kubelet asks it.
+    for (kind, name, _) in &workloads {
+        let o = cluster.get(kind, name);
+        let c = &o["spec"]["template"]["spec"]["containers"][0];
+        let Some(probe) = c["readinessProbe"]["httpGet"].as_object() else {
+            continue;
+        };
+        let named = probe["port"].as_str().unwrap();
+        let container_port = c["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == named)
+            .unwrap()["containerPort"]
+            .as_u64()
+            .unwrap() as u16;
+        let url = format!(
+            "http://127.0.0.1:{}{}",
+            cluster.port(name, container_port),
+            probe["path"].as_str().unwrap()
+        );
+        let ready = wait_for(&url, Duration::from_secs(90), || {
+            rt.block_on(async {
+                reqwest::get(&url)
+                    .await
+                    .map(|r| r.status() == 200)
+                    .unwrap_or(false)
+            })
+        });
+        if !ready {
+            fail!("{name} is not ready ({url})");
+        }
+    }
+
+    // A caller, through the gateway's Service, with the tenant's token and the CA.
+    let gateway = cluster.backend("hypersaga-gateway", 50051);
+    let server = format!("https://127.0.0.1:{}", cluster.port(&gateway.0, gateway.1));
+    let client = |args: &[&str]| {
+        output(
+            hs().env_clear()
+                .env("HYPERSAGA_SERVER", &server)
+                .env("HYPERSAGA_CA", d.join("tls/ca.pem"))
+                .env("HYPERSAGA_TOKEN", token)
+                .args(args),
+        )
+    };
+    let started = Instant::now();
+    let (created, text) = client(&["cluster", "create", "demo", "--wait"]);
+    if !created {
+        fail!("cluster create demo --wait: {text}");
+    }
+    let (got, text) = client(&["cluster", "get", "demo", "-o", "json"]);
+    assert!(got, "{text}");
+    let status: Value = serde_json::from_str(&text).unwrap_or_else(|e| fail!("{e}: {text}"));
+    if status["status"]["phase"] != "ready" {
+        fail!("the cluster is not ready: {status}");
+    }
+    eprintln!(
+        "dev overlay: create to ready in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    drop(processes);
+    drop(azurite);
 }
