@@ -122,8 +122,8 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
     );
 
     // Each identity holds its roles on the cluster's groups and the ingress operator on the
-    // public zone's (docs/reference/hypershift-azure.md §2.4: 18 grants of 8 identities), each granted to it
-    // as a service principal.
+    // public zone's (docs/reference/hypershift-azure.md §2.4: 18 grants of 8 identities), each
+    // granted to it as a service principal.
     let grants = system
         .arm_admin()
         .role_assignments(Some(&sub))

@@ -1,5 +1,5 @@
-//! `identity.oidc`: the tenant's OIDC issuer (docs/reference/hypershift-azure.md §3), created once and
-//! shared by all the tenant's clusters.
+//! `identity.oidc`: the tenant's OIDC issuer (docs/reference/hypershift-azure.md §3), created once
+//! and shared by all the tenant's clusters.
 //!
 //! The signing key is chosen exactly once per tenant: it is stored create-only, so when two
 //! clusters of a tenant race, one key wins and both use it — a second key would leave the

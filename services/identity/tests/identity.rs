@@ -403,8 +403,8 @@ async fn identity_errors_are_classified() {
     assert_eq!(e.info.code, "UnknownStep");
 }
 
-/// The role of each identity at each of the cluster's groups, as docs/reference/hypershift-azure.md §2.4
-/// lists them (HyperShift's `rbac.go`): (component, role GUID, scopes).
+/// The role of each identity at each of the cluster's groups, as docs/reference/hypershift-azure.md
+/// §2.4 lists them (HyperShift's `rbac.go`): (component, role GUID, scopes).
 const GRANTS: [(&str, &str, &[&str]); 8] = [
     (
         "cloudProvider",

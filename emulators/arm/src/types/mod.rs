@@ -192,7 +192,8 @@ pub struct ResourceType {
     /// Listed by `GET /subscriptions/{s}/resources` (ARM lists tracked resources and a few
     /// nested ones such as virtual network links; not FICs, subnets or record sets).
     pub in_inventory: bool,
-    /// Realistic server-side duration of create/update and of delete (docs/reference/azure-latencies.md §5).
+    /// Realistic server-side duration of create/update and of delete
+    /// (docs/reference/azure-latencies.md §5).
     pub create_latency: Duration,
     pub delete_latency: Duration,
     /// Synchronous types still take a moment; applied before answering under `Scaled`.
@@ -574,7 +575,8 @@ pub static TYPES: &[ResourceType] = &[
     },
     ResourceType {
         type_path: "virtualMachines",
-        // docs/reference/azure-latencies.md 13f: 44.5 s server-side create (J5); J5's delete ran 29.8 s.
+        // docs/reference/azure-latencies.md 13f: 44.5 s server-side create (J5); J5's delete ran
+        // 29.8 s.
         create_latency: secs(45),
         delete_latency: secs(30),
         references: Some(vm_references),
@@ -590,7 +592,8 @@ pub static TYPES: &[ResourceType] = &[
         api_versions: DISK_VERSIONS,
         put: PutShape::AcceptedWithBody,
         operation_urls: OperationUrls::DiskLocation,
-        // Not measured (docs/reference/azure-latencies.md has no disk row); a few seconds, estimated.
+        // Not measured (docs/reference/azure-latencies.md has no disk row); a few seconds,
+        // estimated.
         create_latency: secs(2),
         delete_latency: secs(2),
         fill: Some(fill_disk),

@@ -280,8 +280,8 @@ async fn an_unknown_principal_is_not_found_with_or_without_principal_type() {
 }
 
 /// Replication: a just-created identity is `PrincipalNotFound` without `principalType`, and
-/// assignable with `principalType: ServicePrincipal` (docs/reference/azure-latencies.md §10: PUTs without it
-/// failed for ~40 s, both that succeeded carried it); once replicated, either works.
+/// assignable with `principalType: ServicePrincipal` (docs/reference/azure-latencies.md §10: PUTs
+/// without it failed for ~40 s, both that succeeded carried it); once replicated, either works.
 #[tokio::test]
 async fn a_new_identity_needs_principal_type_until_entra_has_replicated_it() {
     // 200 s of replication at 1/100 of Azure's pace: a 2 s window.

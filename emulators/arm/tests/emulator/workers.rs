@@ -8,8 +8,8 @@
 //!   `202` with both headers, `Location` = status URL + `monitor=true`, answering `200` empty
 //!   once done; `$expand=instanceView` statuses `ProvisioningState/succeeded`,
 //!   `PowerState/running` — the recorded session VirtualMachineOperationsTests
-//!   .canCreateVirtualMachine of Azure/azure-sdk-for-java (J5 of docs/reference/azure-latencies.md) and the
-//!   `VirtualMachine_Create_WithSshAuthentication` example (ComputeRP/stable/2024-11-01).
+//!   .canCreateVirtualMachine of Azure/azure-sdk-for-java (J5 of docs/reference/azure-latencies.md)
+//!   and the `VirtualMachine_Create_WithSshAuthentication` example (ComputeRP/stable/2024-11-01).
 //! - Disks: `managedBy` and the DiskRP examples (DiskRP/stable/2025-01-02); delete `202` at
 //!   `…/DiskOperations/{id}?p=…` (azure-sdk-for-js compute recordings).
 //! - Refusals: `NicInUse` (hashicorp/terraform-provider-azurerm#8105), `409
