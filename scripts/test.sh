@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 # Formatting is part of the contract: a change that is not `cargo fmt`-clean fails here first.
 cargo fmt --all --check
+# So are lints: any clippy warning, in any crate or test, fails the run.
+cargo clippy --workspace --all-targets --locked -- -D warnings
 # The production image's build: the binary without the dev tools (emulators, dev, bench).
 cargo check -p hypersaga --no-default-features
 cargo nextest run --workspace --no-fail-fast "$@"

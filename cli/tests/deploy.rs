@@ -285,9 +285,15 @@ fn check_role(r: &Rendered, role: &str) {
     let mut expected = BTreeSet::from([format!("{role}.nk")]);
     match role {
         "gateway" => expected.extend(["tls.crt".into(), "tls.key".into()]),
-        "identity" => expected.extend(["config.json".into(), "blob-account-key".into()]),
+        "identity" => expected.extend([
+            "config.json".into(),
+            "blob-account-key".into(),
+            "signing-keys-account-key".into(),
+        ]),
         "network" | "dns" => expected.extend(["config.json".into()]),
-        "controlplane" => expected.extend(["blob-account-key".into(), "pull-secret".into()]),
+        "controlplane" => {
+            expected.extend(["signing-keys-account-key".into(), "pull-secret".into()])
+        }
         _ => {}
     }
     let expected: BTreeSet<&str> = expected.iter().map(String::as_str).collect();
@@ -793,6 +799,7 @@ fn create_secrets_makes_the_secrets_the_manifests_read() {
     std::fs::create_dir(d.join("client-secrets")).unwrap();
     std::fs::write(d.join("client-secrets/acme"), "s3cr\"et~\n").unwrap();
     std::fs::write(d.join("blob-account-key"), "a2V5\n").unwrap();
+    std::fs::write(d.join("signing-keys-account-key"), "a2V5cw==\n").unwrap();
     std::fs::write(
         d.join("pull-secret.json"),
         r#"{"auths":{"quay.io":{"auth":"dTpw"}}}"#,
@@ -813,6 +820,7 @@ fn create_secrets_makes_the_secrets_the_manifests_read() {
             ])
             .args(["--client-secrets", "client-secrets"])
             .args(["--blob-account-key", "blob-account-key"])
+            .args(["--signing-keys-account-key", "signing-keys-account-key"])
             .args(["--pull-secret", "pull-secret.json"])
             .args([
                 "--gateway-cert",
@@ -873,6 +881,16 @@ fn create_secrets_makes_the_secrets_the_manifests_read() {
     );
     assert_eq!(data("hypersaga-identity", "blob-account-key"), "a2V5");
     assert_eq!(
+        data("hypersaga-identity", "signing-keys-account-key"),
+        "a2V5cw=="
+    );
+    // controlplane reads a tenant's key, and cannot publish issuers.
+    assert_eq!(
+        data("hypersaga-controlplane", "signing-keys-account-key"),
+        "a2V5cw=="
+    );
+    assert!(!keys("hypersaga-controlplane").contains("blob-account-key"));
+    assert_eq!(
         data("hypersaga-identity", "identity.nk"),
         std::fs::read_to_string(d.join("bus/identity.nk")).unwrap()
     );
@@ -892,11 +910,13 @@ fn create_secrets_makes_the_secrets_the_manifests_read() {
     let loaded: Value = serde_json::from_str(&run(hypersaga()
         .env_clear()
         .env("HYPERSAGA_BLOB__ACCOUNT_KEY", "a2V5")
+        .env("HYPERSAGA_SIGNING_KEYS__ACCOUNT_KEY", "a2V5cw==")
         .args(["serve", "identity", "--dump-config", "--config"])
         .arg(d.join("config.json"))))
     .unwrap();
     assert_eq!(loaded["tenants"][0]["azure"]["client_secret"], "***");
     assert_eq!(loaded["blob"]["account_key"], "***");
+    assert_eq!(loaded["signing_keys"]["account_key"], "***");
     assert_eq!(loaded["nats"]["replicas"], 3);
 }
 

@@ -11,6 +11,7 @@
 #     --bus bus \
 #     --client-secrets client-secrets \
 #     --blob-account-key blob-account-key \
+#     --signing-keys-account-key signing-keys-account-key \
 #     --pull-secret pull-secret.json \
 #     --gateway-cert gateway.crt --gateway-key gateway.key \
 #     [--nats-cert nats.crt --nats-key nats.key --nats-ca nats-ca.crt] \
@@ -22,14 +23,16 @@
 # Azure service principal. The roles that call Azure with them (identity, network, dns) read
 # their configuration from their Secret's config.json: --config as the roles load it
 # (`hypersaga serve … --dump-config`), with those secrets filled in. So after changing
-# config.toml, run this again and apply its output before the overlay. Needs hypersaga
-# ($HYPERSAGA, else on PATH), jq and kubectl. See deploy/README.md.
+# config.toml, run this again and apply its output before the overlay. --blob-account-key is
+# the key of the issuers' storage account (identity only); --signing-keys-account-key that of
+# the signing keys' own account (identity and controlplane). Needs hypersaga ($HYPERSAGA,
+# else on PATH), jq and kubectl. See deploy/README.md.
 set -euo pipefail
 
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "create-secrets: $*" >&2; exit 1; }
 
-namespace="" config="" bus="" client_secrets="" blob_key="" pull_secret=""
+namespace="" config="" bus="" client_secrets="" blob_key="" signing_keys_key="" pull_secret=""
 gateway_cert="" gateway_key="" nats_cert="" nats_key="" nats_ca="" kubeconfig=""
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || usage
@@ -39,6 +42,7 @@ while [ $# -gt 0 ]; do
     --bus) bus=$2 ;;
     --client-secrets) client_secrets=$2 ;;
     --blob-account-key) blob_key=$2 ;;
+    --signing-keys-account-key) signing_keys_key=$2 ;;
     --pull-secret) pull_secret=$2 ;;
     --gateway-cert) gateway_cert=$2 ;;
     --gateway-key) gateway_key=$2 ;;
@@ -50,10 +54,10 @@ while [ $# -gt 0 ]; do
   esac
   shift 2
 done
-for v in namespace config bus client_secrets blob_key pull_secret gateway_cert gateway_key; do
+for v in namespace config bus client_secrets blob_key signing_keys_key pull_secret gateway_cert gateway_key; do
   [ -n "${!v}" ] || die "--${v//_/-} is required"
 done
-for f in "$config" "$blob_key" "$pull_secret" "$gateway_cert" "$gateway_key" "$bus/authorization.conf"; do
+for f in "$config" "$blob_key" "$signing_keys_key" "$pull_secret" "$gateway_cert" "$gateway_key" "$bus/authorization.conf"; do
   [ -f "$f" ] || die "$f: no such file"
 done
 roles=(gateway coordinator identity network dns controlplane nodepool)
@@ -99,8 +103,9 @@ done
 jq --slurpfile s "$tmp/secrets.json" \
   '.tenants |= map(.azure.client_secret = $s[0][.id])' "$tmp/config.json" > "$tmp/config-with-secrets.json"
 
-# The blob key and the pull secret as their values, without a trailing newline.
+# The storage keys and the pull secret as their values, without a trailing newline.
 printf '%s' "$(cat "$blob_key")" > "$tmp/blob-account-key"
+printf '%s' "$(cat "$signing_keys_key")" > "$tmp/signing-keys-account-key"
 printf '%s' "$(cat "$pull_secret")" > "$tmp/pull-secret"
 
 secret() { # name, then kubectl --from-file arguments
@@ -117,11 +122,13 @@ fi
 secret hypersaga-gateway "$(seed gateway)" --from-file="tls.crt=$gateway_cert" --from-file="tls.key=$gateway_key"
 secret hypersaga-coordinator "$(seed coordinator)"
 secret hypersaga-identity "$(seed identity)" --from-file="config.json=$tmp/config-with-secrets.json" \
-  --from-file="blob-account-key=$tmp/blob-account-key"
+  --from-file="blob-account-key=$tmp/blob-account-key" \
+  --from-file="signing-keys-account-key=$tmp/signing-keys-account-key"
 secret hypersaga-network "$(seed network)" --from-file="config.json=$tmp/config-with-secrets.json"
 secret hypersaga-dns "$(seed dns)" --from-file="config.json=$tmp/config-with-secrets.json"
 kube=()
 [ -z "$kubeconfig" ] || kube=(--from-file="kubeconfig=$kubeconfig")
-secret hypersaga-controlplane "$(seed controlplane)" --from-file="blob-account-key=$tmp/blob-account-key" \
+secret hypersaga-controlplane "$(seed controlplane)" \
+  --from-file="signing-keys-account-key=$tmp/signing-keys-account-key" \
   --from-file="pull-secret=$tmp/pull-secret" "${kube[@]}"
 secret hypersaga-nodepool "$(seed nodepool)" "${kube[@]}"

@@ -122,8 +122,8 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
     );
 
     // Each identity holds its roles on the cluster's groups and the ingress operator on the
-    // public zone's (hypershift-azure.md §2.4: 18 grants of 8 identities), each granted to it
-    // as a service principal.
+    // public zone's (docs/reference/hypershift-azure.md §2.4: 18 grants of 8 identities), each
+    // granted to it as a service principal.
     let grants = system
         .arm_admin()
         .role_assignments(Some(&sub))
@@ -137,7 +137,7 @@ async fn create_ready_delete_with_exact_resources_and_a_causal_audit_trail() {
         "{grants:#?}"
     );
 
-    // Every write used the api-version of the reference (hypershift-azure.md §1–§2).
+    // Every write used the api-version of the reference (docs/reference/hypershift-azure.md §1–§2).
     let stats = system.arm_admin().requests().await.expect("requests");
     let puts: Vec<_> = stats.recent.iter().filter(|r| r.method == "PUT").collect();
     assert!(puts.len() >= 20, "{puts:#?}");

@@ -24,7 +24,7 @@ use hypersaga_config::{
 };
 use hypersaga_devca::{DevCa, ServerCert};
 use hypersaga_model::TenantId;
-use hypersaga_procs::{AZURITE_ACCOUNT, AZURITE_KEY, Azurite};
+use hypersaga_procs::{AZURITE_ACCOUNT, AZURITE_KEY, AZURITE_KEY_STORE_ACCOUNT, Azurite};
 use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
@@ -186,6 +186,12 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             endpoint: azurite.blob_endpoint(),
             account_name: AZURITE_ACCOUNT.into(),
             account_key: Secret::new(AZURITE_KEY),
+        },
+        // The keys' own account, whose key Azurite was given at its start.
+        signing_keys: BlobConfig {
+            endpoint: azurite.key_store_endpoint(),
+            account_name: AZURITE_KEY_STORE_ACCOUNT.into(),
+            account_key: Secret::new(azurite.key_store_key()),
         },
         kube: KubeConfig {
             kubeconfig: Some(kubeconfig.clone()),

@@ -49,6 +49,10 @@ pub struct Config {
     pub tenants: Vec<TenantConfig>,
     pub azure: AzureConfig,
     pub blob: BlobConfig,
+    /// The private store of the tenants' OIDC signing keys: a storage account of its own,
+    /// never the one in `blob` that serves the issuers anonymously. Read by identity and
+    /// controlplane only.
+    pub signing_keys: BlobConfig,
     pub kube: KubeConfig,
     pub gateway: GatewayConfig,
     pub coordinator: CoordinatorConfig,
@@ -176,7 +180,8 @@ impl Default for AzureConfig {
     }
 }
 
-/// Blob storage hosting the tenants' OIDC issuer documents.
+/// A blob storage account: `blob` hosts the tenants' OIDC issuer documents (public
+/// containers), `signing_keys` their signing keys (private containers).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BlobConfig {

@@ -24,7 +24,10 @@ impl std::fmt::Debug for Secret {
 
 /// Replaces every secret value of `config` inside its JSON form.
 pub(crate) fn redact(value: &mut serde_json::Value, config: &crate::Config) {
-    let mut secrets: Vec<&str> = vec![config.blob.account_key.expose()];
+    let mut secrets: Vec<&str> = vec![
+        config.blob.account_key.expose(),
+        config.signing_keys.account_key.expose(),
+    ];
     for t in &config.tenants {
         secrets.push(t.azure.client_secret.expose());
     }

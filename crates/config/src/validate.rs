@@ -272,12 +272,17 @@ impl AzureConfig {
 }
 
 impl BlobConfig {
-    pub fn problems(&self) -> Vec<Problem> {
-        let mut c = Check::new("blob");
+    /// Problems of this storage account's settings, named under `section` (`blob`,
+    /// `signing_keys`).
+    pub fn problems(&self, section: &str) -> Vec<Problem> {
+        let mut c = Check::new(section);
         if !self.endpoint.is_empty() {
             c.url("endpoint", &self.endpoint, &["https", "http"]);
             if self.account_name.trim().is_empty() {
-                c.bad("account_name", "empty while blob.endpoint is set");
+                c.bad(
+                    "account_name",
+                    format!("empty while {section}.endpoint is set"),
+                );
             }
         }
         c.out
@@ -599,7 +604,19 @@ impl Config {
         let mut all = self.nats.problems();
         all.extend(self.tenant_problems());
         all.extend(self.azure.problems());
-        all.extend(self.blob.problems());
+        all.extend(self.blob.problems("blob"));
+        all.extend(self.signing_keys.problems("signing_keys"));
+        // Keys beside anonymously served issuers would be one mis-set container from the
+        // internet, and readable with the publishing key.
+        if !self.signing_keys.endpoint.is_empty()
+            && self.signing_keys.endpoint.trim_end_matches('/')
+                == self.blob.endpoint.trim_end_matches('/')
+        {
+            all.push(Problem::new(
+                "signing_keys.endpoint",
+                "the signing keys need a storage account of their own, not blob's",
+            ));
+        }
         all.extend(self.kube.problems());
         all.extend(self.gateway.problems());
         all.extend(self.health.problems(&self.gateway));

@@ -15,6 +15,8 @@ use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
 };
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 /// Errors from generating or loading certificates.
 #[derive(Debug, thiserror::Error)]
@@ -23,8 +25,8 @@ pub enum Error {
     Generate(#[from] rcgen::Error),
     #[error("TLS configuration is invalid")]
     Tls(#[from] rustls::Error),
-    #[error("PEM material is invalid: {0}")]
-    Pem(String),
+    #[error("PEM material is invalid")]
+    Pem(#[from] rustls::pki_types::pem::Error),
     #[error("I/O error")]
     Io(#[from] io::Error),
 }
@@ -104,10 +106,10 @@ impl DevCa {
 impl ServerCert {
     /// A rustls server configuration presenting this certificate (HTTP/1.1 and HTTP/2).
     pub fn rustls_server_config(&self) -> Result<Arc<rustls::ServerConfig>> {
-        let certs =
-            rustls_pemfile::certs(&mut self.cert_pem.as_bytes()).collect::<Result<Vec<_>, _>>()?;
-        let key = rustls_pemfile::private_key(&mut self.key_pem.as_bytes())?
-            .ok_or_else(|| Error::Pem("no private key in PEM".into()))?;
+        let certs = CertificateDer::pem_slice_iter(self.cert_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()?;
+        // A PEM without a key is `pem::Error::NoItemsFound`.
+        let key = PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes())?;
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
@@ -149,4 +151,32 @@ pub async fn serve_tls(
 
 fn time_in_years(years: i64) -> time::OffsetDateTime {
     time::OffsetDateTime::now_utc() + time::Duration::days(365 * years)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The issued PEM parses back (rustls-pki-types' PEM reader) into a server configuration
+    /// that presents the certificate, and a PEM holding no key is refused rather than served.
+    #[test]
+    fn issued_certificate_loads_and_a_keyless_pem_is_refused() {
+        let ca = DevCa::generate().expect("CA");
+        let cert = ca.issue_loopback_cert().expect("leaf");
+        let config = cert.rustls_server_config().expect("server config");
+        assert_eq!(
+            config.alpn_protocols,
+            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+        );
+
+        let keyless = ServerCert {
+            cert_pem: cert.cert_pem.clone(),
+            key_pem: cert.cert_pem.clone(),
+        };
+        match keyless.rustls_server_config() {
+            Err(Error::Pem(rustls::pki_types::pem::Error::NoItemsFound)) => {}
+            Err(other) => panic!("expected NoItemsFound, got {other:?}"),
+            Ok(_) => panic!("a PEM without a private key was accepted"),
+        }
+    }
 }

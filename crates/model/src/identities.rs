@@ -1,7 +1,7 @@
 //! The workload identities of a self-managed Azure HostedCluster: 8 user-assigned managed
-//! identities and their federated credentials (hypershift-azure.md §2.2): HyperShift's 7
-//! for the guest cluster's components, and the control-plane operator's, which `hypershift
-//! create iam azure` always makes too (it passes no topology). The subjects name
+//! identities and their federated credentials (docs/reference/hypershift-azure.md §2.2):
+//! HyperShift's 7 for the guest cluster's components, and the control-plane operator's, which
+//! `hypershift create iam azure` always makes too (it passes no topology). The subjects name
 //! service accounts inside the hosted cluster; the audience is always `openshift`.
 //!
 //! The reference's prose says "7 MIs / 14 FICs", but its own table and HyperShift's code
@@ -147,8 +147,8 @@ pub enum RoleScope {
     PublicZone,
 }
 
-/// One identity's built-in role, and where it holds it (hypershift-azure.md §2.4, from
-/// HyperShift's `cmd/infra/azure/rbac.go`).
+/// One identity's built-in role, and where it holds it (docs/reference/hypershift-azure.md §2.4,
+/// from HyperShift's `cmd/infra/azure/rbac.go`).
 #[derive(Debug, Clone, Copy)]
 pub struct RoleGrant {
     /// The identity's key in [`WORKLOAD_IDENTITIES`].

@@ -1,6 +1,6 @@
 //! Deterministic names for everything a cluster creates. A retried step re-derives the same
 //! names, finds what an earlier attempt created, and adopts it instead of creating twice.
-//! Names follow `hypershift create infra/iam azure` (hypershift-azure.md §1–§2).
+//! Names follow `hypershift create infra/iam azure` (docs/reference/hypershift-azure.md §1–§2).
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

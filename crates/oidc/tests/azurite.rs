@@ -5,7 +5,10 @@
 //! through `npx --yes azurite@3.35.0` when that is missing. The tests then read the published
 //! documents anonymously, as Entra does, and verify a service-account-style JWT against them.
 
-use hypersaga_oidc::{BlobConfig, BlobPublisher, DISCOVERY_PATH, JWKS_PATH, Secret, SigningKey};
+use hypersaga_oidc::{
+    BlobConfig, BlobPublisher, DISCOVERY_PATH, JWKS_PATH, KEY_BLOB, KeyStore, LEGACY_KEY_CONTAINER,
+    Migration, Secret, SigningKey, legacy_key_blob,
+};
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
@@ -16,6 +19,8 @@ const KEY: &str =
 
 struct Azurite {
     endpoint: String,
+    key_store_endpoint: String,
+    key_store_key: String,
     _process: hypersaga_procs::Azurite,
 }
 
@@ -25,6 +30,8 @@ async fn start_azurite() -> Azurite {
         .expect("start Azurite (run scripts/setup.sh)");
     Azurite {
         endpoint: process.blob_endpoint(),
+        key_store_endpoint: process.key_store_endpoint(),
+        key_store_key: process.key_store_key().to_owned(),
         _process: process,
     }
 }
@@ -145,53 +152,72 @@ async fn publishes_issuer_that_verifies_tokens() {
     );
 }
 
+/// The key store's client: Azurite's second account, whose key was made for this start.
+fn key_store(az: &Azurite) -> KeyStore {
+    KeyStore::new(BlobConfig {
+        blob_endpoint: az.key_store_endpoint.parse().unwrap(),
+        account_name: hypersaga_procs::AZURITE_KEY_STORE_ACCOUNT.into(),
+        account_key: Secret::new(az.key_store_key.clone()),
+    })
+    .unwrap()
+}
+
 #[tokio::test]
-async fn signing_keys_round_trip_in_a_private_container() {
+async fn signing_keys_round_trip_in_a_private_container_per_tenant() {
     let az = start_azurite().await;
-    let publisher = publisher(&az);
-    assert!(
-        publisher
-            .load_signing_key("tenant-b")
-            .await
-            .unwrap()
-            .is_none()
-    );
+    let keys = key_store(&az);
+    assert!(keys.load("tenant-b").await.unwrap().is_none());
 
     let key = SigningKey::generate().unwrap();
-    publisher.store_signing_key("tenant-b", &key).await.unwrap();
-    publisher.store_signing_key("tenant-b", &key).await.unwrap();
-    let loaded = publisher
-        .load_signing_key("tenant-b")
-        .await
-        .unwrap()
-        .expect("stored key");
+    keys.store("tenant-b", &key).await.unwrap();
+    keys.store("tenant-b", &key).await.unwrap();
+    let loaded = keys.load("tenant-b").await.unwrap().expect("stored key");
     assert_eq!(loaded.kid(), key.kid());
     assert_eq!(loaded.private_key_pem(), key.private_key_pem());
+    // Another tenant's container is another container: it holds nothing of tenant-b's.
+    assert!(keys.load("tenant-c").await.unwrap().is_none());
 
-    // Anonymous read of the private container is refused.
+    // Anonymous read of the key is refused by Azurite (the blob exists: this is the
+    // container's access level speaking, not a 404).
     let url = format!(
-        "{}/{}/tenant-b/sa-signer.key",
-        az.endpoint,
-        BlobPublisher::KEY_CONTAINER
+        "{}/{}/{KEY_BLOB}",
+        az.key_store_endpoint,
+        KeyStore::container("tenant-b")
     );
-    let anon = reqwest::get(url).await.unwrap();
-    assert!(
-        anon.status().is_client_error(),
-        "anonymous read answered {}",
-        anon.status()
+    let anon = reqwest::get(&url).await.unwrap();
+    assert_eq!(anon.status(), 403, "anonymous GET {url}");
+    assert_eq!(
+        anon.headers().get("x-ms-error-code").map(|v| v.as_bytes()),
+        Some(&b"AuthorizationFailure"[..])
     );
+    assert!(!anon.text().await.unwrap().contains("PRIVATE KEY"));
 
-    // The private container cannot be "ensured" public by mistake, nor the reverse.
-    assert!(
-        publisher
-            .ensure_public_container(BlobPublisher::KEY_CONTAINER)
-            .await
-            .is_err()
-    );
+    // Nor can the issuers' account key read it: the keys' account has its own.
+    let with_issuers_key = KeyStore::new(BlobConfig {
+        blob_endpoint: az.key_store_endpoint.parse().unwrap(),
+        account_name: hypersaga_procs::AZURITE_KEY_STORE_ACCOUNT.into(),
+        account_key: Secret::new(KEY),
+    })
+    .unwrap();
+    let err = with_issuers_key.load("tenant-b").await.unwrap_err();
+    assert_eq!(err_status(&err), Some(403), "{err}");
+
+    // A public container cannot be "ensured" private by mistake, nor the reverse.
+    let publisher = publisher(&az);
     publisher.ensure_public_container("issuer-c").await.unwrap();
     assert!(
         publisher
             .ensure_private_container("issuer-c")
+            .await
+            .is_err()
+    );
+    publisher
+        .ensure_private_container("private-c")
+        .await
+        .unwrap();
+    assert!(
+        publisher
+            .ensure_public_container("private-c")
             .await
             .is_err()
     );
@@ -210,6 +236,84 @@ async fn signing_keys_round_trip_in_a_private_container() {
     assert_eq!(err_status(&err), Some(403), "{err}");
 }
 
+/// Keys kept where earlier versions kept them (a private container of the issuers' account)
+/// move into the key store once, unchanged; a second run finds nothing; a different key
+/// already in the store is a conflict that touches neither.
+#[tokio::test]
+async fn legacy_keys_move_into_the_key_store() {
+    let az = start_azurite().await;
+    let issuers = publisher(&az);
+    let keys = key_store(&az);
+    let put_legacy = |tenant: &'static str, pem: String| {
+        let issuers = issuers.clone();
+        async move {
+            issuers
+                .ensure_private_container(LEGACY_KEY_CONTAINER)
+                .await
+                .unwrap();
+            issuers
+                .put_blob(
+                    LEGACY_KEY_CONTAINER,
+                    &legacy_key_blob(tenant),
+                    pem.into_bytes(),
+                    "application/x-pem-file",
+                )
+                .await
+                .unwrap();
+        }
+    };
+    let old = SigningKey::generate().unwrap();
+    put_legacy("tenant-m", old.private_key_pem()).await;
+    assert_eq!(
+        keys.migrate_legacy(&issuers, "tenant-m").await.unwrap(),
+        Migration::Moved(old.kid())
+    );
+    assert_eq!(
+        keys.load("tenant-m").await.unwrap().expect("moved").kid(),
+        old.kid()
+    );
+    assert_eq!(
+        issuers
+            .get_blob(LEGACY_KEY_CONTAINER, &legacy_key_blob("tenant-m"))
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        keys.migrate_legacy(&issuers, "tenant-m").await.unwrap(),
+        Migration::NothingToMove
+    );
+
+    // Copied by another replica, not yet deleted: the copy is recognised, the old one goes.
+    put_legacy("tenant-m", old.private_key_pem()).await;
+    assert_eq!(
+        keys.migrate_legacy(&issuers, "tenant-m").await.unwrap(),
+        Migration::AlreadyMoved(old.kid())
+    );
+
+    // Two different keys: neither is touched.
+    let other = SigningKey::generate().unwrap();
+    put_legacy("tenant-m", other.private_key_pem()).await;
+    assert_eq!(
+        keys.migrate_legacy(&issuers, "tenant-m").await.unwrap(),
+        Migration::Conflict {
+            stored: old.kid(),
+            legacy: other.kid()
+        }
+    );
+    assert!(
+        issuers
+            .get_blob(LEGACY_KEY_CONTAINER, &legacy_key_blob("tenant-m"))
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        keys.load("tenant-m").await.unwrap().unwrap().kid(),
+        old.kid()
+    );
+}
+
 fn err_status(err: &hypersaga_oidc::Error) -> Option<u16> {
     match err {
         hypersaga_oidc::Error::Blob { status, .. } => *status,
@@ -221,26 +325,15 @@ fn err_status(err: &hypersaga_oidc::Error) -> Option<u16> {
 async fn signing_key_creation_is_first_writer_wins() {
     let az = start_azurite().await;
     let publisher = publisher(&az);
+    let keys = key_store(&az);
     let first = SigningKey::generate().unwrap();
     let second = SigningKey::generate().unwrap();
+    assert!(keys.create("tenant-r", &first).await.unwrap());
     assert!(
-        publisher
-            .create_signing_key("tenant-r", &first)
-            .await
-            .unwrap()
-    );
-    assert!(
-        !publisher
-            .create_signing_key("tenant-r", &second)
-            .await
-            .unwrap(),
+        !keys.create("tenant-r", &second).await.unwrap(),
         "second writer must lose"
     );
-    let loaded = publisher
-        .load_signing_key("tenant-r")
-        .await
-        .unwrap()
-        .expect("stored key");
+    let loaded = keys.load("tenant-r").await.unwrap().expect("stored key");
     assert_eq!(loaded.kid(), first.kid());
     assert!(
         publisher

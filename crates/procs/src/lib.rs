@@ -306,15 +306,28 @@ pub const AZURITE_ACCOUNT: &str = "devstoreaccount1";
 pub const AZURITE_KEY: &str =
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
+/// The second account every Azurite started here serves: the private store of the tenants'
+/// OIDC signing keys, apart from [`AZURITE_ACCOUNT`], whose containers serve the issuers
+/// anonymously (docs/architecture.md, *OIDC issuers and signing keys*). Its key is made
+/// afresh for each start ([`Azurite::key_store_key`]), so nothing can read the keys with a
+/// key that is published anywhere.
+pub const AZURITE_KEY_STORE_ACCOUNT: &str = "hypersagakeys";
+
 /// A running Azurite blob service (in memory).
 pub struct Azurite {
     child: Child,
     port: u16,
+    key_store_key: String,
 }
 
 impl Azurite {
-    /// Starts `azurite-blob` in memory on a free loopback port.
+    /// Starts `azurite-blob` in memory on a free loopback port, serving two accounts:
+    /// [`AZURITE_ACCOUNT`] with its well-known key, and [`AZURITE_KEY_STORE_ACCOUNT`] with a
+    /// random one (Azurite's `AZURITE_ACCOUNTS`).
     pub async fn start() -> Result<Self> {
+        let key_store_key = random_account_key();
+        let accounts =
+            format!("{AZURITE_ACCOUNT}:{AZURITE_KEY};{AZURITE_KEY_STORE_ACCOUNT}:{key_store_key}");
         let bin = find_binary(
             "AZURITE_BIN",
             "azurite-blob",
@@ -329,6 +342,7 @@ impl Azurite {
         for _ in 0..5 {
             let port = free_port()?;
             let mut child = Command::new(&bin)
+                .env("AZURITE_ACCOUNTS", &accounts)
                 .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
                 .args([
                     "--inMemoryPersistence",
@@ -352,7 +366,11 @@ impl Azurite {
                     .await
                     .is_ok()
                 {
-                    return Ok(Self { child, port });
+                    return Ok(Self {
+                        child,
+                        port,
+                        key_store_key,
+                    });
                 }
                 if let Some(status) = child.try_wait()? {
                     last = format!("exited with {status}");
@@ -378,6 +396,17 @@ impl Azurite {
         format!("http://127.0.0.1:{}/{AZURITE_ACCOUNT}", self.port)
     }
 
+    /// Path-style endpoint of the signing-key account:
+    /// `http://127.0.0.1:<port>/hypersagakeys`.
+    pub fn key_store_endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}/{AZURITE_KEY_STORE_ACCOUNT}", self.port)
+    }
+
+    /// The signing-key account's key (base64), made for this start.
+    pub fn key_store_key(&self) -> &str {
+        &self.key_store_key
+    }
+
     pub fn pid(&self) -> Option<u32> {
         self.child.id()
     }
@@ -385,4 +414,11 @@ impl Azurite {
     pub async fn stop(mut self) {
         let _ = self.child.kill().await;
     }
+}
+
+/// A storage account key as Azure makes them: 64 random bytes, base64.
+fn random_account_key() -> String {
+    use base64::Engine as _;
+    let bytes: [u8; 64] = rand::random();
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }

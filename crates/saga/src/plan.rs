@@ -1,6 +1,7 @@
 //! The create DAG. Edges are true dependencies only, so the critical path is Azure's own
-//! (azure-latencies.md §4.3): the private DNS zone needs only its resource group, the VNet
-//! link needs the zone and the VNet, the public IP and load balancer need only the managed RG.
+//! (docs/reference/azure-latencies.md §4.3): the private DNS zone needs only its resource group,
+//! the VNet link needs the zone and the VNet, the public IP and load balancer need only the managed
+//! RG.
 
 use hypersaga_bus::StepId;
 use hypersaga_model::ClusterSpec;

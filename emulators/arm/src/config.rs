@@ -47,7 +47,8 @@ pub struct Config {
 pub const DEFAULT_REGION: &str = "eastus";
 
 /// `Config::default()`'s Entra replication delay. Azure has been seen taking 40-55 s
-/// (azure-latencies.md §10); 10 s keeps the failure visible without slowing every run.
+/// (docs/reference/azure-latencies.md §10); 10 s keeps the failure visible without slowing every
+/// run.
 pub const DEFAULT_PRINCIPAL_REPLICATION_DELAY: Duration = Duration::from_secs(10);
 
 impl Default for Config {
@@ -95,7 +96,8 @@ impl fmt::Debug for Principal {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum LatencyModel {
     Zero,
-    /// The realistic p50 durations of `azure-latencies.md` multiplied by this factor.
+    /// The realistic p50 durations of `docs/reference/azure-latencies.md` multiplied by this
+    /// factor.
     Scaled(f64),
 }
 

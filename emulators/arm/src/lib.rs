@@ -147,7 +147,8 @@ impl Emulator {
         }
     }
 
-    /// Realistic RG delete: 10-20 s when empty, 2-3 min with contents (azure-latencies.md 1b).
+    /// Realistic RG delete: 10-20 s when empty, 2-3 min with contents
+    /// (docs/reference/azure-latencies.md 1b).
     pub(crate) fn rg_delete_latency(&self, contained: usize) -> Duration {
         if contained == 0 {
             Duration::from_secs(15)

@@ -4,10 +4,11 @@
 //! ARM (since 2024) refills buckets continuously: reads 250 / 25 s⁻¹, writes and deletes
 //! 200 / 10 s⁻¹ for each principal, and a global limit of 15× those numbers across all
 //! principals calling one subscription through one regional ARM instance
-//! (`azure-latencies.md` §3). A request needs a token from both buckets; a throttled request
-//! takes none. Every answer reports what is left in `x-ms-ratelimit-remaining-subscription-*`
-//! (the caller's bucket) and `x-ms-ratelimit-remaining-subscription-global-*` (the shared one),
-//! so clients that pace themselves on those headers see the numbers ARM would send.
+//! (`docs/reference/azure-latencies.md` §3). A request needs a token from both buckets; a throttled
+//! request takes none. Every answer reports what is left in
+//! `x-ms-ratelimit-remaining-subscription-*` (the caller's bucket) and
+//! `x-ms-ratelimit-remaining-subscription-global-*` (the shared one), so clients that pace
+//! themselves on those headers see the numbers ARM would send.
 
 use std::collections::HashMap;
 use std::time::Instant;

@@ -15,7 +15,7 @@ use hypersaga_hypershift::{
     LocalObjectReference, NetworkEntry, PlatformSpec, Release, ServicePublishingStrategy,
     ServicePublishingStrategyMapping, conditions,
 };
-use hypersaga_oidc::{BlobConfig, BlobPublisher};
+use hypersaga_oidc::{BlobConfig, KeyStore};
 use hypersaga_worker::{Progress, StepHandler, StepResult};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
@@ -46,7 +46,7 @@ const SERVICE_NETWORK: &str = "172.31.0.0/16";
 /// HostedCluster is not yet `Available` (or not yet gone); the saga re-checks it later.
 pub struct ControlPlaneHandler {
     client: kube::Client,
-    keys: BlobPublisher,
+    keys: KeyStore,
     config: Config,
     available_timeout: Duration,
     recheck: Duration,
@@ -56,24 +56,28 @@ pub struct ControlPlaneHandler {
 
 impl ControlPlaneHandler {
     /// Builds the management-cluster client (from `config.kube.kubeconfig`, else inferred)
-    /// and the signing-key store client (`config.blob`) once, for every step it will run.
+    /// and the signing-key store client (`config.signing_keys`) once, for every step it will run.
     pub async fn new(config: &Config) -> Result<Self, Error> {
         let pull_secret = check_pull_secret(config.kube.pull_secret.as_ref())?;
         let client =
             hypersaga_hypershift::client::client(config.kube.kubeconfig.as_deref()).await?;
+        // Only the key store: controlplane needs a tenant's key, never the credential that
+        // publishes issuers.
         let blob_endpoint =
             config
-                .blob
+                .signing_keys
                 .endpoint
                 .parse()
                 .map_err(|e: url::ParseError| Error::BlobEndpoint {
-                    endpoint: config.blob.endpoint.clone(),
+                    endpoint: config.signing_keys.endpoint.clone(),
                     message: e.to_string(),
                 })?;
-        let keys = BlobPublisher::new(BlobConfig {
+        let keys = KeyStore::new(BlobConfig {
             blob_endpoint,
-            account_name: config.blob.account_name.clone(),
-            account_key: hypersaga_oidc::Secret::new(config.blob.account_key.expose().to_owned()),
+            account_name: config.signing_keys.account_name.clone(),
+            account_key: hypersaga_oidc::Secret::new(
+                config.signing_keys.account_key.expose().to_owned(),
+            ),
         })?;
         let available_timeout = config
             .kube
@@ -211,7 +215,7 @@ impl ControlPlaneHandler {
         let inputs = Inputs::from_command(cmd, tenant)?;
         let key = self
             .keys
-            .load_signing_key(cmd.tenant.as_str())
+            .load(cmd.tenant.as_str())
             .await
             .map_err(|e| {
                 let (code, msg) = ("SigningKeyStoreError", format!("loading the signing key of tenant {}: {e}", cmd.tenant));

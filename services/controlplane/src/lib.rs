@@ -38,7 +38,7 @@ pub enum Error {
     Kube(#[from] hypersaga_hypershift::client::Error),
     #[error("signing key store: {0}")]
     Blob(#[from] hypersaga_oidc::Error),
-    #[error("blob endpoint {endpoint:?} is not a URL: {message}")]
+    #[error("signing_keys.endpoint {endpoint:?} is not a URL: {message}")]
     BlobEndpoint { endpoint: String, message: String },
     #[error("kube.pull_secret: {0}")]
     PullSecret(String),

@@ -21,8 +21,8 @@ const DELAY: Duration = Duration::from_millis(100);
 async fn started() -> (Mgmt, Azurite, ControlPlaneHandler) {
     hypersaga_devca::install_crypto_provider();
     let (mgmt, az) = tokio::join!(mgmt(DELAY), azurite());
-    publisher(&az)
-        .store_signing_key("acme", &SigningKey::generate().expect("key"))
+    key_store(&az)
+        .store("acme", &SigningKey::generate().expect("key"))
         .await
         .expect("store key");
     let handler = ControlPlaneHandler::new(&config(&mgmt, Some(&az), &["acme"]))
@@ -36,10 +36,7 @@ async fn do_is_idempotent_and_undo_removes_everything() {
     hypersaga_devca::install_crypto_provider();
     let (mgmt, az) = tokio::join!(mgmt(DELAY), azurite());
     let key = SigningKey::generate().expect("key");
-    publisher(&az)
-        .store_signing_key("acme", &key)
-        .await
-        .expect("store key");
+    key_store(&az).store("acme", &key).await.expect("store key");
     let handler = ControlPlaneHandler::new(&config(&mgmt, Some(&az), &["acme"]))
         .await
         .expect("handler");

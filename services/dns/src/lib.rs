@@ -1,4 +1,5 @@
-//! The dns service: the hosted cluster's private DNS (hypershift-azure.md §1.1 rows 8–9, §4.1).
+//! The dns service: the hosted cluster's private DNS (docs/reference/hypershift-azure.md §1.1 rows
+//! 8–9, §4.1).
 //!
 //! | step | do | undo |
 //! |---|---|---|
@@ -8,7 +9,8 @@
 //! | `dns.records` | `api` → the control plane endpoint (A for an IPv4 address, else CNAME) | delete the record |
 //!
 //! The zone and its link are Azure's slowest network operations (30–60 s each, answered 202
-//! with no `Retry-After`, azure-latencies.md rows 6a–6b), so both say so in a progress note.
+//! with no `Retry-After`, docs/reference/azure-latencies.md rows 6a–6b), so both say so in a
+//! progress note.
 #![forbid(unsafe_code)]
 // `StepError` is large by design: it keeps Azure's (or Kubernetes') whole error — code,
 // message, target, step, Retry-After — for users and operators to act on.

@@ -1,33 +1,46 @@
-//! `identity.oidc`: the tenant's OIDC issuer (hypershift-azure.md §3), created once and
-//! shared by all the tenant's clusters.
+//! `identity.oidc`: the tenant's OIDC issuer (docs/reference/hypershift-azure.md §3), created once
+//! and shared by all the tenant's clusters.
 //!
 //! The signing key is chosen exactly once per tenant: it is stored create-only, so when two
 //! clusters of a tenant race, one key wins and both use it — a second key would leave the
-//! published JWKS and the tokens of one of the clusters disagreeing.
+//! published JWKS and the tokens of one of the clusters disagreeing. It is kept in the key
+//! store (`[signing_keys]`, a private container per tenant in an account of its own), apart
+//! from the anonymously readable issuer documents (`[blob]`).
 
 use hypersaga_bus::{OidcOutputs, Outputs, StepCommand, StepError, StepOutputs};
 use hypersaga_model::names::oidc_container;
-use hypersaga_oidc::{BlobPublisher, SigningKey};
+use hypersaga_oidc::{BlobPublisher, KeyStore, Migration, SigningKey};
 use hypersaga_stepkit::Notes;
 use tracing::info;
 
 use crate::blob::step_error;
 
-/// Loads or creates the tenant's signing key, then (re)publishes the discovery document and
-/// JWKS to the tenant's public container. Publishing every time is cheap (two small blobs) and
+/// Loads (from the key store, or moved there from where earlier versions kept it) or creates
+/// the tenant's signing key, then (re)publishes the discovery document and JWKS to the
+/// tenant's public container. Publishing every time is cheap (two small blobs) and
 /// heals a document someone deleted. Outputs `issuer_url` (what every FIC's `issuer` and the
 /// HostedCluster's `issuerURL` must equal byte for byte) and `kid`.
 pub(crate) async fn ensure(
     publisher: &BlobPublisher,
+    keys: &KeyStore,
     cmd: &StepCommand,
     notes: &dyn Notes,
 ) -> Result<Outputs, StepError> {
     let tenant = cmd.tenant.as_str();
-    let key = match publisher
-        .load_signing_key(tenant)
-        .await
-        .map_err(step_error)?
-    {
+    let mut stored = keys.load(tenant).await.map_err(step_error)?;
+    if stored.is_none() {
+        // A tenant made before keys had a store of their own: its key must be the one its
+        // clusters already sign with, never a new one.
+        let moved = keys
+            .migrate_legacy(publisher, tenant)
+            .await
+            .map_err(step_error)?;
+        if moved != Migration::NothingToMove {
+            info!(?moved, "moved the tenant's signing key into the key store");
+            stored = keys.load(tenant).await.map_err(step_error)?;
+        }
+    }
+    let key = match stored {
         Some(key) => {
             info!(kid = %key.kid(), "adopted the tenant's signing key");
             key
@@ -45,17 +58,13 @@ pub(crate) async fn ensure(
                     )
                 })?
                 .map_err(step_error)?;
-            if publisher
-                .create_signing_key(tenant, &generated)
-                .await
-                .map_err(step_error)?
-            {
+            if keys.create(tenant, &generated).await.map_err(step_error)? {
                 info!(kid = %generated.kid(), "created the tenant's signing key");
                 generated
             } else {
                 // Another cluster of the tenant stored its key first: that one is the key.
-                let winner = publisher
-                    .load_signing_key(tenant)
+                let winner = keys
+                    .load(tenant)
                     .await
                     .map_err(step_error)?
                     .ok_or_else(|| {

@@ -23,11 +23,11 @@ use std::sync::Arc;
 
 use hypersaga_bus::{Action, Outputs, Service, StepCommand, StepError, StepId};
 use hypersaga_config::Config;
-use hypersaga_oidc::{BlobConfig, BlobPublisher, Secret};
+use hypersaga_oidc::{BlobConfig, BlobPublisher, KeyStore, Migration, Secret};
 use hypersaga_stepkit::{ArmClients, ArmStep, Halt, Notes, Ops, unknown_step};
 use hypersaga_worker::{Progress, StepHandler, StepResult};
 use tokio_util::sync::CancellationToken;
-use tracing::info;
+use tracing::{info, warn};
 
 pub use roles::AUTHORIZATION_API;
 pub use workload::{FIC_API, MSI_API, RESOURCES_API};
@@ -38,7 +38,7 @@ pub enum Error {
     /// Bus, worker or ARM configuration failure.
     #[error(transparent)]
     Stepkit(#[from] hypersaga_stepkit::Error),
-    /// The `[blob]` section is unusable.
+    /// The `[blob]` or `[signing_keys]` section is unusable.
     #[error("blob configuration: {0}")]
     Blob(String),
 }
@@ -49,6 +49,7 @@ pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<(), Err
     let bus = hypersaga_stepkit::connect(config, service).await?;
     let budgets = hypersaga_stepkit::budgets(&bus, config).await?;
     let handler = Arc::new(IdentityHandler::new(config)?.with_budgets(budgets));
+    handler.migrate_legacy_keys(config).await;
     hypersaga_stepkit::run_service(config, service, bus, handler, shutdown).await?;
     Ok(())
 }
@@ -62,26 +63,46 @@ pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<(), Err
 pub struct IdentityHandler {
     arm: ArmClients,
     publisher: BlobPublisher,
+    keys: KeyStore,
 }
 
 impl IdentityHandler {
     /// Builds the handler: ARM clients from `config.azure`/`config.tenants`, the issuer
-    /// publisher from `config.blob`. Does no I/O beyond reading the CA bundle.
+    /// publisher from `config.blob`, the signing-key store from `config.signing_keys`. Does
+    /// no I/O beyond reading the CA bundle.
     pub fn new(config: &Config) -> Result<Self, Error> {
-        let endpoint =
-            config.blob.endpoint.parse().map_err(|e| {
-                Error::Blob(format!("blob.endpoint {:?}: {e}", config.blob.endpoint))
-            })?;
-        let publisher = BlobPublisher::new(BlobConfig {
-            blob_endpoint: endpoint,
-            account_name: config.blob.account_name.clone(),
-            account_key: Secret::new(config.blob.account_key.expose().to_owned()),
-        })
-        .map_err(|e| Error::Blob(e.to_string()))?;
+        let publisher = BlobPublisher::new(blob_config("blob", &config.blob)?)
+            .map_err(|e| Error::Blob(e.to_string()))?;
+        let keys = KeyStore::new(blob_config("signing_keys", &config.signing_keys)?)
+            .map_err(|e| Error::Blob(e.to_string()))?;
         Ok(Self {
             arm: ArmClients::new(config)?,
             publisher,
+            keys,
         })
+    }
+
+    /// Moves every configured tenant's signing key from where earlier versions kept it (a
+    /// private container of the issuers' account) into the key store, so that controlplane,
+    /// which can read only the key store, finds the keys of tenants made before. A failure is
+    /// logged, not fatal: `identity.oidc` tries the same move before it would make a key.
+    pub async fn migrate_legacy_keys(&self, config: &Config) {
+        for tenant in &config.tenants {
+            let tenant = tenant.id.as_str();
+            match self.keys.migrate_legacy(&self.publisher, tenant).await {
+                Ok(Migration::NothingToMove) => {}
+                Ok(Migration::Conflict { stored, legacy }) => warn!(
+                    tenant,
+                    stored,
+                    legacy,
+                    "two different signing keys for the tenant: the key store's is used, the old one left in place"
+                ),
+                Ok(moved) => info!(tenant, ?moved, "signing key moved into the key store"),
+                Err(e) => {
+                    warn!(tenant, error = %e, "signing key not moved yet; identity.oidc will try again")
+                }
+            }
+        }
     }
 
     /// Paces its ARM requests through the shared per-subscription budgets.
@@ -96,7 +117,9 @@ impl IdentityHandler {
 impl ArmStep for IdentityHandler {
     async fn step(&self, cmd: &StepCommand, ops: &Ops, notes: &dyn Notes) -> Result<Outputs, Halt> {
         match (cmd.step_id()?, cmd.action) {
-            (StepId::Oidc, Action::Do) => Ok(issuer::ensure(&self.publisher, cmd, notes).await?),
+            (StepId::Oidc, Action::Do) => {
+                Ok(issuer::ensure(&self.publisher, &self.keys, cmd, notes).await?)
+            }
             (StepId::WorkloadIdentities, Action::Do) => {
                 let arm = self.arm.tenant(&cmd.tenant)?;
                 workload::ensure(&arm, cmd, ops, notes).await
@@ -120,6 +143,22 @@ impl ArmStep for IdentityHandler {
             _ => Err(unknown_step(cmd).into()),
         }
     }
+}
+
+/// One storage account's client settings from its configuration section (`name`, for errors).
+fn blob_config(name: &str, section: &hypersaga_config::BlobConfig) -> Result<BlobConfig, Error> {
+    if section.endpoint.is_empty() {
+        return Err(Error::Blob(format!("{name}.endpoint is required")));
+    }
+    let blob_endpoint = section
+        .endpoint
+        .parse()
+        .map_err(|e| Error::Blob(format!("{name}.endpoint {:?}: {e}", section.endpoint)))?;
+    Ok(BlobConfig {
+        blob_endpoint,
+        account_name: section.account_name.clone(),
+        account_key: Secret::new(section.account_key.expose().to_owned()),
+    })
 }
 
 #[async_trait::async_trait]

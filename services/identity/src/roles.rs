@@ -1,6 +1,6 @@
 //! `identity.role-assignments`: what each workload identity may do, and where
-//! (hypershift-azure.md §2.4). Without them the cloud provider, CAPZ, ingress and the storage
-//! drivers of a real cluster cannot act, and it never gets nodes.
+//! (docs/reference/hypershift-azure.md §2.4). Without them the cloud provider, CAPZ, ingress and
+//! the storage drivers of a real cluster cannot act, and it never gets nodes.
 //!
 //! Each assignment has a deterministic name (UUIDv5 of infra id, component and scope, as
 //! HyperShift derives it), so a retry adopts what an earlier attempt made and the undo finds

@@ -1,7 +1,7 @@
 //! `identity.workload`: the cluster's 8 user-assigned managed identities and their federated
-//! credentials, in the tenant's persistent identity resource group (hypershift-azure.md §2.1–2.3).
-//! Undo removes the identities (a delete can ask to keep them); the resource group stays, as
-//! the tenant's other clusters keep theirs in it.
+//! credentials, in the tenant's persistent identity resource group
+//! (docs/reference/hypershift-azure.md §2.1–2.3). Undo removes the identities (a delete can ask to
+//! keep them); the resource group stays, as the tenant's other clusters keep theirs in it.
 
 use futures::future::join_all;
 use hypersaga_azure::ids;

@@ -5,6 +5,10 @@ use hypersaga_config::Config;
 use hypersaga_identity::{FIC_API, IdentityHandler};
 use hypersaga_model::TenantId;
 use hypersaga_model::identities::WORKLOAD_IDENTITIES;
+use hypersaga_oidc::{
+    BlobConfig, BlobPublisher, KEY_BLOB, KeyStore, LEGACY_KEY_CONTAINER, Secret, SigningKey,
+    legacy_key_blob,
+};
 use hypersaga_stepkit::ArmStep;
 use hypersaga_stepkit::testing::{Azurite, SUBSCRIPTION, TestArm, command, names_of, prior, spec};
 use hypersaga_stepkit::{ArmClients, LogNotes};
@@ -23,6 +27,9 @@ fn without_blob(arm: &TestArm) -> Config {
     c.blob.endpoint = "http://127.0.0.1:9/devstoreaccount1".into();
     c.blob.account_name = "devstoreaccount1".into();
     c.blob.account_key = hypersaga_config::Secret::new(hypersaga_stepkit::testing::azurite_key());
+    c.signing_keys.endpoint = "http://127.0.0.1:9/hypersagakeys".into();
+    c.signing_keys.account_name = "hypersagakeys".into();
+    c.signing_keys.account_key = hypersaga_config::Secret::new("a2V5");
     c
 }
 
@@ -34,6 +41,93 @@ fn oidc_outputs(issuer: &str) -> Vec<(String, Outputs)> {
             kid: "k".to_owned(),
         },
     )]
+}
+
+/// A client of one of `az`'s accounts, from its configuration section.
+fn account(section: &hypersaga_config::BlobConfig) -> BlobConfig {
+    BlobConfig {
+        blob_endpoint: section.endpoint.parse().expect("endpoint"),
+        account_name: section.account_name.clone(),
+        account_key: Secret::new(section.account_key.expose().to_owned()),
+    }
+}
+
+/// A tenant whose key an earlier version kept in the issuers' account keeps that key: the
+/// service moves it into the key store at start (and `identity.oidc` would, had the start
+/// missed it), publishes the same `kid`, and leaves no key in the issuers' account. The key
+/// store's blob is refused to an anonymous reader, as the issuer documents are not.
+#[tokio::test]
+async fn a_key_kept_where_earlier_versions_kept_it_is_moved_to_the_private_store() {
+    hypersaga_devca::install_crypto_provider();
+    let az = Azurite::start().await;
+    let arm = TestArm::start().await;
+    let config = arm.config(Some(&az));
+    let issuers = BlobPublisher::new(account(&config.blob)).expect("issuers");
+    let keys = KeyStore::new(account(&config.signing_keys)).expect("key store");
+
+    // As the previous version stored it: a private container of the issuers' account.
+    let legacy = SigningKey::generate().expect("key");
+    issuers
+        .ensure_private_container(LEGACY_KEY_CONTAINER)
+        .await
+        .expect("legacy container");
+    issuers
+        .put_blob(
+            LEGACY_KEY_CONTAINER,
+            &legacy_key_blob("acme"),
+            legacy.private_key_pem().into_bytes(),
+            "application/x-pem-file",
+        )
+        .await
+        .expect("legacy key");
+
+    let h = IdentityHandler::new(&config).expect("handler");
+    h.migrate_legacy_keys(&config).await;
+    assert_eq!(
+        issuers
+            .get_blob(LEGACY_KEY_CONTAINER, &legacy_key_blob("acme"))
+            .await
+            .expect("read legacy"),
+        None,
+        "the key is gone from the issuers' account"
+    );
+    let moved = keys.load("acme").await.expect("load").expect("moved key");
+    assert_eq!(moved.kid(), legacy.kid());
+
+    let out = exec(&h, &command("one", spec(), StepId::Oidc, Action::Do, []))
+        .await
+        .expect("oidc");
+    assert_eq!(
+        out["kid"],
+        legacy.kid().as_str(),
+        "the old key is kept, not replaced"
+    );
+
+    // Anonymous readers: the JWKS yes, the key no (Azurite refuses an anonymous read of a
+    // private container's blob with 403 AuthorizationFailure).
+    let http = reqwest::Client::new();
+    let issuer = out["issuer_url"].as_str().expect("issuer_url");
+    let jwks = http
+        .get(format!("{issuer}/openid/v1/jwks"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(jwks.status(), 200);
+    let key_url = format!(
+        "{}/{}/{KEY_BLOB}",
+        az.key_store_endpoint,
+        KeyStore::container("acme")
+    );
+    let anonymous = http.get(&key_url).send().await.unwrap();
+    assert_eq!(anonymous.status(), 403, "anonymous GET of {key_url}");
+    assert_eq!(
+        anonymous
+            .headers()
+            .get("x-ms-error-code")
+            .map(|v| v.as_bytes()),
+        Some(&b"AuthorizationFailure"[..])
+    );
+    assert!(!anonymous.text().await.unwrap().contains("PRIVATE KEY"));
 }
 
 #[tokio::test]
@@ -309,8 +403,8 @@ async fn identity_errors_are_classified() {
     assert_eq!(e.info.code, "UnknownStep");
 }
 
-/// The role of each identity at each of the cluster's groups, as hypershift-azure.md §2.4
-/// lists them (HyperShift's `rbac.go`): (component, role GUID, scopes).
+/// The role of each identity at each of the cluster's groups, as docs/reference/hypershift-azure.md
+/// §2.4 lists them (HyperShift's `rbac.go`): (component, role GUID, scopes).
 const GRANTS: [(&str, &str, &[&str]); 8] = [
     (
         "cloudProvider",
@@ -491,4 +585,24 @@ async fn role_assignments_are_made_once_adopted_repaired_and_removed() {
             .is_empty()
     );
     exec(&h, &undo).await.expect("undo again");
+}
+
+/// The keys never share the issuers' account: a configuration that says so does not load,
+/// and one without a key store does not start identity.
+#[test]
+fn the_signing_keys_need_an_account_of_their_own() {
+    let mut c = Config::default();
+    c.blob.endpoint = "https://issuers.blob.core.windows.net".into();
+    c.signing_keys.endpoint = "https://issuers.blob.core.windows.net/".into();
+    let err = c.validate().expect_err("same account").to_string();
+    assert!(err.contains("signing_keys.endpoint"), "{err}");
+    c.signing_keys.endpoint = "https://keys.blob.core.windows.net".into();
+    c.validate().expect("separate accounts");
+
+    c.signing_keys.endpoint.clear();
+    let err = IdentityHandler::new(&c)
+        .err()
+        .expect("no key store")
+        .to_string();
+    assert!(err.contains("signing_keys.endpoint is required"), "{err}");
 }

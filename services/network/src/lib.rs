@@ -1,5 +1,5 @@
 //! The network service: the Azure network of a hosted cluster, as
-//! `hypershift create infra azure` builds it (hypershift-azure.md §1.1–§1.2).
+//! `hypershift create infra azure` builds it (docs/reference/hypershift-azure.md §1.1–§1.2).
 //!
 //! | step | do | undo |
 //! |---|---|---|

@@ -1,6 +1,6 @@
-//! `network.load-balancer`: the guest egress load balancer (hypershift-azure.md §1.2). Every
-//! sub-object is named after the infra id, as the HyperShift operator and the in-cluster cloud
-//! provider expect (`loadBalancerName=INFRA`, backend pool `INFRA`).
+//! `network.load-balancer`: the guest egress load balancer (docs/reference/hypershift-azure.md
+//! §1.2). Every sub-object is named after the infra id, as the HyperShift operator and the
+//! in-cluster cloud provider expect (`loadBalancerName=INFRA`, backend pool `INFRA`).
 
 use hypersaga_azure::ids;
 use hypersaga_bus::{

@@ -1,6 +1,6 @@
 //! `network.nsg`: the cluster's network security group, in the NSG resource group, created
-//! with an empty rule set (hypershift-azure.md §1.1 row 4) — the in-cluster cloud provider
-//! adds rules later, which is why an existing NSG is adopted, never re-PUT.
+//! with an empty rule set (docs/reference/hypershift-azure.md §1.1 row 4) — the in-cluster cloud
+//! provider adds rules later, which is why an existing NSG is adopted, never re-PUT.
 
 use hypersaga_bus::{NsgOutputs, Outputs, StepCommand, StepOutputs};
 use hypersaga_stepkit::{Halt, Ops, TenantArm, any, ensure, remove, tags};

@@ -1,6 +1,6 @@
 //! `network.public-ip`: the egress load balancer's public IP in the managed RG
-//! (hypershift-azure.md §1.1 row 10). HyperShift wraps this PUT in a 409 retry loop; here a
-//! 409 is a retryable step failure and the saga's backoff does the same job, visibly.
+//! (docs/reference/hypershift-azure.md §1.1 row 10). HyperShift wraps this PUT in a 409 retry loop;
+//! here a 409 is a retryable step failure and the saga's backoff does the same job, visibly.
 
 use hypersaga_bus::{Outputs, PublicIpOutputs, StepCommand, StepOutputs};
 use hypersaga_stepkit::{Halt, Ops, TenantArm, any, ensure, remove, tags};

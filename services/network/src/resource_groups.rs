@@ -1,5 +1,5 @@
 //! `network.resource-groups`: the managed RG, and the VNet and NSG RGs unless the network is
-//! the user's (hypershift-azure.md §1.1 rows 1, 3, 5; §1.5 for the delete order).
+//! the user's (docs/reference/hypershift-azure.md §1.1 rows 1, 3, 5; §1.5 for the delete order).
 
 use hypersaga_bus::{Outputs, ResourceGroupsOutputs, StepCommand, StepOutputs};
 use hypersaga_stepkit::{Halt, Notes, Ops, TenantArm, any, ensure, remove, tags};

@@ -1,5 +1,5 @@
 //! `network.vnet`: the VNet with its inline subnet `default`, the NSG attached
-//! (hypershift-azure.md §1.1 row 6), or the user's VNet and subnet, looked up.
+//! (docs/reference/hypershift-azure.md §1.1 row 6), or the user's VNet and subnet, looked up.
 
 use hypersaga_azure::ids;
 use hypersaga_bus::{NsgOutputs, Outputs, StepCommand, StepId, StepOutputs, VnetOutputs};

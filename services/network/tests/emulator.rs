@@ -65,7 +65,7 @@ async fn create_adopt_and_delete_the_network() {
             .expect("step ran")
     };
 
-    // Resource groups: all three, with names from hypershift-azure.md §1.1.
+    // Resource groups: all three, with names from docs/reference/hypershift-azure.md §1.1.
     let rgs = o(StepId::ResourceGroups);
     let names = hypersaga_stepkit::testing::names_of("demo", &spec);
     let rg = |n: &str| format!("/subscriptions/{SUBSCRIPTION}/resourceGroups/{n}");

@@ -1,4 +1,4 @@
-//! [`BlobPublisher`]: containers and blobs for the issuer documents and the signing key.
+//! [`BlobPublisher`]: containers and blobs of one storage account, and the issuer documents.
 
 use std::sync::Arc;
 
@@ -18,7 +18,7 @@ use url::Url;
 use super::shared_key::SharedKeyPolicy;
 use crate::documents::{DISCOVERY_PATH, JWKS_PATH, discovery_document, jwks};
 use crate::error::{Error, Result};
-use crate::key::{PublicKey, SigningKey};
+use crate::key::PublicKey;
 
 /// Where the blobs go and how to sign for them.
 #[derive(Clone, Debug)]
@@ -32,7 +32,9 @@ pub struct BlobConfig {
     pub account_key: Secret,
 }
 
-/// Writes OIDC issuer documents (public container) and signing keys (private container).
+/// One storage account's containers and blobs; publishes OIDC issuer documents (public
+/// containers). Signing keys are not kept here but in a [`crate::KeyStore`], an account of
+/// their own.
 ///
 /// ```no_run
 /// # async fn demo() -> hypersaga_oidc::Result<()> {
@@ -45,7 +47,6 @@ pub struct BlobConfig {
 /// let key = SigningKey::generate()?;
 /// let issuer = publisher.publish_issuer("tenant-a", &[key.public_key()]).await?;
 /// assert_eq!(issuer, "http://127.0.0.1:10000/devstoreaccount1/tenant-a");
-/// publisher.store_signing_key("tenant-a", &key).await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -65,10 +66,6 @@ impl std::fmt::Debug for BlobPublisher {
 const PUBLIC_ACCESS: HeaderName = HeaderName::from_static("x-ms-blob-public-access");
 
 impl BlobPublisher {
-    /// Private container holding every tenant's signing key, so any service replica can
-    /// re-read a key (`<tenant>/sa-signer.key`).
-    pub const KEY_CONTAINER: &'static str = "hypersaga-signing-keys";
-
     /// Builds the publisher. Does no I/O.
     pub fn new(config: BlobConfig) -> Result<Self> {
         if config.blob_endpoint.cannot_be_a_base() {
@@ -203,44 +200,17 @@ impl BlobPublisher {
         Ok(issuer)
     }
 
-    /// Saves `key` (PKCS#1 PEM) for `tenant` in the private [`Self::KEY_CONTAINER`].
-    pub async fn store_signing_key(&self, tenant: &str, key: &SigningKey) -> Result<()> {
-        self.ensure_private_container(Self::KEY_CONTAINER).await?;
-        self.put_blob(
-            Self::KEY_CONTAINER,
-            &key_blob(tenant),
-            key.private_key_pem().into_bytes(),
-            "application/x-pem-file",
-        )
-        .await
-    }
-
-    /// Saves `key` for `tenant` only if the tenant has no key yet. `Ok(false)` when another
-    /// writer stored one first (two clusters of a tenant racing to create the shared issuer):
-    /// the caller must then use that key ([`Self::load_signing_key`]), never its own, or the
-    /// published JWKS and the tokens would disagree.
-    pub async fn create_signing_key(&self, tenant: &str, key: &SigningKey) -> Result<bool> {
-        self.ensure_private_container(Self::KEY_CONTAINER).await?;
-        self.create_blob(
-            Self::KEY_CONTAINER,
-            &key_blob(tenant),
-            key.private_key_pem().into_bytes(),
-            "application/x-pem-file",
-        )
-        .await
-    }
-
-    /// Loads the key saved by [`Self::store_signing_key`]; `None` if there is none yet.
-    pub async fn load_signing_key(&self, tenant: &str) -> Result<Option<SigningKey>> {
-        let Some(bytes) = self
-            .get_blob(Self::KEY_CONTAINER, &key_blob(tenant))
-            .await?
-        else {
-            return Ok(None);
-        };
-        let pem =
-            String::from_utf8(bytes).map_err(|_| Error::Pem("stored key is not UTF-8".into()))?;
-        SigningKey::from_private_key_pem(&pem).map(Some)
+    /// Deletes one blob; a blob (or container) already gone is success.
+    pub async fn delete_blob(&self, container: &str, path: &str) -> Result<()> {
+        let client = self.blob_client(container, path)?;
+        match client.delete(None).await {
+            Ok(_) => {
+                tracing::debug!(container, path, "blob deleted");
+                Ok(())
+            }
+            Err(e) if e.http_status() == Some(StatusCode::NotFound) => Ok(()),
+            Err(e) => Err(Error::blob(format!("delete {container}/{path}"), e)),
+        }
     }
 
     async fn ensure_container(&self, name: &str, access: Option<PublicAccessType>) -> Result<()> {
@@ -339,10 +309,6 @@ impl BlobPublisher {
         BlobClient::new(url, None, Some(options))
             .map_err(|e| Error::blob(format!("client for {container}/{path}"), e))
     }
-}
-
-fn key_blob(tenant: &str) -> String {
-    format!("{tenant}/sa-signer.key")
 }
 
 /// Azure's rule: 3–63 chars, lowercase letters, digits and single hyphens, starting and

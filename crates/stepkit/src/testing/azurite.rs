@@ -7,6 +7,10 @@ pub use hypersaga_procs::{AZURITE_ACCOUNT as ACCOUNT, AZURITE_KEY as ACCOUNT_KEY
 pub struct Azurite {
     /// `http://127.0.0.1:PORT/devstoreaccount1`.
     pub endpoint: String,
+    /// `http://127.0.0.1:PORT/hypersagakeys`: the signing keys' account.
+    pub key_store_endpoint: String,
+    /// The signing keys' account key, made for this Azurite.
+    pub key_store_key: String,
     _process: hypersaga_procs::Azurite,
 }
 
@@ -18,6 +22,8 @@ impl Azurite {
             .expect("start Azurite (run scripts/setup.sh)");
         Self {
             endpoint: process.blob_endpoint(),
+            key_store_endpoint: process.key_store_endpoint(),
+            key_store_key: process.key_store_key().to_owned(),
             _process: process,
         }
     }
@@ -28,6 +34,15 @@ impl Azurite {
             endpoint: self.endpoint.clone(),
             account_name: ACCOUNT.into(),
             account_key: Secret::new(ACCOUNT_KEY),
+        }
+    }
+
+    /// The `[signing_keys]` configuration section for this Azurite: its second account.
+    pub fn signing_keys_config(&self) -> BlobConfig {
+        BlobConfig {
+            endpoint: self.key_store_endpoint.clone(),
+            account_name: hypersaga_procs::AZURITE_KEY_STORE_ACCOUNT.into(),
+            account_key: Secret::new(self.key_store_key.clone()),
         }
     }
 }

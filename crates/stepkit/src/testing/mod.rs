@@ -124,6 +124,7 @@ impl TestArm {
         }];
         if let Some(az) = blob {
             config.blob = az.blob_config();
+            config.signing_keys = az.signing_keys_config();
         }
         config
     }

@@ -48,7 +48,7 @@ fn op_paths(
             Some(format!("/subscriptions/{}/operationresults/{op_id}", r.sub)),
         ),
         // Compute answers both views on one path: the status with `?p=`, the result with
-        // `&monitor=true` added (J5 of azure-latencies.md; the DiskRP recordings of
+        // `&monitor=true` added (J5 of docs/reference/azure-latencies.md; the DiskRP recordings of
         // azure-sdk-for-js spell the collection `DiskOperations`).
         OperationUrls::ComputeLocation | OperationUrls::DiskLocation => {
             let collection = if rtype.operation_urls == OperationUrls::DiskLocation {

@@ -6,9 +6,9 @@
 //! VNet and the NSG empties cleanly, as deleting such a group does in Azure. What a resource
 //! outside the group still uses stays, with the resource provider's own refusal, and the
 //! group stays too: ARM rolls its provisioning state back and fails the operation with
-//! `ResourceGroupDeletionBlocked` (hypershift-azure.md §1.5 orders its group deletes, VNet
-//! group before NSG group, for exactly this reason; Azure/sap-hana#211 shows what happens
-//! otherwise).
+//! `ResourceGroupDeletionBlocked` (docs/reference/hypershift-azure.md §1.5 orders its group
+//! deletes, VNet group before NSG group, for exactly this reason; Azure/sap-hana#211 shows what
+//! happens otherwise).
 
 use serde_json::json;
 

@@ -6,7 +6,7 @@
 //! `VirtualMachine_Create_WithSshAuthentication` example of azure-rest-api-specs
 //! (ComputeRP/stable/2024-11-01) and the recorded session
 //! VirtualMachineOperationsTests.canCreateVirtualMachine of Azure/azure-sdk-for-java (J5 of
-//! azure-latencies.md).
+//! docs/reference/azure-latencies.md).
 
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;

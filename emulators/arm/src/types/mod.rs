@@ -53,7 +53,7 @@ pub enum PutShape {
     Accepted,
     /// Compute VMs: `201`/`200` with the resource, `provisioningState: Creating` on create
     /// (`Updating` on update), `Azure-AsyncOperation` only, no `Retry-After` (J5 of
-    /// azure-latencies.md; the example responses of ComputeRP/stable/2024-11-01).
+    /// docs/reference/azure-latencies.md; the example responses of ComputeRP/stable/2024-11-01).
     CreatingInBody,
     /// Disks: `202` with the resource (`provisioningState: Updating`), `Azure-AsyncOperation`
     /// + `Location` (the `Disks_CreateOrUpdate` examples of DiskRP/stable/2025-01-02).
@@ -83,7 +83,7 @@ pub enum OperationUrls {
     /// `/subscriptions/{s}/operationresults/{id}` (resource-group delete).
     Subscription,
     /// `/subscriptions/{s}/providers/Microsoft.Compute/locations/{loc}/operations/{id}?p={guid}`,
-    /// the `Location` view the same with `&monitor=true` (J5 of azure-latencies.md).
+    /// the `Location` view the same with `&monitor=true` (J5 of docs/reference/azure-latencies.md).
     ComputeLocation,
     /// The disk resource provider's `…/locations/{loc}/DiskOperations/{id}?p={guid}`, the
     /// `Location` view with `&monitor=true` (azure-sdk-for-js compute recordings, 2022).
@@ -192,7 +192,8 @@ pub struct ResourceType {
     /// Listed by `GET /subscriptions/{s}/resources` (ARM lists tracked resources and a few
     /// nested ones such as virtual network links; not FICs, subnets or record sets).
     pub in_inventory: bool,
-    /// Realistic server-side duration of create/update and of delete (azure-latencies.md §5).
+    /// Realistic server-side duration of create/update and of delete
+    /// (docs/reference/azure-latencies.md §5).
     pub create_latency: Duration,
     pub delete_latency: Duration,
     /// Synchronous types still take a moment; applied before answering under `Scaled`.
@@ -562,7 +563,7 @@ pub static TYPES: &[ResourceType] = &[
         type_path: "networkInterfaces",
         inline_children: &["ipConfigurations"],
         serialize_writes: true,
-        // J5 of azure-latencies.md: the NIC PUT's 201 already reports Succeeded.
+        // J5 of docs/reference/azure-latencies.md: the NIC PUT's 201 already reports Succeeded.
         create_latency: secs(1),
         references: Some(nic_references),
         check_put: Some(references_valid),
@@ -574,7 +575,8 @@ pub static TYPES: &[ResourceType] = &[
     },
     ResourceType {
         type_path: "virtualMachines",
-        // azure-latencies.md 13f: 44.5 s server-side create (J5); J5's delete ran 29.8 s.
+        // docs/reference/azure-latencies.md 13f: 44.5 s server-side create (J5); J5's delete ran
+        // 29.8 s.
         create_latency: secs(45),
         delete_latency: secs(30),
         references: Some(vm_references),
@@ -590,7 +592,8 @@ pub static TYPES: &[ResourceType] = &[
         api_versions: DISK_VERSIONS,
         put: PutShape::AcceptedWithBody,
         operation_urls: OperationUrls::DiskLocation,
-        // Not measured (azure-latencies.md has no disk row); a few seconds, estimated.
+        // Not measured (docs/reference/azure-latencies.md has no disk row); a few seconds,
+        // estimated.
         create_latency: secs(2),
         delete_latency: secs(2),
         fill: Some(fill_disk),

@@ -180,7 +180,8 @@ pub const NETWORK_VERSIONS: &[&str] = &[
 ///   `Versions`: `2024-11-01`, `2025-04-01`, `2025-11-01`.
 /// - azure-mgmt-compute 39.0.0 (PyPI) defaults to `2026-04-01`; its `api_versions_list`s name
 ///   `2026-03-01` too.
-/// - HyperShift's `destroy infra` deletes VMs by id with `2024-03-01` (hypershift-azure.md §1.5).
+/// - HyperShift's `destroy infra` deletes VMs by id with `2024-03-01`
+///   (docs/reference/hypershift-azure.md §1.5).
 pub const VIRTUAL_MACHINE_VERSIONS: &[&str] = &[
     "2015-05-01-preview",
     "2015-06-15",
@@ -225,7 +226,8 @@ pub const VIRTUAL_MACHINE_VERSIONS: &[&str] = &[
 ///   `v2016_04_30_preview` to `v2024_03_02` (listed below).
 /// - `specification/compute/resource-manager/Microsoft.Compute/DiskRP/stable/2025-01-02/`.
 /// - azure-mgmt-compute 39.0.0 (PyPI) defaults disks to `2026-03-02`.
-/// - HyperShift's `destroy infra` deletes disks by id with `2023-10-02` (hypershift-azure.md §1.5).
+/// - HyperShift's `destroy infra` deletes disks by id with `2023-10-02`
+///   (docs/reference/hypershift-azure.md §1.5).
 pub const DISK_VERSIONS: &[&str] = &[
     "2016-04-30-preview",
     "2017-03-30",

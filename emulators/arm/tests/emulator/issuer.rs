@@ -22,9 +22,9 @@ use crate::support::*;
 
 /// RFC 7523's client assertion type, what `WorkloadIdentityCredential` sends.
 pub(crate) const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
-/// The audience HyperShift's federated credentials trust (hypershift-azure.md §2.1).
+/// The audience HyperShift's federated credentials trust (docs/reference/hypershift-azure.md §2.1).
 pub(crate) const AUDIENCE: &str = "openshift";
-/// The subject of CAPZ's credential (hypershift-azure.md §2.2).
+/// The subject of CAPZ's credential (docs/reference/hypershift-azure.md §2.2).
 pub(crate) const SUBJECT: &str = "system:serviceaccount:kube-system:capi-provider";
 
 /// A signing key. RSA 2048 rather than ccoctl's 4096 so each test makes its keys in

@@ -280,8 +280,8 @@ async fn an_unknown_principal_is_not_found_with_or_without_principal_type() {
 }
 
 /// Replication: a just-created identity is `PrincipalNotFound` without `principalType`, and
-/// assignable with `principalType: ServicePrincipal` (azure-latencies.md §10: PUTs without it
-/// failed for ~40 s, both that succeeded carried it); once replicated, either works.
+/// assignable with `principalType: ServicePrincipal` (docs/reference/azure-latencies.md §10: PUTs
+/// without it failed for ~40 s, both that succeeded carried it); once replicated, either works.
 #[tokio::test]
 async fn a_new_identity_needs_principal_type_until_entra_has_replicated_it() {
     // 200 s of replication at 1/100 of Azure's pace: a 2 s window.
@@ -516,7 +516,7 @@ async fn deleting_the_resource_group_removes_its_assignments() {
 }
 
 /// GetRoleDefinitionById.json: a built-in role read at the subscription, and the roles
-/// hypershift-azure.md §2.4 assigns, plus Owner/Contributor/Reader, listable.
+/// docs/reference/hypershift-azure.md §2.4 assigns, plus Owner/Contributor/Reader, listable.
 #[tokio::test]
 async fn built_in_role_definitions_are_readable_and_listable() {
     let emu = spawn(config()).await;

@@ -200,7 +200,8 @@ async fn a_group_whose_nsg_another_group_still_uses_is_not_deleted() {
     assert_eq!(emu.get(&nsg, NET).await.status, StatusCode::OK);
     assert_eq!(emu.get(&mi, MSI).await.status, StatusCode::NOT_FOUND);
 
-    // In HyperShift's order (hypershift-azure.md §1.5): the VNet group, then the NSG group.
+    // In HyperShift's order (docs/reference/hypershift-azure.md §1.5): the VNet group, then the NSG
+    // group.
     assert_eq!(finish(&emu, &vnet_rg).await.status, StatusCode::OK);
     assert_eq!(finish(&emu, &nsg_rg).await.status, StatusCode::OK);
     assert!(

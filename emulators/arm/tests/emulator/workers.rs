@@ -8,8 +8,8 @@
 //!   `202` with both headers, `Location` = status URL + `monitor=true`, answering `200` empty
 //!   once done; `$expand=instanceView` statuses `ProvisioningState/succeeded`,
 //!   `PowerState/running` — the recorded session VirtualMachineOperationsTests
-//!   .canCreateVirtualMachine of Azure/azure-sdk-for-java (J5 of azure-latencies.md) and the
-//!   `VirtualMachine_Create_WithSshAuthentication` example (ComputeRP/stable/2024-11-01).
+//!   .canCreateVirtualMachine of Azure/azure-sdk-for-java (J5 of docs/reference/azure-latencies.md)
+//!   and the `VirtualMachine_Create_WithSshAuthentication` example (ComputeRP/stable/2024-11-01).
 //! - Disks: `managedBy` and the DiskRP examples (DiskRP/stable/2025-01-02); delete `202` at
 //!   `…/DiskOperations/{id}?p=…` (azure-sdk-for-js compute recordings).
 //! - Refusals: `NicInUse` (hashicorp/terraform-provider-azurerm#8105), `409
@@ -483,7 +483,7 @@ async fn compute_types_take_the_versions_of_their_own_resource_providers() {
         let put = emu.put(&disk, v, body.clone()).await;
         assert!(put.status.is_success(), "{v}: {:?}", put.body);
     }
-    // HyperShift's destroy deletes VMs with 2024-03-01 (hypershift-azure.md §1.5).
+    // HyperShift's destroy deletes VMs with 2024-03-01 (docs/reference/hypershift-azure.md §1.5).
     for v in ["2024-03-01", "2024-11-01", VM_API] {
         let get = emu.get(&compute("rg", "virtualMachines/none"), v).await;
         assert_eq!(get.code(), "ResourceNotFound", "{v}");

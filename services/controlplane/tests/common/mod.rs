@@ -22,8 +22,6 @@ use tokio::sync::oneshot;
 
 pub const TOKEN: &str = "test-token";
 pub const ACCOUNT: &str = "devstoreaccount1";
-pub const ACCOUNT_KEY: &str =
-    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 pub const SUBSCRIPTION: &str = "11111111-1111-1111-1111-111111111111";
 pub const AZURE_TENANT: &str = "22222222-2222-2222-2222-222222222222";
 pub const IMAGE: &str = "quay.io/openshift-release-dev/ocp-release:4.19.0-x86_64";
@@ -76,6 +74,8 @@ pub async fn mgmt(delay: Duration) -> Mgmt {
 /// A real Azurite blob service on a free loopback port (as `hypersaga dev` starts it).
 pub struct Azurite {
     pub endpoint: String,
+    pub key_store_endpoint: String,
+    pub key_store_key: String,
     _process: hypersaga_procs::Azurite,
 }
 
@@ -85,17 +85,20 @@ pub async fn azurite() -> Azurite {
         .expect("start Azurite (run scripts/setup.sh)");
     Azurite {
         endpoint: process.blob_endpoint(),
+        key_store_endpoint: process.key_store_endpoint(),
+        key_store_key: process.key_store_key().to_owned(),
         _process: process,
     }
 }
 
-pub fn publisher(az: &Azurite) -> hypersaga_oidc::BlobPublisher {
-    hypersaga_oidc::BlobPublisher::new(hypersaga_oidc::BlobConfig {
-        blob_endpoint: az.endpoint.parse().expect("url"),
-        account_name: ACCOUNT.into(),
-        account_key: hypersaga_oidc::Secret::new(ACCOUNT_KEY),
+/// The signing keys' store in `az` (its second account), as identity writes it.
+pub fn key_store(az: &Azurite) -> hypersaga_oidc::KeyStore {
+    hypersaga_oidc::KeyStore::new(hypersaga_oidc::BlobConfig {
+        blob_endpoint: az.key_store_endpoint.parse().expect("url"),
+        account_name: hypersaga_procs::AZURITE_KEY_STORE_ACCOUNT.into(),
+        account_key: hypersaga_oidc::Secret::new(az.key_store_key.clone()),
     })
-    .expect("publisher")
+    .expect("key store")
 }
 
 pub fn tenant_config(id: &str) -> TenantConfig {
@@ -125,9 +128,10 @@ pub fn config(mgmt: &Mgmt, az: Option<&Azurite>, tenants: &[&str]) -> Config {
     c.kube.pull_secret = Some(Secret::new(PULL_SECRET));
     c.kube.available_timeout_s = Some(20);
     if let Some(az) = az {
-        c.blob.endpoint = az.endpoint.clone();
-        c.blob.account_name = ACCOUNT.into();
-        c.blob.account_key = Secret::new(ACCOUNT_KEY);
+        // Only the key store: controlplane is never given the issuers' account.
+        c.signing_keys.endpoint = az.key_store_endpoint.clone();
+        c.signing_keys.account_name = hypersaga_procs::AZURITE_KEY_STORE_ACCOUNT.into();
+        c.signing_keys.account_key = Secret::new(az.key_store_key.clone());
     }
     c
 }

@@ -1,5 +1,5 @@
 //! The built-in role definitions: the general Owner/Contributor/Reader, and the roles
-//! HyperShift and ARO hosted control planes assign (hypershift-azure.md §2.4).
+//! HyperShift and ARO hosted control planes assign (docs/reference/hypershift-azure.md §2.4).
 //!
 //! Names, descriptions and actions are Azure's as its role JSON publishes them: Owner,
 //! Contributor, Reader and the six roles the product grants (`ROLE_GRANTS`) as the generated
