@@ -593,7 +593,9 @@ async fn role_assignments_are_made_once_adopted_repaired_and_removed() {
 fn the_signing_keys_need_an_account_of_their_own() {
     let mut c = Config::default();
     c.blob.endpoint = "https://issuers.blob.core.windows.net".into();
+    c.blob.account_name = "issuers".into();
     c.signing_keys.endpoint = "https://issuers.blob.core.windows.net/".into();
+    c.signing_keys.account_name = "keys".into();
     let err = c.validate().expect_err("same account").to_string();
     assert!(err.contains("signing_keys.endpoint"), "{err}");
     c.signing_keys.endpoint = "https://keys.blob.core.windows.net".into();
