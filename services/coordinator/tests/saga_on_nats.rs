@@ -1065,3 +1065,49 @@ async fn an_input_that_always_fails_is_dead_lettered_after_its_deliveries() {
         .unwrap();
     h.wait_phase("after", pb::ClusterPhase::Ready).await;
 }
+
+/// Token rotation: a tenant lists several token digests, and every one of them is that
+/// tenant; a token taken off the list (revoked) is refused like any unknown one.
+#[tokio::test]
+async fn every_token_of_a_tenant_works_and_a_revoked_one_does_not() {
+    const ROTATED: &str = "acme-rotated-token-98765";
+    const REVOKED: &str = "acme-revoked-token-55555";
+    let h = Harness::start_with(|c| {
+        c.tenants[0]
+            .tokens
+            .push(hypersaga_config::TokenDigest::of(ROTATED));
+    })
+    .await;
+    let mut c = h.client().await;
+    c.create_cluster(h.call_as(TOKEN, request("rotated")))
+        .await
+        .expect("the first token");
+    // The other token is the same tenant: it sees the cluster the first one created.
+    let seen = c
+        .get_cluster(h.call_as(
+            ROTATED,
+            pb::GetClusterRequest {
+                name: "rotated".into(),
+            },
+        ))
+        .await
+        .expect("the second token")
+        .into_inner();
+    assert_eq!(seen.name, "rotated");
+    let refused = c
+        .list_clusters(h.call_as(REVOKED, pb::ListClustersRequest::default()))
+        .await
+        .expect_err("a token no longer listed");
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated, "{refused:?}");
+    // Another tenant's token never reaches acme's clusters.
+    let other = c
+        .get_cluster(h.call_as(
+            GLOBEX,
+            pb::GetClusterRequest {
+                name: "rotated".into(),
+            },
+        ))
+        .await
+        .expect_err("globex");
+    assert_eq!(other.code(), tonic::Code::NotFound, "{other:?}");
+}
