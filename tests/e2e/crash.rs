@@ -18,6 +18,7 @@ async fn sigkill_of_coordinator_and_a_service_mid_saga_loses_nothing() {
             method: "PUT".into(),
             resource_type: "Microsoft.Network/loadBalancers".into(),
             name_contains: None,
+            path_contains: None,
             status: 503,
             code: "ServiceUnavailable".into(),
             message: None,

@@ -147,6 +147,10 @@ pub enum FaultCommand {
         /// Only resources whose name contains this.
         #[arg(long)]
         name_contains: Option<String>,
+        /// Only requests whose URL path contains this: one cluster's resources (a cluster
+        /// name is in its groups' names), role assignments at a scope, a zone's record sets.
+        #[arg(long)]
+        path_contains: Option<String>,
         /// HTTP status to answer.
         #[arg(long)]
         status: u16,
@@ -181,6 +185,9 @@ pub enum FaultCommand {
         /// Only resources whose name contains this.
         #[arg(long)]
         name_contains: Option<String>,
+        /// Only requests whose URL path contains this (e.g. one cluster's name).
+        #[arg(long)]
+        path_contains: Option<String>,
         /// `error.code` of the failed operation.
         #[arg(long)]
         code: String,
@@ -212,6 +219,7 @@ pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
             method,
             resource_type,
             name_contains,
+            path_contains,
             status,
             code,
             message,
@@ -223,6 +231,7 @@ pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
                 method,
                 resource_type,
                 name_contains,
+                path_contains,
                 status,
                 code,
                 message,
@@ -251,6 +260,7 @@ pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
             method,
             resource_type,
             name_contains,
+            path_contains,
             code,
             message,
             count,
@@ -260,6 +270,7 @@ pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
                 method,
                 resource_type,
                 name_contains,
+                path_contains,
                 code,
                 message,
                 count,
