@@ -15,9 +15,10 @@ pub enum Profile {
     Demo,
     /// Near-zero delays and quick retries, for tests.
     Fast,
-    /// As long as Azure and HyperShift take at p50: ARM's latency model unscaled, the
-    /// HostedCluster `Available` after 5 min, nodes ready 7 min later, deletion 11 min; LROs
-    /// polled when Azure's `Retry-After` says. A create takes about 13 minutes.
+    /// As long as Azure and HyperShift take at p50 (azure-latencies.md, time scale 1.0): ARM's
+    /// latency model unscaled, the HostedCluster `Available` after 5 min, nodes ready 7 min
+    /// later, deletion 11 min; LROs polled when Azure's `Retry-After` says (every 0.5 s where
+    /// it says nothing, as private DNS). A create takes about 13 minutes.
     Real,
 }
 
