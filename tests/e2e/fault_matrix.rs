@@ -288,7 +288,7 @@ struct Cell {
     step: &'static str,
     kind: Kind,
     cluster: String,
-    /// `hypersaga` arguments that put the fault in place; `None`: not injectable, and why.
+    /// `hypersaga` arguments that put the fault in place, or why none can.
     inject: Result<Vec<String>, String>,
 }
 
@@ -360,23 +360,23 @@ fn inject(reach: Reach, kind: Kind, cluster: &str) -> Result<Vec<String>, String
             refusal,
             operation,
         } => {
-            let mut args = strings(&["emulator", "fault"]);
-            let add = |args: &mut Vec<String>, more: &[&str]| {
-                args.extend(strings(more));
-            };
-            match kind {
-                Kind::Terminal => {
-                    let status = refusal.0.to_string();
-                    add(
-                        &mut args,
-                        &["add", "--status", &status, "--code", refusal.1],
-                    );
-                    // Until cleared: a refusal stays a refusal however often it is asked.
-                    add(&mut args, &["--message", refusal.2]);
-                }
-                Kind::ServerError => add(
-                    &mut args,
-                    &[
+            let status = refusal.0.to_string();
+            let (args, rtype) = match kind {
+                // Until cleared: a refusal stays a refusal however often it is asked.
+                Kind::Terminal => (
+                    vec![
+                        "add",
+                        "--status",
+                        &status,
+                        "--code",
+                        refusal.1,
+                        "--message",
+                        refusal.2,
+                    ],
+                    rtype,
+                ),
+                Kind::ServerError => (
+                    vec![
                         "add",
                         "--status",
                         "500",
@@ -385,10 +385,10 @@ fn inject(reach: Reach, kind: Kind, cluster: &str) -> Result<Vec<String>, String
                         "--count",
                         "2",
                     ],
+                    rtype,
                 ),
-                Kind::Throttled => add(
-                    &mut args,
-                    &[
+                Kind::Throttled => (
+                    vec![
                         "add",
                         "--status",
                         "429",
@@ -399,9 +399,17 @@ fn inject(reach: Reach, kind: Kind, cluster: &str) -> Result<Vec<String>, String
                         "--count",
                         "2",
                     ],
+                    rtype,
                 ),
-                Kind::FailedOperation if operation.is_some() => {
-                    let rtype = operation.unwrap_or(rtype);
+                Kind::FailedOperation => {
+                    let Some(rtype) = operation else {
+                        return Err(if method == "GET" {
+                            "a read: no operation to fail".to_owned()
+                        } else {
+                            "synchronous in Azure: answered in the request, no operation to fail"
+                                .to_owned()
+                        });
+                    };
                     // The network RP's own word for it; private DNS says InternalServerError.
                     let (code, message) = if rtype.starts_with("Microsoft.Network/")
                         && !rtype.contains("privateDnsZones")
@@ -410,24 +418,31 @@ fn inject(reach: Reach, kind: Kind, cluster: &str) -> Result<Vec<String>, String
                     } else {
                         ("InternalServerError", "An internal server error occurred.")
                     };
-                    add(&mut args, &["add-async", "--code", code]);
-                    add(&mut args, &["--message", message, "--count", "1"]);
-                    add(&mut args, &["--method", method, "--type", rtype]);
-                    add(&mut args, &["--path-contains", cluster]);
-                    return Ok(args);
+                    (
+                        vec![
+                            "add-async",
+                            "--code",
+                            code,
+                            "--message",
+                            message,
+                            "--count",
+                            "1",
+                        ],
+                        rtype,
+                    )
                 }
-                Kind::FailedOperation => {
-                    return Err(if method == "GET" {
-                        "a read: no operation to fail".to_owned()
-                    } else {
-                        "synchronous in Azure: answered in the request, no operation to fail"
-                            .to_owned()
-                    });
-                }
-            }
-            add(&mut args, &["--method", method, "--type", rtype]);
-            add(&mut args, &["--path-contains", cluster]);
-            Ok(args)
+            };
+            let mut all = vec!["emulator", "fault"];
+            all.extend(args);
+            all.extend([
+                "--method",
+                method,
+                "--type",
+                rtype,
+                "--path-contains",
+                cluster,
+            ]);
+            Ok(strings(&all))
         }
     }
 }
