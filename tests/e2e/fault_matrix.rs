@@ -1,13 +1,14 @@
 //! The fault matrix: every step of the create DAG against each kind of failure Azure (or
-//! HyperShift) answers it with, injected through the emulators' admin APIs as a user would
-//! (`hypersaga emulator fault add|add-async`, `hypersaga emulator cluster-fault add`).
+//! HyperShift, or the management cluster's API) answers it with, injected through the
+//! emulators' admin APIs as a user would (`hypersaga emulator fault add|add-async`,
+//! `hypersaga emulator cluster-fault add|add-api|remove`).
 //!
 //! What Azure means by each answer sets the expected outcome: a 4xx refusal (authorization,
 //! validation, quota, policy) stays refused however often it is asked, so the create fails and
 //! everything it made is removed; a 500, a 429 with `Retry-After`, or an operation that Azure
 //! accepted and then failed with `InternalServerError`/`RetryableError` passes when asked
-//! again, so the create ends `ready`. The matrix is printed as a table, then every cell is
-//! checked.
+//! again, so the create ends `ready`. Kubernetes means the same by 403 and by 429/500. The
+//! matrix is printed as a table, then every cell is checked.
 //!
 //! One system for the whole matrix, one cluster per cell, all at once: every fault is scoped
 //! to its cluster by the request path (a cluster's name is in its resource groups', its
@@ -86,8 +87,11 @@ enum Reach {
         refusal: (u16, &'static str, &'static str),
         operation: Option<&'static str>,
     },
-    /// The HostedCluster, as the simulated HyperShift operator reports on it.
+    /// The HostedCluster: applied through the management cluster's API, reported on by the
+    /// simulated HyperShift operator.
     HostedCluster,
+    /// The HostedCluster's version history, read (`get`) once the nodes are up.
+    Rollout,
     /// No emulator stands between the step and what it uses: why.
     Unreachable(&'static str),
 }
@@ -270,16 +274,7 @@ fn dag_steps() -> Vec<(&'static str, &'static str, Reach)> {
                 operation: Some("Microsoft.Network/networkInterfaces"),
             },
         ),
-        (
-            "controlplane.rollout",
-            "roll",
-            Unreachable(
-                "only reads the HostedCluster's version history, which the simulated operator \
-                 completes in the instant the nodes are ready (after nodepool.workers); no \
-                 request of its own goes to Azure, and the management-cluster emulator answers \
-                 no API errors",
-            ),
-        ),
+        ("controlplane.rollout", "roll", Rollout),
     ]
 }
 
@@ -290,6 +285,9 @@ struct Cell {
     cluster: String,
     /// `hypersaga` arguments that put the fault in place, or why none can.
     inject: Result<Vec<String>, String>,
+    /// Put in place once this step has succeeded rather than before the create: the rollout's
+    /// read of the HostedCluster is the same request as the control-plane step's.
+    inject_after: Option<&'static str>,
 }
 
 fn cells() -> Vec<Cell> {
@@ -298,11 +296,14 @@ fn cells() -> Vec<Cell> {
         for kind in Kind::ALL {
             let cluster = format!("fm-{tag}-{}", kind.tag());
             let inject = inject(reach, kind, &cluster);
+            let inject_after =
+                matches!(reach, Reach::Rollout).then_some("controlplane.hostedcluster");
             out.push(Cell {
                 step,
                 kind,
                 cluster,
                 inject,
+                inject_after,
             });
         }
     }
@@ -311,6 +312,26 @@ fn cells() -> Vec<Cell> {
 
 fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// `hypersaga emulator cluster-fault add-api`: the management cluster's API answers `status`
+/// to `verb` on the cluster's HostedCluster.
+fn api_fault(verb: &str, cluster: &str, status: &str, more: &[&str]) -> Vec<String> {
+    let mut args = strings(&[
+        "emulator",
+        "cluster-fault",
+        "add-api",
+        "--verb",
+        verb,
+        "--resource",
+        "hostedclusters",
+        "--name-contains",
+        cluster,
+        "--status",
+        status,
+    ]);
+    args.extend(strings(more));
+    args
 }
 
 /// The `hypersaga` command that puts `kind` in `reach`'s way, scoped to `cluster`.
@@ -348,11 +369,28 @@ fn inject(reach: Reach, kind: Kind, cluster: &str) -> Result<Vec<String>, String
                 "--message",
                 "the cloud credentials secret cannot be read yet",
             ])),
-            Kind::ServerError | Kind::Throttled => Err(
-                "the management cluster's API: its emulator answers no HTTP errors (HyperShift's \
-                 own recoverable failure is the last column)"
-                    .to_owned(),
-            ),
+            // The step applies the HostedCluster (server-side apply: a patch).
+            Kind::ServerError => Ok(api_fault("patch", cluster, "500", &["--count", "2"])),
+            Kind::Throttled => Ok(api_fault(
+                "patch",
+                cluster,
+                "429",
+                &["--retry-after", "1", "--count", "2"],
+            )),
+        },
+        Reach::Rollout => match kind {
+            // RBAC no longer lets the service read HostedClusters: refused however often.
+            Kind::Terminal => Ok(api_fault("get", cluster, "403", &[])),
+            Kind::ServerError => Ok(api_fault("get", cluster, "500", &["--count", "2"])),
+            Kind::Throttled => Ok(api_fault(
+                "get",
+                cluster,
+                "429",
+                &["--retry-after", "1", "--count", "2"],
+            )),
+            Kind::FailedOperation => {
+                Err("a read of the HostedCluster: no operation to fail".to_owned())
+            }
         },
         Reach::Arm {
             method,
@@ -475,18 +513,55 @@ struct Outcome {
 /// Creates the cell's cluster, follows it to the end and judges what it left behind.
 async fn play(system: &System, cell: &Cell, tenant: &str) -> Outcome {
     let started = Instant::now();
-    // Workers only where the cell is about them: each costs a NIC, a VM and a disk.
-    let replicas = i32::from(cell.step.starts_with("nodepool."));
+    // Workers only where the cell is about them: each costs a NIC, a VM and a disk. The
+    // rollout waits for them (a cluster without nodes rolls out at once, unread).
+    let replicas = i32::from(cell.step.starts_with("nodepool.") || cell.inject_after.is_some());
+    if cell.inject_after.is_some() {
+        // Hold the nodes back a few seconds (CAPZ retries a refused VM after 0.5, 1, 2 s), so
+        // the fault is in place before the rollout first reads the HostedCluster.
+        run(
+            system,
+            strings(&[
+                "emulator",
+                "fault",
+                "add",
+                "--method",
+                "PUT",
+                "--type",
+                "Microsoft.Compute/virtualMachines",
+                "--path-contains",
+                &cell.cluster,
+                "--status",
+                "500",
+                "--code",
+                "InternalServerError",
+                "--count",
+                "3",
+            ]),
+        )
+        .await;
+    }
     system
         .client(tenant)
         .await
         .create_cluster(create_request(&cell.cluster, replicas))
         .await
         .expect("create accepted");
+    if let (Some(after), Ok(args)) = (cell.inject_after, &cell.inject) {
+        system
+            .wait_until(tenant, &cell.cluster, after, |c| {
+                steps(c).get(after).is_some_and(|(st, _)| st == "succeeded")
+            })
+            .await;
+        run(system, args.clone()).await;
+    }
     if cell.step == "controlplane.hostedcluster" && cell.kind == Kind::FailedOperation {
         recover_hosted_cluster(system, &cell.cluster).await;
     }
-    let end = follow(system, tenant, &cell.cluster).await;
+    let mut end = follow(system, tenant, &cell.cluster).await;
+    if cell.inject_after.is_some() && cell.kind == Kind::Terminal {
+        end = restore_and_resume(system, tenant, &cell.cluster, end).await;
+    }
     let secs = started.elapsed().as_secs_f64();
     let status = end.status.clone().unwrap_or_default();
     let label = match phase(&end).as_str() {
@@ -614,10 +689,50 @@ async fn left_behind(system: &System, tenant: &str, cluster: &str, infra_id: &st
     left
 }
 
+/// A refusal to read the HostedCluster refuses the compensation's reads too, so undoing it
+/// pauses for an operator, as it should. The operator grants the permission back (the fault
+/// goes) and resumes the operation (`hypersaga operation resume`); the undo then finishes.
+async fn restore_and_resume(
+    system: &System,
+    tenant: &str,
+    cluster: &str,
+    end: hypersaga_api::v1::Cluster,
+) -> hypersaga_api::v1::Cluster {
+    let Some(op) = end
+        .status
+        .as_ref()
+        .and_then(|s| s.operation.as_ref())
+        .filter(|o| o.pause.is_some())
+    else {
+        return end;
+    };
+    let op_id = op.id.clone();
+    run(
+        system,
+        strings(&[
+            "emulator",
+            "cluster-fault",
+            "remove",
+            "--name-contains",
+            cluster,
+        ]),
+    )
+    .await;
+    run(system, strings(&["operation", "resume", &op_id])).await;
+    system
+        .wait_until(tenant, cluster, "the resumed operation", |c| {
+            c.status
+                .as_ref()
+                .and_then(|s| s.operation.as_ref())
+                .is_some_and(|o| o.pause.is_none())
+        })
+        .await;
+    follow(system, tenant, cluster).await
+}
+
 /// HyperShift recovers from a condition it reported `False` once the cause goes: wait until
-/// the control-plane step shows it is waiting on the operator, then clear the management
-/// cluster's faults. They are cleared all at once, so first the terminal HostedCluster cell
-/// must have met its own fault.
+/// the control-plane step shows it is waiting on the operator, then remove this cluster's
+/// fault (`cluster-fault remove`), as the missing credentials turning up.
 async fn recover_hosted_cluster(system: &System, cluster: &str) {
     system
         .wait_until(TENANT, cluster, "the control plane step to wait", |c| {
@@ -628,16 +743,17 @@ async fn recover_hosted_cluster(system: &System, cluster: &str) {
         .await;
     // Let the operator report the condition before it goes.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    system
-        .wait_until(
-            TENANT,
-            "fm-hc-t",
-            "the terminal HostedCluster cell to fail",
-            |c| phase(c) == "failed",
-        )
-        .await;
-    let out = hypersaga(system, &["emulator", "cluster-fault", "clear"]);
-    assert!(out.status.success(), "{}", text(&out));
+    run(
+        system,
+        strings(&[
+            "emulator",
+            "cluster-fault",
+            "remove",
+            "--name-contains",
+            cluster,
+        ]),
+    )
+    .await;
 }
 
 fn render(cells: &[Cell], outcomes: &BTreeMap<String, Outcome>) -> String {
@@ -752,7 +868,7 @@ async fn every_step_fails_for_good_on_a_refusal_and_recovers_from_what_azure_ret
         .iter()
         .filter(|c| c.inject.is_ok())
         .partition(|c| c.step == "dns.public-zone");
-    for c in &others {
+    for c in others.iter().filter(|c| c.inject_after.is_none()) {
         if let Ok(args) = &c.inject {
             run(&system, args.clone()).await;
         }
@@ -833,6 +949,21 @@ async fn every_step_fails_for_good_on_a_refusal_and_recovers_from_what_azure_ret
                     format!(
                         "failed operation of {} {} {:?}",
                         f.spec.method, f.spec.resource_type, f.spec.path_contains
+                    )
+                }),
+        )
+        .chain(
+            system
+                .mgmt_admin()
+                .api_faults()
+                .await
+                .expect("API faults")
+                .into_iter()
+                .filter(|f| f.remaining.is_some() || f.hits == 0)
+                .map(|f| {
+                    format!(
+                        "management-cluster API: {} {} {:?}",
+                        f.spec.verb, f.spec.resource, f.spec.name_contains
                     )
                 }),
         )

@@ -96,7 +96,46 @@ pub enum ClusterFaultCommand {
         #[command(flatten)]
         target: MgmtTarget,
     },
-    /// Remove every management-cluster fault.
+    /// Answer matching Kubernetes API requests with an error, as kube-apiserver answers when
+    /// it sheds load (429 with Retry-After), fails (500, 503, 504) or RBAC forbids (403).
+    ///
+    /// Example: `hypersaga emulator cluster-fault add-api --verb patch --resource
+    /// hostedclusters --name-contains demo --status 500 --count 2`
+    AddApi {
+        /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete` or `*`.
+        #[arg(long)]
+        verb: String,
+        /// Resource plural, with its subresource if any (`hostedclusters`,
+        /// `hostedclusters/status`), or `*`.
+        #[arg(long)]
+        resource: String,
+        /// Only objects whose name contains this.
+        #[arg(long)]
+        name_contains: Option<String>,
+        /// 403, 429, 500, 503 or 504.
+        #[arg(long)]
+        status: u16,
+        #[arg(long)]
+        message: Option<String>,
+        /// Seconds to put in `Retry-After`.
+        #[arg(long)]
+        retry_after: Option<u64>,
+        /// Fail this many matching requests, then serve normally [default: until cleared].
+        #[arg(long)]
+        count: Option<u32>,
+        #[command(flatten)]
+        target: MgmtTarget,
+    },
+    /// Remove the faults (add and add-api) given exactly this --name-contains: that cluster's
+    /// objects recover (HyperShift finds what it missed) or its requests are served again,
+    /// while the other faults stay.
+    Remove {
+        #[arg(long)]
+        name_contains: String,
+        #[command(flatten)]
+        target: MgmtTarget,
+    },
+    /// Remove every management-cluster fault (of objects and of the API).
     Clear {
         #[command(flatten)]
         target: MgmtTarget,
@@ -350,6 +389,44 @@ pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
                 "management-cluster fault added: {:?} → {}",
                 fault.kind, fault.reason
             );
+        }
+        EmulatorCommand::ClusterFault(ClusterFaultCommand::AddApi {
+            verb,
+            resource,
+            name_contains,
+            status,
+            message,
+            retry_after,
+            count,
+            target,
+        }) => {
+            let fault = hypersaga_emulator_mgmt::ApiFault {
+                verb,
+                resource,
+                name_contains,
+                status,
+                message,
+                retry_after_secs: retry_after,
+                count,
+            };
+            let f = target.client()?.add_api_fault(&fault).await?;
+            println!(
+                "management-cluster API fault added: {} {} → {}{}",
+                f.spec.verb,
+                f.spec.resource,
+                f.spec.status,
+                f.spec
+                    .count
+                    .map(|n| format!(" ({n} times)"))
+                    .unwrap_or_default()
+            );
+        }
+        EmulatorCommand::ClusterFault(ClusterFaultCommand::Remove {
+            name_contains,
+            target,
+        }) => {
+            let n = target.client()?.remove_faults(&name_contains).await?;
+            println!("{n} management-cluster fault(s) removed");
         }
         EmulatorCommand::ClusterFault(ClusterFaultCommand::Clear { target }) => {
             target.client()?.clear_faults().await?;
