@@ -101,15 +101,16 @@ pub async fn run(args: AzurePhaseArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The spec the bench creates, as `create_request` sends it: one pool, a network of ours.
+/// The spec the bench creates, as `create_request` sends it (one pool, a network of ours), in
+/// the plan's terms.
 fn spec() -> ClusterSpec {
-    let req = create_request(CLUSTER);
-    let pools = req.spec.map(|s| s.node_pools).unwrap_or_default();
+    let sent = create_request(CLUSTER).spec.unwrap_or_default();
     ClusterSpec {
-        location: "eastus".into(),
-        base_domain: "example.com".into(),
-        release_image: "quay.io/openshift-release-dev/ocp-release:4.21.0-multi".into(),
-        node_pools: pools
+        location: sent.location,
+        base_domain: sent.base_domain,
+        release_image: sent.release_image,
+        node_pools: sent
+            .node_pools
             .into_iter()
             .map(|p| NodePoolSpec {
                 name: p.name,
@@ -117,6 +118,7 @@ fn spec() -> ClusterSpec {
                 vm_size: p.vm_size,
             })
             .collect(),
+        // `create_request` brings no network: the one the plan makes.
         network: NetworkSpec::default(),
     }
 }
