@@ -507,6 +507,8 @@ struct Outcome {
     label: String,
     /// Why the label is not the expected one, when it is not.
     problem: Option<String>,
+    /// What it took besides waiting, printed under the table.
+    note: Option<String>,
     secs: f64,
 }
 
@@ -559,8 +561,19 @@ async fn play(system: &System, cell: &Cell, tenant: &str) -> Outcome {
         recover_hosted_cluster(system, &cell.cluster).await;
     }
     let mut end = follow(system, tenant, &cell.cluster).await;
+    let mut note = None;
     if cell.inject_after.is_some() && cell.kind == Kind::Terminal {
+        let paused = end
+            .status
+            .as_ref()
+            .and_then(|s| s.operation.as_ref())
+            .is_some_and(|o| o.pause.is_some());
         end = restore_and_resume(system, tenant, &cell.cluster, end).await;
+        note = paused.then(|| {
+            "its undo met the same refusal and paused; the permission restored \
+             (cluster-fault remove) and the operation resumed, the undo finished"
+                .to_owned()
+        });
     }
     let secs = started.elapsed().as_secs_f64();
     let status = end.status.clone().unwrap_or_default();
@@ -574,6 +587,7 @@ async fn play(system: &System, cell: &Cell, tenant: &str) -> Outcome {
                 return Outcome {
                     label: "failed, not compensated".into(),
                     problem: Some(format!("left behind: {left:?}")),
+                    note,
                     secs,
                 };
             }
@@ -593,6 +607,7 @@ async fn play(system: &System, cell: &Cell, tenant: &str) -> Outcome {
     Outcome {
         label,
         problem,
+        note,
         secs,
     }
 }
@@ -768,18 +783,23 @@ fn render(cells: &[Cell], outcomes: &BTreeMap<String, Outcome>) -> String {
         let cell = match (&c.inject, outcomes.get(&c.cluster)) {
             (Err(why), _) => {
                 notes.push(format!(
-                    "{} × {}: not injectable: {why}",
+                    "n/a: {} × {}: not injectable: {why}",
                     c.step,
                     c.kind.header()
                 ));
                 "n/a".to_owned()
             }
-            (Ok(_), Some(o)) => format!(
-                "{}{} ({:.0} s)",
-                o.label,
-                if o.problem.is_some() { " ✗" } else { "" },
-                o.secs
-            ),
+            (Ok(_), Some(o)) => {
+                if let Some(n) = &o.note {
+                    notes.push(format!("note: {} × {}: {n}", c.step, c.kind.header()));
+                }
+                format!(
+                    "{}{} ({:.0} s)",
+                    o.label,
+                    if o.problem.is_some() { " ✗" } else { "" },
+                    o.secs
+                )
+            }
             (Ok(_), None) => "not run ✗".to_owned(),
         };
         rows.entry((order[c.step], c.step)).or_default().push(cell);
@@ -800,7 +820,8 @@ fn render(cells: &[Cell], outcomes: &BTreeMap<String, Outcome>) -> String {
         out.push('\n');
     }
     for n in notes {
-        out.push_str(&format!("n/a: {n}\n"));
+        out.push_str(&n);
+        out.push('\n');
     }
     out
 }
