@@ -20,7 +20,8 @@ pub enum EmulatorCommand {
     /// Inject or clear ARM faults.
     #[command(subcommand)]
     Fault(FaultCommand),
-    /// Make the simulated HyperShift operator fail HostedClusters or NodePools.
+    /// Make the management cluster fail: the simulated HyperShift operator's HostedClusters or
+    /// NodePools, or its Kubernetes API.
     #[command(subcommand)]
     ClusterFault(ClusterFaultCommand),
     /// Request counts per method, resource type and status, and the latest requests.
@@ -75,7 +76,7 @@ pub enum ObjectKind {
 pub enum ClusterFaultCommand {
     /// Matching HostedClusters are refused as HyperShift refuses bad input (the --condition
     /// goes `False`, the control plane is never deployed); matching NodePools stay not `Ready`
-    /// (`AllMachinesReady=False`). With this reason and message, until cleared.
+    /// (`AllMachinesReady=False`). With this reason and message, until removed or cleared.
     ///
     /// Example: `hypersaga emulator cluster-fault add --kind hosted-cluster --reason
     /// InvalidConfiguration --message "the signing key is not a valid RSA key"`
