@@ -210,20 +210,7 @@ async fn output_formats_and_exit_codes_as_scripts_use_them() {
 async fn wait_reconnects_after_the_gateway_is_killed_and_follows_to_the_end() {
     let system = System::start().await;
     // Hold the create in the middle (the load balancer fails retryably until cleared).
-    system
-        .arm_admin()
-        .add_fault(&hypersaga_emulator_arm::FaultSpec {
-            method: "PUT".into(),
-            resource_type: "Microsoft.Network/loadBalancers".into(),
-            name_contains: None,
-            status: 503,
-            code: "ServiceUnavailable".into(),
-            message: None,
-            retry_after_secs: None,
-            count: None,
-        })
-        .await
-        .unwrap();
+    system.hold_at_the_load_balancer().await;
     let waiting = std::process::Command::new(env!("CARGO_BIN_EXE_hypersaga"))
         .args([
             "cluster",
@@ -411,20 +398,7 @@ impl Cuttable {
 #[tokio::test]
 async fn a_watch_that_cannot_reconnect_gives_up_in_bounded_time_with_exit_code_7() {
     let system = System::start().await;
-    system
-        .arm_admin()
-        .add_fault(&hypersaga_emulator_arm::FaultSpec {
-            method: "PUT".into(),
-            resource_type: "Microsoft.Network/loadBalancers".into(),
-            name_contains: None,
-            status: 503,
-            code: "ServiceUnavailable".into(),
-            message: None,
-            retry_after_secs: None,
-            count: None,
-        })
-        .await
-        .unwrap();
+    system.hold_at_the_load_balancer().await;
     system.create("acme", "stranded", 1).await;
     let gateway: std::net::SocketAddr = system
         .endpoints

@@ -4,8 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use hypersaga_emulator_arm::FaultSpec;
-
 use crate::support::*;
 
 #[tokio::test]
@@ -13,20 +11,7 @@ async fn sigkill_of_coordinator_and_a_service_mid_saga_loses_nothing() {
     let system = System::start().await;
     // Hold the saga in the middle: the load balancer fails (retryably) until the fault is
     // cleared, which happens right after the kills.
-    system
-        .arm_admin()
-        .add_fault(&FaultSpec {
-            method: "PUT".into(),
-            resource_type: "Microsoft.Network/loadBalancers".into(),
-            name_contains: None,
-            status: 503,
-            code: "ServiceUnavailable".into(),
-            message: None,
-            retry_after_secs: None,
-            count: None,
-        })
-        .await
-        .unwrap();
+    system.hold_at_the_load_balancer().await;
     system.create("acme", "phoenix", 2).await;
     system
         .wait_until("acme", "phoenix", "the load balancer to be retried", |c| {

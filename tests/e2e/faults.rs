@@ -16,6 +16,7 @@ fn fault(
         method: method.into(),
         resource_type: ty.into(),
         name_contains: None,
+        path_contains: None,
         status,
         code: code.into(),
         message: Some(format!("injected {code}")),

@@ -178,6 +178,25 @@ impl System {
             .expect("connect")
     }
 
+    /// Holds every create in the middle: the load balancer's PUT fails retryably (503) until
+    /// the faults are cleared (`arm_admin().clear_faults()`).
+    pub async fn hold_at_the_load_balancer(&self) {
+        self.arm_admin()
+            .add_fault(&hypersaga_emulator_arm::FaultSpec {
+                method: "PUT".into(),
+                resource_type: "Microsoft.Network/loadBalancers".into(),
+                name_contains: None,
+                path_contains: None,
+                status: 503,
+                code: "ServiceUnavailable".into(),
+                message: None,
+                retry_after_secs: None,
+                count: None,
+            })
+            .await
+            .expect("add the load balancer fault");
+    }
+
     pub fn arm_admin(&self) -> hypersaga_emulator_arm::admin_client::AdminClient {
         hypersaga_emulator_arm::admin_client::AdminClient::new(
             self.endpoints.emulator_admin_url.parse().expect("url"),

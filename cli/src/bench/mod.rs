@@ -1,9 +1,10 @@
-//! `hypersaga bench …`: figures and ratios for the engine, a fleet and fairness between
-//! tenants. Every bench starts what it measures itself (a private nats-server, or a whole
+//! `hypersaga bench …`: figures and ratios for the engine, a fleet, fairness between
+//! tenants and one create's Azure phase. Every bench starts what it measures itself (a private nats-server, or a whole
 //! `hypersaga dev` in a temporary directory), stops it and removes its files at the end, on
 //! error and on Ctrl-C. The benches report numbers beside the targets; they never
 //! judge them (the exit code says only whether the bench ran).
 
+mod azure_phase;
 mod chaos;
 mod engine;
 mod fairness;
@@ -15,6 +16,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
+pub use azure_phase::AzurePhaseArgs;
 pub use engine::EngineArgs;
 pub use fairness::FairnessArgs;
 pub use fleet::FleetArgs;
@@ -68,6 +70,21 @@ pub enum BenchCommand {
     ///
     /// Target (not asserted): globex's time during the burst ≤ 1.5 × its time alone.
     Fairness(FairnessArgs),
+    /// One create's Azure phase at Azure's real latencies, beside its critical path.
+    ///
+    /// Starts `hypersaga dev --profile real` (temporary state directory: ARM's latency model
+    /// at time scale 1.0) and creates one cluster. The Azure phase runs from the operation's
+    /// start until the last Azure step the HostedCluster waits for is done (identity ∥
+    /// network, then the private DNS zone and its VNet link), read from the operation's step
+    /// timestamps; then the bench stops (the control plane's minutes are not measured).
+    ///
+    /// Printed: each Azure step's modelled duration (what the emulator's latencies make of
+    /// its requests), start and end; the measured phase; the critical path of the DAG through
+    /// the modelled durations; HyperShift's sequential time for the same work (156.1 s,
+    /// docs/reference/azure-latencies.md §4.4). Takes about two minutes.
+    ///
+    /// Targets (not asserted): phase ≤ critical path + 2 %; about half the sequential time.
+    AzurePhase(AzurePhaseArgs),
 }
 
 pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
@@ -77,6 +94,7 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             BenchCommand::Engine(a) => engine::run(a).await,
             BenchCommand::Fleet(a) => fleet::run(a).await,
             BenchCommand::Fairness(a) => fairness::run(a).await,
+            BenchCommand::AzurePhase(a) => azure_phase::run(a).await,
         }
     };
     // On Ctrl-C the bench is dropped: what it started stops with it (child processes get

@@ -25,7 +25,8 @@ use crate::output;
 /// How the system under test is started.
 #[derive(Args, Debug, Clone)]
 pub struct SystemArgs {
-    /// Timing profile of `hypersaga dev` (demo: Azure latencies at 5 %; fast: near zero).
+    /// Timing profile of `hypersaga dev` (demo: Azure latencies at 5 %; fast: near zero; real:
+    /// Azure's p50s).
     #[arg(long, value_enum, default_value_t = Profile::Demo)]
     pub profile: Profile,
     /// Replicas of each service (`hypersaga dev --replicas`).

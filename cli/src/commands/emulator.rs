@@ -20,7 +20,8 @@ pub enum EmulatorCommand {
     /// Inject or clear ARM faults.
     #[command(subcommand)]
     Fault(FaultCommand),
-    /// Make the simulated HyperShift operator fail HostedClusters or NodePools.
+    /// Make the management cluster fail: the simulated HyperShift operator's HostedClusters or
+    /// NodePools, or its Kubernetes API.
     #[command(subcommand)]
     ClusterFault(ClusterFaultCommand),
     /// Request counts per method, resource type and status, and the latest requests.
@@ -75,7 +76,7 @@ pub enum ObjectKind {
 pub enum ClusterFaultCommand {
     /// Matching HostedClusters are refused as HyperShift refuses bad input (the --condition
     /// goes `False`, the control plane is never deployed); matching NodePools stay not `Ready`
-    /// (`AllMachinesReady=False`). With this reason and message, until cleared.
+    /// (`AllMachinesReady=False`). With this reason and message, until removed or cleared.
     ///
     /// Example: `hypersaga emulator cluster-fault add --kind hosted-cluster --reason
     /// InvalidConfiguration --message "the signing key is not a valid RSA key"`
@@ -96,7 +97,46 @@ pub enum ClusterFaultCommand {
         #[command(flatten)]
         target: MgmtTarget,
     },
-    /// Remove every management-cluster fault.
+    /// Answer matching Kubernetes API requests with an error, as kube-apiserver answers when
+    /// it sheds load (429 with Retry-After), fails (500, 503, 504) or RBAC forbids (403).
+    ///
+    /// Example: `hypersaga emulator cluster-fault add-api --verb patch --resource
+    /// hostedclusters --name-contains demo --status 500 --count 2`
+    AddApi {
+        /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete` or `*`.
+        #[arg(long)]
+        verb: String,
+        /// Resource plural, with its subresource if any (`hostedclusters`,
+        /// `hostedclusters/status`), or `*`.
+        #[arg(long)]
+        resource: String,
+        /// Only objects whose name contains this.
+        #[arg(long)]
+        name_contains: Option<String>,
+        /// 403, 429, 500, 503 or 504.
+        #[arg(long)]
+        status: u16,
+        #[arg(long)]
+        message: Option<String>,
+        /// Seconds to put in `Retry-After`.
+        #[arg(long)]
+        retry_after: Option<u64>,
+        /// Fail this many matching requests, then serve normally [default: until cleared].
+        #[arg(long)]
+        count: Option<u32>,
+        #[command(flatten)]
+        target: MgmtTarget,
+    },
+    /// Remove the faults (add and add-api) given exactly this --name-contains: that cluster's
+    /// objects recover (HyperShift finds what it missed) or its requests are served again,
+    /// while the other faults stay.
+    Remove {
+        #[arg(long)]
+        name_contains: String,
+        #[command(flatten)]
+        target: MgmtTarget,
+    },
+    /// Remove every management-cluster fault (of objects and of the API).
     Clear {
         #[command(flatten)]
         target: MgmtTarget,
@@ -147,6 +187,10 @@ pub enum FaultCommand {
         /// Only resources whose name contains this.
         #[arg(long)]
         name_contains: Option<String>,
+        /// Only requests whose URL path contains this: one cluster's resources (a cluster
+        /// name is in its groups' names), role assignments at a scope, a zone's record sets.
+        #[arg(long)]
+        path_contains: Option<String>,
         /// HTTP status to answer.
         #[arg(long)]
         status: u16,
@@ -181,6 +225,9 @@ pub enum FaultCommand {
         /// Only resources whose name contains this.
         #[arg(long)]
         name_contains: Option<String>,
+        /// Only requests whose URL path contains this (e.g. one cluster's name).
+        #[arg(long)]
+        path_contains: Option<String>,
         /// `error.code` of the failed operation.
         #[arg(long)]
         code: String,
@@ -212,6 +259,7 @@ pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
             method,
             resource_type,
             name_contains,
+            path_contains,
             status,
             code,
             message,
@@ -223,6 +271,7 @@ pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
                 method,
                 resource_type,
                 name_contains,
+                path_contains,
                 status,
                 code,
                 message,
@@ -251,6 +300,7 @@ pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
             method,
             resource_type,
             name_contains,
+            path_contains,
             code,
             message,
             count,
@@ -260,6 +310,7 @@ pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
                 method,
                 resource_type,
                 name_contains,
+                path_contains,
                 code,
                 message,
                 count,
@@ -339,6 +390,44 @@ pub async fn run(cmd: EmulatorCommand) -> anyhow::Result<ExitCode> {
                 "management-cluster fault added: {:?} → {}",
                 fault.kind, fault.reason
             );
+        }
+        EmulatorCommand::ClusterFault(ClusterFaultCommand::AddApi {
+            verb,
+            resource,
+            name_contains,
+            status,
+            message,
+            retry_after,
+            count,
+            target,
+        }) => {
+            let fault = hypersaga_emulator_mgmt::ApiFault {
+                verb,
+                resource,
+                name_contains,
+                status,
+                message,
+                retry_after_secs: retry_after,
+                count,
+            };
+            let f = target.client()?.add_api_fault(&fault).await?;
+            println!(
+                "management-cluster API fault added: {} {} → {}{}",
+                f.spec.verb,
+                f.spec.resource,
+                f.spec.status,
+                f.spec
+                    .count
+                    .map(|n| format!(" ({n} times)"))
+                    .unwrap_or_default()
+            );
+        }
+        EmulatorCommand::ClusterFault(ClusterFaultCommand::Remove {
+            name_contains,
+            target,
+        }) => {
+            let n = target.client()?.remove_faults(&name_contains).await?;
+            println!("{n} management-cluster fault(s) removed");
         }
         EmulatorCommand::ClusterFault(ClusterFaultCommand::Clear { target }) => {
             target.client()?.clear_faults().await?;

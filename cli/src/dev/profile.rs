@@ -1,5 +1,6 @@
 //! Timing profiles of the local system: `demo` is slow enough to watch each step; `fast` is
-//! for tests, every simulated delay near zero and retries quick.
+//! for tests, every simulated delay near zero and retries quick; `real` takes as long as Azure
+//! and HyperShift do (`docs/reference/azure-latencies.md` at time scale 1.0), for measuring against them.
 
 use std::time::Duration;
 
@@ -14,6 +15,23 @@ pub enum Profile {
     Demo,
     /// Near-zero delays and quick retries, for tests.
     Fast,
+    /// As long as Azure and HyperShift take at p50 (docs/reference/azure-latencies.md, time scale 1.0): ARM's
+    /// latency model unscaled, the HostedCluster `Available` after 5 min, nodes ready 7 min
+    /// later, deletion 11 min; LROs polled when Azure's `Retry-After` says (every 0.5 s where
+    /// it says nothing, as private DNS). A create takes about 13 minutes.
+    Real,
+}
+
+/// p50 durations of HyperShift on self-managed Azure (docs/reference/azure-latencies.md §1 and §4.1).
+mod real {
+    use std::time::Duration;
+
+    /// Row 13a: HostedCluster created → `Available` (HyperShift's SLO panel: < 300 s).
+    pub const HOSTED_CLUSTER_AVAILABLE: Duration = Duration::from_secs(300);
+    /// §4.1: `Available` → the NodePool's nodes Ready (10–15 min in all, row 13d).
+    pub const NODE_POOL_READY: Duration = Duration::from_secs(420);
+    /// Row 13e: HostedCluster deletion, ~11 min (SLO panel: < 720 s).
+    pub const DELETION: Duration = Duration::from_secs(660);
 }
 
 pub struct Timings {
@@ -77,6 +95,42 @@ impl Profile {
                 worker: WorkerConfig {
                     concurrency: 16,
                     ack_wait_s: 3,
+                },
+            },
+            Profile::Real => Timings {
+                arm_latency: LatencyModel::Scaled(1.0),
+                hosted_cluster_available_after: real::HOSTED_CLUSTER_AVAILABLE,
+                node_pool_ready_after: real::NODE_POOL_READY,
+                deletion_after: real::DELETION,
+                // Only where Azure sends no `Retry-After` (private DNS): its SDKs then wait
+                // 30 s, which puts up to 30 s on each of the zone and the link, the create's
+                // critical path. Twice a second costs one cluster ~130 polls over the two,
+                // inside Private DNS's 500 reads per 5 minutes for a few clusters at once,
+                // and puts ~0.3 s on each (once a second measured 1.1 s each).
+                lro_poll_interval_ms: 500,
+                // A HostedCluster takes minutes: a look every 2 s costs nothing and adds at
+                // most 2 s to a wait of 300.
+                kube_recheck_interval_ms: 2_000,
+                coordinator: CoordinatorConfig {
+                    // Azure's own pace: a 5xx is retried after seconds, not milliseconds.
+                    base_delay_ms: 2_000,
+                    max_delay_ms: 60_000,
+                    // Timers drive leases and deadlines; the scan is only a safety net.
+                    resync_interval_ms: 60_000,
+                    // A step's wait polls at Azure's pace (15 s `Retry-After` on deletes);
+                    // leases stay well above that.
+                    lease_ms: 60_000,
+                    start_lease_ms: 300_000,
+                    // NodePools take up to 30 min after `Available` in a bad case (row 13d,
+                    // hypershift#7287): 45 min before a step pauses.
+                    step_timeout_s: 2_700,
+                    recheck_min_ms: 500,
+                    recheck_max_ms: 30_000,
+                    ..CoordinatorConfig::default()
+                },
+                worker: WorkerConfig {
+                    concurrency: 16,
+                    ack_wait_s: 30,
                 },
             },
         }

@@ -9,6 +9,7 @@
 //!     method: "PUT".into(),
 //!     resource_type: "Microsoft.Network/privateDnsZones".into(),
 //!     name_contains: None,
+//!     path_contains: None,
 //!     status: 403,
 //!     code: "AuthorizationFailed".into(),
 //!     message: None,

@@ -20,6 +20,12 @@ pub struct FaultSpec {
     /// Only requests whose resource name contains this (case-insensitive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name_contains: Option<String>,
+    /// Only requests whose URL path contains this (case-insensitive). The path holds the
+    /// resource's group, parents and scope, so this scopes a fault to one cluster's resources
+    /// where the name cannot: role assignments (named by GUID) at its groups' scopes, record
+    /// sets (`api`) in its zone, the federated credentials of its identities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_contains: Option<String>,
     pub status: u16,
     pub code: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -56,6 +62,12 @@ pub struct AsyncFaultSpec {
     /// Only requests whose resource name contains this (case-insensitive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name_contains: Option<String>,
+    /// Only requests whose URL path contains this (case-insensitive). The path holds the
+    /// resource's group, parents and scope, so this scopes a fault to one cluster's resources
+    /// where the name cannot: role assignments (named by GUID) at its groups' scopes, record
+    /// sets (`api`) in its zone, the federated credentials of its identities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_contains: Option<String>,
     /// `error.code` of the failed operation.
     pub code: String,
     /// `error.message` of the failed operation.
@@ -91,15 +103,34 @@ pub struct Faults {
     after_acceptance: Vec<AsyncFault>,
 }
 
+/// A request, as faults match it.
+#[derive(Clone, Copy, Debug)]
+pub struct FaultRequest<'a> {
+    pub method: &'a str,
+    /// Full resource type, e.g. `Microsoft.Network/virtualNetworks`.
+    pub resource_type: &'a str,
+    /// The resource's own name (last segment), empty for lists.
+    pub name: &'a str,
+    /// The URL path, e.g. `/subscriptions/…/resourceGroups/…/providers/…`.
+    pub path: &'a str,
+}
+
+fn contains(haystack: &str, needle: Option<&str>) -> bool {
+    needle.is_none_or(|n| {
+        haystack
+            .to_ascii_lowercase()
+            .contains(&n.to_ascii_lowercase())
+    })
+}
+
 fn matches(
-    (s_method, s_type, s_name): (&str, &str, Option<&str>),
-    method: &str,
-    resource_type: &str,
-    name: &str,
+    (s_method, s_type, s_name, s_path): (&str, &str, Option<&str>, Option<&str>),
+    req: &FaultRequest<'_>,
 ) -> bool {
-    (s_method == "*" || s_method.eq_ignore_ascii_case(method))
-        && (s_type == "*" || s_type.eq_ignore_ascii_case(resource_type))
-        && s_name.is_none_or(|n| name.to_ascii_lowercase().contains(&n.to_ascii_lowercase()))
+    (s_method == "*" || s_method.eq_ignore_ascii_case(req.method))
+        && (s_type == "*" || s_type.eq_ignore_ascii_case(req.resource_type))
+        && contains(req.name, s_name)
+        && contains(req.path, s_path)
 }
 
 /// Why a fault spec was refused.
@@ -164,16 +195,19 @@ impl Faults {
 
     /// The first failure-after-acceptance matching the request, without using it up: the
     /// request may still be refused before an operation starts.
-    pub fn peek_async(&self, method: &str, resource_type: &str, name: &str) -> Option<AsyncFault> {
+    pub fn peek_async(&self, req: &FaultRequest<'_>) -> Option<AsyncFault> {
         self.after_acceptance
             .iter()
             .find(|f| {
                 let s = &f.spec;
                 matches(
-                    (&s.method, &s.resource_type, s.name_contains.as_deref()),
-                    method,
-                    resource_type,
-                    name,
+                    (
+                        &s.method,
+                        &s.resource_type,
+                        s.name_contains.as_deref(),
+                        s.path_contains.as_deref(),
+                    ),
+                    req,
                 )
             })
             .cloned()
@@ -195,14 +229,17 @@ impl Faults {
     }
 
     /// Consumes one use of the first fault matching the request.
-    pub fn take(&mut self, method: &str, resource_type: &str, name: &str) -> Option<FaultSpec> {
+    pub fn take(&mut self, req: &FaultRequest<'_>) -> Option<FaultSpec> {
         let idx = self.list.iter().position(|f| {
             let s = &f.spec;
             matches(
-                (&s.method, &s.resource_type, s.name_contains.as_deref()),
-                method,
-                resource_type,
-                name,
+                (
+                    &s.method,
+                    &s.resource_type,
+                    s.name_contains.as_deref(),
+                    s.path_contains.as_deref(),
+                ),
+                req,
             )
         })?;
         let fault = &mut self.list[idx];
@@ -215,5 +252,46 @@ impl Faults {
             }
         }
         Some(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put_role_assignment(path: &str) -> FaultRequest<'_> {
+        FaultRequest {
+            method: "PUT",
+            resource_type: "Microsoft.Authorization/roleAssignments",
+            name: "1f0e2c4a-0000-5000-8000-000000000000",
+            path,
+        }
+    }
+
+    #[test]
+    fn a_fault_scoped_by_path_fails_only_that_scope_and_is_used_up() {
+        let mut faults = Faults::default();
+        faults
+            .add(FaultSpec {
+                method: "PUT".into(),
+                resource_type: "Microsoft.Authorization/roleAssignments".into(),
+                name_contains: None,
+                path_contains: Some("/resourceGroups/Blue-".into()),
+                status: 403,
+                code: "AuthorizationFailed".into(),
+                message: None,
+                retry_after_secs: None,
+                count: Some(1),
+            })
+            .expect("a valid fault");
+        let other = "/subscriptions/s/resourceGroups/green-x/providers/Microsoft.Authorization/roleAssignments/1f0e2c4a-0000-5000-8000-000000000000";
+        let ours = "/subscriptions/s/resourceGroups/blue-x/providers/Microsoft.Authorization/roleAssignments/1f0e2c4a-0000-5000-8000-000000000000";
+        assert_eq!(faults.take(&put_role_assignment(other)), None);
+        let taken = faults.take(&put_role_assignment(ours)).expect("ours fails");
+        assert_eq!(
+            (taken.status, taken.code.as_str()),
+            (403, "AuthorizationFailed")
+        );
+        assert_eq!(faults.take(&put_role_assignment(ours)), None, "used up");
     }
 }

@@ -57,6 +57,9 @@ use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::{get, post};
 
+/// How long ARM takes to answer a role-assignment write under the realistic latency model
+/// (benches compute critical paths from it).
+pub use arm::ROLE_ASSIGNMENT_WRITE_LATENCY;
 pub use config::{Config, LatencyModel, Principal};
 pub use errors::ArmError;
 pub use faults::{AsyncFault, AsyncFaultSpec, Fault, FaultSpec};

@@ -1,4 +1,6 @@
-//! Admin API (plain HTTP, no auth): fault injection, object dump and request counts for tests
+//! Admin API (plain HTTP, no auth): fault injection (`/faults` for objects the simulated
+//! operator fails, `/faults/api` for errors the Kubernetes API answers), object dump and
+//! request counts for tests
 //! and the CLI. Separate from the Kubernetes API so no Kubernetes client can reach it by accident.
 
 use axum::extract::State;
@@ -7,13 +9,18 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
 
-use crate::{Emulator, Fault};
+use crate::{ApiFault, Emulator, Fault, InstalledApiFault};
 
 pub(crate) fn router(emu: Emulator) -> Router {
     Router::new()
         .route(
             "/faults",
             get(list_faults).post(add_fault).delete(clear_faults),
+        )
+        .route("/faults/api", get(list_api_faults).post(add_api_fault))
+        .route(
+            "/faults/objects/{name_contains}",
+            axum::routing::delete(remove_faults),
         )
         .route("/objects", get(objects))
         .route("/requests", get(requests))
@@ -27,6 +34,33 @@ async fn list_faults(State(emu): State<Emulator>) -> Json<Vec<Fault>> {
 async fn add_fault(State(emu): State<Emulator>, Json(fault): Json<Fault>) -> impl IntoResponse {
     emu.inject_fault(fault.clone());
     (StatusCode::CREATED, Json(fault))
+}
+
+async fn list_api_faults(State(emu): State<Emulator>) -> Json<Vec<InstalledApiFault>> {
+    Json(emu.api_faults())
+}
+
+async fn add_api_fault(
+    State(emu): State<Emulator>,
+    Json(fault): Json<ApiFault>,
+) -> axum::response::Response {
+    match emu.add_api_fault(fault) {
+        Ok(f) => (StatusCode::CREATED, Json(f)).into_response(),
+        Err(e) => (
+            StatusCode::BAD_REQUEST,
+            Json(serde_json::json!({ "error": e })),
+        )
+            .into_response(),
+    }
+}
+
+/// Removes the faults (of objects and of the API) scoped by exactly this name fragment
+/// (object names hold no `/`): `200` with how many went.
+async fn remove_faults(
+    State(emu): State<Emulator>,
+    axum::extract::Path(name_contains): axum::extract::Path<String>,
+) -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "removed": emu.remove_faults(&name_contains) }))
 }
 
 async fn clear_faults(State(emu): State<Emulator>) -> StatusCode {

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-pub use crate::faults::{Fault, FaultKind};
+pub use crate::faults::{ApiFault, Fault, FaultKind, InstalledApiFault};
 
 /// Errors from the admin API.
 #[derive(Debug, thiserror::Error)]
@@ -64,7 +64,40 @@ impl AdminClient {
         Ok(Self::check(resp).await?.json().await?)
     }
 
-    /// Removes every fault; stuck objects then converge.
+    /// Answers matching Kubernetes API requests with an error until used up or cleared.
+    pub async fn add_api_fault(&self, fault: &ApiFault) -> Result<InstalledApiFault, AdminError> {
+        let resp = self
+            .http
+            .post(format!("{}/faults/api", self.base))
+            .json(fault)
+            .send()
+            .await?;
+        Ok(Self::check(resp).await?.json().await?)
+    }
+
+    /// The API faults in force.
+    pub async fn api_faults(&self) -> Result<Vec<InstalledApiFault>, AdminError> {
+        let resp = self
+            .http
+            .get(format!("{}/faults/api", self.base))
+            .send()
+            .await?;
+        Ok(Self::check(resp).await?.json().await?)
+    }
+
+    /// Removes the faults (of objects and of the API) scoped by exactly `name_contains`;
+    /// answers how many.
+    pub async fn remove_faults(&self, name_contains: &str) -> Result<u64, AdminError> {
+        let resp = self
+            .http
+            .delete(format!("{}/faults/objects/{name_contains}", self.base))
+            .send()
+            .await?;
+        let body: Value = Self::check(resp).await?.json().await?;
+        Ok(body["removed"].as_u64().unwrap_or_default())
+    }
+
+    /// Removes every fault (of objects and of the API); stuck objects then converge.
     pub async fn clear_faults(&self) -> Result<(), AdminError> {
         let resp = self
             .http

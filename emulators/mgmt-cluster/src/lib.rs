@@ -52,7 +52,7 @@ use std::sync::{Arc, Mutex};
 
 pub use config::{AzureEndpoints, Config};
 pub use error::ApiError;
-pub use faults::{Fault, FaultKind};
+pub use faults::{ApiFault, Fault, FaultKind, InstalledApiFault};
 pub use kubeconfig::{CONTEXT, kubeconfig_yaml};
 pub use workers::token::{TokenError, service_account_token};
 
@@ -68,6 +68,7 @@ pub(crate) struct Shared {
     pub(crate) config: Config,
     pub(crate) store: Store,
     pub(crate) faults: Mutex<Vec<Fault>>,
+    pub(crate) api_faults: Mutex<Vec<InstalledApiFault>>,
     pub(crate) requests: Mutex<BTreeMap<String, u64>>,
     operator_started: AtomicBool,
 }
@@ -90,6 +91,7 @@ impl Emulator {
                 config,
                 store,
                 faults: Mutex::new(Vec::new()),
+                api_faults: Mutex::new(Vec::new()),
                 requests: Mutex::new(BTreeMap::new()),
                 operator_started: AtomicBool::new(false),
             }),
@@ -149,8 +151,69 @@ impl Emulator {
         self.shared.store.changed.notify_one();
     }
 
-    /// Removes every fault (same as `DELETE /faults`).
+    /// Answers matching Kubernetes API requests with an error (same as `POST /faults/api`);
+    /// refused when the status is not one kube-apiserver answers such faults with.
+    pub fn add_api_fault(&self, fault: ApiFault) -> Result<InstalledApiFault, String> {
+        fault.reason()?;
+        let installed = InstalledApiFault {
+            remaining: fault.count,
+            spec: fault,
+            hits: 0,
+        };
+        lock(&self.shared.api_faults).push(installed.clone());
+        Ok(installed)
+    }
+
+    /// The API faults in force.
+    pub fn api_faults(&self) -> Vec<InstalledApiFault> {
+        lock(&self.shared.api_faults).clone()
+    }
+
+    /// Uses up one request of the first API fault matching it, if any.
+    pub(crate) fn take_api_fault(
+        &self,
+        verb: &str,
+        resource: &str,
+        name: &str,
+    ) -> Option<ApiFault> {
+        let mut faults = lock(&self.shared.api_faults);
+        let idx = faults
+            .iter()
+            .position(|f| f.spec.matches(verb, resource, name))?;
+        let f = &mut faults[idx];
+        f.hits += 1;
+        let spec = f.spec.clone();
+        if let Some(r) = f.remaining.as_mut() {
+            *r = r.saturating_sub(1);
+            if *r == 0 {
+                faults.remove(idx);
+            }
+        }
+        Some(spec)
+    }
+
+    /// Removes the faults (of objects and of the API) scoped by exactly this `name_contains`
+    /// (same as `DELETE /faults/objects/{name_contains}`): one cluster recovers, or gets its
+    /// permission back, while the other faults stay. Answers how many were removed.
+    pub fn remove_faults(&self, name_contains: &str) -> usize {
+        let scoped = Some(name_contains);
+        let mut faults = lock(&self.shared.faults);
+        let before = faults.len();
+        faults.retain(|f| f.name_contains.as_deref() != scoped);
+        let mut removed = before - faults.len();
+        drop(faults);
+        let mut api = lock(&self.shared.api_faults);
+        let before = api.len();
+        api.retain(|f| f.spec.name_contains.as_deref() != scoped);
+        removed += before - api.len();
+        drop(api);
+        self.shared.store.changed.notify_one();
+        removed
+    }
+
+    /// Removes every fault, of objects and of the API (same as `DELETE /faults`).
     pub fn clear_faults(&self) {
+        lock(&self.shared.api_faults).clear();
         lock(&self.shared.faults).clear();
         self.shared.store.changed.notify_one();
     }

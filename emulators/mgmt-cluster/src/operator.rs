@@ -244,6 +244,16 @@ impl Operator {
                 generation,
             ),
         }
+        // HyperShift checks the cloud credentials on every reconcile, so a cluster whose
+        // credentials were missing recovers once they are found.
+        set_condition(
+            conds,
+            "PlatformCredentialsFound",
+            true,
+            "AsExpected",
+            "Required platform credentials are found",
+            generation,
+        );
         if let Some(f) = fault {
             set_condition(
                 conds,

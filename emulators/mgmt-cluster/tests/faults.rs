@@ -5,7 +5,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use hypersaga_emulator_mgmt::admin_client::{Fault, FaultKind};
+use hypersaga_emulator_mgmt::admin_client::{ApiFault, Fault, FaultKind};
 use hypersaga_hypershift::{HostedCluster, NodePool};
 use kube::api::{Api, PostParams};
 use kube::runtime::wait::await_condition;
@@ -121,4 +121,108 @@ async fn node_pool_fault_keeps_it_unready() {
     .unwrap();
     assert_eq!(np.ready_replicas(), 0);
     assert!(!np.is_ready());
+}
+
+#[tokio::test]
+async fn the_api_answers_an_injected_error_as_kube_apiserver_does_then_serves_again() {
+    let h = quiet().await;
+    namespace(&h.client, "api").await;
+    let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "api");
+    hcs.create(&PostParams::default(), &hosted_cluster("busy", "api"))
+        .await
+        .unwrap();
+    h.admin
+        .add_api_fault(&ApiFault {
+            verb: "get".into(),
+            resource: "hostedclusters".into(),
+            name_contains: Some("busy".into()),
+            status: 429,
+            message: None,
+            retry_after_secs: Some(2),
+            count: Some(1),
+        })
+        .await
+        .unwrap();
+    h.admin
+        .add_api_fault(&ApiFault {
+            verb: "patch".into(),
+            resource: "hostedclusters".into(),
+            name_contains: None,
+            status: 403,
+            message: None,
+            retry_after_secs: None,
+            count: None,
+        })
+        .await
+        .unwrap();
+
+    // Shedding load: 429 TooManyRequests with Retry-After, once, then served.
+    let shed = h
+        .request(
+            "GET",
+            "/apis/hypershift.openshift.io/v1beta1/namespaces/api/hostedclusters/busy",
+            &[],
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(shed.status, 429);
+    assert_eq!(shed.header("retry-after"), "2");
+    let status = shed.json();
+    assert_eq!(status["reason"], "TooManyRequests");
+    assert_eq!(status["details"]["retryAfterSeconds"], 2);
+    assert_eq!(
+        hcs.get("busy").await.unwrap().metadata.name.as_deref(),
+        Some("busy")
+    );
+
+    // RBAC refusing a verb: 403 Forbidden, worded as kube-apiserver words it, until removed.
+    let refused = hcs
+        .patch(
+            "busy",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"metadata": {"labels": {"a": "b"}}})),
+        )
+        .await
+        .unwrap_err();
+    let kube::Error::Api(e) = refused else {
+        panic!("not an API error: {refused:?}");
+    };
+    assert_eq!((e.code, e.reason.as_str()), (403, "Forbidden"));
+    assert!(
+        e.message.contains("\"busy\" is forbidden") && e.message.contains("cannot patch"),
+        "{}",
+        e.message
+    );
+    let listed = h.admin.api_faults().await.unwrap();
+    assert_eq!(listed.len(), 1, "the 429 was used up: {listed:?}");
+    assert_eq!(listed[0].hits, 1);
+
+    // Removing the faults of one scope leaves the others; clearing removes all.
+    h.admin
+        .add_api_fault(&ApiFault {
+            verb: "*".into(),
+            resource: "*".into(),
+            name_contains: Some("busy".into()),
+            status: 503,
+            message: None,
+            retry_after_secs: None,
+            count: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(h.admin.remove_faults("busy").await.unwrap(), 1);
+    assert_eq!(
+        h.admin.api_faults().await.unwrap().len(),
+        1,
+        "the 403 stays"
+    );
+    h.admin.clear_faults().await.unwrap();
+    assert!(h.admin.api_faults().await.unwrap().is_empty());
+    hcs.patch(
+        "busy",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(serde_json::json!({"metadata": {"labels": {"a": "b"}}})),
+    )
+    .await
+    .expect("served once the fault is gone");
 }

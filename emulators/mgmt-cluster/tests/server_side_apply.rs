@@ -45,9 +45,10 @@ fn condition_types(hc: &HostedCluster) -> Vec<String> {
 }
 
 /// Conditions written by the simulated operator, which these tests leave alone.
-const OPERATOR_CONDITIONS: [&str; 7] = [
+const OPERATOR_CONDITIONS: [&str; 8] = [
     "Available",
     "Degraded",
+    "PlatformCredentialsFound",
     "Progressing",
     "ReconciliationSucceeded",
     "SupportedHostedCluster",

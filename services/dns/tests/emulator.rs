@@ -355,6 +355,7 @@ async fn a_link_azure_accepts_then_refuses_fails_with_azures_words() {
             method: "PUT".into(),
             resource_type: LINK.into(),
             name_contains: None,
+            path_contains: None,
             code: "BadRequest".into(),
             message: refusal.into(),
             count: None,

@@ -422,6 +422,7 @@ async fn azure_errors_are_classified() {
             method: "GET".into(),
             resource_type: "Microsoft.Network/loadBalancers".into(),
             name_contains: None,
+            path_contains: None,
             status: 429,
             code: "TooManyRequests".into(),
             message: None,

@@ -179,6 +179,7 @@ impl TestArm {
                 method: method.into(),
                 resource_type: resource_type.into(),
                 name_contains: None,
+                path_contains: None,
                 status,
                 code: code.into(),
                 message: None,

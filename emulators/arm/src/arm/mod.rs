@@ -27,6 +27,7 @@ use crate::Emulator;
 use crate::faults::OpFailure;
 
 pub(crate) use pipeline::{TypeTag, handle};
+pub use rbac::WRITE_LATENCY as ROLE_ASSIGNMENT_WRITE_LATENCY;
 pub(crate) use rbac::{find_role, render_assignment};
 
 /// Per-request facts the handlers need.

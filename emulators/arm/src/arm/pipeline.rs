@@ -20,7 +20,7 @@ use super::read::{get_resource, head_resource, inventory, list_collection, list_
 use super::{Ctx, api_version, rbac};
 use crate::Emulator;
 use crate::errors::{ArmError, Result};
-use crate::faults::{Faults, OpFailure};
+use crate::faults::{FaultRequest, Faults, OpFailure};
 use crate::path::{self, AuthzKind, ResourceRef, Target};
 use crate::store::Store;
 use crate::throttle::{Draw, OpClass, Scope};
@@ -148,7 +148,7 @@ async fn process(
         .ok_or_else(ArmError::missing_api_version)?;
     api_version::check(emu, target, &api_version, body)?;
 
-    injected_fault(emu, &parts.method, target)?;
+    injected_fault(emu, &parts.method, target, parts.uri.path())?;
 
     // Synchronous RPs still take a moment; wait outside the lock.
     let mut delay = emu
@@ -176,7 +176,7 @@ async fn process(
         query: &query,
         path: parts.uri.path(),
         caller: claims.oid.clone(),
-        fail_with: async_fault(&st.faults, &parts.method, target),
+        fail_with: async_fault(&st.faults, &parts.method, target, parts.uri.path()),
         fail_used: Cell::new(false),
     };
     st.store.settle(ctx.now);
@@ -191,7 +191,12 @@ async fn process(
 
 /// The failure-after-acceptance installed for this request, if it is a PUT or DELETE that
 /// starts an asynchronous operation.
-fn async_fault(faults: &Faults, method: &Method, target: &Target) -> Option<(String, OpFailure)> {
+fn async_fault(
+    faults: &Faults,
+    method: &Method,
+    target: &Target,
+    path: &str,
+) -> Option<(String, OpFailure)> {
     let Target::Resource(r) = target else {
         return None;
     };
@@ -200,7 +205,12 @@ fn async_fault(faults: &Faults, method: &Method, target: &Target) -> Option<(Str
     if !starts_op {
         return None;
     }
-    let f = faults.peek_async(method.as_str(), &target.type_name(), target.name())?;
+    let f = faults.peek_async(&FaultRequest {
+        method: method.as_str(),
+        resource_type: &target.type_name(),
+        name: target.name(),
+        path,
+    })?;
     Some((
         f.id,
         OpFailure {
@@ -241,11 +251,13 @@ fn claim_exclusive_write(emu: &Emulator, r: &ResourceRef, window: Duration) -> R
 }
 
 /// The first installed fault matching the request, as the error it asks for.
-fn injected_fault(emu: &Emulator, method: &Method, target: &Target) -> Result<()> {
-    let fault = emu
-        .lock()
-        .faults
-        .take(method.as_str(), &target.type_name(), target.name());
+fn injected_fault(emu: &Emulator, method: &Method, target: &Target, path: &str) -> Result<()> {
+    let fault = emu.lock().faults.take(&FaultRequest {
+        method: method.as_str(),
+        resource_type: &target.type_name(),
+        name: target.name(),
+        path,
+    });
     let Some(f) = fault else {
         return Ok(());
     };

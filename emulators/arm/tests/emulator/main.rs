@@ -692,6 +692,7 @@ async fn faults_fire_count_times_and_are_counted() {
             method: "PUT".into(),
             resource_type: "Microsoft.Network/privateDnsZones".into(),
             name_contains: Some("example".into()),
+            path_contains: None,
             status: 403,
             code: "AuthorizationFailed".into(),
             message: None,

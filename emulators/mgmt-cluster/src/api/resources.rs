@@ -13,13 +13,13 @@ use serde_json::{Value, json};
 use super::negotiate::{self, Input, Output};
 use super::strict::{Warnings, warning_header};
 use super::{Target, options, parse_target, table, watch};
-use crate::Emulator;
 use crate::error::{ApiError, ApiResult};
 use crate::kinds::{KINDS, ResourceDef};
 use crate::meta::meta_str;
 use crate::protobuf;
 use crate::registry::Scope;
 use crate::selectors::Selectors;
+use crate::{ApiFault, Emulator};
 
 pub(super) type Params = HashMap<String, String>;
 
@@ -69,12 +69,16 @@ fn handle(
         // The handlers negotiate the response first: a client that accepts nothing the
         // server can produce learns so before anything is done.
         let out = negotiate::output(headers, params, verb == "watch")?;
-        Ok((target, verb, out))
+        let fault = emu.take_api_fault(verb, &resource, target.name.as_deref().unwrap_or(""));
+        Ok((target, verb, out, fault))
     });
-    let (target, verb, out) = match prepared {
+    let (target, verb, out, fault) = match prepared {
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
+    if let Some(f) = fault {
+        return injected(&out, &f, &method, &target);
+    }
     let req = Req {
         emu,
         target: &target,
@@ -98,6 +102,42 @@ fn handle(
         ))),
     };
     result.unwrap_or_else(|e| negotiate::error(&out, &e))
+}
+
+/// The answer of an injected [`ApiFault`], worded as kube-apiserver words it.
+fn injected(out: &Output, f: &ApiFault, method: &Method, target: &Target) -> Response {
+    let def = &KINDS[target.res];
+    let name = target.name.as_deref().unwrap_or("");
+    let reason = f.reason().unwrap_or("InternalError");
+    let message = f.message.clone().unwrap_or_else(|| match f.status {
+        403 => format!(
+            "{}.{} \"{name}\" is forbidden: User cannot {} resource \"{}\" in API group \"{}\"",
+            def.plural,
+            def.group,
+            method.as_str().to_ascii_lowercase(),
+            def.plural,
+            def.group
+        ),
+        429 => "Too many requests, please try again later.".to_owned(),
+        _ => "Internal error occurred: injected by hypersaga emulator".to_owned(),
+    });
+    let mut details = json!({ "name": name, "group": def.group, "kind": def.plural });
+    if let Some(s) = f.retry_after_secs {
+        details["retryAfterSeconds"] = json!(s);
+    }
+    let err = ApiError {
+        code: f.status,
+        reason,
+        message,
+        details: Some(details),
+    };
+    let mut resp = negotiate::error(out, &err);
+    if let Some(s) = f.retry_after_secs
+        && let Ok(v) = http::HeaderValue::from_str(&s.to_string())
+    {
+        resp.headers_mut().insert(http::header::RETRY_AFTER, v);
+    }
+    resp
 }
 
 fn verb(method: &Method, target: &Target, params: &Params) -> ApiResult<&'static str> {

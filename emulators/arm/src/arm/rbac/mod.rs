@@ -32,7 +32,7 @@ pub(crate) use model::render_assignment;
 
 /// Realistic time ARM takes to answer a role-assignment write (docs/reference/azure-latencies.md
 /// 10a: 1-2 s).
-pub(crate) const WRITE_LATENCY: Duration = Duration::from_millis(1500);
+pub const WRITE_LATENCY: Duration = Duration::from_millis(1500);
 
 /// Runs a request on a role assignment or role definition (or a collection of them).
 pub(super) fn route(
