@@ -113,8 +113,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         throttle: hypersaga_emulator_arm::ThrottleConfig::default().scaled(args.arm_budget_scale),
         ..Default::default()
     });
-    let arm_url = serve_tls(arm.router(), &cert, shutdown.clone())?;
-    let arm_admin_url = serve_http(arm.admin_router(), shutdown.clone())?;
+    let arm_served =
+        hypersaga_devca::serve_loopback(arm.router(), arm.admin_router(), &cert, &shutdown).await?;
+    let arm_url = arm_served.url.clone();
 
     let mgmt_token = random_hex(24);
     let mgmt = hypersaga_emulator_mgmt::Emulator::new(hypersaga_emulator_mgmt::Config {
@@ -132,8 +133,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     });
     let s = shutdown.clone();
     mgmt.spawn_operator(async move { s.cancelled().await });
-    let mgmt_url = serve_tls(mgmt.router(), &cert, shutdown.clone())?;
-    let mgmt_admin_url = serve_http(mgmt.admin_router(), shutdown.clone())?;
+    let mgmt_served =
+        hypersaga_devca::serve_loopback(mgmt.router(), mgmt.admin_router(), &cert, &shutdown)
+            .await?;
+    let mgmt_url = mgmt_served.url.clone();
     let kubeconfig = state.join("kubeconfig");
     write_private(
         &kubeconfig,
@@ -277,8 +280,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         nats_credentials_dir: Some(absolute(&closed.credentials_dir)),
         arm_url: arm_url.clone(),
         entra_url: arm_url.clone(),
-        emulator_admin_url: arm_admin_url,
-        mgmt_admin_url,
+        emulator_admin_url: arm_served.admin_url.clone(),
+        mgmt_admin_url: mgmt_served.admin_url.clone(),
         kubeconfig: absolute(&kubeconfig),
         azurite_blob_url: azurite.blob_endpoint(),
         ca_bundle: absolute(&ca_path),
@@ -411,41 +414,6 @@ fn new_tenant(name: &str) -> DevTenant {
         client_id: uuid::Uuid::new_v4().to_string(),
         client_secret: random_hex(20),
     }
-}
-
-/// Serves `router` over TLS on a free loopback port; returns its `https://` URL.
-fn serve_tls(
-    router: axum::Router,
-    cert: &ServerCert,
-    shutdown: CancellationToken,
-) -> anyhow::Result<String> {
-    let listener = TcpListener::bind(("127.0.0.1", 0))?;
-    let url = format!("https://127.0.0.1:{}", listener.local_addr()?.port());
-    let cert = cert.clone();
-    tokio::spawn(async move {
-        if let Err(e) = hypersaga_devca::serve_tls(listener, router, &cert, async move {
-            shutdown.cancelled().await
-        })
-        .await
-        {
-            eprintln!("[dev] emulator server failed: {e}");
-        }
-    });
-    Ok(url)
-}
-
-/// Serves an admin `router` over plain HTTP on a free loopback port.
-fn serve_http(router: axum::Router, shutdown: CancellationToken) -> anyhow::Result<String> {
-    let listener = TcpListener::bind(("127.0.0.1", 0))?;
-    listener.set_nonblocking(true)?;
-    let url = format!("http://127.0.0.1:{}", listener.local_addr()?.port());
-    let listener = tokio::net::TcpListener::from_std(listener)?;
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router)
-            .with_graceful_shutdown(async move { shutdown.cancelled().await })
-            .await;
-    });
-    Ok(url)
 }
 
 async fn wait_for_gateway(e: &Endpoints, shutdown: &CancellationToken) -> bool {

@@ -149,6 +149,55 @@ pub async fn serve_tls(
     Ok(())
 }
 
+/// An emulator on free loopback ports: its API over TLS, its admin API over plain HTTP.
+/// Dropping it stops both.
+pub struct Loopback {
+    /// The API, `https://127.0.0.1:<port>`.
+    pub url: String,
+    /// The admin API, `http://127.0.0.1:<port>`.
+    pub admin_url: String,
+    _stop: tokio_util::sync::DropGuard,
+}
+
+/// Serves an emulator's `api` over TLS with `cert` and its `admin` router over plain HTTP,
+/// each on a free loopback port, until `shutdown` is cancelled or the returned [`Loopback`] is
+/// dropped: what `hypersaga dev` and every emulator-backed test do, in one place. A server
+/// that fails later is logged.
+pub async fn serve_loopback(
+    api: axum::Router,
+    admin: axum::Router,
+    cert: &ServerCert,
+    shutdown: &tokio_util::sync::CancellationToken,
+) -> Result<Loopback> {
+    let stop = shutdown.child_token();
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+    let url = format!("https://127.0.0.1:{}", listener.local_addr()?.port());
+    let (cert, token) = (cert.clone(), stop.clone());
+    tokio::spawn(async move {
+        if let Err(e) =
+            serve_tls(listener, api, &cert, async move { token.cancelled().await }).await
+        {
+            tracing::error!(error = %e, "an emulator's TLS server failed");
+        }
+    });
+    let admin_listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+    let admin_url = format!("http://{}", admin_listener.local_addr()?);
+    let token = stop.clone();
+    tokio::spawn(async move {
+        let served = axum::serve(admin_listener, admin)
+            .with_graceful_shutdown(async move { token.cancelled().await })
+            .await;
+        if let Err(e) = served {
+            tracing::error!(error = %e, "an emulator's admin server failed");
+        }
+    });
+    Ok(Loopback {
+        url,
+        admin_url,
+        _stop: stop.drop_guard(),
+    })
+}
+
 fn time_in_years(years: i64) -> time::OffsetDateTime {
     time::OffsetDateTime::now_utc() + time::Duration::days(365 * years)
 }

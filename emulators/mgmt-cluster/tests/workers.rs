@@ -36,7 +36,7 @@ struct Arm {
     http: reqwest::Client,
     admin: AdminClient,
     token: String,
-    _stop: oneshot::Sender<()>,
+    _served: hypersaga_devca::Loopback,
 }
 
 impl Arm {
@@ -53,27 +53,16 @@ impl Arm {
         });
         let ca = hypersaga_devca::DevCa::generate().expect("ca");
         let cert = ca.issue_loopback_cert().expect("cert");
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let base = format!(
-            "https://127.0.0.1:{}",
-            listener.local_addr().expect("addr").port()
-        );
-        let (stop, stopped) = oneshot::channel::<()>();
-        let router = emu.router();
-        tokio::spawn(async move {
-            let _ = hypersaga_devca::serve_tls(listener, router, &cert, async {
-                let _ = stopped.await;
-            })
-            .await;
-        });
-        let admin_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind admin");
-        let admin_url = format!("http://{}/", admin_listener.local_addr().expect("addr"));
-        let admin_router = emu.admin_router();
-        tokio::spawn(async move {
-            let _ = axum::serve(admin_listener, admin_router).await;
-        });
+        let served = hypersaga_devca::serve_loopback(
+            emu.router(),
+            emu.admin_router(),
+            &cert,
+            &tokio_util::sync::CancellationToken::new(),
+        )
+        .await
+        .expect("serve the ARM emulator");
+        let base = served.url.clone();
+        let admin_url = format!("{}/", served.admin_url);
         let ca_pem = ca.cert_pem().to_owned();
         let http = reqwest::Client::builder()
             .tls_certs_only([reqwest::Certificate::from_pem(ca_pem.as_bytes()).expect("ca")])
@@ -102,7 +91,7 @@ impl Arm {
             http,
             admin: AdminClient::new(admin_url.parse().expect("url")),
             token,
-            _stop: stop,
+            _served: served,
         }
     }
 

@@ -21,7 +21,6 @@ use hypersaga_config::{Config, Secret, TenantAzure, TenantConfig};
 use hypersaga_emulator_arm::admin_client::AdminClient;
 use hypersaga_emulator_arm::{Emulator, LatencyModel, Principal};
 use hypersaga_model::{ClusterSpec, Names, NetworkSpec, TenantId, names};
-use tokio::sync::oneshot;
 
 pub use azurite::{ACCOUNT as AZURITE_ACCOUNT, Azurite};
 
@@ -50,7 +49,7 @@ pub struct TestArm {
     /// Admin API client (faults, request counts, resource dump).
     pub admin: AdminClient,
     ca_file: tempfile::NamedTempFile,
-    _stop: oneshot::Sender<()>,
+    _served: hypersaga_devca::Loopback,
 }
 
 impl TestArm {
@@ -69,35 +68,25 @@ impl TestArm {
         });
         let ca = hypersaga_devca::DevCa::generate().expect("dev CA");
         let cert = ca.issue_loopback_cert().expect("loopback cert");
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind ARM");
-        let port = listener.local_addr().expect("ARM addr").port();
-        let (stop, stopped) = oneshot::channel::<()>();
-        let router = emulator.router();
-        tokio::spawn(async move {
-            let _ = hypersaga_devca::serve_tls(listener, router, &cert, async {
-                let _ = stopped.await;
-            })
-            .await;
-        });
-        let admin_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind admin");
-        let admin_addr = admin_listener.local_addr().expect("admin addr");
-        let admin_router = emulator.admin_router();
-        tokio::spawn(async move {
-            let _ = axum::serve(admin_listener, admin_router).await;
-        });
+        let served = hypersaga_devca::serve_loopback(
+            emulator.router(),
+            emulator.admin_router(),
+            &cert,
+            &tokio_util::sync::CancellationToken::new(),
+        )
+        .await
+        .expect("serve the ARM emulator");
         let mut ca_file = tempfile::NamedTempFile::new().expect("CA temp file");
         ca_file
             .write_all(ca.cert_pem().as_bytes())
             .expect("write CA");
-        let admin = AdminClient::new(format!("http://{admin_addr}/").parse().expect("admin url"));
+        let admin = AdminClient::new(format!("{}/", served.admin_url).parse().expect("admin url"));
         Self {
             emulator,
-            url: format!("https://127.0.0.1:{port}"),
+            url: served.url.clone(),
             admin,
             ca_file,
-            _stop: stop,
+            _served: served,
         }
     }
 

@@ -6,7 +6,6 @@ use hypersaga_emulator_arm::admin_client::AdminClient;
 use hypersaga_emulator_arm::{Config, Emulator, LatencyModel, Principal};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
 
 pub(crate) const TENANT: &str = "72f988bf-86f1-41af-91ab-2d7cd011db47";
 pub(crate) const SUB: &str = "11111111-2222-3333-4444-555555555555";
@@ -25,7 +24,7 @@ pub(crate) struct TestEmu {
     pub(crate) admin: AdminClient,
     pub(crate) admin_url: String,
     pub(crate) token: String,
-    pub(crate) _stop: oneshot::Sender<()>,
+    pub(crate) _served: hypersaga_devca::Loopback,
 }
 
 pub(crate) fn principal() -> Principal {
@@ -50,28 +49,18 @@ pub(crate) async fn spawn(config: Config) -> TestEmu {
     let emu = Emulator::new(config);
     let ca = hypersaga_devca::DevCa::generate().expect("ca");
     let cert = ca.issue_loopback_cert().expect("cert");
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let router = emu.router();
-    tokio::spawn(async move {
-        let _ = hypersaga_devca::serve_tls(listener, router, &cert, async {
-            let _ = stopped.await;
-        })
-        .await;
-    });
-    let admin_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind admin");
-    let admin_addr = admin_listener.local_addr().expect("admin addr");
-    let admin_router = emu.admin_router();
-    tokio::spawn(async move {
-        let _ = axum::serve(admin_listener, admin_router).await;
-    });
+    let served = hypersaga_devca::serve_loopback(
+        emu.router(),
+        emu.admin_router(),
+        &cert,
+        &tokio_util::sync::CancellationToken::new(),
+    )
+    .await
+    .expect("serve the emulator");
     let ca_pem = ca.cert_pem().to_owned();
     let http = client(&ca_pem);
-    let base = format!("https://127.0.0.1:{port}");
-    let admin_url = format!("http://{admin_addr}/");
+    let base = served.url.clone();
+    let admin_url = format!("{}/", served.admin_url);
     let admin = AdminClient::new(admin_url.parse().expect("url"));
     let token = token(&http, &base, SECRET).await.expect("token");
     TestEmu {
@@ -81,7 +70,7 @@ pub(crate) async fn spawn(config: Config) -> TestEmu {
         admin,
         admin_url,
         token,
-        _stop: stop,
+        _served: served,
     }
 }
 

@@ -7,7 +7,6 @@ use hypersaga_emulator_mgmt::admin_client::AdminClient;
 use hypersaga_emulator_mgmt::{Config, Emulator, kubeconfig_yaml};
 use hypersaga_hypershift::*;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use tokio::sync::oneshot;
 
 pub const TOKEN: &str = "test-token";
 
@@ -17,7 +16,7 @@ pub struct Harness {
     pub admin: AdminClient,
     pub url: String,
     pub ca_pem: String,
-    _stop: oneshot::Sender<()>,
+    _served: hypersaga_devca::Loopback,
 }
 
 impl Harness {
@@ -26,31 +25,15 @@ impl Harness {
         let emulator = Emulator::new(config);
         let ca = hypersaga_devca::DevCa::generate().expect("CA");
         let cert = ca.issue_loopback_cert().expect("cert");
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let url = format!(
-            "https://127.0.0.1:{}",
-            listener.local_addr().expect("addr").port()
-        );
-        let (stop, stopped) = oneshot::channel::<()>();
-        let router = emulator.router();
-        tokio::spawn(async move {
-            let shutdown = async move {
-                let _ = stopped.await;
-            };
-            hypersaga_devca::serve_tls(listener, router, &cert, shutdown)
-                .await
-                .expect("serve");
-        });
-        let admin_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind admin");
-        let admin_url = format!("http://{}", admin_listener.local_addr().expect("addr"));
-        let admin_router = emulator.admin_router();
-        tokio::spawn(async move {
-            axum::serve(admin_listener, admin_router)
-                .await
-                .expect("admin")
-        });
+        let served = hypersaga_devca::serve_loopback(
+            emulator.router(),
+            emulator.admin_router(),
+            &cert,
+            &tokio_util::sync::CancellationToken::new(),
+        )
+        .await
+        .expect("serve the emulator");
+        let (url, admin_url) = (served.url.clone(), served.admin_url.clone());
         let ca_pem = ca.cert_pem().to_owned();
         let client = client_for(&url, &ca_pem, TOKEN).await;
         Self {
@@ -59,7 +42,7 @@ impl Harness {
             admin: AdminClient::new(admin_url),
             url,
             ca_pem,
-            _stop: stop,
+            _served: served,
         }
     }
 
