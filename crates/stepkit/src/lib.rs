@@ -19,8 +19,8 @@
 //! * [`kube`] — server-side apply, one-shot checks, delete-and-check and `kube` errors as
 //!   step errors, for the handlers that act on the management cluster.
 //!
-//! With the `test-support` feature, [`testing`] starts the ARM emulator and Azurite and builds
-//! step commands by hand, for the services' integration tests.
+//! The services' integration tests start the ARM emulator and Azurite and build step commands
+//! by hand with `hypersaga-testkit`, a crate of its own that no product crate depends on.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 // `ArmError` is large by design (it keeps ARM's whole answer); see hypersaga-azure.
@@ -35,8 +35,6 @@ mod notes;
 mod pacing;
 mod service;
 mod tags;
-#[cfg(feature = "test-support")]
-pub mod testing;
 
 pub use clients::{ArmClients, TenantArm};
 pub use ensure::{Ensured, any, ensure, provisioning_state, remove};

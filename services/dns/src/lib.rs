@@ -118,7 +118,7 @@ pub(crate) fn zone_id(arm: &TenantArm, cmd: &StepCommand) -> String {
 #[cfg(test)]
 mod tests {
     use hypersaga_bus::Action;
-    use hypersaga_stepkit::testing::{command, spec};
+    use hypersaga_testkit::{command, spec};
     use serde_json::json;
 
     use super::*;

@@ -8,8 +8,8 @@ use hypersaga_bus::{
 };
 use hypersaga_dns::{DnsHandler, PRIVATE_DNS_API};
 use hypersaga_model::TenantId;
-use hypersaga_stepkit::testing::{self, SUBSCRIPTION, TestArm, command, names_of, spec};
 use hypersaga_stepkit::{ArmClients, LogNotes, TenantArm};
+use hypersaga_testkit::{SUBSCRIPTION, TestArm, command, names_of, spec};
 use serde_json::{Value, json};
 
 const ZONE: &str = "Microsoft.Network/privateDnsZones";
@@ -58,7 +58,7 @@ async fn network(arm: &TenantArm, cluster: &str) -> String {
 }
 
 fn prior(vnet: &str, host: Option<&str>) -> Vec<(String, Outputs)> {
-    let mut v = vec![testing::prior(
+    let mut v = vec![hypersaga_testkit::prior(
         StepId::Vnet,
         VnetOutputs {
             vnet_id: vnet.to_owned(),
@@ -66,7 +66,7 @@ fn prior(vnet: &str, host: Option<&str>) -> Vec<(String, Outputs)> {
         },
     )];
     if let Some(h) = host {
-        v.push(testing::prior(
+        v.push(hypersaga_testkit::prior(
             StepId::HostedCluster,
             HostedClusterOutputs {
                 control_plane_host: h.to_owned(),

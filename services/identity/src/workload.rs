@@ -265,9 +265,9 @@ mod tests {
 
     #[test]
     fn identity_body_is_location_and_tags() {
-        let cmd = hypersaga_stepkit::testing::command(
+        let cmd = hypersaga_testkit::command(
             "demo",
-            hypersaga_stepkit::testing::spec(),
+            hypersaga_testkit::spec(),
             StepId::WorkloadIdentities,
             hypersaga_bus::Action::Do,
             [],

@@ -10,8 +10,8 @@ use hypersaga_oidc::{
     legacy_key_blob,
 };
 use hypersaga_stepkit::ArmStep;
-use hypersaga_stepkit::testing::{Azurite, SUBSCRIPTION, TestArm, command, names_of, prior, spec};
 use hypersaga_stepkit::{ArmClients, LogNotes};
+use hypersaga_testkit::{Azurite, SUBSCRIPTION, TestArm, command, names_of, prior, spec};
 use serde_json::{Value, json};
 
 const MSI: &str = "Microsoft.ManagedIdentity/userAssignedIdentities";
@@ -26,7 +26,7 @@ fn without_blob(arm: &TestArm) -> Config {
     let mut c = arm.config(None);
     c.blob.endpoint = "http://127.0.0.1:9/devstoreaccount1".into();
     c.blob.account_name = "devstoreaccount1".into();
-    c.blob.account_key = hypersaga_config::Secret::new(hypersaga_stepkit::testing::azurite_key());
+    c.blob.account_key = hypersaga_config::Secret::new(hypersaga_testkit::azurite_key());
     c.signing_keys.endpoint = "http://127.0.0.1:9/hypersagakeys".into();
     c.signing_keys.account_name = "hypersagakeys".into();
     c.signing_keys.account_key = hypersaga_config::Secret::new("a2V5");

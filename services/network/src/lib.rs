@@ -119,7 +119,7 @@ impl StepHandler for NetworkHandler {
 #[cfg(test)]
 mod tests {
     use hypersaga_bus::Action;
-    use hypersaga_stepkit::testing::{command, spec};
+    use hypersaga_testkit::{command, spec};
     use serde_json::json;
 
     use super::*;

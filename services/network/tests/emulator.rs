@@ -5,8 +5,8 @@ use hypersaga_bus::{Action, Outputs, StepCommand, StepError, StepId};
 use hypersaga_model::{ClusterSpec, TenantId};
 use hypersaga_network::{NETWORK_API, NetworkHandler, RESOURCES_API};
 use hypersaga_stepkit::ArmStep;
-use hypersaga_stepkit::testing::{SUBSCRIPTION, TestArm, command, spec};
 use hypersaga_stepkit::{ArmClients, LogNotes};
+use hypersaga_testkit::{SUBSCRIPTION, TestArm, command, spec};
 use serde_json::{Value, json};
 
 async fn exec(h: &NetworkHandler, cmd: &StepCommand) -> Result<Outputs, StepError> {
@@ -67,7 +67,7 @@ async fn create_adopt_and_delete_the_network() {
 
     // Resource groups: all three, with names from docs/reference/hypershift-azure.md §1.1.
     let rgs = o(StepId::ResourceGroups);
-    let names = hypersaga_stepkit::testing::names_of("demo", &spec);
+    let names = hypersaga_testkit::names_of("demo", &spec);
     let rg = |n: &str| format!("/subscriptions/{SUBSCRIPTION}/resourceGroups/{n}");
     assert_eq!(out(&rgs, "managed_rg_id"), rg(&names.managed_rg));
     assert_eq!(out(&rgs, "vnet_rg_id"), rg(&names.vnet_rg));
@@ -169,7 +169,7 @@ async fn create_adopt_and_delete_the_network() {
     tagged(&lb, "demo");
 
     // Do again: everything adopted, no new writes, same outputs.
-    let puts = |stats: &hypersaga_stepkit::testing::RequestStats| {
+    let puts = |stats: &hypersaga_testkit::RequestStats| {
         [
             "Microsoft.Resources/resourceGroups",
             "Microsoft.Network/networkSecurityGroups",
@@ -418,7 +418,7 @@ async fn azure_errors_are_classified() {
 
     // 429 with Retry-After: retryable, delay passed on.
     arm.admin
-        .add_fault(&hypersaga_stepkit::testing::FaultSpec {
+        .add_fault(&hypersaga_testkit::FaultSpec {
             method: "GET".into(),
             resource_type: "Microsoft.Network/loadBalancers".into(),
             name_contains: None,

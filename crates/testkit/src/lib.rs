@@ -1,4 +1,4 @@
-//! Test harnesses for the step services (feature `test-support`, dev-dependencies only).
+//! Test harnesses for the step services' integration tests (a dev-dependency only).
 //!
 //! * [`TestArm`] — the real ARM + Entra emulator (`hypersaga-emulator-arm`) served over TLS
 //!   with a fresh dev CA, its admin API, and a [`Config`] pointing a service at it;
@@ -7,6 +7,7 @@
 //!   NATS.
 //!
 //! Test code: failures to start a harness panic with a message saying what to install.
+#![forbid(unsafe_code)]
 #![allow(clippy::missing_panics_doc)]
 
 mod azurite;
