@@ -257,7 +257,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     info!(role, "stopped");
     // Flushing waits on the exporter, whose connection runs on this runtime: let the other
-    // tasks go on meanwhile.
-    tokio::task::block_in_place(|| drop(exporting));
+    // tasks go on meanwhile (a single-threaded runtime cannot; its flush times out instead).
+    let flush = move || drop(exporting);
+    match tokio::runtime::Handle::current().runtime_flavor() {
+        tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(flush),
+        _ => flush(),
+    }
     Ok(ExitCode::SUCCESS)
 }
