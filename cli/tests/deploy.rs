@@ -577,9 +577,10 @@ fn grant(group: &str, resource: &str, verbs: &[&str]) -> ((String, String), BTre
     )
 }
 
-/// What one service's management-cluster code touches, read from its source: the kinds of
-/// its typed `Api<K>`s and the plurals of its dynamic `ApiResource`s, and which calls beyond
-/// get, server-side apply and delete it makes.
+/// What one service's management-cluster code touches, read from its source and from the
+/// shared glue it calls (`crates/stepkit/src/kube.rs`): the kinds of its typed `Api<K>`s and
+/// the plurals of its dynamic `ApiResource`s, and which calls beyond get, server-side apply and
+/// delete it makes.
 fn kube_use(dir: &str) -> (BTreeSet<String>, BTreeSet<&'static str>) {
     const CALLS: [&str; 10] = [
         "ListParams",
@@ -594,8 +595,12 @@ fn kube_use(dir: &str) -> (BTreeSet<String>, BTreeSet<&'static str>) {
         "Patch::Strategic",
     ];
     let (mut kinds, mut calls) = (BTreeSet::new(), BTreeSet::new());
-    for entry in std::fs::read_dir(root().join(dir)).unwrap() {
-        let code = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+    let files = std::fs::read_dir(root().join(dir))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .chain([root().join("crates/stepkit/src/kube.rs")]);
+    for file in files {
+        let code = std::fs::read_to_string(file).unwrap();
         for part in code.split("Api<").skip(1) {
             let kind = part.split(['>', '<']).next().unwrap().trim();
             if !["K", "DynamicObject"].contains(&kind) {
