@@ -1167,8 +1167,16 @@ fn the_roles_started_as_the_dev_overlay_starts_them_create_a_cluster() {
     hypersaga_devca::install_crypto_provider();
     let rt = tokio::runtime::Runtime::new().unwrap();
     // Not under /tmp, which the pods mount (an emptyDir): the emulators' CA, which stands in
-    // for the public roots Azure's certificates chain to, must be outside every mount.
-    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // for the public roots Azure's certificates chain to, must be outside every mount. The
+    // target directory is, unless the checkout itself lies under /tmp (as a CI clone may);
+    // then /var/tmp, which no pod mounts.
+    let target_tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let outside_mounts = if target_tmp.starts_with("/tmp") {
+        Path::new("/var/tmp")
+    } else {
+        target_tmp
+    };
+    let tmp = tempfile::tempdir_in(outside_mounts).unwrap();
     let d = tmp.path().to_path_buf();
     let hs = || Command::new(env!("CARGO_BIN_EXE_hypersaga"));
     let objects = yaml_documents(&render_dev_with_a_kubeconfig(&d));
