@@ -92,8 +92,14 @@ enum Reach {
     HostedCluster,
     /// The HostedCluster's version history, read (`get`) once the nodes are up.
     Rollout,
-    /// No emulator stands between the step and what it uses: why.
-    Unreachable(&'static str),
+    /// Azure Storage's blob data plane: PUTs of the tenant's issuer documents, through the
+    /// ARM emulator's data-plane faults in front of Azurite. `refusal` as for ARM. The issuer
+    /// is the tenant's, not the cluster's, so its cells go one at a time, as
+    /// [`LOOKUP_TENANT`]; Storage throttles with 503 `ServerBusy` (never 429), and answers
+    /// every request itself (no operation to fail).
+    Blob {
+        refusal: (u16, &'static str, &'static str),
+    },
 }
 
 /// Every step of the create DAG, a short tag for its clusters' names, and how it is reached.
@@ -117,10 +123,14 @@ fn dag_steps() -> Vec<(&'static str, &'static str, Reach)> {
         (
             "identity.oidc",
             "oidc",
-            Unreachable(
-                "writes blobs to Azure Storage's data plane (Azurite, Microsoft's own \
-                 emulator, has no fault injection); no ARM or Kubernetes request",
-            ),
+            Blob {
+                refusal: (
+                    403,
+                    "AuthorizationPermissionMismatch",
+                    "This request is not authorized to perform this operation using this \
+                     permission.",
+                ),
+            },
         ),
         (
             "identity.workload",
@@ -337,7 +347,51 @@ fn api_fault(verb: &str, cluster: &str, status: &str, more: &[&str]) -> Vec<Stri
 /// The `hypersaga` command that puts `kind` in `reach`'s way, scoped to `cluster`.
 fn inject(reach: Reach, kind: Kind, cluster: &str) -> Result<Vec<String>, String> {
     match reach {
-        Reach::Unreachable(why) => Err(why.to_owned()),
+        Reach::Blob { refusal } => {
+            let status = refusal.0.to_string();
+            let args: Vec<&str> = match kind {
+                Kind::Terminal => vec![
+                    "--status",
+                    &status,
+                    "--code",
+                    refusal.1,
+                    "--message",
+                    refusal.2,
+                ],
+                Kind::ServerError => {
+                    vec!["--status", "500", "--code", "InternalError", "--count", "2"]
+                }
+                Kind::Throttled => vec![
+                    "--status",
+                    "503",
+                    "--code",
+                    "ServerBusy",
+                    "--message",
+                    "The server is busy.",
+                    "--retry-after",
+                    "1",
+                    "--count",
+                    "2",
+                ],
+                Kind::FailedOperation => {
+                    return Err(
+                        "Azure Storage answers in the request: no operation to fail".to_owned()
+                    );
+                }
+            };
+            let mut all = vec!["emulator", "fault", "add"];
+            all.extend(args);
+            // Scoped to the tenant's issuer container in the sequential lane (see there).
+            all.extend([
+                "--method",
+                "PUT",
+                "--type",
+                hypersaga_emulator_arm::storage::BLOB_TYPE,
+                "--path-contains",
+                cluster,
+            ]);
+            Ok(strings(&all))
+        }
         Reach::HostedCluster => match kind {
             Kind::Terminal => Ok(strings(&[
                 "emulator",
@@ -561,7 +615,11 @@ async fn play(system: &System, cell: &Cell, tenant: &str) -> Outcome {
         recover_hosted_cluster(system, &cell.cluster).await;
     }
     let mut end = follow(system, tenant, &cell.cluster).await;
-    let mut note = None;
+    let mut note = (cell.step == "identity.oidc" && cell.kind == Kind::Throttled).then(|| {
+        "Azure Storage throttles with 503 ServerBusy and Retry-After, never 429: that is what \
+         was injected"
+            .to_owned()
+    });
     if cell.inject_after.is_some() && cell.kind == Kind::Terminal {
         let paused = end
             .status
@@ -888,7 +946,7 @@ async fn every_step_fails_for_good_on_a_refusal_and_recovers_from_what_azure_ret
     let (lookups, others): (Vec<&Cell>, Vec<&Cell>) = cells
         .iter()
         .filter(|c| c.inject.is_ok())
-        .partition(|c| c.step == "dns.public-zone");
+        .partition(|c| c.step == "dns.public-zone" || c.step == "identity.oidc");
     for c in others.iter().filter(|c| c.inject_after.is_none()) {
         if let Ok(args) = &c.inject {
             run(&system, args.clone()).await;
@@ -900,17 +958,22 @@ async fn every_step_fails_for_good_on_a_refusal_and_recovers_from_what_azure_ret
             .map(|c| async { (c.cluster.clone(), play(&system, c, TENANT).await) }),
     );
     // The public zone is looked up by one request per create, the same for every cluster of a
-    // tenant: its cells go one after another, as the other tenant, meanwhile.
+    // tenant, and the issuer is the tenant's: their cells go one after another, as the other
+    // tenant, meanwhile.
     let globex_sub = system.subscription(LOOKUP_TENANT);
     let sequential = async {
         let mut out = Vec::new();
         for c in &lookups {
             if let Ok(args) = &c.inject {
                 let mut args = args.clone();
-                // Scoped to the other tenant's subscription rather than the cluster's name,
-                // which the look-up's path does not hold.
+                // Scoped to the other tenant's subscription (the look-up) or issuer container
+                // rather than the cluster's name, which neither path holds.
                 if let Some(last) = args.last_mut() {
-                    *last = globex_sub.clone();
+                    *last = if c.step == "identity.oidc" {
+                        format!("/oidc-{LOOKUP_TENANT}/")
+                    } else {
+                        globex_sub.clone()
+                    };
                 }
                 // The next cell looks the zone up by the same request: the refusal is used
                 // once (the look-up fails for good at its first answer anyway).

@@ -116,6 +116,15 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     let arm_served =
         hypersaga_devca::serve_loopback(arm.router(), arm.admin_router(), &cert, &shutdown).await?;
     let arm_url = arm_served.url.clone();
+    // The issuers' blobs through the ARM emulator's data-plane faults, then Azurite.
+    let azurite_base = azurite
+        .blob_endpoint()
+        .trim_end_matches(&format!("/{AZURITE_ACCOUNT}"))
+        .to_owned();
+    let blob_url = format!(
+        "{}/{AZURITE_ACCOUNT}",
+        hypersaga_devca::serve_http_loopback(arm.storage_proxy(&azurite_base), &shutdown).await?
+    );
 
     let mgmt_token = random_hex(24);
     let mgmt = hypersaga_emulator_mgmt::Emulator::new(hypersaga_emulator_mgmt::Config {
@@ -186,7 +195,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             ..AzureConfig::default()
         },
         blob: BlobConfig {
-            endpoint: azurite.blob_endpoint(),
+            endpoint: blob_url.clone(),
             account_name: AZURITE_ACCOUNT.into(),
             account_key: Secret::new(AZURITE_KEY),
         },
@@ -283,7 +292,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         emulator_admin_url: arm_served.admin_url.clone(),
         mgmt_admin_url: mgmt_served.admin_url.clone(),
         kubeconfig: absolute(&kubeconfig),
-        azurite_blob_url: azurite.blob_endpoint(),
+        azurite_blob_url: blob_url.clone(),
         ca_bundle: absolute(&ca_path),
         tenants,
         state_dir: absolute(&state),

@@ -180,22 +180,32 @@ pub async fn serve_loopback(
             tracing::error!(error = %e, "an emulator's TLS server failed");
         }
     });
-    let admin_listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
-    let admin_url = format!("http://{}", admin_listener.local_addr()?);
-    let token = stop.clone();
-    tokio::spawn(async move {
-        let served = axum::serve(admin_listener, admin)
-            .with_graceful_shutdown(async move { token.cancelled().await })
-            .await;
-        if let Err(e) = served {
-            tracing::error!(error = %e, "an emulator's admin server failed");
-        }
-    });
+    let admin_url = serve_http_loopback(admin, &stop).await?;
     Ok(Loopback {
         url,
         admin_url,
         _stop: stop.drop_guard(),
     })
+}
+
+/// Serves `router` over plain HTTP on a free loopback port until `stop` is cancelled, and
+/// answers its `http://127.0.0.1:<port>` URL. A server that fails later is logged.
+pub async fn serve_http_loopback(
+    router: axum::Router,
+    stop: &tokio_util::sync::CancellationToken,
+) -> Result<String> {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let token = stop.clone();
+    tokio::spawn(async move {
+        let served = axum::serve(listener, router)
+            .with_graceful_shutdown(async move { token.cancelled().await })
+            .await;
+        if let Err(e) = served {
+            tracing::error!(error = %e, "a loopback HTTP server failed");
+        }
+    });
+    Ok(url)
 }
 
 fn time_in_years(years: i64) -> time::OffsetDateTime {

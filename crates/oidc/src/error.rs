@@ -52,15 +52,38 @@ impl Error {
             azure_core::error::ErrorKind::HttpResponse { error_code, .. } => error_code.clone(),
             _ => None,
         };
+        let said = err.to_string();
         Self::Blob {
             operation: operation.into(),
             status,
             code,
-            message: err.to_string(),
+            message: storage_message(&said).unwrap_or(&said).to_owned(),
             source: Some(err),
         }
     }
 }
 
+/// Storage's own words in an error answer (the first line of `<Message>` in its XML body,
+/// without the request id and time that follow), rather than the whole body.
+fn storage_message(said: &str) -> Option<&str> {
+    let start = said.find("<Message>")? + "<Message>".len();
+    let rest = &said[start..];
+    let end = rest.find(['\n', '<']).unwrap_or(rest.len());
+    Some(rest[..end].trim()).filter(|m| !m.is_empty())
+}
+
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn storage_errors_are_told_in_storages_words() {
+        let body = "403: \u{feff}<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>AuthorizationPermissionMismatch</Code><Message>This request is not authorized to perform this operation using this permission.\nRequestId:9661e111\nTime:2026-11-26T14:43:26Z</Message></Error>";
+        assert_eq!(
+            super::storage_message(body),
+            Some("This request is not authorized to perform this operation using this permission.")
+        );
+        assert_eq!(super::storage_message("connection refused"), None);
+    }
+}

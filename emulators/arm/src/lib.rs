@@ -44,6 +44,7 @@ pub mod faults;
 mod path;
 mod rbac;
 pub mod requests;
+pub mod storage;
 mod store;
 pub mod throttle;
 pub mod types;
