@@ -226,7 +226,9 @@ impl Operator {
                 generation,
             ),
         }
-        match check_release(&image) {
+        match check_pull_secret(store, ns, hc)
+            .and_then(|()| check_release(&image).map_err(|why| ("InvalidImage", why)))
+        {
             Ok(()) => set_condition(
                 conds,
                 "ValidReleaseImage",
@@ -235,14 +237,9 @@ impl Operator {
                 "Release image is valid",
                 generation,
             ),
-            Err(why) => set_condition(
-                conds,
-                "ValidReleaseImage",
-                false,
-                "InvalidImage",
-                &why,
-                generation,
-            ),
+            Err((reason, why)) => {
+                set_condition(conds, "ValidReleaseImage", false, reason, &why, generation)
+            }
         }
         // HyperShift checks the cloud credentials on every reconcile, so a cluster whose
         // credentials were missing recovers once they are found.
@@ -587,6 +584,33 @@ fn check_release(image: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// HyperShift reads the pull secret before it looks the release up (`validateReleaseImage`):
+/// a missing secret is reason `SecretNotFound`, one without `.dockerconfigjson` `InvalidImage`,
+/// each in HyperShift's words. Checked on every pass, so a secret put in place later clears it.
+fn check_pull_secret(store: &Store, ns: &str, hc: &Value) -> Result<(), (&'static str, String)> {
+    let name = hc
+        .pointer("/spec/pullSecret/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let Ok(secret) = store.get(SECRETS, ns, name) else {
+        return Err((
+            "SecretNotFound",
+            format!("failed to get pull secret: secrets \"{name}\" not found"),
+        ));
+    };
+    let has_key = ["data", "stringData"]
+        .iter()
+        .any(|field| secret[*field].get(".dockerconfigjson").is_some());
+    if has_key {
+        Ok(())
+    } else {
+        Err((
+            "InvalidImage",
+            "expected .dockerconfigjson key in pull secret".to_owned(),
+        ))
+    }
 }
 
 /// The first input condition that is False, as HyperShift's Progressing words it then.

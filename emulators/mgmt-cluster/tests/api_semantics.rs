@@ -192,9 +192,7 @@ async fn namespace_delete_removes_contents() {
     s.metadata.name = Some("s".into());
     secrets.create(&PostParams::default(), &s).await.unwrap();
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "gone");
-    hcs.create(&PostParams::default(), &hosted_cluster("hc", "gone"))
-        .await
-        .unwrap();
+    create_hosted_cluster(&hcs, "hc", "gone").await.unwrap();
 
     let nss: Api<Namespace> = Api::all(h.client.clone());
     nss.delete("gone", &DeleteParams::default()).await.unwrap();
@@ -291,10 +289,7 @@ async fn custom_resources_refuse_unconditional_updates() {
     let h = Harness::fast().await;
     namespace(&h.client, "put").await;
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "put");
-    let mut hc = hcs
-        .create(&PostParams::default(), &hosted_cluster("hc", "put"))
-        .await
-        .unwrap();
+    let mut hc = create_hosted_cluster(&hcs, "hc", "put").await.unwrap();
     hc.metadata.resource_version = None;
     hc.metadata.managed_fields = None;
     let status = api_error(

@@ -155,9 +155,7 @@ async fn dry_run_delete_of_a_finalized_object_keeps_it() {
     let h = quiet().await;
     namespace(&h.client, "dryfin").await;
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "dryfin");
-    hcs.create(&PostParams::default(), &hosted_cluster("hc", "dryfin"))
-        .await
-        .unwrap();
+    create_hosted_cluster(&hcs, "hc", "dryfin").await.unwrap();
     within(
         "operator finalizer",
         kube::runtime::wait::await_condition(hcs.clone(), "hc", |o: Option<&HostedCluster>| {

@@ -26,12 +26,8 @@ async fn hosted_cluster_fault_is_refused_input_until_cleared() {
         .unwrap();
     assert_eq!(h.admin.faults().await.unwrap().len(), 1);
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "f");
-    hcs.create(&PostParams::default(), &hosted_cluster("bad-one", "f"))
-        .await
-        .unwrap();
-    hcs.create(&PostParams::default(), &hosted_cluster("good-one", "f"))
-        .await
-        .unwrap();
+    create_hosted_cluster(&hcs, "bad-one", "f").await.unwrap();
+    create_hosted_cluster(&hcs, "good-one", "f").await.unwrap();
 
     // Refused as HyperShift refuses input: the condition is False, the reconcile blocked.
     let bad = within(
@@ -102,9 +98,7 @@ async fn node_pool_fault_keeps_it_unready() {
         message: "not enough cores".into(),
     });
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "g");
-    hcs.create(&PostParams::default(), &hosted_cluster("hc", "g"))
-        .await
-        .unwrap();
+    create_hosted_cluster(&hcs, "hc", "g").await.unwrap();
     let nps: Api<NodePool> = Api::namespaced(h.client.clone(), "g");
     nps.create(&PostParams::default(), &node_pool("np", "g", "hc", 2))
         .await
@@ -128,9 +122,7 @@ async fn the_api_answers_an_injected_error_as_kube_apiserver_does_then_serves_ag
     let h = quiet().await;
     namespace(&h.client, "api").await;
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "api");
-    hcs.create(&PostParams::default(), &hosted_cluster("busy", "api"))
-        .await
-        .unwrap();
+    create_hosted_cluster(&hcs, "busy", "api").await.unwrap();
     h.admin
         .add_api_fault(&ApiFault {
             verb: "get".into(),

@@ -15,7 +15,7 @@ mod common;
 
 use common::*;
 use hypersaga_hypershift::HostedCluster;
-use kube::api::{Api, Patch, PatchParams, PostParams, ValidationDirective};
+use kube::api::{Api, Patch, PatchParams, ValidationDirective};
 use serde_json::{Value, json};
 
 const HCS: &str = "/apis/hypershift.openshift.io/v1beta1/namespaces/fv/hostedclusters";
@@ -130,9 +130,7 @@ async fn strict_merge_patch_is_422_on_the_patch() {
     let h = quiet().await;
     namespace(&h.client, "fv").await;
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "fv");
-    hcs.create(&PostParams::default(), &hosted_cluster("mp", "fv"))
-        .await
-        .unwrap();
+    create_hosted_cluster(&hcs, "mp", "fv").await.unwrap();
     let err = hcs
         .patch(
             "mp",

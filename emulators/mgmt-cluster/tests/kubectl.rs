@@ -171,6 +171,7 @@ fn hc_manifest(name: &str, ns: &str) -> Value {
 
 async fn started() -> (Harness, Kubectl) {
     let h = Harness::start(Config::fast(TOKEN, Duration::from_millis(300))).await;
+
     let k = Kubectl::new(&h);
     (h, k)
 }
@@ -279,8 +280,12 @@ async fn built_in_kinds_created_and_printed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hosted_clusters_and_node_pools_print_their_crd_columns() {
-    let (_h, k) = started().await;
+    let (h, k) = started().await;
     k.ok(&["create", "namespace", "clusters"]).await;
+    // The pull secrets of the clusters applied here (HyperShift reads them first).
+    for cluster in ["demo", "old"] {
+        pull_secret(&h.client, "clusters", cluster).await;
+    }
     let hc = k.manifest("hc.json", &hc_manifest("demo", "clusters"));
     assert!(
         k.ok(&["apply", "--server-side", "-f", &hc])
@@ -406,6 +411,10 @@ async fn hosted_clusters_and_node_pools_print_their_crd_columns() {
 async fn describe_shows_what_the_operator_did() {
     let (h, k) = started().await;
     k.ok(&["create", "namespace", "clusters"]).await;
+    // The pull secrets of the clusters applied here (HyperShift reads them first).
+    for cluster in ["demo", "old"] {
+        pull_secret(&h.client, "clusters", cluster).await;
+    }
     k.ok(&[
         "apply",
         "--server-side",
@@ -533,8 +542,12 @@ async fn explain_reads_the_served_schemas() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_side_apply_conflicts_until_forced() {
-    let (_h, k) = started().await;
+    let (h, k) = started().await;
     k.ok(&["create", "namespace", "clusters"]).await;
+    // The pull secrets of the clusters applied here (HyperShift reads them first).
+    for cluster in ["demo", "old"] {
+        pull_secret(&h.client, "clusters", cluster).await;
+    }
     let mut hc = hc_manifest("demo", "clusters");
     k.ok(&["apply", "--server-side", "-f", &k.manifest("hc.json", &hc)])
         .await;
@@ -613,6 +626,10 @@ async fn wait_times_out_while_hypershift_refuses() {
         condition: None,
     });
     k.ok(&["create", "namespace", "clusters"]).await;
+    // The pull secrets of the clusters applied here (HyperShift reads them first).
+    for cluster in ["demo", "old"] {
+        pull_secret(&h.client, "clusters", cluster).await;
+    }
     k.ok(&[
         "apply",
         "--server-side",
@@ -642,8 +659,12 @@ async fn wait_times_out_while_hypershift_refuses() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_watch_streams_changes() {
-    let (_h, k) = started().await;
+    let (h, k) = started().await;
     k.ok(&["create", "namespace", "clusters"]).await;
+    // The pull secrets of the clusters applied here (HyperShift reads them first).
+    for cluster in ["demo", "old"] {
+        pull_secret(&h.client, "clusters", cluster).await;
+    }
     let mut watch = k
         .command(&[
             "get",

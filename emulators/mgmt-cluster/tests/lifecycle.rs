@@ -168,9 +168,7 @@ async fn node_pool_waits_for_its_hosted_cluster() {
     );
 
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "c1");
-    hcs.create(&PostParams::default(), &hosted_cluster("later", "c1"))
-        .await
-        .unwrap();
+    create_hosted_cluster(&hcs, "later", "c1").await.unwrap();
     within(
         "NodePool ready after HC",
         await_condition(nps.clone(), "early", |o: Option<&NodePool>| {
@@ -238,9 +236,7 @@ async fn status_subresource_is_separate_from_spec() {
     let h = Harness::fast().await;
     namespace(&h.client, "st").await;
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "st");
-    hcs.create(&PostParams::default(), &hosted_cluster("s", "st"))
-        .await
-        .unwrap();
+    create_hosted_cluster(&hcs, "s", "st").await.unwrap();
     // A main-resource write carrying status does not change status...
     let patched = hcs
         .patch("s", &PatchParams::default(), &Patch::Merge(json!({"status": {"kubeconfig": {"name": "forged"}}, "metadata": {"labels": {"x": "y"}}})))
@@ -257,4 +253,44 @@ async fn status_subresource_is_separate_from_spec() {
         status.status.unwrap().ignition_endpoint.as_deref(),
         Some("ign.example")
     );
+}
+
+/// HyperShift reads the pull secret before it looks the release up: without it the
+/// HostedCluster reports `ValidReleaseImage=False` (`SecretNotFound`, in HyperShift's words)
+/// and does not come up; once the secret is there, the next reconcile clears it.
+#[tokio::test]
+async fn a_missing_pull_secret_blocks_the_cluster_until_it_is_there() {
+    let h = Harness::fast().await;
+    namespace(&h.client, "nopull").await;
+    let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "nopull");
+    hcs.create(&PostParams::default(), &hosted_cluster("lost", "nopull"))
+        .await
+        .unwrap();
+    let refused = within(
+        "ValidReleaseImage False",
+        await_condition(hcs.clone(), "lost", |o: Option<&HostedCluster>| {
+            o.and_then(|hc| hc.condition("ValidReleaseImage"))
+                .is_some_and(|c| c.status == "False")
+        }),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let c = refused.condition("ValidReleaseImage").unwrap();
+    assert_eq!(c.reason, "SecretNotFound");
+    assert_eq!(
+        c.message,
+        "failed to get pull secret: secrets \"lost-pull-secret\" not found"
+    );
+    assert!(!refused.is_available());
+
+    pull_secret(&h.client, "nopull", "lost").await;
+    within(
+        "Available once the secret is there",
+        await_condition(hcs.clone(), "lost", |o: Option<&HostedCluster>| {
+            o.is_some_and(HostedCluster::is_available)
+        }),
+    )
+    .await
+    .unwrap();
 }

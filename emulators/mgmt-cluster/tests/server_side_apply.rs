@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use common::*;
 use hypersaga_hypershift::HostedCluster;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 
 const HC_API: &str = "hypershift.openshift.io/v1beta1";
@@ -66,7 +66,7 @@ fn applied_condition_types(hc: &HostedCluster) -> Vec<String> {
 async fn created_hosted_cluster(h: &Harness, ns: &str, name: &str) -> Api<HostedCluster> {
     namespace(&h.client, ns).await;
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), ns);
-    hcs.create(&PostParams::default(), &hosted_cluster(name, ns))
+    create_hosted_cluster(&hcs, name, ns)
         .await
         .expect("HostedCluster created");
     hcs

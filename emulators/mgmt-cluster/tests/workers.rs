@@ -345,6 +345,7 @@ async fn workers_rise_with_the_replicas_and_leave_before_the_finalizer() {
     let h = management(&arm).await;
     namespace(&h.client, "clusters").await;
     signing_key_secret(&h, "demosa-token-issuer-key", &key).await;
+    pull_secret(&h.client, "clusters", "demo").await;
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "clusters");
     hcs.create(
         &PostParams::default(),
@@ -478,6 +479,7 @@ async fn a_missing_grant_stops_the_workers_with_arms_refusal_until_it_is_back() 
     let h = management(&arm).await;
     namespace(&h.client, "clusters").await;
     signing_key_secret(&h, "demosa-token-issuer-key", &key).await;
+    pull_secret(&h.client, "clusters", "demo").await;
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "clusters");
     hcs.create(
         &PostParams::default(),
@@ -577,6 +579,7 @@ async fn a_missing_signing_key_secret_is_an_invalid_configuration() {
     let cloud = cloud(&arm, &iss).await;
     let h = management(&arm).await;
     namespace(&h.client, "clusters").await;
+    pull_secret(&h.client, "clusters", "demo").await;
     let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "clusters");
     hcs.create(
         &PostParams::default(),

@@ -169,6 +169,37 @@ pub fn node_pool(name: &str, ns: &str, cluster: &str, replicas: i32) -> NodePool
     np
 }
 
+/// The pull secret [`hosted_cluster`] names (`<name>-pull-secret`, with a
+/// `.dockerconfigjson`), which HyperShift reads before anything else.
+pub async fn pull_secret(client: &kube::Client, ns: &str, cluster: &str) {
+    use k8s_openapi::api::core::v1::Secret;
+    let api: kube::Api<Secret> = kube::Api::namespaced(client.clone(), ns);
+    let mut secret = Secret::default();
+    secret.metadata.name = Some(format!("{cluster}-pull-secret"));
+    secret.type_ = Some("kubernetes.io/dockerconfigjson".into());
+    secret.string_data = Some(
+        [(
+            ".dockerconfigjson".to_owned(),
+            r#"{"auths":{"quay.io":{"auth":"dXNlcjpwYXNz"}}}"#.to_owned(),
+        )]
+        .into(),
+    );
+    api.create(&Default::default(), &secret)
+        .await
+        .expect("pull secret created");
+}
+
+/// Creates [`hosted_cluster`] `name` in `ns` through `hcs`, with the pull secret it names.
+pub async fn create_hosted_cluster(
+    hcs: &kube::Api<HostedCluster>,
+    name: &str,
+    ns: &str,
+) -> kube::Result<HostedCluster> {
+    pull_secret(&hcs.clone().into_client(), ns, name).await;
+    hcs.create(&Default::default(), &hosted_cluster(name, ns))
+        .await
+}
+
 /// Creates a namespace.
 pub async fn namespace(client: &kube::Client, name: &str) {
     use k8s_openapi::api::core::v1::Namespace;
