@@ -13,7 +13,7 @@ use hypersaga_emulator_mgmt::{Fault, FaultKind};
 use hypersaga_hypershift::*;
 use hypersaga_model::NodePoolSpec as PoolSpec;
 use hypersaga_nodepool::NodePoolHandler;
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 
@@ -51,6 +51,22 @@ async fn hosted_cluster(mgmt: &Mgmt, cmd: &hypersaga_bus::StepCommand) {
         .patch(ns, &params, &Patch::Apply(&n))
         .await
         .expect("namespace");
+    // The pull secret the HostedCluster names: HyperShift reads it before anything else.
+    let mut pull = Secret::default();
+    pull.metadata.name = Some(names.pull_secret.clone());
+    pull.type_ = Some("kubernetes.io/dockerconfigjson".into());
+    pull.string_data = Some(
+        [(
+            ".dockerconfigjson".to_owned(),
+            r#"{"auths":{"quay.io":{"auth":"dXNlcjpwYXNz"}}}"#.to_owned(),
+        )]
+        .into(),
+    );
+    let secrets: Api<Secret> = Api::namespaced(mgmt.client.clone(), ns);
+    secrets
+        .patch(&names.pull_secret, &params, &Patch::Apply(&pull))
+        .await
+        .expect("pull secret");
     let vnet: VnetOutputs = cmd.context.outputs_of(&StepId::Vnet).expect("vnet");
     let nsg: NsgOutputs = cmd.context.outputs_of(&StepId::Nsg).expect("nsg");
     let wi = |n: &str| WorkloadIdentity {
