@@ -780,6 +780,22 @@ async fn restore_and_resume(
         return end;
     };
     let op_id = op.id.clone();
+    remove_cluster_faults(system, cluster).await;
+    run(system, strings(&["operation", "resume", &op_id])).await;
+    system
+        .wait_until(tenant, cluster, "the resumed operation", |c| {
+            c.status
+                .as_ref()
+                .and_then(|s| s.operation.as_ref())
+                .is_some_and(|o| o.pause.is_none())
+        })
+        .await;
+    follow(system, tenant, cluster).await
+}
+
+/// `hypersaga emulator cluster-fault remove`: this cluster's management-cluster faults go,
+/// the others stay.
+async fn remove_cluster_faults(system: &System, cluster: &str) {
     run(
         system,
         strings(&[
@@ -791,16 +807,6 @@ async fn restore_and_resume(
         ]),
     )
     .await;
-    run(system, strings(&["operation", "resume", &op_id])).await;
-    system
-        .wait_until(tenant, cluster, "the resumed operation", |c| {
-            c.status
-                .as_ref()
-                .and_then(|s| s.operation.as_ref())
-                .is_some_and(|o| o.pause.is_none())
-        })
-        .await;
-    follow(system, tenant, cluster).await
 }
 
 /// HyperShift recovers from a condition it reported `False` once the cause goes: wait until
@@ -816,17 +822,7 @@ async fn recover_hosted_cluster(system: &System, cluster: &str) {
         .await;
     // Let the operator report the condition before it goes.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    run(
-        system,
-        strings(&[
-            "emulator",
-            "cluster-fault",
-            "remove",
-            "--name-contains",
-            cluster,
-        ]),
-    )
-    .await;
+    remove_cluster_faults(system, cluster).await;
 }
 
 fn render(cells: &[Cell], outcomes: &BTreeMap<String, Outcome>) -> String {
