@@ -9,7 +9,10 @@
 //! audit stream says when each step started and succeeded and when each saga finished. The raw
 //! pattern runs on the same server in the same process: KV create, then per step a command
 //! (JetStream publish, acknowledged), consumed by a pull consumer, an event likewise, and a KV
-//! compare-and-set, with payloads as large as the engine's.
+//! compare-and-set, with payloads as large as the engine's. It runs twice: bare, as the issue
+//! defines it, and with the public audit events the design obliges any implementation to
+//! publish (one per message: the operation's start and end, every step's start and success),
+//! so the output shows how much of the gap is the audit contract and how much the engine.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -100,7 +103,7 @@ pub struct EngineReport {
 /// One run: one pattern at one number of sagas in flight.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunResult {
-    /// `engine` or `raw`.
+    /// `engine`, `raw` or `raw+audit`.
     pub pattern: &'static str,
     /// Finished sagas present in the buckets during the run.
     pub finished_present: usize,
@@ -145,6 +148,7 @@ impl RunResult {
     fn label(&self) -> String {
         match (self.pattern, self.finished_present) {
             ("raw", _) => "raw JetStream".to_owned(),
+            ("raw+audit", _) => "raw JetStream + audit".to_owned(),
             (p, 0) => p.to_owned(),
             (p, f) => format!("{p}, {f} finished"),
         }
@@ -196,10 +200,20 @@ pub async fn run(args: EngineArgs) -> anyhow::Result<std::process::ExitCode> {
         shutdown.clone(),
     ));
     let engine = EngineDriver::new(bus.clone(), args.steps).await?;
+    let sizes = engine.sizes()?;
     let raw = RawPattern::new(
+        Bare::Raw,
         bus.jetstream().clone(),
         args.steps,
-        engine.sizes()?,
+        sizes,
+        shutdown.clone(),
+    )
+    .await?;
+    let raw_audit = RawPattern::new(
+        Bare::WithAudit,
+        bus.jetstream().clone(),
+        args.steps,
+        sizes,
         shutdown.clone(),
     )
     .await?;
@@ -209,6 +223,7 @@ pub async fn run(args: EngineArgs) -> anyhow::Result<std::process::ExitCode> {
     let warm = (args.sagas as usize).min(100) as u64;
     engine.run(16, warm, cap, 0, nats_pid, &spans).await?;
     raw.run(16, warm, cap, nats_pid).await?;
+    raw_audit.run(16, warm, cap, nats_pid).await?;
 
     let mut runs = Vec::new();
     // The coordinator's own cost per step is timed with one saga in flight, nothing else
@@ -231,6 +246,10 @@ pub async fn run(args: EngineArgs) -> anyhow::Result<std::process::ExitCode> {
         runs.push(engine.run(m, args.sagas, cap, 0, nats_pid, &spans).await?);
         progress(format!("raw JetStream pattern: {m} in flight"));
         runs.push(raw.run(m, args.sagas, cap, nats_pid).await?);
+        progress(format!(
+            "raw JetStream pattern with the public audit events: {m} in flight"
+        ));
+        runs.push(raw_audit.run(m, args.sagas, cap, nats_pid).await?);
     }
     let mut finished_write_secs = None;
     if args.finished > 0 {
@@ -530,6 +549,7 @@ struct Sizes {
     saga: usize,
     command: usize,
     event: usize,
+    audit: usize,
 }
 
 /// Drives sagas through the real coordinator and worker.
@@ -631,10 +651,19 @@ impl EngineDriver {
                 outputs: Outputs::new(),
             },
         );
+        let audit = saga
+            .outbox
+            .iter()
+            .find_map(|e| match e {
+                Effect::Audit(ev) => serde_json::to_vec(ev).ok().map(|v| v.len()),
+                _ => None,
+            })
+            .context("the bench saga audits nothing")?;
         Ok(Sizes {
             saga: saga_len,
             command: serde_json::to_vec(&cmd)?.len(),
             event: serde_json::to_vec(&event)?.len(),
+            audit,
         })
     }
 
@@ -650,7 +679,7 @@ impl EngineDriver {
     ) -> anyhow::Result<RunResult> {
         let run = self.runs.fetch_add(1, Ordering::Relaxed);
         spans.take();
-        let stored_before = stored(self.bus.jetstream(), |s| !is_raw(s)).await?;
+        let stored_before = stored(self.bus.jetstream(), |s| !is_bare(s)).await?;
         let d = drive(&self.tracker, m, n, cap, nats_pid, |i| {
             let op = format!("op-{}", uuid::Uuid::new_v4().simple());
             let cluster = format!("e{run}-{i}");
@@ -700,7 +729,7 @@ impl EngineDriver {
         // after the terminal event is out: let those spans close before reading them.
         tokio::time::sleep(Duration::from_millis(300)).await;
         let times = spans.take();
-        let stored_after = stored(self.bus.jetstream(), |s| !is_raw(s)).await?;
+        let stored_after = stored(self.bus.jetstream(), |s| !is_bare(s)).await?;
         Ok(RunResult {
             pattern: "engine",
             finished_present,
@@ -915,9 +944,38 @@ fn cluster_record(
     serde_json::from_value(value).context("building the bench's cluster record")
 }
 
+/// Which bare pattern a [`RawPattern`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Bare {
+    /// The issue's: a KV record, and per step a command, an event and a compare-and-set.
+    Raw,
+    /// The same, plus the public audit events the design obliges every implementation to
+    /// publish, one per message: the operation's start and end, each step's start and
+    /// success. What no engine honouring that contract can do with less.
+    WithAudit,
+}
+
+impl Bare {
+    fn pattern(self) -> &'static str {
+        match self {
+            Bare::Raw => "raw",
+            Bare::WithAudit => "raw+audit",
+        }
+    }
+
+    /// Stream, subject and bucket names: `(stream prefix, subject prefix, bucket)`.
+    fn names(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Bare::Raw => ("BENCH_RAW", "bench.raw", "bench_raw"),
+            Bare::WithAudit => ("BENCH_RAWAUDIT", "bench.rawaudit", "bench_rawaudit"),
+        }
+    }
+}
+
 /// The bare JetStream pattern: what one saga of K steps costs with nothing but a KV record,
-/// a command stream and an event stream.
+/// a command stream and an event stream (and, [`Bare::WithAudit`], an audit stream).
 struct RawPattern {
+    bare: Bare,
     js: jetstream::Context,
     kv: kv::Store,
     tracker: Arc<Tracker>,
@@ -926,18 +984,18 @@ struct RawPattern {
     runs: AtomicUsize,
 }
 
-const RAW_CMD_STREAM: &str = "BENCH_RAW_CMD";
-const RAW_EVT_STREAM: &str = "BENCH_RAW_EVT";
-const RAW_CMD: &str = "bench.raw.cmd";
-const RAW_EVT: &str = "bench.raw.evt";
-const RAW_BUCKET: &str = "bench_raw";
-
-/// Padding that makes the raw pattern's record, commands and events as large as the engine's.
+/// Padding that makes the raw pattern's record, commands, events and audit events as large as
+/// the engine's, and the subjects it publishes on.
 struct Pads {
     record: String,
     command: String,
     event: String,
+    audit: String,
     steps: u32,
+    cmd_subject: String,
+    evt_subject: String,
+    /// `None`: no audit events ([`Bare::Raw`]).
+    audit_subject: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -951,34 +1009,100 @@ struct RawMsg {
     pad: String,
 }
 
+impl Pads {
+    /// A message of this pattern on `subject`, padded with `pad`.
+    fn msg(
+        subject: &str,
+        id: String,
+        key: &str,
+        step: u32,
+        rev: u64,
+        sent_ns: u64,
+        pad: &str,
+    ) -> Out {
+        Out {
+            subject: subject.to_owned(),
+            id,
+            body: RawMsg {
+                key: key.to_owned(),
+                step,
+                rev,
+                sent_ns,
+                pad: pad.to_owned(),
+            },
+        }
+    }
+
+    /// The audit event `what` of the saga at `key` (none without an audit stream).
+    fn audit(&self, key: &str, step: u32, what: &str) -> Option<Out> {
+        let subject = self.audit_subject.as_deref()?;
+        Some(Self::msg(
+            subject,
+            format!("{key}:{step}:{what}"),
+            key,
+            step,
+            0,
+            0,
+            &self.audit,
+        ))
+    }
+
+    /// The command for `step`, then (with an audit stream) its `step.started` event.
+    fn dispatch(&self, key: &str, step: u32, rev: u64, sent_ns: u64) -> Vec<Out> {
+        let cmd = Self::msg(
+            &self.cmd_subject,
+            format!("{key}:{step}:cmd"),
+            key,
+            step,
+            rev,
+            sent_ns,
+            &self.command,
+        );
+        std::iter::once(cmd)
+            .chain(self.audit(key, step, "started"))
+            .collect()
+    }
+}
+
+/// One message to publish.
+struct Out {
+    subject: String,
+    id: String,
+    body: RawMsg,
+}
+
 impl RawPattern {
     async fn new(
+        bare: Bare,
         js: jetstream::Context,
         steps: u32,
         sizes: Sizes,
         shutdown: CancellationToken,
     ) -> anyhow::Result<Self> {
-        js.get_or_create_stream(stream::Config {
-            name: RAW_CMD_STREAM.into(),
-            subjects: vec![RAW_CMD.into()],
-            retention: stream::RetentionPolicy::WorkQueue,
-            storage: stream::StorageType::File,
-            ..Default::default()
-        })
-        .await
-        .context("creating the raw command stream")?;
-        js.get_or_create_stream(stream::Config {
-            name: RAW_EVT_STREAM.into(),
-            subjects: vec![RAW_EVT.into()],
-            retention: stream::RetentionPolicy::Limits,
-            storage: stream::StorageType::File,
-            ..Default::default()
-        })
-        .await
-        .context("creating the raw event stream")?;
+        let (stream, subject, bucket) = bare.names();
+        let mut subjects = vec![(format!("{stream}_CMD"), format!("{subject}.cmd"), true)];
+        subjects.push((format!("{stream}_EVT"), format!("{subject}.evt"), false));
+        if bare == Bare::WithAudit {
+            subjects.push((format!("{stream}_AUDIT"), format!("{subject}.audit"), false));
+        }
+        for (name, subject, work_queue) in &subjects {
+            js.get_or_create_stream(stream::Config {
+                name: name.clone(),
+                subjects: vec![subject.clone()],
+                retention: if *work_queue {
+                    stream::RetentionPolicy::WorkQueue
+                } else {
+                    stream::RetentionPolicy::Limits
+                },
+                storage: stream::StorageType::File,
+                ..Default::default()
+            })
+            .await
+            .with_context(|| format!("creating the stream {name}"))?;
+        }
         let kv = js
             .create_key_value(kv::Config {
-                bucket: RAW_BUCKET.into(),
+                bucket: bucket.into(),
                 history: 5,
                 storage: stream::StorageType::File,
                 ..Default::default()
@@ -991,9 +1115,14 @@ impl RawPattern {
             record: pad(sizes.saga),
             command: pad(sizes.command),
             event: pad(sizes.event),
+            audit: pad(sizes.audit),
             steps,
+            cmd_subject: subjects[0].1.clone(),
+            evt_subject: subjects[1].1.clone(),
+            audit_subject: subjects.get(2).map(|s| s.1.clone()),
         });
         let raw = Self {
+            bare,
             tracker: Arc::new(Tracker::default()),
             pads,
             base: Instant::now(),
@@ -1002,19 +1131,38 @@ impl RawPattern {
             js,
         };
         raw.spawn_worker(shutdown.clone()).await?;
-        raw.spawn_coordinator(shutdown).await?;
+        raw.spawn_coordinator(shutdown.clone()).await?;
+        if bare == Bare::WithAudit {
+            raw.spawn_audit_subscriber(shutdown).await?;
+        }
         Ok(raw)
     }
 
-    async fn pull(&self, stream: &str, name: &str) -> anyhow::Result<consumer::pull::Stream> {
+    /// The streams (and the bucket's stream) this pattern writes.
+    fn owns(&self, name: &str) -> bool {
+        let (stream, _, bucket) = self.bare.names();
+        [
+            format!("{stream}_CMD"),
+            format!("{stream}_EVT"),
+            format!("{stream}_AUDIT"),
+            format!("KV_{bucket}"),
+        ]
+        .iter()
+        .any(|n| n == name)
+    }
+
+    async fn pull(&self, kind: &str) -> anyhow::Result<consumer::pull::Stream> {
+        let (stream, _, _) = self.bare.names();
+        let stream = format!("{stream}_{}", kind.to_uppercase());
+        let name = format!("raw-{kind}");
         let consumer = self
             .js
-            .get_stream(stream)
+            .get_stream(&stream)
             .await?
             .get_or_create_consumer(
-                name,
+                &name,
                 consumer::pull::Config {
-                    durable_name: Some(name.into()),
+                    durable_name: Some(name.clone()),
                     ack_policy: consumer::AckPolicy::Explicit,
                     max_ack_pending: 10_000,
                     ..Default::default()
@@ -1032,7 +1180,7 @@ impl RawPattern {
     /// Consumes each command and answers it with an event (published, acknowledged), then
     /// acknowledges the command.
     async fn spawn_worker(&self, shutdown: CancellationToken) -> anyhow::Result<()> {
-        let mut messages = self.pull(RAW_CMD_STREAM, "raw-worker").await?;
+        let mut messages = self.pull("cmd").await?;
         let (js, pads) = (self.js.clone(), self.pads.clone());
         tokio::spawn(async move {
             loop {
@@ -1046,10 +1194,18 @@ impl RawPattern {
                 };
                 let (js, pads) = (js.clone(), pads.clone());
                 tokio::spawn(async move {
-                    if let Ok(mut m) = serde_json::from_slice::<RawMsg>(&msg.payload) {
-                        m.pad.clone_from(&pads.event);
+                    if let Ok(m) = serde_json::from_slice::<RawMsg>(&msg.payload) {
                         let id = format!("{}:{}:evt", m.key, m.step);
-                        if publish(&js, RAW_EVT, &id, &m).await.is_err() {
+                        let evt = Pads::msg(
+                            &pads.evt_subject,
+                            id,
+                            &m.key,
+                            m.step,
+                            m.rev,
+                            m.sent_ns,
+                            &pads.event,
+                        );
+                        if publish(&js, vec![evt]).await.is_err() {
                             return;
                         }
                     }
@@ -1060,9 +1216,11 @@ impl RawPattern {
         Ok(())
     }
 
-    /// Consumes each event: compare-and-set of the record, then the next command or the end.
+    /// Consumes each event: compare-and-set of the record, then the next command (and, with
+    /// an audit stream, the step's success and the next step's start, or the saga's end), all
+    /// published at once and then their acks awaited, as an outbox is.
     async fn spawn_coordinator(&self, shutdown: CancellationToken) -> anyhow::Result<()> {
-        let mut messages = self.pull(RAW_EVT_STREAM, "raw-coordinator").await?;
+        let mut messages = self.pull("evt").await?;
         let (js, kv, pads, tracker, base) = (
             self.js.clone(),
             self.kv.clone(),
@@ -1098,23 +1256,56 @@ impl RawPattern {
                     };
                     let now_ns = base.elapsed().as_nanos() as u64;
                     tracker.step_ms(now_ns.saturating_sub(ev.sent_ns) as f64 / 1e6);
-                    if ev.step < pads.steps {
-                        let next = RawMsg {
-                            key: ev.key.clone(),
-                            step: ev.step + 1,
-                            rev,
-                            sent_ns: now_ns,
-                            pad: pads.command.clone(),
-                        };
-                        let id = format!("{}:{}:cmd", next.key, next.step);
-                        if publish(&js, RAW_CMD, &id, &next).await.is_err() {
-                            tracker.end(&ev.key, false);
-                        }
+                    let mut out: Vec<Out> = pads
+                        .audit(&ev.key, ev.step, "succeeded")
+                        .into_iter()
+                        .collect();
+                    let last = ev.step >= pads.steps;
+                    if last {
+                        out.extend(pads.audit(&ev.key, 0, "ready"));
                     } else {
+                        out.extend(pads.dispatch(&ev.key, ev.step + 1, rev, now_ns));
+                    }
+                    if publish(&js, out).await.is_err() {
+                        tracker.end(&ev.key, false);
+                    } else if last {
                         tracker.end(&ev.key, true);
                     }
                     let _ = msg.ack().await;
                 });
+            }
+        });
+        Ok(())
+    }
+
+    /// Follows the audit stream as the engine's run does (an ordered consumer reading every
+    /// event), so both pay for one audit subscriber.
+    async fn spawn_audit_subscriber(&self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let (stream, _, _) = self.bare.names();
+        let mut messages = self
+            .js
+            .get_stream(format!("{stream}_AUDIT"))
+            .await?
+            .create_consumer(consumer::pull::OrderedConfig {
+                deliver_policy: consumer::DeliverPolicy::New,
+                ..Default::default()
+            })
+            .await
+            .context("following the raw audit stream")?
+            .messages()
+            .await?;
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    m = messages.next() => match m {
+                        Some(Ok(m)) => {
+                            let _ = serde_json::from_slice::<RawMsg>(&m.payload);
+                        }
+                        Some(Err(_)) => tokio::time::sleep(Duration::from_millis(100)).await,
+                        None => return,
+                    },
+                }
             }
         });
         Ok(())
@@ -1128,7 +1319,8 @@ impl RawPattern {
         nats_pid: Option<u32>,
     ) -> anyhow::Result<RunResult> {
         let run = self.runs.fetch_add(1, Ordering::Relaxed);
-        let stored_before = stored(&self.js, is_raw).await?;
+        let owns = |s: &str| self.owns(s);
+        let stored_before = stored(&self.js, owns).await?;
         let d = drive(&self.tracker, m, n, cap, nats_pid, |i| {
             let key = format!("r{run}-{i}");
             let (js, kv, pads, base) = (
@@ -1144,20 +1336,19 @@ impl RawPattern {
                     .create(&key, value.to_string().into())
                     .await
                     .context("KV create")?;
-                let cmd = RawMsg {
-                    key: key.clone(),
-                    step: 1,
-                    rev,
-                    sent_ns: base.elapsed().as_nanos() as u64,
-                    pad: pads.command.clone(),
-                };
-                publish(&js, RAW_CMD, &format!("{key}:1:cmd"), &cmd).await
+                let sent_ns = base.elapsed().as_nanos() as u64;
+                let out = pads
+                    .audit(&key, 0, "accepted")
+                    .into_iter()
+                    .chain(pads.dispatch(&key, 1, rev, sent_ns))
+                    .collect();
+                publish(&js, out).await
             };
             (id, fut)
         })
         .await?;
         Ok(RunResult {
-            pattern: "raw",
+            pattern: self.bare.pattern(),
             finished_present: 0,
             in_flight: m,
             started: d.started,
@@ -1176,16 +1367,19 @@ impl RawPattern {
             nats_rss_per_in_flight_kib: d.nats_rss_per_in_flight_kib,
             writes_per_step: per_step(
                 &stored_before,
-                &stored(&self.js, is_raw).await?,
+                &stored(&self.js, owns).await?,
                 d.completed * u64::from(self.pads.steps),
             ),
         })
     }
 }
 
-/// Whether `stream` is one of the raw pattern's (its KV bucket is the stream `KV_<bucket>`).
-fn is_raw(stream: &str) -> bool {
-    stream.starts_with("BENCH_RAW") || stream == format!("KV_{RAW_BUCKET}")
+/// Whether `stream` is one of the bare patterns' (their buckets are the streams `KV_<bucket>`).
+fn is_bare(stream: &str) -> bool {
+    [Bare::Raw, Bare::WithAudit].iter().any(|b| {
+        let (prefix, _, bucket) = b.names();
+        stream.starts_with(&format!("{prefix}_")) || stream == format!("KV_{bucket}")
+    })
 }
 
 /// Messages each stream chosen by `pick` has stored so far (its last sequence: what was
@@ -1223,19 +1417,21 @@ fn per_step(
         .collect()
 }
 
-/// A JetStream publish with a de-duplication id, awaiting the stream's ack.
-async fn publish(
-    js: &jetstream::Context,
-    subject: &'static str,
-    msg_id: &str,
-    body: &RawMsg,
-) -> anyhow::Result<()> {
-    let mut headers = HeaderMap::new();
-    headers.insert(async_nats::header::NATS_MESSAGE_ID, msg_id);
-    let payload = serde_json::to_vec(body)?;
-    js.publish_with_headers(subject, headers, payload.into())
-        .await?
-        .await?;
+/// JetStream publishes with de-duplication ids, all sent before any ack is awaited.
+async fn publish(js: &jetstream::Context, out: Vec<Out>) -> anyhow::Result<()> {
+    let mut acks = Vec::with_capacity(out.len());
+    for one in out {
+        let mut headers = HeaderMap::new();
+        headers.insert(async_nats::header::NATS_MESSAGE_ID, one.id.as_str());
+        let payload = serde_json::to_vec(&one.body)?;
+        acks.push(
+            js.publish_with_headers(one.subject, headers, payload.into())
+                .await?,
+        );
+    }
+    for ack in acks {
+        ack.await?;
+    }
     Ok(())
 }
 
@@ -1263,6 +1459,25 @@ fn targets(runs: &[RunResult], in_flight: &[usize], finished: usize) -> Vec<Targ
             ),
             "ratio",
             ">= 0.50",
+        ));
+        let with_audit = find(runs, "raw+audit", m, 0);
+        out.push(Target::new(
+            format!("raw+audit / raw sagas/s @{m}"),
+            ratio(
+                with_audit.and_then(|r| r.sagas_per_sec),
+                raw.and_then(|r| r.sagas_per_sec),
+            ),
+            "ratio",
+            "(no target; the most any engine publishing the audit contract can reach)",
+        ));
+        out.push(Target::new(
+            format!("engine / raw+audit sagas/s @{m}"),
+            ratio(
+                engine.and_then(|r| r.sagas_per_sec),
+                with_audit.and_then(|r| r.sagas_per_sec),
+            ),
+            "ratio",
+            "(no target; the engine's own cost)",
         ));
     }
     let unloaded = find(runs, "engine", 1, 0);
