@@ -156,3 +156,117 @@ async fn a_nats_server_killed_mid_create_on_a_three_server_cluster_loses_nothing
         "{events:#?}"
     );
 }
+
+/// A gRPC client following `WatchCluster` sees nothing of the bus losing its quorum for a
+/// while (two of three nats-servers frozen, as in a partition): the gateway's watch of the
+/// record (an ordered consumer, which the NATS client recreates) carries on once JetStream is
+/// back, after the last state it sent, with no error, no state twice and none out of order.
+#[tokio::test]
+async fn a_watch_outlives_a_bus_that_loses_its_quorum_for_a_while() {
+    use futures::StreamExt;
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+
+    let system = System::start_with(&["--nats-servers", "3"]).await;
+    system.create("acme", "relay", 1).await;
+    let mut client = system.client("acme").await;
+    let mut stream = client
+        .watch_cluster(hypersaga_api::v1::WatchClusterRequest {
+            name: "relay".into(),
+        })
+        .await
+        .expect("watch")
+        .into_inner();
+    let first = stream
+        .next()
+        .await
+        .expect("a first state")
+        .expect("first state");
+    assert_ne!(
+        phase(&first),
+        "ready",
+        "the create finished too soon: {first:#?}"
+    );
+
+    // Every server but the gateway's: the gateway stays connected, JetStream has no quorum.
+    let gateway = nats_server_of(&system, "hypersaga-gateway").await;
+    let frozen: Vec<(String, u32)> = nats_servers(&system)
+        .into_iter()
+        .filter(|(name, _, _)| *name != gateway)
+        .map(|(name, pid, _)| (name, pid))
+        .collect();
+    assert_eq!(frozen.len(), 2, "{frozen:?}");
+    for (name, pid) in &frozen {
+        kill(Pid::from_raw(*pid as i32), Signal::SIGSTOP)
+            .unwrap_or_else(|e| panic!("SIGSTOP nats-server {name}: {e}"));
+    }
+    tokio::time::sleep(std::time::Duration::from_secs(20)).await;
+    for (name, pid) in &frozen {
+        kill(Pid::from_raw(*pid as i32), Signal::SIGCONT)
+            .unwrap_or_else(|e| panic!("SIGCONT nats-server {name}: {e}"));
+    }
+
+    // The etag is the record's revision, quoted.
+    let revision = |c: &hypersaga_api::v1::Cluster| -> u64 {
+        c.etag.trim_matches('"').parse().expect("a numeric etag")
+    };
+    let mut revisions = vec![revision(&first)];
+    let mut last = first;
+    let rest = async {
+        while let Some(item) = stream.next().await {
+            let state = item.unwrap_or_else(|e| panic!("the watch broke: {e}"));
+            revisions.push(revision(&state));
+            last = state;
+        }
+    };
+    tokio::time::timeout(TIMEOUT, rest)
+        .await
+        .expect("the watch to end with the create");
+    assert_eq!(phase(&last), "ready", "{last:#?}");
+    assert!(
+        revisions.windows(2).all(|w| w[0] < w[1]),
+        "every state once, in order: {revisions:?}"
+    );
+}
+
+/// The bus server (`n<i>`) that holds the client connection named `name`.
+async fn nats_server_of(system: &System, name: &str) -> String {
+    for (server, _, monitor) in nats_servers(system) {
+        let connz: serde_json::Value = reqwest::get(format!("{monitor}/connz?limit=1024"))
+            .await
+            .expect("connz")
+            .json()
+            .await
+            .expect("connz json");
+        let conns = connz["connections"].as_array().cloned().unwrap_or_default();
+        if conns.iter().any(|c| c["name"] == name) {
+            return server;
+        }
+    }
+    panic!("no nats-server holds a connection named {name:?}");
+}
+
+/// Each bus server's name (`n<i>`), pid and monitoring URL.
+fn nats_servers(system: &System) -> Vec<(String, u32, String)> {
+    let nats = system.state_dir().join("nats");
+    let pids: BTreeMap<String, u32> =
+        serde_json::from_slice(&std::fs::read(nats.join("pids.json")).expect("nats pids"))
+            .expect("pids");
+    pids.into_iter()
+        .map(|(server, pid)| {
+            let ports = std::fs::read_dir(nats.join(&server).join("ports"))
+                .expect("ports dir")
+                .filter_map(Result::ok)
+                .find(|f| {
+                    f.file_name()
+                        .to_string_lossy()
+                        .ends_with(&format!("_{pid}.ports"))
+                })
+                .expect("ports file");
+            let ports: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(ports.path()).expect("ports")).expect("json");
+            let monitor = ports["monitoring"][0].as_str().expect("monitoring url");
+            (server, pid, monitor.to_owned())
+        })
+        .collect()
+}

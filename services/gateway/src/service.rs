@@ -11,12 +11,13 @@ mod operator;
 mod quota;
 mod rate;
 mod tenant_kv;
+mod watch;
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
 
 use async_nats::jetstream::kv;
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use hypersaga_api::v1 as pb;
 use hypersaga_api::v1::cluster_service_server::ClusterService;
 use hypersaga_bus::subjects::{cluster_key, saga_key};
@@ -525,49 +526,14 @@ impl ClusterService for Gateway {
             .await
             .map_err(internal("watch cluster"))?;
         let (tx, rx) = tokio::sync::mpsc::channel(16);
-        tokio::spawn(async move {
-            let mut watch = watch;
-            // Every change until a terminal phase. A client that goes away ends it at once,
-            // even while the cluster is quiet; a watch that breaks says so.
-            loop {
-                let entry = tokio::select! {
-                    _ = tx.closed() => return,
-                    e = watch.next() => e,
-                };
-                let entry = match entry {
-                    Some(Ok(e)) => e,
-                    Some(Err(e)) => {
-                        let _ = tx
-                            .send(Err(Status::unavailable(format!(
-                                "watch interrupted: {e}; watch again"
-                            ))))
-                            .await;
-                        return;
-                    }
-                    None => {
-                        let _ = tx
-                            .send(Err(Status::unavailable("watch ended early; watch again")))
-                            .await;
-                        return;
-                    }
-                };
-                if entry.operation != kv::Operation::Put {
-                    return;
-                }
-                let Ok(rec) = serde_json::from_slice::<ClusterRecord>(&entry.value) else {
-                    continue;
-                };
-                let terminal = rec.phase.is_terminal() && rec.operation.state.is_terminal();
-                if tx
-                    .send(Ok(cluster_to_pb(&rec, entry.revision)))
-                    .await
-                    .is_err()
-                    || terminal
-                {
-                    return;
-                }
-            }
-        });
+        // Every change until a terminal phase; a client that goes away ends it at once, even
+        // while the cluster is quiet.
+        tokio::spawn(watch::follow(
+            self.clusters.clone(),
+            cluster_key(&tenant.id, &name),
+            watch,
+            tx,
+        ));
         Ok(Response::new(Box::pin(
             tokio_stream::wrappers::ReceiverStream::new(rx),
         )))
