@@ -3,9 +3,12 @@
 //!
 //! One private nats-server; in this process the real coordinator (`hypersaga_coordinator::run`)
 //! and the real worker runtime (`hypersaga_worker::run`) with a handler that does nothing. Sagas
-//! of K chained no-op steps are started as the gateway starts an operation (cluster record,
-//! then a `saga.start` wake-up), except that the bench also writes the saga itself, create-only,
-//! since the coordinator would build a real cluster's plan; at most M are in flight. The public
+//! of K chained no-op steps are started as the gateway and the coordinator's build start an
+//! operation: the cluster record, the saga (create-only) and its entry in the active index,
+//! then a `saga.start` wake-up. The bench writes the saga itself because the coordinator would
+//! build a real cluster's plan; the wake-up names no cluster record, so the coordinator goes
+//! straight to the saga instead of building that plan only to find the saga there. At most M
+//! are in flight. The public
 //! audit stream says when each step started and succeeded and when each saga finished. The raw
 //! pattern runs on the same server in the same process: KV create, then per step a command
 //! (JetStream publish, acknowledged), consumed by a pull consumer, an event likewise, and a KV
@@ -57,8 +60,10 @@ const STALL: Duration = Duration::from_secs(30);
 
 #[derive(Args, Debug)]
 pub struct EngineArgs {
-    /// Sagas per run (fewer when a run would take longer than --max-run-secs).
-    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Sagas per run (fewer when a run would take longer than --max-run-secs). Enough that
+    /// the bare patterns, several times faster, still run for seconds, not a noisy fraction
+    /// of one.
+    #[arg(long, default_value_t = 6000, value_parser = clap::value_parser!(u64).range(1..))]
     pub sagas: u64,
     /// No-op steps per saga, chained: each starts when the one before has succeeded.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
@@ -557,6 +562,7 @@ struct EngineDriver {
     bus: Bus,
     sagas: kv::Store,
     clusters: kv::Store,
+    active: kv::Store,
     tenant: TenantId,
     steps: u32,
     tracker: Arc<Tracker>,
@@ -624,6 +630,7 @@ impl EngineDriver {
         Ok(Self {
             sagas: bus.sagas().await?,
             clusters: bus.clusters().await?,
+            active: bus.active().await?,
             bus,
             tenant,
             steps,
@@ -638,12 +645,9 @@ impl EngineDriver {
         let saga_len = serde_json::to_vec(&saga)?.len();
         saga.advance(now);
         let cmd = saga
-            .outbox
-            .iter()
-            .find_map(|e| match e {
-                Effect::Command(c) => Some(c.clone()),
-                _ => None,
-            })
+            .outbox_commands()
+            .into_iter()
+            .next()
             .context("the bench saga dispatches nothing")?;
         let event = StepEvent::new(
             &cmd,
@@ -683,10 +687,11 @@ impl EngineDriver {
         let d = drive(&self.tracker, m, n, cap, nats_pid, |i| {
             let op = format!("op-{}", uuid::Uuid::new_v4().simple());
             let cluster = format!("e{run}-{i}");
-            let (bus, sagas, clusters, tenant, steps) = (
+            let (bus, sagas, clusters, active, tenant, steps) = (
                 self.bus.clone(),
                 self.sagas.clone(),
                 self.clusters.clone(),
+                self.active.clone(),
                 self.tenant.clone(),
                 self.steps,
             );
@@ -701,16 +706,22 @@ impl EngineDriver {
                     )
                     .await
                     .context("writing the cluster record")?;
+                // As the coordinator's build does: indexed first, then written.
+                let key = saga_key(&tenant, &op);
+                active
+                    .put(&key, Default::default())
+                    .await
+                    .context("indexing the saga")?;
                 sagas
-                    .create(saga_key(&tenant, &op), serde_json::to_vec(&saga)?.into())
+                    .create(&key, serde_json::to_vec(&saga)?.into())
                     .await
                     .context("writing the saga")?;
-                // Built as JSON so the bench keeps up with fields the wake-up gains.
+                // Built as JSON so the bench keeps up with fields the wake-up gains. No
+                // cluster: the saga is there, nothing to build.
                 let wake = json!({
                     "v": ENVELOPE_VERSION,
                     "tenant": tenant,
                     "saga_id": op,
-                    "cluster": cluster,
                 });
                 bus.publish_json(
                     &bus.subjects().saga_start(&tenant),
@@ -875,14 +886,8 @@ fn finished_saga(
     let (mut saga, record) = new_saga(tenant, cluster, op, steps, now)?;
     saga.advance(now);
     for _ in 0..=steps {
-        let commands: Vec<StepCommand> = saga
-            .outbox
-            .drain(..)
-            .filter_map(|e| match e {
-                Effect::Command(c) => Some(*c),
-                _ => None,
-            })
-            .collect();
+        let commands = saga.outbox_commands();
+        saga.outbox.clear();
         if commands.is_empty() {
             break;
         }

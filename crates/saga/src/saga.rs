@@ -21,7 +21,16 @@ pub const SAGA_VERSION: u32 = 2;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "effect", rename_all = "snake_case")]
 pub enum Effect {
+    /// A step's command, whole, as records written before [`Effect::Dispatch`] hold it: still
+    /// read and published.
     Command(Box<StepCommand>),
+    /// A step's command, by step and fence. It is built when published, from the record whose
+    /// outbox holds it (see [`Saga::command`]), so the record does not carry the saga's context
+    /// twice: that was a third of its size, written with every transition.
+    Dispatch {
+        step: String,
+        fence: u64,
+    },
     Audit(Box<AuditEvent>),
     /// A durable timer: wake this saga at `at` (replacing its earlier timer).
     Schedule {
@@ -285,6 +294,49 @@ pub struct NewSaga {
 }
 
 impl Saga {
+    /// The command of step `step`'s dispatch `fence`, as the step and the saga stand in this
+    /// record; `None` when the step has been dispatched again since (or is unknown), which
+    /// makes that dispatch stale.
+    pub fn command(&self, step: &str, fence: u64) -> Option<StepCommand> {
+        let s = self
+            .steps
+            .iter()
+            .find(|s| s.id == step && s.fence == fence)?;
+        Some(StepCommand {
+            v: hypersaga_bus::ENVELOPE_VERSION,
+            saga_id: self.id.clone(),
+            tenant: self.tenant.clone(),
+            cluster: self.cluster.clone(),
+            step: s.id.clone(),
+            action: s.action,
+            attempt: s.attempts,
+            fence: s.fence,
+            not_before: s.not_before,
+            deadline: self.deadline,
+            lease_ms: self.timing.lease_ms,
+            memo: s.wait.as_ref().map_or(Value::Null, |w| w.memo.clone()),
+            waiting_since: s.wait.as_ref().map(|w| w.since),
+            context: self.context.clone(),
+        })
+    }
+
+    /// The command `effect` sends, if it sends one.
+    pub fn command_of(&self, effect: &Effect) -> Option<StepCommand> {
+        match effect {
+            Effect::Command(c) => Some((**c).clone()),
+            Effect::Dispatch { step, fence } => self.command(step, *fence),
+            Effect::Audit(_) | Effect::Schedule { .. } | Effect::Wake { .. } => None,
+        }
+    }
+
+    /// The commands the outbox sends, in order, built as they are published.
+    pub fn outbox_commands(&self) -> Vec<StepCommand> {
+        self.outbox
+            .iter()
+            .filter_map(|e| self.command_of(e))
+            .collect()
+    }
+
     /// A new saga with its first audit event (`cluster.accepted` / `cluster.deleting`) in the
     /// outbox. Nothing is dispatched until the coordinator first advances it.
     pub fn new(n: NewSaga, now: OffsetDateTime) -> Self {

@@ -118,13 +118,9 @@ fn saga_of(kind: OperationKind, plan: Vec<crate::StepDef>) -> Saga {
 
 /// Takes the commands out of the outbox, as the coordinator does after publishing.
 fn drain(s: &mut Saga) -> Vec<StepCommand> {
-    s.outbox
-        .drain(..)
-        .filter_map(|e| match e {
-            Effect::Command(c) => Some(*c),
-            Effect::Audit(_) | Effect::Schedule { .. } | Effect::Wake { .. } => None,
-        })
-        .collect()
+    let cmds = s.outbox_commands();
+    s.outbox.clear();
+    cmds
 }
 
 fn ids(cmds: &[StepCommand]) -> Vec<String> {
@@ -216,18 +212,12 @@ fn audit_sequence_is_gapless_and_ends_with_ready() {
     s.advance(t0());
     let mut audits = Vec::new();
     loop {
-        let effects: Vec<Effect> = s.outbox.drain(..).collect();
-        let cmds: Vec<StepCommand> = effects
-            .into_iter()
-            .filter_map(|e| match e {
-                Effect::Command(c) => Some(*c),
-                Effect::Audit(a) => {
-                    audits.push(*a);
-                    None
-                }
-                Effect::Schedule { .. } | Effect::Wake { .. } => None,
-            })
-            .collect();
+        let cmds = s.outbox_commands();
+        for e in s.outbox.drain(..) {
+            if let Effect::Audit(a) = e {
+                audits.push(*a);
+            }
+        }
         if cmds.is_empty() {
             break;
         }
@@ -587,14 +577,8 @@ fn call(action: OperatorAction, step: Option<&str>) -> OperatorCall {
 
 /// Commands and audit events of the outbox, drained.
 fn split(s: &mut Saga) -> (Vec<StepCommand>, Vec<hypersaga_bus::AuditEvent>) {
-    let (mut cmds, mut log) = (Vec::new(), Vec::new());
-    for e in s.outbox.drain(..) {
-        match e {
-            Effect::Command(c) => cmds.push(*c),
-            Effect::Audit(a) => log.push(*a),
-            Effect::Schedule { .. } | Effect::Wake { .. } => {}
-        }
-    }
+    let cmds = s.outbox_commands();
+    let log = audits(s);
     (cmds, log)
 }
 
@@ -603,7 +587,10 @@ fn audits(s: &mut Saga) -> Vec<hypersaga_bus::AuditEvent> {
         .drain(..)
         .filter_map(|e| match e {
             Effect::Audit(a) => Some(*a),
-            Effect::Command(_) | Effect::Schedule { .. } | Effect::Wake { .. } => None,
+            Effect::Command(_)
+            | Effect::Dispatch { .. }
+            | Effect::Schedule { .. }
+            | Effect::Wake { .. } => None,
         })
         .collect()
 }
@@ -1222,4 +1209,50 @@ fn exhaust_retries(s: &mut Saga, mut cmd: StepCommand) {
             cmd = next;
         }
     }
+}
+
+#[test]
+fn the_outbox_keeps_dispatches_and_the_record_builds_their_commands() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    let cmds = s.outbox_commands();
+    assert!(!cmds.is_empty(), "the first steps are dispatched");
+    // Commands compared as the JSON they are sent as.
+    let as_json = |c: &StepCommand| serde_json::to_value(c).unwrap();
+
+    // Stored once: the outbox names dispatches, the context is the record's own.
+    let stored = serde_json::to_value(&s).unwrap();
+    let outbox = stored["outbox"].to_string();
+    assert!(
+        !outbox.contains(&s.context.cluster_uid),
+        "the outbox carries no context: {outbox}"
+    );
+    let read: Saga = serde_json::from_value(stored.clone()).unwrap();
+    let rebuilt = read.outbox_commands();
+    assert_eq!(rebuilt.len(), cmds.len());
+    for (a, b) in cmds.iter().zip(&rebuilt) {
+        assert_eq!(as_json(a), as_json(b));
+        assert_eq!(a.context.cluster_uid, s.context.cluster_uid);
+    }
+
+    // A record an earlier version wrote, whole commands in its outbox, still publishes them.
+    let mut old = stored;
+    old["outbox"] = serde_json::Value::Array(
+        cmds.iter()
+            .map(|c| {
+                let mut v = serde_json::to_value(c).unwrap();
+                v["effect"] = "command".into();
+                v
+            })
+            .collect(),
+    );
+    let old: Saga = serde_json::from_value(old).unwrap();
+    let published: Vec<serde_json::Value> = old.outbox_commands().iter().map(as_json).collect();
+    assert_eq!(published, cmds.iter().map(as_json).collect::<Vec<_>>());
+
+    // A dispatch the record has since superseded (a new fence) sends nothing.
+    let first = &cmds[0];
+    assert!(s.command(&first.step, first.fence).is_some());
+    assert!(s.command(&first.step, first.fence + 1).is_none());
+    assert!(s.command("identity.nope", 1).is_none());
 }

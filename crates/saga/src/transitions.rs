@@ -1,9 +1,7 @@
 //! Moving a saga on: dispatching what is ready, applying what services report, failing
 //! forward into compensation or into a pause, finishing.
 
-use hypersaga_bus::{
-    AUDIT_VERSION, Action, AuditEvent, ENVELOPE_VERSION, Outcome, StepCommand, StepError, StepEvent,
-};
+use hypersaga_bus::{AUDIT_VERSION, Action, AuditEvent, Outcome, StepError, StepEvent};
 use hypersaga_model::ErrorInfo;
 use hypersaga_model::record::{OperationKind, OperationState, StepState};
 use serde_json::{Value, json};
@@ -156,32 +154,15 @@ impl Saga {
     ) {
         let start_lease =
             Duration::milliseconds(i64::try_from(self.timing.start_lease_ms).unwrap_or(i64::MAX));
-        let lease_ms = self.timing.lease_ms;
         let s = &mut self.steps[i];
         s.fence += 1;
         s.not_before = not_before;
         s.lease_until = Some(not_before.map_or(now, |t| t.max(now)) + start_lease);
-        let cmd = StepCommand {
-            v: ENVELOPE_VERSION,
-            saga_id: self.id.clone(),
-            tenant: self.tenant.clone(),
-            cluster: self.cluster.clone(),
+        let dispatch = Effect::Dispatch {
             step: s.id.clone(),
-            action: s.action,
-            attempt: s.attempts,
             fence: s.fence,
-            not_before,
-            deadline: self.deadline,
-            lease_ms,
-            memo: s
-                .wait
-                .as_ref()
-                .map(|w| w.memo.clone())
-                .unwrap_or(Value::Null),
-            waiting_since: s.wait.as_ref().map(|w| w.since),
-            context: self.context.clone(),
         };
-        self.outbox.push(Effect::Command(Box::new(cmd)));
+        self.outbox.push(dispatch);
     }
 
     /// Applies a service's report. Reports of an older dispatch (a lower fence), of another

@@ -452,10 +452,14 @@ impl Engine {
         let mut sent = Vec::with_capacity(saga.outbox.len());
         for effect in &saga.outbox {
             let one = match effect {
-                Effect::Command(cmd) => {
+                Effect::Command(_) | Effect::Dispatch { .. } => {
+                    // A dispatch this record has since superseded sends nothing.
+                    let Some(cmd) = saga.command_of(effect) else {
+                        continue;
+                    };
                     let subject = subjects.cmd(&cmd.tenant, cmd.service());
                     self.bus
-                        .send_json(&subject, &cmd.msg_id(), &trace, cmd)
+                        .send_json(&subject, &cmd.msg_id(), &trace, &cmd)
                         .await?
                 }
                 Effect::Audit(ev) => {
