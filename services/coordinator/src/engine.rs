@@ -123,13 +123,13 @@ impl Engine {
             // Repair: an earlier transition's outbox that was written but maybe not published
             // (or a saga just built, with its first audit event). Once published it is only
             // left to clear, and this transition's write replaces it; if the input changes
-            // nothing, it is cleared before the copy is kept.
+            // nothing, it is cleared before the copy is kept. The cluster record is brought up
+            // to date once, by whichever comes next: this transition's snapshot, or the
+            // repaired saga's when the input changes nothing.
             let mut clear_owed = false;
             if !saga.outbox.is_empty() {
                 if !published {
                     self.publish_outbox(&saga).await?;
-                    snapshot::update_cluster(&self.clusters, &saga, &mut cluster).await?;
-                    slot.snapshot_written();
                     clear_owed = true;
                 }
                 saga.outbox.clear();
@@ -171,6 +171,8 @@ impl Engine {
                                 continue;
                             };
                             revision = r;
+                            snapshot::update_cluster(&self.clusters, &saga, &mut cluster).await?;
+                            slot.snapshot_written();
                         }
                         slot.keep(Known::clean(saga, revision, cluster));
                         return Ok(());
@@ -188,6 +190,8 @@ impl Engine {
                             continue;
                         };
                         revision = r;
+                        snapshot::update_cluster(&self.clusters, &saga, &mut cluster).await?;
+                        slot.snapshot_written();
                     }
                     slot.keep(Known::clean(saga, revision, cluster));
                     return Ok(());
@@ -203,8 +207,10 @@ impl Engine {
             let Some(revision) = self.write(key, &saga, revision).await else {
                 continue;
             };
-            let progress_waits =
-                kept && slot.snapshot_recent() && snapshot::only_progress(&cluster, &saga);
+            let progress_waits = !clear_owed
+                && kept
+                && slot.snapshot_recent()
+                && snapshot::only_progress(&cluster, &saga);
             // The cluster record does not wait for the outbox: neither needs the other first.
             let (published, snapshot) = tokio::join!(self.publish_outbox(&saga), async {
                 if progress_waits {
