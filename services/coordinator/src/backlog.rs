@@ -9,7 +9,9 @@
 //! acknowledged. A command lost in a live service is caught once the service goes idle, or by
 //! the step's deadline. A consumer that cannot be read right now (its leader being elected
 //! after a server was lost) is no evidence either way, and expires no lease; one that does not
-//! exist does.
+//! exist does. Nor is silence evidence while the coordinator's own intake was broken (its
+//! pull of events failing, as while the bus elects leaders): the workers' reports may be
+//! waiting behind it, and no lease expires until the intake has worked for a lease's length.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -31,6 +33,8 @@ pub(crate) struct Backlogs {
     tenants: Vec<TenantId>,
     /// Per consumer: when it was read, and whether it was active.
     cache: Mutex<HashMap<String, (Instant, bool)>>,
+    /// When the coordinator's pull of events last failed.
+    intake_broken: Mutex<Option<Instant>>,
 }
 
 impl Backlogs {
@@ -39,13 +43,30 @@ impl Backlogs {
             js,
             tenants,
             cache: Mutex::new(HashMap::new()),
+            intake_broken: Mutex::new(None),
         }
+    }
+
+    /// The coordinator's pull of events failed just now.
+    pub fn intake_broken(&self) {
+        *self.intake_broken.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+    }
+
+    /// Whether the coordinator's pull of events failed within `horizon`.
+    fn intake_broken_within(&self, horizon: Duration) -> bool {
+        self.intake_broken
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|at| at.elapsed() < horizon)
     }
 
     /// Whether `service` delivered work (to anyone) within `horizon` or holds commands it has
     /// not acknowledged. Unknown (no consumer can be read) counts as not alive, so leases
     /// still expire. `tenant`'s own queue is looked at first: it is the likeliest to say yes.
     pub async fn busy(&self, service: &str, tenant: &TenantId, horizon: Duration) -> bool {
+        if self.intake_broken_within(horizon) {
+            return true;
+        }
         let others = self.tenants.iter().filter(|t| *t != tenant);
         for t in std::iter::once(tenant).chain(others) {
             if self.active(service, t, horizon).await {

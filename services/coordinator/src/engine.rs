@@ -70,6 +70,12 @@ impl Engine {
         })
     }
 
+    /// The pull of events just failed: until it has worked for a lease's length, silence from
+    /// a service expires no lease (see [`Backlogs`]).
+    pub fn intake_broken(&self) {
+        self.backlogs.intake_broken();
+    }
+
     /// Applies `input` to the saga at `key`. Safe to call any number of times with the same
     /// input: duplicates are recognised by the saga itself (attempt numbers, step states).
     pub async fn process(&self, key: &str, input: &Input) -> Result<()> {

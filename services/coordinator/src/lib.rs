@@ -151,7 +151,12 @@ async fn consume(
             _ = shutdown.cancelled() => break,
             m = messages.next() => match m {
                 Some(Ok(m)) => m,
-                Some(Err(e)) => { warn!(error = %e, "pull failed"); tokio::time::sleep(Duration::from_millis(200)).await; continue }
+                Some(Err(e)) => {
+                    warn!(error = %e, "pull failed");
+                    engine.intake_broken();
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
                 None => return Err(Error::kv("consume HCP_EVT", "message stream ended")),
             },
         };
