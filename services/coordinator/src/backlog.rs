@@ -9,9 +9,10 @@
 //! acknowledged. A command lost in a live service is caught once the service goes idle, or by
 //! the step's deadline. A consumer that cannot be read right now (its leader being elected
 //! after a server was lost) is no evidence either way, and expires no lease; one that does not
-//! exist does. Nor is silence evidence while the coordinator's own intake was broken (its
-//! pull of events failing, as while the bus elects leaders): the workers' reports may be
-//! waiting behind it, and no lease expires until the intake has worked for a lease's length.
+//! exist does. And while the bus is settling — some consumer could not be read, or the
+//! coordinator's own pull of events failed, within a lease's length (leaders being elected
+//! after a server was lost) — silence is evidence about no service: workers' pulls and
+//! reports may be failing too, and no lease expires.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -33,8 +34,9 @@ pub(crate) struct Backlogs {
     tenants: Vec<TenantId>,
     /// Per consumer: when it was read, and whether it was active.
     cache: Mutex<HashMap<String, (Instant, bool)>>,
-    /// When the coordinator's pull of events last failed.
-    intake_broken: Mutex<Option<Instant>>,
+    /// When the bus last failed to answer: a consumer that could not be read, the
+    /// coordinator's pull of events failing.
+    disrupted: Mutex<Option<Instant>>,
 }
 
 impl Backlogs {
@@ -43,30 +45,48 @@ impl Backlogs {
             js,
             tenants,
             cache: Mutex::new(HashMap::new()),
-            intake_broken: Mutex::new(None),
+            disrupted: Mutex::new(None),
         }
     }
 
-    /// The coordinator's pull of events failed just now.
-    pub fn intake_broken(&self) {
-        *self.intake_broken.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+    /// The bus failed to answer just now.
+    pub fn disrupted(&self) {
+        *self.disrupted.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
     }
 
-    /// Whether the coordinator's pull of events failed within `horizon`.
-    fn intake_broken_within(&self, horizon: Duration) -> bool {
-        self.intake_broken
+    /// Whether the bus failed to answer within `horizon`.
+    fn disrupted_within(&self, horizon: Duration) -> bool {
+        self.disrupted
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .is_some_and(|at| at.elapsed() < horizon)
     }
 
+    /// Which of `services` (whose leases lapsed) are alive, by [`Backlogs::busy`]; all of
+    /// them while the bus is settling. Every consumer is read first, so one that cannot be
+    /// read counts for all, whatever their order.
+    pub async fn busy_services(
+        &self,
+        services: &[String],
+        tenant: &TenantId,
+        horizon: Duration,
+    ) -> std::collections::HashSet<String> {
+        let mut busy = std::collections::HashSet::new();
+        for service in services {
+            if self.busy(service, tenant, horizon).await {
+                busy.insert(service.clone());
+            }
+        }
+        if self.disrupted_within(horizon) {
+            busy.extend(services.iter().cloned());
+        }
+        busy
+    }
+
     /// Whether `service` delivered work (to anyone) within `horizon` or holds commands it has
     /// not acknowledged. Unknown (no consumer can be read) counts as not alive, so leases
     /// still expire. `tenant`'s own queue is looked at first: it is the likeliest to say yes.
-    pub async fn busy(&self, service: &str, tenant: &TenantId, horizon: Duration) -> bool {
-        if self.intake_broken_within(horizon) {
-            return true;
-        }
+    async fn busy(&self, service: &str, tenant: &TenantId, horizon: Duration) -> bool {
         let others = self.tenants.iter().filter(|t| *t != tenant);
         for t in std::iter::once(tenant).chain(others) {
             if self.active(service, t, horizon).await {
@@ -105,7 +125,8 @@ impl Backlogs {
             // answer is no evidence of loss. The lease is looked at again at the next timer,
             // and the step's deadline bounds how long this can last.
             Read::Unknown(why) => {
-                warn!(consumer = %name, %why, "cannot read a service's consumer now; not expiring its leases on that");
+                warn!(consumer = %name, %why, "cannot read a service's consumer now; the bus is settling, expiring no lease");
+                self.disrupted();
                 true
             }
         };

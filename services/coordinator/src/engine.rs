@@ -70,10 +70,10 @@ impl Engine {
         })
     }
 
-    /// The pull of events just failed: until it has worked for a lease's length, silence from
-    /// a service expires no lease (see [`Backlogs`]).
+    /// The pull of events just failed: until the bus has answered for a lease's length,
+    /// silence from a service expires no lease (see [`Backlogs`]).
     pub fn intake_broken(&self) {
-        self.backlogs.intake_broken();
+        self.backlogs.disrupted();
     }
 
     /// Applies `input` to the saga at `key`. Safe to call any number of times with the same
@@ -152,12 +152,11 @@ impl Engine {
                 Input::Tick => {
                     // A lapsed lease in a service busy with a backlog is queueing, not loss.
                     let horizon = std::time::Duration::from_millis(saga.timing.start_lease_ms);
-                    let mut busy = std::collections::HashSet::new();
-                    for service in saga.lapsed_services(now) {
-                        if self.backlogs.busy(&service, &saga.tenant, horizon).await {
-                            busy.insert(service);
-                        }
-                    }
+                    let lapsed = saga.lapsed_services(now);
+                    let busy = self
+                        .backlogs
+                        .busy_services(&lapsed, &saga.tenant, horizon)
+                        .await;
                     match saga.tick_with(now, |s| busy.contains(s)) {
                         // A timer that fired before anything was due: arm the next one.
                         Applied::Ignored(_) if !from_copy && saga.reschedule(now) => {
