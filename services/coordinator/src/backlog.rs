@@ -84,8 +84,9 @@ impl Backlogs {
     }
 
     /// Whether `service` delivered work (to anyone) within `horizon` or holds commands it has
-    /// not acknowledged. Unknown (no consumer can be read) counts as not alive, so leases
-    /// still expire. `tenant`'s own queue is looked at first: it is the likeliest to say yes.
+    /// not acknowledged. A consumer that cannot be read counts as alive (no evidence); one
+    /// that does not exist as not. `tenant`'s own queue is looked at first: it is the
+    /// likeliest to say yes.
     async fn busy(&self, service: &str, tenant: &TenantId, horizon: Duration) -> bool {
         let others = self.tenants.iter().filter(|t| *t != tenant);
         for t in std::iter::once(tenant).chain(others) {
@@ -173,4 +174,39 @@ enum Read {
     Missing(String),
     /// No answer (timed out, no responders, a leader being elected).
     Unknown(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Against a real nats-server: a queue nothing consumes is no sign of life, until the bus
+    /// is settling; then no service's lease expires, for a lease's length.
+    #[tokio::test]
+    async fn while_the_bus_settles_no_service_counts_as_idle() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let nats = hypersaga_procs::NatsServer::start(dir.path())
+            .await
+            .expect("nats-server");
+        let client = async_nats::connect(nats.url()).await.expect("connect");
+        let tenant = TenantId::new("acme").expect("tenant");
+        let backlogs = Backlogs::new(jetstream::new(client), vec![tenant.clone()]);
+        let services = vec!["identity".to_owned(), "network".to_owned()];
+        let horizon = Duration::from_millis(300);
+
+        // No command stream, so no consumer: nothing takes these services' commands.
+        let busy = backlogs.busy_services(&services, &tenant, horizon).await;
+        assert!(busy.is_empty(), "{busy:?}");
+
+        // The coordinator's pull of events failed: every lapsed service counts as alive.
+        backlogs.disrupted();
+        let busy = backlogs.busy_services(&services, &tenant, horizon).await;
+        assert_eq!(busy.len(), 2, "{busy:?}");
+
+        // A lease's length later the bus has settled, and silence is evidence again.
+        tokio::time::sleep(horizon + Duration::from_millis(100)).await;
+        let busy = backlogs.busy_services(&services, &tenant, horizon).await;
+        assert!(busy.is_empty(), "{busy:?}");
+        nats.stop().await;
+    }
 }
