@@ -4,9 +4,13 @@
 //! end-to-end tests, so they all read it the one way the bus allows.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use async_nats::jetstream::consumer::{Consumer, DeliverPolicy, push};
+use async_nats::jetstream::context::GetStreamErrorKind;
+use async_nats::jetstream::stream::ConsumerErrorKind;
+use backon::{ExponentialBuilder, Retryable as _};
 use hypersaga_bus::{AUDIT_STREAM, Access, Role, Subjects};
 use hypersaga_model::TenantId;
 
@@ -61,31 +65,67 @@ pub async fn open(
         None => subjects.audit_filter(tenant),
     };
     let js = async_nats::jetstream::new(client.clone());
-    let stream = js.get_stream(AUDIT_STREAM).await.with_context(|| {
-        format!(
-            "cannot open the audit stream {AUDIT_STREAM} as {}",
-            role.name()
+    let get = || js.get_stream(AUDIT_STREAM);
+    let stream = get
+        .retry(settling())
+        .when(|e| matches!(e.kind(), GetStreamErrorKind::Request))
+        .await
+        .with_context(|| {
+            format!(
+                "cannot open the audit stream {AUDIT_STREAM} as {}",
+                role.name()
+            )
+        })?;
+    let config = push::OrderedConfig {
+        // Named, so the server can check the filter against the reader's permissions.
+        name: Some(format!("{}-{}", role.name(), uuid::Uuid::new_v4().simple())),
+        deliver_subject: client.new_inbox(),
+        filter_subject: filter.clone(),
+        deliver_policy: if from_start {
+            DeliverPolicy::All
+        } else {
+            DeliverPolicy::New
+        },
+        ..Default::default()
+    };
+    // A request the server does not answer is either refused by the reader's permissions
+    // (NATS drops it) or lost while the stream's cluster elects a leader (a server just
+    // went away): asked again, the second kind goes through.
+    let create = || stream.create_consumer(config.clone());
+    create
+        .retry(
+            ExponentialBuilder::default()
+                .with_min_delay(Duration::from_millis(200))
+                .with_max_delay(Duration::from_secs(2))
+                .with_total_delay(Some(UNANSWERED_FOR))
+                .without_max_times(),
         )
-    })?;
-    stream
-        .create_consumer(push::OrderedConfig {
-            // Named, so the server can check the filter against the reader's permissions.
-            name: Some(format!("{}-{}", role.name(), uuid::Uuid::new_v4().simple())),
-            deliver_subject: client.new_inbox(),
-            filter_subject: filter.clone(),
-            deliver_policy: if from_start {
-                DeliverPolicy::All
-            } else {
-                DeliverPolicy::New
-            },
-            ..Default::default()
+        .when(|e| {
+            matches!(
+                e.kind(),
+                ConsumerErrorKind::TimedOut | ConsumerErrorKind::Request
+            )
         })
         .await
         .with_context(|| {
             format!(
-                "cannot read {filter} as {}: these credentials may read {} only",
+                "cannot read {filter} as {}: these credentials may read {} only (or the audit \
+                 stream's servers did not answer for {} s)",
                 role.name(),
-                subjects.audit_filter(tenant)
+                subjects.audit_filter(tenant),
+                UNANSWERED_FOR.as_secs()
             )
         })
+}
+
+/// How long unanswered requests to open the feed are repeated.
+const UNANSWERED_FOR: Duration = Duration::from_secs(20);
+
+/// Requests repeated while the bus may be electing leaders, for up to [`UNANSWERED_FOR`].
+fn settling() -> ExponentialBuilder {
+    ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(200))
+        .with_max_delay(Duration::from_secs(2))
+        .with_total_delay(Some(UNANSWERED_FOR))
+        .without_max_times()
 }
