@@ -107,11 +107,17 @@ impl System {
             if let Ok(e) = Endpoints::load(&path) {
                 break e;
             }
-            assert!(
-                Instant::now() < deadline,
-                "hypersaga dev did not start; see {}",
-                dir.path().join("dev.log").display()
-            );
+            if Instant::now() >= deadline {
+                // The temporary directory goes with the test: say here what dev said.
+                let said = std::fs::read_to_string(dir.path().join("dev.log")).unwrap_or_default();
+                let tail: Vec<&str> = said.lines().rev().take(60).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                panic!(
+                    "hypersaga dev did not start within {} s; the end of its log:\n{}",
+                    TIMEOUT.as_secs(),
+                    tail.join("\n")
+                );
+            }
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
         System {
