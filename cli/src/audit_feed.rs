@@ -93,13 +93,7 @@ pub async fn open(
     // went away): asked again, the second kind goes through.
     let create = || stream.create_consumer(config.clone());
     create
-        .retry(
-            ExponentialBuilder::default()
-                .with_min_delay(Duration::from_millis(200))
-                .with_max_delay(Duration::from_secs(2))
-                .with_total_delay(Some(UNANSWERED_FOR))
-                .without_max_times(),
-        )
+        .retry(settling())
         .when(|e| {
             matches!(
                 e.kind(),

@@ -121,13 +121,11 @@ async fn a_nats_server_killed_mid_create_on_a_three_server_cluster_loses_nothing
             steps(c).values().any(|(state, _)| state == "succeeded")
         })
         .await;
-    let servers: BTreeMap<String, u32> = serde_json::from_slice(
-        &std::fs::read(system.state_dir().join("nats/pids.json")).expect("nats pids"),
-    )
-    .expect("pids");
+    let servers = nats_servers(&system);
     assert_eq!(servers.len(), 3, "{servers:?}");
+    let (_, n0, _) = servers.iter().find(|s| s.0 == "n0").expect("n0");
     nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(servers["n0"] as i32),
+        nix::unistd::Pid::from_raw(*n0 as i32),
         nix::sys::signal::Signal::SIGKILL,
     )
     .expect("kill -9 nats-server n0");

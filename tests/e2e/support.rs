@@ -109,13 +109,10 @@ impl System {
             }
             if Instant::now() >= deadline {
                 // The temporary directory goes with the test: say here what dev said.
-                let said = std::fs::read_to_string(dir.path().join("dev.log")).unwrap_or_default();
-                let tail: Vec<&str> = said.lines().rev().take(60).collect();
-                let tail: Vec<&str> = tail.into_iter().rev().collect();
                 panic!(
                     "hypersaga dev did not start within {} s; the end of its log:\n{}",
                     TIMEOUT.as_secs(),
-                    tail.join("\n")
+                    tail(&dir.path().join("dev.log"), 60)
                 );
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -372,12 +369,8 @@ impl System {
         let logs = self.state_dir().join("logs");
         if let Ok(entries) = std::fs::read_dir(&logs) {
             for e in entries.flatten() {
-                let text = std::fs::read_to_string(e.path()).unwrap_or_default();
-                let tail: Vec<&str> = text.lines().rev().take(40).collect();
                 eprintln!("==== {} (last 40 lines)", e.path().display());
-                for l in tail.into_iter().rev() {
-                    eprintln!("{l}");
-                }
+                eprintln!("{}", tail(&e.path(), 40));
             }
         }
     }
@@ -468,4 +461,11 @@ pub fn steps(c: &pb::Cluster) -> BTreeMap<String, (String, u32)> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The last `n` lines of the file at `path` (none if it cannot be read).
+fn tail(path: &std::path::Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }

@@ -72,6 +72,10 @@ impl Backlogs {
         horizon: Duration,
     ) -> std::collections::HashSet<String> {
         let mut busy = std::collections::HashSet::new();
+        if self.disrupted_within(horizon) {
+            busy.extend(services.iter().cloned());
+            return busy; // no read could say otherwise
+        }
         for service in services {
             if self.busy(service, tenant, horizon).await {
                 busy.insert(service.clone());
