@@ -698,7 +698,10 @@ impl EngineDriver {
             let id = op.clone();
             let fut = async move {
                 let now = OffsetDateTime::now_utc();
-                let (saga, record) = new_saga(&tenant, &cluster, &op, steps, now)?;
+                let (mut saga, record) = new_saga(&tenant, &cluster, &op, steps, now)?;
+                // As the coordinator's build does: written with its first transition applied.
+                saga.advance(now);
+                saga.reschedule(now);
                 clusters
                     .create(
                         cluster_key(&tenant, &cluster),
@@ -736,8 +739,8 @@ impl EngineDriver {
             (id, fut)
         })
         .await?;
-        // A saga's last transition still updates its cluster record and clears its outbox
-        // after the terminal event is out: let those spans close before reading them.
+        // A saga's last transition still updates its cluster record and leaves the active
+        // index after the terminal event is out: let those spans close before reading them.
         tokio::time::sleep(Duration::from_millis(300)).await;
         let times = spans.take();
         let stored_after = stored(self.bus.jetstream(), |s| !is_bare(s)).await?;
@@ -901,7 +904,7 @@ fn finished_saga(
             saga.apply(&done, now);
         }
     }
-    saga.outbox.clear();
+    // As the engine leaves a finished saga: its last outbox published, and kept.
     anyhow::ensure!(saga.is_finished(), "the bench saga did not finish");
     let record = cluster_record(
         &saga,
@@ -1817,7 +1820,7 @@ mod tests {
         assert_eq!(rec.operation.id, "op-1");
         assert_eq!(rec.phase, hypersaga_model::ClusterPhase::Accepted);
         let (done, rec) = finished_saga(&tenant, "c2", "op-2", 3, now).unwrap();
-        assert!(done.is_finished() && done.outbox.is_empty());
+        assert!(done.is_finished() && done.outbox_commands().is_empty());
         assert_eq!(rec.phase, hypersaga_model::ClusterPhase::Ready);
         assert_eq!(rec.saga_seq, done.seq);
     }

@@ -23,6 +23,8 @@ use std::time::{Duration, Instant};
 use hypersaga_model::ClusterRecord;
 use hypersaga_saga::Saga;
 
+use crate::snapshot::Snapshot;
+
 /// How long a published outbox may stay in the bucket before it is cleared there; also how
 /// often, at most, progress alone is written to a cluster record (see `snapshot`).
 pub const CLEAR_AFTER: Duration = Duration::from_millis(250);
@@ -41,8 +43,8 @@ pub struct Known {
 }
 
 impl Known {
-    /// A copy whose outbox is empty in the bucket too.
-    pub fn clean(saga: Saga, revision: u64, cluster: Option<(u64, ClusterRecord)>) -> Self {
+    /// A copy whose outbox (if any is left in it) has been published.
+    pub fn published(saga: Saga, revision: u64, cluster: Option<(u64, ClusterRecord)>) -> Self {
         Self {
             saga,
             revision,
@@ -101,6 +103,14 @@ impl Slot {
     /// Progress was put off: write it when its turn comes.
     pub fn owe_progress(&mut self) {
         self.progress_owed = true;
+    }
+
+    /// Records what [`crate::snapshot::update_cluster`] did.
+    pub fn snapshot(&mut self, done: Snapshot) {
+        match done {
+            Snapshot::Current => self.snapshot_written(),
+            Snapshot::ProgressOwed => self.owe_progress(),
+        }
     }
 
     /// The cluster record shows the saga as it is now.

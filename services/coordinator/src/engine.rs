@@ -112,7 +112,7 @@ impl Engine {
             let from_copy = copy.is_some();
             let Some(Known {
                 mut saga,
-                mut revision,
+                revision,
                 published,
                 mut cluster,
             }) = (match copy {
@@ -127,19 +127,15 @@ impl Engine {
             trust_copy = false;
 
             // Repair: an earlier transition's outbox that was written but maybe not published
-            // (or a saga just built, with its first audit event). Once published it is only
-            // left to clear, and this transition's write replaces it; if the input changes
-            // nothing, it is cleared before the copy is kept. The cluster record is brought up
-            // to date once, by whichever comes next: this transition's snapshot, or the
-            // repaired saga's when the input changes nothing.
-            let mut clear_owed = false;
-            if !saga.outbox.is_empty() {
-                if !published {
-                    self.publish_outbox(&saga).await?;
-                    clear_owed = true;
-                }
-                saga.outbox.clear();
+            // (or a saga just built). Once published it is only left to clear, and this
+            // transition's write replaces it. The cluster record is brought up to date once,
+            // by whichever comes next: this transition's snapshot, or the repaired saga's when
+            // the input changes nothing.
+            let repaired = !saga.outbox.is_empty() && !published;
+            if repaired {
+                self.publish_outbox(&saga).await?;
             }
+            let earlier_outbox = std::mem::take(&mut saga.outbox);
 
             let now = OffsetDateTime::now_utc();
             let applied = match input {
@@ -167,39 +163,26 @@ impl Engine {
                 }
                 Input::Operate(call) => match saga.operate(call, now) {
                     Ok(applied) => applied,
-                    Err(_) if from_copy => continue,
+                    Err(_) if from_copy && !repaired => continue,
                     Err(refusal) => {
                         // The gateway checks first; this is a race with another transition.
                         info!(action = call.action.as_str(), actor = %call.actor, %refusal, "operator call refused");
-                        if clear_owed {
-                            let Some(r) = self.write(key, &saga, revision).await else {
-                                continue;
-                            };
-                            revision = r;
-                            snapshot::update_cluster(&self.clusters, &saga, &mut cluster).await?;
-                            slot.snapshot_written();
-                        }
-                        slot.keep(Known::clean(saga, revision, cluster));
-                        return Ok(());
+                        saga.outbox = earlier_outbox;
+                        let known = Known::published(saga, revision, cluster);
+                        return self.settle(key, slot, kept, repaired, known).await;
                     }
                 },
             };
             match applied {
                 Applied::Changed => {}
-                // The copy may be older than what makes the input apply: ask the bucket.
-                Applied::Ignored(_) | Applied::Ahead if from_copy => continue,
+                // The copy may be older than what makes the input apply: ask the bucket. (Not
+                // when this copy's own outbox was just published: it is the latest write.)
+                Applied::Ignored(_) | Applied::Ahead if from_copy && !repaired => continue,
                 Applied::Ignored(why) => {
                     debug!(why, "nothing to do");
-                    if clear_owed {
-                        let Some(r) = self.write(key, &saga, revision).await else {
-                            continue;
-                        };
-                        revision = r;
-                        snapshot::update_cluster(&self.clusters, &saga, &mut cluster).await?;
-                        slot.snapshot_written();
-                    }
-                    slot.keep(Known::clean(saga, revision, cluster));
-                    return Ok(());
+                    saga.outbox = earlier_outbox;
+                    let known = Known::published(saga, revision, cluster);
+                    return self.settle(key, slot, kept, repaired, known).await;
                 }
                 // The record we read lags the event (a replica behind its leader): retry later.
                 Applied::Ahead => {
@@ -209,73 +192,115 @@ impl Engine {
                 }
             }
             saga.reschedule(now);
-            let Some(revision) = self.write(key, &saga, revision).await else {
+            let finished = saga.state.is_terminal();
+            // A deleted cluster's operations are history: this last write lets them expire.
+            let history = self
+                .settings
+                .deleted_history
+                .filter(|_| cluster_gone(&saga));
+            let written = match history {
+                Some(ttl) => self.write_expiring(key, &saga, revision, ttl).await,
+                None => self.write(key, &saga, revision).await,
+            };
+            let Some(revision) = written else {
                 continue;
             };
-            let progress_waits = !clear_owed
-                && kept
-                && slot.snapshot_recent()
-                && snapshot::only_progress(&cluster, &saga);
             // The cluster record does not wait for the outbox: neither needs the other first.
-            let (published, snapshot) = tokio::join!(self.publish_outbox(&saga), async {
-                if progress_waits {
-                    return Ok(());
-                }
-                snapshot::update_cluster(&self.clusters, &saga, &mut cluster).await
-            });
+            // Progress alone waits for the catch-up, which needs the slot kept.
+            let (published, snapshot) = tokio::join!(
+                self.publish_outbox(&saga),
+                snapshot::update_cluster(&self.clusters, &saga, &mut cluster, kept && !finished)
+            );
             published?;
-            snapshot?;
-            if progress_waits {
-                slot.owe_progress();
-            } else {
-                slot.snapshot_written();
-            }
-            if saga.state.is_terminal() || !kept {
-                if saga.state.is_terminal() {
-                    info!(state = ?saga.state, "operation finished");
-                }
-                saga.outbox.clear();
-                // Losing this race is fine: whoever won has published or will publish the outbox.
-                let history = self
-                    .settings
-                    .deleted_history
-                    .filter(|_| cluster_gone(&saga));
-                let cleared = match history {
-                    Some(ttl) => self.write_expiring(key, &saga, revision, ttl).await,
-                    None => self.write(key, &saga, revision).await,
-                };
-                if cleared.is_some() && saga.state.is_terminal() {
-                    self.retire(key).await;
-                    metrics::counter!(
-                        "hypersaga_operations_finished_total",
-                        "kind" => label(saga.kind),
-                        "state" => label(saga.state),
-                    )
-                    .increment(1);
-                }
-                if let Some(ttl) = history {
-                    // The create (superseded or not) is history too.
-                    for op in saga.previous.iter().chain(&saga.after) {
-                        self.expire(&hypersaga_bus::subjects::saga_key(&saga.tenant, op), ttl)
-                            .await;
-                    }
-                }
+            slot.snapshot(snapshot?);
+            if finished {
+                info!(state = ?saga.state, "operation finished");
+                self.finish(key, &saga, history).await;
                 drop(slot);
                 self.cache.remove(key);
                 return Ok(());
             }
-            slot.keep(Known {
-                saga,
-                revision,
-                published: true,
-                cluster,
-            });
+            if !kept {
+                // No slot will clear the outbox later: clear it now. Losing this race is fine:
+                // whoever won has published or will publish the outbox.
+                saga.outbox.clear();
+                self.write(key, &saga, revision).await;
+                return Ok(());
+            }
+            slot.keep(Known::published(saga, revision, cluster));
             return Ok(());
         }
         Err(Error::Contended {
             key: key.to_owned(),
             tries: MAX_CAS_TRIES,
         })
+    }
+
+    /// The end of a transition whose input changed nothing. A repaired outbox was published
+    /// by it; the cluster record is brought up to date with what that outbox's transition
+    /// changed. A finished saga then leaves the active index (which says its outbox is out);
+    /// an unfinished one's outbox is cleared later, as any transition's is, or now when no
+    /// slot keeps it.
+    async fn settle(
+        &self,
+        key: &str,
+        mut slot: tokio::sync::MutexGuard<'_, Slot>,
+        kept: bool,
+        repaired: bool,
+        mut known: Known,
+    ) -> Result<()> {
+        if !repaired {
+            if known.saga.state.is_terminal() {
+                // A late input to a finished saga: nothing of it is left to do here.
+                drop(slot);
+                self.cache.remove(key);
+            } else {
+                slot.keep(known);
+            }
+            return Ok(());
+        }
+        let finished = known.saga.state.is_terminal();
+        let snapshot = snapshot::update_cluster(
+            &self.clusters,
+            &known.saga,
+            &mut known.cluster,
+            kept && !finished,
+        )
+        .await?;
+        slot.snapshot(snapshot);
+        if finished {
+            self.retire(key).await;
+            drop(slot);
+            self.cache.remove(key);
+            return Ok(());
+        }
+        if !kept {
+            known.saga.outbox.clear();
+            self.write(key, &known.saga, known.revision).await;
+            return Ok(());
+        }
+        slot.keep(known);
+        Ok(())
+    }
+
+    /// What follows a saga's last transition once its outbox is out: it leaves the active
+    /// index (which is what tells a later reader that the outbox left in its record was
+    /// published: no write clears it), and a deleted cluster's earlier operations expire.
+    async fn finish(&self, key: &str, saga: &Saga, history: Option<std::time::Duration>) {
+        self.retire(key).await;
+        metrics::counter!(
+            "hypersaga_operations_finished_total",
+            "kind" => label(saga.kind),
+            "state" => label(saga.state),
+        )
+        .increment(1);
+        if let Some(ttl) = history {
+            // The create (superseded or not) is history too.
+            for op in saga.previous.iter().chain(&saga.after) {
+                self.expire(&hypersaga_bus::subjects::saga_key(&saga.tenant, op), ttl)
+                    .await;
+            }
+        }
     }
 
     /// A delete that supersedes a create starts once that create has stopped: until then it
@@ -329,12 +354,25 @@ impl Engine {
             key: key.to_owned(),
             source,
         })?;
+        let published =
+            saga.state.is_terminal() && !saga.outbox.is_empty() && !self.indexed(key).await?;
         Ok(Some(Known {
             saga,
             revision: entry.revision,
-            published: false,
+            published,
             cluster: None,
         }))
+    }
+
+    /// Whether the active index names `key`. A finished saga leaves it only once its last
+    /// outbox is published, so a finished saga not named there has nothing left to send.
+    async fn indexed(&self, key: &str) -> Result<bool> {
+        Ok(self
+            .active
+            .entry(key)
+            .await
+            .map_err(|e| Error::kv("read the active index", e))?
+            .is_some_and(|e| e.operation == kv::Operation::Put))
     }
 
     /// Does what transitions put off (see `cache`): clears in the bucket the outboxes this
@@ -374,8 +412,9 @@ impl Engine {
         let Some(known) = slot.known.as_mut() else {
             return;
         };
-        match snapshot::update_cluster(&self.clusters, &known.saga, &mut known.cluster).await {
-            Ok(()) => slot.snapshot_written(),
+        match snapshot::update_cluster(&self.clusters, &known.saga, &mut known.cluster, false).await
+        {
+            Ok(_) => slot.snapshot_written(),
             Err(e) => warn!(error = %e, "could not write progress to the cluster record"),
         }
     }
@@ -533,15 +572,23 @@ impl Engine {
     /// accepted operation that has no saga yet (its wake-up was lost and the client did not
     /// retry).
     pub async fn resync(&self, full: bool) -> Result<()> {
-        let listed = if full { &self.sagas } else { &self.active };
-        // A key written while the listing runs can be delivered twice: a set de-duplicates.
-        let keys: std::collections::BTreeSet<String> = listed
-            .keys()
-            .await
-            .map_err(|e| Error::kv("list sagas", e))?
-            .try_collect()
-            .await
-            .map_err(|e| Error::kv("list sagas", e))?;
+        // A key written while a listing runs can be delivered twice: a set de-duplicates.
+        async fn list(store: &kv::Store) -> Result<std::collections::BTreeSet<String>> {
+            store
+                .keys()
+                .await
+                .map_err(|e| Error::kv("list sagas", e))?
+                .try_collect()
+                .await
+                .map_err(|e| Error::kv("list sagas", e))
+        }
+        // Listed before the sagas: a saga built meanwhile is indexed before it is written.
+        let indexed = list(&self.active).await?;
+        let keys = if full {
+            list(&self.sagas).await?
+        } else {
+            indexed.clone()
+        };
         let mut active = ActiveCount::default();
         for key in &keys {
             // One saga that cannot be processed must not stop the others' deadlines.
@@ -555,17 +602,28 @@ impl Engine {
                     continue;
                 }
             };
-            if let Some(saga) = saga.as_ref().filter(|s| !s.is_finished()) {
-                active.add(saga);
-            }
-            if !saga.is_some_and(|s| !s.state.is_terminal() || !s.outbox.is_empty()) {
+            let Some(saga) = saga else {
                 if !full {
                     self.retire(key).await;
                 }
                 continue;
             };
-            if full && let Err(e) = self.active.put(key, bytes::Bytes::new()).await {
-                warn!(saga = %key, error = %e, "resync could not index saga");
+            if saga.state.is_terminal() {
+                // Its outbox may be unpublished only while it is still indexed.
+                if !indexed.contains(key) {
+                    continue;
+                }
+                if saga.outbox.is_empty() {
+                    self.retire(key).await;
+                    continue;
+                }
+            } else {
+                active.add(&saga);
+                if !indexed.contains(key)
+                    && let Err(e) = self.active.put(key, bytes::Bytes::new()).await
+                {
+                    warn!(saga = %key, error = %e, "resync could not index saga");
+                }
             }
             if let Err(e) = self.process(key, &Input::Tick).await {
                 warn!(saga = %key, error = %e, "resync could not advance saga");

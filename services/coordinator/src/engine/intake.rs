@@ -15,36 +15,45 @@ use hypersaga_bus::{ENVELOPE_VERSION, Outputs, SagaWake, StepContext};
 use hypersaga_config::CoordinatorConfig;
 use hypersaga_model::record::OperationKind;
 use hypersaga_model::{ClusterRecord, Names};
-use hypersaga_saga::{NewSaga, Retain, RetryPolicy, Saga, Timing, create_plan};
+use hypersaga_saga::{Applied, NewSaga, Retain, RetryPolicy, Saga, Timing, create_plan};
 use hypersaga_telemetry::TraceParent;
+use time::OffsetDateTime;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use super::{Engine, Input};
 use crate::cache::Known;
+use crate::snapshot;
 use crate::{Error, Result};
 
 impl Engine {
     /// A start wake-up: the gateway accepted an operation by writing the cluster record only.
-    /// Builds the saga from that record when it does not exist yet, then advances it as any
-    /// wake-up does. Safe to repeat, and to race with other replicas and the resync.
+    /// Builds the saga from that record when it does not exist yet (with its first transition
+    /// applied), or else advances it as any wake-up does. Safe to repeat, and to race with
+    /// other replicas and the resync.
     pub async fn start(&self, wake: &SagaWake) -> Result<()> {
         let key = saga_key(&wake.tenant, &wake.saga_id);
         if let Some(cluster) = &wake.cluster {
             let span = info_span!("saga", saga = %key, tenant = %wake.tenant, cluster = %cluster, input = "build");
-            self.build_if_missing(&key, wake, cluster)
+            let started = self
+                .build_if_missing(&key, wake, cluster)
                 .instrument(span)
                 .await?;
+            if started {
+                return Ok(());
+            }
         }
         self.process(&key, &Input::Wake).await
     }
 
     /// Writes the saga of the operation the cluster record names, unless it exists, the record
-    /// names another operation, or that operation has finished.
-    async fn build_if_missing(&self, key: &str, wake: &SagaWake, cluster: &str) -> Result<()> {
-        let (slot, _) = self.cache.slot(key);
+    /// names another operation, or that operation has finished. The saga is written with its
+    /// first transition (the wake-up's) applied, which saves a write per operation; `true`
+    /// when that transition's outbox is published too, so the wake-up has nothing left to do.
+    async fn build_if_missing(&self, key: &str, wake: &SagaWake, cluster: &str) -> Result<bool> {
+        let (slot, kept) = self.cache.slot(key);
         let mut slot = slot.lock().await;
         if slot.known.is_some() {
-            return Ok(());
+            return Ok(false);
         }
         let record_key = cluster_key(&wake.tenant, cluster);
         let Some(entry) = self
@@ -55,7 +64,7 @@ impl Engine {
             .filter(|e| e.operation == kv::Operation::Put)
         else {
             debug!("no cluster record for the wake-up; nothing to build");
-            return Ok(());
+            return Ok(false);
         };
         let rec: ClusterRecord =
             serde_json::from_slice(&entry.value).map_err(|source| Error::Decode {
@@ -64,13 +73,20 @@ impl Engine {
             })?;
         if rec.tenant != wake.tenant || !wants_saga(&rec, &wake.saga_id) {
             debug!(current = %rec.operation.id, "the record no longer names this operation as unfinished");
-            return Ok(());
+            return Ok(false);
         }
         let outputs = match previous_operation(&rec) {
             Some(prev) => self.outputs_of(&saga_key(&rec.tenant, prev)).await?,
             None => BTreeMap::new(),
         };
-        let saga = build_saga(&rec, outputs, &self.settings);
+        let mut saga = build_saga(&rec, outputs, &self.settings);
+        // A delete that waits for a create to stop starts through the wake-up; so does a saga
+        // no slot keeps (nothing would clear its outbox later).
+        let now = OffsetDateTime::now_utc();
+        let advanced = kept && saga.after.is_none() && saga.advance(now) == Applied::Changed;
+        if advanced {
+            saga.reschedule(now);
+        }
         let bytes = serde_json::to_vec(&saga).map_err(|source| Error::Decode {
             key: key.to_owned(),
             source,
@@ -85,17 +101,31 @@ impl Engine {
         match self.sagas.create(key, bytes.into()).await {
             Ok(revision) => {
                 info!(kind = ?saga.kind, "saga built from the cluster record");
-                let published = saga.outbox.is_empty();
-                slot.keep(Known {
+                let mut known = Known {
+                    published: saga.outbox.is_empty(),
                     saga,
                     revision,
-                    published,
                     cluster: Some((entry.revision, rec)),
-                });
-                Ok(())
+                };
+                if !advanced {
+                    slot.keep(known);
+                    return Ok(false);
+                }
+                if let Err(e) = self.publish_outbox(&known.saga).await {
+                    // The wake-up is retried, and publishes it from this copy.
+                    slot.keep(known);
+                    return Err(e);
+                }
+                let snapshot =
+                    snapshot::update_cluster(&self.clusters, &known.saga, &mut known.cluster, true)
+                        .await;
+                known.published = true;
+                slot.keep(known);
+                slot.snapshot(snapshot?);
+                Ok(true)
             }
             // Another replica (or the resync) built it first: the same saga.
-            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => Ok(()),
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => Ok(false),
             Err(e) => Err(Error::kv("write saga", e)),
         }
     }
