@@ -10,7 +10,7 @@ use anyhow::Context;
 use async_nats::jetstream::consumer::{Consumer, DeliverPolicy, push};
 use async_nats::jetstream::context::GetStreamErrorKind;
 use async_nats::jetstream::stream::ConsumerErrorKind;
-use backon::{ExponentialBuilder, Retryable as _};
+use backon::Retryable as _;
 use hypersaga_bus::{AUDIT_STREAM, Access, Role, Subjects};
 use hypersaga_model::TenantId;
 
@@ -67,7 +67,7 @@ pub async fn open(
     let js = async_nats::jetstream::new(client.clone());
     let get = || js.get_stream(AUDIT_STREAM);
     let stream = get
-        .retry(settling())
+        .retry(hypersaga_bus::settling(UNANSWERED_FOR))
         .when(|e| matches!(e.kind(), GetStreamErrorKind::Request))
         .await
         .with_context(|| {
@@ -93,7 +93,7 @@ pub async fn open(
     // went away): asked again, the second kind goes through.
     let create = || stream.create_consumer(config.clone());
     create
-        .retry(settling())
+        .retry(hypersaga_bus::settling(UNANSWERED_FOR))
         .when(|e| {
             matches!(
                 e.kind(),
@@ -114,12 +114,3 @@ pub async fn open(
 
 /// How long unanswered requests to open the feed are repeated.
 const UNANSWERED_FOR: Duration = Duration::from_secs(20);
-
-/// Requests repeated while the bus may be electing leaders, for up to [`UNANSWERED_FOR`].
-fn settling() -> ExponentialBuilder {
-    ExponentialBuilder::default()
-        .with_min_delay(Duration::from_millis(200))
-        .with_max_delay(Duration::from_secs(2))
-        .with_total_delay(Some(UNANSWERED_FOR))
-        .without_max_times()
-}

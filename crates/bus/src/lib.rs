@@ -433,3 +433,15 @@ impl Sent {
 pub fn trace_of(headers: Option<&HeaderMap>) -> TraceParent {
     TraceParent::parse_or_new(headers.and_then(|h| h.get(TRACEPARENT)).map(|v| v.as_str()))
 }
+
+/// How requests are repeated while the bus settles: after a server is lost, its streams and
+/// consumers elect new leaders, and until they have, requests go unanswered or find "no
+/// stream". From 200 ms, doubling up to 2 s between tries (with jitter), for up to `bound`.
+pub fn settling(bound: Duration) -> backon::ExponentialBuilder {
+    backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(200))
+        .with_max_delay(Duration::from_secs(2))
+        .with_total_delay(Some(bound))
+        .without_max_times()
+        .with_jitter()
+}

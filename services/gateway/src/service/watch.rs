@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use async_nats::jetstream::kv;
-use backon::{ExponentialBuilder, Retryable as _};
+use backon::Retryable as _;
 use futures::StreamExt;
 use hypersaga_api::v1 as pb;
 use hypersaga_model::ClusterRecord;
@@ -107,14 +107,7 @@ async fn resume(
         }
     };
     attempt
-        .retry(
-            ExponentialBuilder::default()
-                .with_min_delay(Duration::from_millis(200))
-                .with_max_delay(Duration::from_secs(5))
-                .with_total_delay(Some(RESUME_FOR))
-                .without_max_times()
-                .with_jitter(),
-        )
+        .retry(hypersaga_bus::settling(RESUME_FOR))
         .notify(|e, after| warn!(key, error = %e, ?after, "cluster watch not resumed yet"))
         .await
 }
