@@ -933,6 +933,84 @@ async fn what_transitions_put_off_is_caught_up_and_finished_sagas_leave_the_acti
     }
 }
 
+/// A finished saga keeps its last outbox (published): the active index, which it has left,
+/// is what says so. A timer that fires after the end (every finished saga has one armed for
+/// its last lease) must not publish that outbox again, even once JetStream's de-duplication
+/// has forgotten it.
+#[tokio::test]
+async fn a_finished_saga_sends_nothing_again_when_a_late_timer_fires() {
+    let h = Harness::start().await;
+    let mut c = h.client().await;
+    let op = c
+        .create_cluster(h.call(request("late")).await)
+        .await
+        .unwrap()
+        .into_inner()
+        .id;
+    h.wait_phase("late", pb::ClusterPhase::Ready).await;
+    let bus = Bus::connect(&h.config.nats.url, "test-reader", "hcp")
+        .await
+        .unwrap();
+    let key = format!("acme.{op}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while active_keys(&bus).await.contains(&key) {
+        assert!(
+            Instant::now() < deadline,
+            "the finished saga stayed indexed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        !saga_of(&bus, &op).await.unwrap().outbox.is_empty(),
+        "the finished saga's last outbox is kept, not cleared by a write"
+    );
+
+    // De-duplication that remembers ids for 100 ms only: a republished outbox would be stored.
+    let js = bus.jetstream();
+    let mut audit = js.get_stream(hypersaga_bus::AUDIT_STREAM).await.unwrap();
+    let mut config = audit.info().await.unwrap().config.clone();
+    config.duplicate_window = Duration::from_millis(100);
+    js.update_stream(config).await.unwrap();
+    let stored = audit.info().await.unwrap().state.messages;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let tenant = TenantId::new("acme").unwrap();
+    let tick = SagaWake {
+        v: hypersaga_bus::ENVELOPE_VERSION,
+        tenant: tenant.clone(),
+        saga_id: op.clone(),
+        cluster: None,
+    };
+    bus.publish_json(
+        &bus.subjects().saga_tick(&tenant),
+        &format!("{op}:late-tick"),
+        &TraceParent::new_root(),
+        &tick,
+    )
+    .await
+    .unwrap();
+    // The tick is consumed and acknowledged...
+    let mut events = js
+        .get_stream(hypersaga_bus::EVT_STREAM)
+        .await
+        .unwrap()
+        .get_consumer::<async_nats::jetstream::consumer::pull::Config>("coordinator")
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = events.info().await.unwrap();
+        if info.num_pending == 0 && info.num_ack_pending == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the late tick was not consumed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // ...and sends nothing.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(audit.info().await.unwrap().state.messages, stored);
+}
+
 #[tokio::test]
 async fn a_deleted_clusters_operations_expire_and_a_live_ones_stay() {
     let h = Harness::start_with(|c| c.coordinator.deleted_history_s = 1).await;
