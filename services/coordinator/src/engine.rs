@@ -107,6 +107,8 @@ impl Engine {
         let (slot, kept) = self.cache.slot(key);
         let mut slot = slot.lock().await;
         let mut trust_copy = true;
+        // The revision whose outbox this call has published (a re-read of it need not again).
+        let mut published_here: Option<u64> = None;
         for _ in 0..MAX_CAS_TRIES {
             let copy = slot.take().filter(|_| trust_copy);
             let from_copy = copy.is_some();
@@ -131,10 +133,11 @@ impl Engine {
             // transition's write replaces it. The cluster record is brought up to date once,
             // by whichever comes next: this transition's snapshot, or the repaired saga's when
             // the input changes nothing.
-            let repaired = !saga.outbox.is_empty() && !published;
-            if repaired {
+            if !saga.outbox.is_empty() && !published && published_here != Some(revision) {
                 self.publish_outbox(&saga).await?;
+                published_here = Some(revision);
             }
+            let repaired = published_here == Some(revision);
             let earlier_outbox = std::mem::take(&mut saga.outbox);
 
             let now = OffsetDateTime::now_utc();
@@ -163,7 +166,7 @@ impl Engine {
                 }
                 Input::Operate(call) => match saga.operate(call, now) {
                     Ok(applied) => applied,
-                    Err(_) if from_copy && !repaired => continue,
+                    Err(_) if from_copy => continue,
                     Err(refusal) => {
                         // The gateway checks first; this is a race with another transition.
                         info!(action = call.action.as_str(), actor = %call.actor, %refusal, "operator call refused");
@@ -175,9 +178,8 @@ impl Engine {
             };
             match applied {
                 Applied::Changed => {}
-                // The copy may be older than what makes the input apply: ask the bucket. (Not
-                // when this copy's own outbox was just published: it is the latest write.)
-                Applied::Ignored(_) | Applied::Ahead if from_copy && !repaired => continue,
+                // The copy may be older than what makes the input apply: ask the bucket.
+                Applied::Ignored(_) | Applied::Ahead if from_copy => continue,
                 Applied::Ignored(why) => {
                     debug!(why, "nothing to do");
                     saga.outbox = earlier_outbox;
