@@ -218,18 +218,11 @@ impl Engine {
             if finished {
                 info!(state = ?saga.state, "operation finished");
                 self.finish(key, &saga, history).await;
-                drop(slot);
-                self.cache.remove(key);
+                self.forget(key, slot);
                 return Ok(());
             }
-            if !kept {
-                // No slot will clear the outbox later: clear it now. Losing this race is fine:
-                // whoever won has published or will publish the outbox.
-                saga.outbox.clear();
-                self.write(key, &saga, revision).await;
-                return Ok(());
-            }
-            slot.keep(Known::published(saga, revision, cluster));
+            let known = Known::published(saga, revision, cluster);
+            self.keep_or_clear(key, slot, kept, known).await;
             return Ok(());
         }
         Err(Error::Contended {
@@ -254,8 +247,7 @@ impl Engine {
         if !repaired {
             if known.saga.state.is_terminal() {
                 // A late input to a finished saga: nothing of it is left to do here.
-                drop(slot);
-                self.cache.remove(key);
+                self.forget(key, slot);
             } else {
                 slot.keep(known);
             }
@@ -272,17 +264,36 @@ impl Engine {
         slot.snapshot(snapshot);
         if finished {
             self.retire(key).await;
-            drop(slot);
-            self.cache.remove(key);
-            return Ok(());
+            self.forget(key, slot);
+        } else {
+            self.keep_or_clear(key, slot, kept, known).await;
         }
-        if !kept {
+        Ok(())
+    }
+
+    /// The end of an unfinished saga's transition once its outbox is out: the copy is kept,
+    /// and the next transition's write replaces the outbox; with no slot to keep it, the
+    /// outbox is cleared now. Losing that race is fine: whoever won has published or will
+    /// publish its own outbox.
+    async fn keep_or_clear(
+        &self,
+        key: &str,
+        mut slot: tokio::sync::MutexGuard<'_, Slot>,
+        kept: bool,
+        mut known: Known,
+    ) {
+        if kept {
+            slot.keep(known);
+        } else {
             known.saga.outbox.clear();
             self.write(key, &known.saga, known.revision).await;
-            return Ok(());
         }
-        slot.keep(known);
-        Ok(())
+    }
+
+    /// A finished saga's slot is dropped and the cache forgets it: nothing of it is left to do.
+    fn forget(&self, key: &str, slot: tokio::sync::MutexGuard<'_, Slot>) {
+        drop(slot);
+        self.cache.remove(key);
     }
 
     /// What follows a saga's last transition once its outbox is out: it leaves the active
@@ -587,12 +598,12 @@ impl Engine {
         // Listed before the sagas: a saga built meanwhile is indexed before it is written.
         let indexed = list(&self.active).await?;
         let keys = if full {
-            list(&self.sagas).await?
+            std::borrow::Cow::Owned(list(&self.sagas).await?)
         } else {
-            indexed.clone()
+            std::borrow::Cow::Borrowed(&indexed)
         };
         let mut active = ActiveCount::default();
-        for key in &keys {
+        for key in keys.iter() {
             // One saga that cannot be processed must not stop the others' deadlines.
             let saga = match self.sagas.entry(key).await {
                 Ok(Some(e)) if e.operation == kv::Operation::Put => {

@@ -860,6 +860,15 @@ async fn active_keys(bus: &Bus) -> Vec<String> {
     active.keys().await.unwrap().try_collect().await.unwrap()
 }
 
+/// Waits (up to 5 s) for `key` to leave the active index; `why` says what it means if not.
+async fn wait_unindexed(bus: &Bus, key: &str, why: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while active_keys(bus).await.iter().any(|k| k == key) {
+        assert!(Instant::now() < deadline, "{why}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test]
 async fn what_transitions_put_off_is_caught_up_and_finished_sagas_leave_the_active_index() {
     let h = Harness::start().await;
@@ -926,11 +935,7 @@ async fn what_transitions_put_off_is_caught_up_and_finished_sagas_leave_the_acti
     // dropped by the next resync.
     let active = bus.active().await.unwrap();
     active.put(&key, Vec::new().into()).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while active_keys(&bus).await.contains(&key) {
-        assert!(Instant::now() < deadline, "stale index entry kept");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_unindexed(&bus, &key, "stale index entry kept").await;
 }
 
 /// A finished saga keeps its last outbox (published): the active index, which it has left,
@@ -952,14 +957,7 @@ async fn a_finished_saga_sends_nothing_again_when_a_late_timer_fires() {
         .await
         .unwrap();
     let key = format!("acme.{op}");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while active_keys(&bus).await.contains(&key) {
-        assert!(
-            Instant::now() < deadline,
-            "the finished saga stayed indexed"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_unindexed(&bus, &key, "the finished saga stayed indexed").await;
     assert!(
         !saga_of(&bus, &op).await.unwrap().outbox.is_empty(),
         "the finished saga's last outbox is kept, not cleared by a write"
