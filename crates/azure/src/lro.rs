@@ -148,27 +148,8 @@ pub(crate) async fn begin_put(inner: &Inner, url: &Url, body: &Value) -> Result<
         return Err(answer.into_error(&Method::Put, &path));
     }
     let after = answer.retry_after().unwrap_or(inner.poll_interval);
-    if let Some(op) = answer.header("azure-asyncoperation") {
-        let op = inner.trusted_url(op)?;
-        return Ok(Progress::Running(Pending::new(
-            &Method::Put,
-            url,
-            PollKind::Operation,
-            &op,
-            after,
-        )));
-    }
-    if answer.status == 202 {
-        return Ok(Progress::Running(match answer.header("location") {
-            Some(location) => Pending::new(
-                &Method::Put,
-                url,
-                PollKind::Location,
-                &inner.trusted_url(location)?,
-                after,
-            ),
-            None => Pending::new(&Method::Put, url, PollKind::Provisioning, url, after),
-        }));
+    if let Some(pending) = accepted(inner, &Method::Put, url, &answer, after)? {
+        return Ok(Progress::Running(pending));
     }
     match answer.json(&path)? {
         None => provisioned(inner, url, after).await,
@@ -197,29 +178,46 @@ pub(crate) async fn begin_delete(inner: &Inner, url: &Url) -> Result<Progress> {
         return Err(answer.into_error(&Method::Delete, &path));
     }
     let after = answer.retry_after().unwrap_or(inner.poll_interval);
+    Ok(
+        match accepted(inner, &Method::Delete, url, &answer, after)? {
+            Some(pending) => Progress::Running(pending),
+            None => Progress::Done(None),
+        },
+    )
+}
+
+/// What to poll when ARM took a PUT or DELETE on without finishing it: the
+/// `Azure-AsyncOperation` URL; else, on a 202, the `Location` URL; else (a 202 naming neither)
+/// the resource itself, until it is provisioned (PUT) or gone (DELETE). `None`: ARM answered
+/// as if it had finished. Only URLs on ARM's own origin are accepted.
+fn accepted(
+    inner: &Inner,
+    method: &Method,
+    url: &Url,
+    answer: &Answer,
+    after: Duration,
+) -> Result<Option<Pending>> {
     if let Some(op) = answer.header("azure-asyncoperation") {
         let op = inner.trusted_url(op)?;
-        return Ok(Progress::Running(Pending::new(
-            &Method::Delete,
+        return Ok(Some(Pending::new(
+            method,
             url,
             PollKind::Operation,
             &op,
             after,
         )));
     }
-    if answer.status == 202 {
-        return Ok(Progress::Running(match answer.header("location") {
-            Some(location) => Pending::new(
-                &Method::Delete,
-                url,
-                PollKind::Location,
-                &inner.trusted_url(location)?,
-                after,
-            ),
-            None => Pending::new(&Method::Delete, url, PollKind::Gone, url, after),
-        }));
+    if answer.status != 202 {
+        return Ok(None);
     }
-    Ok(Progress::Done(None))
+    Ok(Some(match answer.header("location") {
+        Some(location) => {
+            let location = inner.trusted_url(location)?;
+            Pending::new(method, url, PollKind::Location, &location, after)
+        }
+        None if *method == Method::Delete => Pending::new(method, url, PollKind::Gone, url, after),
+        None => Pending::new(method, url, PollKind::Provisioning, url, after),
+    }))
 }
 
 /// Polls once. Only URLs on ARM's own origin are followed (the memo came over the bus).
