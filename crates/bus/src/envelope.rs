@@ -106,6 +106,12 @@ pub struct StepCommand {
         skip_serializing_if = "Option::is_none"
     )]
     pub waiting_since: Option<OffsetDateTime>,
+    /// The revision of the saga record that dispatched this command, when its publisher knew
+    /// it (the coordinator always does). A worker that reads exactly that revision back knows
+    /// the command is current without decoding the record; one that reads an older revision
+    /// knows its read lags (a replica behind its leader).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatched_in: Option<u64>,
     pub context: StepContext,
 }
 

@@ -316,6 +316,7 @@ impl Saga {
             lease_ms: self.timing.lease_ms,
             memo: s.wait.as_ref().map_or(Value::Null, |w| w.memo.clone()),
             waiting_since: s.wait.as_ref().map(|w| w.since),
+            dispatched_in: None,
             context: self.context.clone(),
         })
     }

@@ -49,6 +49,9 @@ pub(crate) async fn check(sagas: &kv::Store, cmd: &StepCommand) -> Result<Verdic
     let Some(entry) = entry.filter(|e| e.operation == kv::Operation::Put) else {
         return Ok(Verdict::MovedOn);
     };
+    if let Some(verdict) = by_revision(entry.revision, cmd.dispatched_in) {
+        return Ok(verdict);
+    }
     let step = StepsView::from_record(&entry.value)
         .and_then(|saga| saga.step(&cmd.step))
         .map_err(|e| e.to_string())?;
@@ -56,6 +59,18 @@ pub(crate) async fn check(sagas: &kv::Store, cmd: &StepCommand) -> Result<Verdic
         return Ok(Verdict::MovedOn);
     };
     Ok(judge(&step, cmd.action, cmd.fence))
+}
+
+/// The verdict the revision read says alone, against the revision that dispatched the
+/// command: that very record wants exactly this dispatch (it put the command in its outbox),
+/// and an older one has not seen it yet. A newer record must be read to be judged.
+fn by_revision(read: u64, dispatched_in: Option<u64>) -> Option<Verdict> {
+    let dispatched_in = dispatched_in?;
+    match read.cmp(&dispatched_in) {
+        std::cmp::Ordering::Equal => Some(Verdict::Current),
+        std::cmp::Ordering::Less => Some(Verdict::Behind),
+        std::cmp::Ordering::Greater => None,
+    }
 }
 
 fn judge(step: &StepRecord, action: Action, fence: u64) -> Verdict {
@@ -87,6 +102,14 @@ mod tests {
             "fence": fence,
         }))
         .expect("a stored step")
+    }
+
+    #[test]
+    fn the_dispatching_revision_is_judged_without_decoding() {
+        assert_eq!(by_revision(7, Some(7)), Some(Verdict::Current));
+        assert_eq!(by_revision(6, Some(7)), Some(Verdict::Behind), "read lags");
+        assert_eq!(by_revision(8, Some(7)), None, "newer: decode and judge");
+        assert_eq!(by_revision(7, None), None, "publisher did not say");
     }
 
     #[test]

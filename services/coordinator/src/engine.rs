@@ -134,7 +134,7 @@ impl Engine {
             // by whichever comes next: this transition's snapshot, or the repaired saga's when
             // the input changes nothing.
             if !saga.outbox.is_empty() && !published && published_here != Some(revision) {
-                self.publish_outbox(&saga).await?;
+                self.publish_outbox(&saga, revision).await?;
                 published_here = Some(revision);
             }
             let repaired = published_here == Some(revision);
@@ -210,7 +210,7 @@ impl Engine {
             // The cluster record does not wait for the outbox: neither needs the other first.
             // Progress alone waits for the catch-up, which needs the slot kept.
             let (published, snapshot) = tokio::join!(
-                self.publish_outbox(&saga),
+                self.publish_outbox(&saga, revision),
                 snapshot::update_cluster(&self.clusters, &saga, &mut cluster, kept && !finished)
             );
             published?;
@@ -505,9 +505,10 @@ impl Engine {
         self.sagas.update(key, bytes.into(), revision).await.ok()
     }
 
-    /// Publishes the outbox in order, each with its de-duplication id, awaiting every ack so
-    /// audit events land in causal order.
-    async fn publish_outbox(&self, saga: &Saga) -> Result<()> {
+    /// Publishes the outbox of the record at `revision` in order, each with its de-duplication
+    /// id, awaiting every ack so audit events land in causal order. Commands name that
+    /// revision, which spares workers the decoding of the record to check their fence.
+    async fn publish_outbox(&self, saga: &Saga, revision: u64) -> Result<()> {
         let subjects = self.bus.subjects();
         let trace = TraceParent::with_trace_id(&saga.trace_id);
         // All sent first (they reach the server in this order), then every ack awaited: one
@@ -517,9 +518,10 @@ impl Engine {
             let one = match effect {
                 Effect::Command(_) | Effect::Dispatch { .. } => {
                     // A dispatch this record has since superseded sends nothing.
-                    let Some(cmd) = saga.command_of(effect) else {
+                    let Some(mut cmd) = saga.command_of(effect) else {
                         continue;
                     };
+                    cmd.dispatched_in = Some(revision);
                     let subject = subjects.cmd(&cmd.tenant, cmd.service());
                     self.bus
                         .send_json(&subject, &cmd.msg_id(), &trace, &cmd)

@@ -457,6 +457,7 @@ async fn a_stale_command_is_fenced_off_by_the_saga_record() {
         lease_ms: 60_000,
         memo: Value::Null,
         waiting_since: None,
+        dispatched_in: None,
         context: saga.context.clone(),
     };
     let subject = bus.subjects().cmd(&stale.tenant, "network");

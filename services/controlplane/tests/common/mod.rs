@@ -277,6 +277,7 @@ pub fn command(
         lease_ms: 60_000,
         memo: serde_json::Value::Null,
         waiting_since: None,
+        dispatched_in: None,
         context: StepContext {
             cluster_uid: uid,
             names,

@@ -111,7 +111,7 @@ impl Engine {
                     slot.keep(known);
                     return Ok(false);
                 }
-                if let Err(e) = self.publish_outbox(&known.saga).await {
+                if let Err(e) = self.publish_outbox(&known.saga, known.revision).await {
                     // The wake-up is retried, and publishes it from this copy.
                     slot.keep(known);
                     return Err(e);
