@@ -47,7 +47,9 @@ use time::format_description::well_known::Rfc3339;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use super::report::{Summary, Table, Target, emit, num, progress, ratio, rss_bytes, targets_table};
+use super::report::{
+    Summary, Table, Target, cpu_secs, emit, num, progress, ratio, rss_bytes, targets_table,
+};
 use crate::output::Format;
 
 /// The bench's tenant and service (`bench.step-<i>` steps go to the `bench` worker).
@@ -140,6 +142,11 @@ pub struct RunResult {
     pub rss_per_in_flight_kib: Option<f64>,
     /// The same for nats-server.
     pub nats_rss_per_in_flight_kib: Option<f64>,
+    /// CPU time this process (coordinator, worker and driver) used during the run, per saga
+    /// completed: with `nats_cpu_ms_per_saga`, what a saga costs the machine.
+    pub cpu_ms_per_saga: Option<f64>,
+    /// The same for nats-server.
+    pub nats_cpu_ms_per_saga: Option<f64>,
     /// Messages stored during the run per step completed, by stream (a KV bucket is a stream
     /// `KV_<bucket>`): what the pattern costs the server, whatever the machine.
     pub writes_per_step: BTreeMap<String, f64>,
@@ -450,6 +457,8 @@ struct Drive {
     step_ms: Summary,
     rss_per_in_flight_kib: Option<f64>,
     nats_rss_per_in_flight_kib: Option<f64>,
+    cpu_ms_per_saga: Option<f64>,
+    nats_cpu_ms_per_saga: Option<f64>,
 }
 
 /// Resident bytes of (this process, nats-server).
@@ -472,6 +481,7 @@ where
     tracker.reset();
     let permits = Arc::new(Semaphore::new(m));
     let baseline = (rss_bytes(None), rss_bytes(nats_pid));
+    let cpu_before = (cpu_secs(None), cpu_secs(nats_pid));
     let samples: Arc<Mutex<Vec<Rss>>> = Arc::default();
     let sampling = CancellationToken::new();
     let sampler = {
@@ -525,8 +535,12 @@ where
         }
         left = now_left;
     }
+    let cpu_after = (cpu_secs(None), cpu_secs(nats_pid));
     let stuck = tracker.abandon();
     let st = std::mem::take(&mut *tracker.lock());
+    let cpu_ms = |before: Option<f64>, after: Option<f64>| {
+        (st.completed > 0).then_some((after? - before?) * 1e3 / st.completed as f64)
+    };
     let secs = st.last_done.map_or(0.0, |d| (d - t0).as_secs_f64());
     let samples = samples.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let growth = |pick: fn(&Rss) -> Option<u64>, base: Option<u64>| {
@@ -545,6 +559,8 @@ where
         step_ms: Summary::of(st.step_ms),
         rss_per_in_flight_kib: growth(|s| s.0, baseline.0),
         nats_rss_per_in_flight_kib: growth(|s| s.1, baseline.1),
+        cpu_ms_per_saga: cpu_ms(cpu_before.0, cpu_after.0),
+        nats_cpu_ms_per_saga: cpu_ms(cpu_before.1, cpu_after.1),
     })
 }
 
@@ -762,6 +778,8 @@ impl EngineDriver {
             worker_step_ms: Summary::of(times.worker_ms),
             rss_per_in_flight_kib: d.rss_per_in_flight_kib,
             nats_rss_per_in_flight_kib: d.nats_rss_per_in_flight_kib,
+            cpu_ms_per_saga: d.cpu_ms_per_saga,
+            nats_cpu_ms_per_saga: d.nats_cpu_ms_per_saga,
             writes_per_step: per_step(
                 &stored_before,
                 &stored_after,
@@ -1373,6 +1391,8 @@ impl RawPattern {
             worker_step_ms: Summary::default(),
             rss_per_in_flight_kib: d.rss_per_in_flight_kib,
             nats_rss_per_in_flight_kib: d.nats_rss_per_in_flight_kib,
+            cpu_ms_per_saga: d.cpu_ms_per_saga,
+            nats_cpu_ms_per_saga: d.nats_cpu_ms_per_saga,
             writes_per_step: per_step(
                 &stored_before,
                 &stored(&self.js, owns).await?,
@@ -1657,6 +1677,20 @@ fn render(r: &EngineReport) -> String {
         ));
     }
     out.push_str(
+        "\nCPU per saga completed, in ms (this process: coordinator, worker and driver; \
+         nats-server; both):\n",
+    );
+    for run in &r.runs {
+        if let (Some(own), Some(nats)) = (run.cpu_ms_per_saga, run.nats_cpu_ms_per_saga) {
+            out.push_str(&format!(
+                "  {} @{}: {own:.2} + {nats:.2} = {:.2}\n",
+                run.label(),
+                run.in_flight,
+                own + nats
+            ));
+        }
+    }
+    out.push_str(
         "\nTimes in ms. SAGA: first write to the saga's terminal audit event. STEP: step.started \
          to step.succeeded (engine; the coordinator's timestamps), command published to \
          compare-and-set done (raw). COORD: one coordinator transition applying a step's result \
@@ -1848,6 +1882,8 @@ mod tests {
             worker_step_ms: Summary::default(),
             rss_per_in_flight_kib: Some(12.5),
             nats_rss_per_in_flight_kib: None,
+            cpu_ms_per_saga: Some(0.5),
+            nats_cpu_ms_per_saga: (pattern == "engine").then_some(0.75),
             writes_per_step: [("KV_hcp_sagas".to_owned(), 1.25)].into(),
         }
     }
@@ -1895,6 +1931,12 @@ mod tests {
         assert!(text.contains("engine, 500 finished"), "{text}");
         assert!(text.contains("raw JetStream"), "{text}");
         assert!(text.contains("engine @64: KV_hcp_sagas 1.25"), "{text}");
+        // CPU per saga is shown where both processes could be read.
+        assert!(
+            text.contains("  engine @64: 0.50 + 0.75 = 1.25\n"),
+            "{text}"
+        );
+        assert!(!text.contains("  raw JetStream @64: 0.50"), "{text}");
         let line = |start: &str| {
             text.lines()
                 .find(|l| l.starts_with(start))

@@ -218,6 +218,28 @@ pub fn rss_bytes(pid: Option<u32>) -> Option<u64> {
     parse_vm_rss(&std::fs::read_to_string(path).ok()?)
 }
 
+/// CPU time a process has used so far, user and system, all its threads (`/proc/<pid>/stat`),
+/// in seconds; `None` when unreadable.
+pub fn cpu_secs(pid: Option<u32>) -> Option<f64> {
+    let path = match pid {
+        Some(p) => format!("/proc/{p}/stat"),
+        None => "/proc/self/stat".to_owned(),
+    };
+    let ticks = parse_cpu_ticks(&std::fs::read_to_string(path).ok()?)?;
+    let per_sec = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok()??;
+    Some(ticks as f64 / per_sec as f64)
+}
+
+/// `utime + stime` of a `/proc/<pid>/stat` line, in clock ticks. The command name (field 2)
+/// may hold spaces and parentheses, so fields are counted from its closing one.
+fn parse_cpu_ticks(stat: &str) -> Option<u64> {
+    let mut after_name = stat.rsplit_once(')')?.1.split_whitespace();
+    // Field 3 (state) comes first; utime and stime are fields 14 and 15.
+    let utime: u64 = after_name.nth(11)?.parse().ok()?;
+    let stime: u64 = after_name.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
 fn parse_vm_rss(status: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     let kib: u64 = line
@@ -233,6 +255,15 @@ fn parse_vm_rss(status: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_ticks_are_counted_after_the_command_name() {
+        // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+        // utime stime cutime ...
+        let stat = "4242 (nats server (x)) S 1 4242 4242 0 -1 4194560 900 0 0 0 1234 567 0 0 20";
+        assert_eq!(parse_cpu_ticks(stat), Some(1234 + 567));
+        assert_eq!(parse_cpu_ticks("4242 (short"), None);
+    }
 
     #[test]
     fn percentiles_are_nearest_rank() {

@@ -199,8 +199,13 @@ pub fn spec() -> ClusterSpec {
 
 /// The names of cluster `cluster` (uid `<cluster>-uid`) under the test tenant.
 pub fn names_of(cluster: &str, spec: &ClusterSpec) -> Names {
+    names_for(&tenant(), cluster, spec)
+}
+
+/// The names of cluster `cluster` (uid `<cluster>-uid`) under `tenant`.
+pub fn names_for(tenant: &TenantId, cluster: &str, spec: &ClusterSpec) -> Names {
     let infra = names::infra_id(cluster, &format!("{cluster}-uid"));
-    Names::new(&tenant(), cluster, &infra, &spec.base_domain)
+    Names::new(tenant, cluster, &infra, &spec.base_domain)
 }
 
 /// The outputs of an earlier step, as [`command`] takes them:
@@ -224,11 +229,23 @@ pub fn command(
     action: Action,
     outputs: impl IntoIterator<Item = (String, Outputs)>,
 ) -> StepCommand {
-    let names = names_of(cluster, &spec);
+    command_for(&tenant(), cluster, spec, step, action, outputs)
+}
+
+/// [`command`] under `tenant`.
+pub fn command_for(
+    tenant: &TenantId,
+    cluster: &str,
+    spec: ClusterSpec,
+    step: impl std::fmt::Display,
+    action: Action,
+    outputs: impl IntoIterator<Item = (String, Outputs)>,
+) -> StepCommand {
+    let names = names_for(tenant, cluster, &spec);
     StepCommand {
         v: ENVELOPE_VERSION,
         saga_id: format!("saga-{cluster}"),
-        tenant: tenant(),
+        tenant: tenant.clone(),
         cluster: cluster.to_owned(),
         step: step.to_string(),
         action,

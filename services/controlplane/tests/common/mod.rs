@@ -8,14 +8,13 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use hypersaga_bus::{
-    Action, ENVELOPE_VERSION, NsgOutputs, OidcOutputs, Outputs, PrivateZoneOutputs,
-    ResourceGroupsOutputs, StepCommand, StepContext, StepError, StepId, StepOutputs, VnetOutputs,
-    WorkloadClient, WorkloadIdentitiesOutputs,
+    Action, NsgOutputs, OidcOutputs, Outputs, PrivateZoneOutputs, ResourceGroupsOutputs,
+    StepCommand, StepError, StepId, StepOutputs, VnetOutputs, WorkloadClient,
+    WorkloadIdentitiesOutputs,
 };
 use hypersaga_config::{Config, Secret, TenantAzure, TenantConfig};
 use hypersaga_emulator_mgmt::{Emulator, kubeconfig_yaml};
-use hypersaga_model::names::infra_id;
-use hypersaga_model::{ClusterSpec, Names, NodePoolSpec, TenantId};
+use hypersaga_model::{ClusterSpec, NodePoolSpec, TenantId};
 use hypersaga_stepkit::Notes;
 use hypersaga_worker::StepResult;
 use tokio::sync::oneshot;
@@ -150,9 +149,6 @@ pub fn command(
     pools: Vec<NodePoolSpec>,
 ) -> StepCommand {
     let tenant = TenantId::new(tenant).expect("tenant");
-    let uid = format!("uid-{cluster}");
-    let infra = infra_id(cluster, &uid);
-    let names = Names::new(&tenant, cluster, &infra, "example.com");
     let spec = ClusterSpec {
         location: "eastus".into(),
         base_domain: "example.com".into(),
@@ -160,6 +156,7 @@ pub fn command(
         node_pools: pools,
         network: Default::default(),
     };
+    let names = hypersaga_testkit::names_for(&tenant, cluster, &spec);
     let vnet = format!(
         "{}/providers/Microsoft.Network/virtualNetworks/{}",
         rg_id(&names.vnet_rg),
@@ -263,28 +260,7 @@ pub fn command(
         }
         .into_outputs(),
     );
-    StepCommand {
-        v: ENVELOPE_VERSION,
-        saga_id: format!("saga-{cluster}"),
-        tenant,
-        cluster: cluster.into(),
-        step: step.to_string(),
-        action,
-        attempt: 1,
-        fence: 1,
-        not_before: None,
-        deadline: time::OffsetDateTime::now_utc() + time::Duration::hours(1),
-        lease_ms: 60_000,
-        memo: serde_json::Value::Null,
-        waiting_since: None,
-        dispatched_in: None,
-        context: StepContext {
-            cluster_uid: uid,
-            names,
-            spec,
-            outputs,
-        },
-    }
+    hypersaga_testkit::command_for(&tenant, cluster, spec, step, action, outputs)
 }
 
 /// Collects progress notes.
