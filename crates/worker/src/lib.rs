@@ -105,7 +105,7 @@ pub struct WorkerOptions {
 /// latest note is also what the heartbeat repeats.
 pub struct Progress {
     bus: Bus,
-    cmd: StepCommand,
+    cmd: Arc<StepCommand>,
     trace: hypersaga_telemetry::TraceParent,
     last: std::sync::Mutex<String>,
 }
@@ -149,7 +149,8 @@ pub async fn run(
 ) -> Result<()> {
     let mut queues =
         fair::TenantQueues::open(&bus, &opts.service, &opts.tenants, opts.ack_wait).await?;
-    let sagas = bus.sagas().await?;
+    // Shared by every command's task (a store's clone copies its stream's whole info).
+    let sagas = Arc::new(bus.sagas().await?);
     info!(service = %opts.service, tenants = opts.tenants.len(), "worker started");
     hypersaga_telemetry::probes::set_ready(true);
     let in_flight =
@@ -207,14 +208,14 @@ pub async fn run(
 
 async fn handle(
     bus: Bus,
-    sagas: kv::Store,
+    sagas: Arc<kv::Store>,
     handler: Arc<dyn StepHandler>,
     msg: async_nats::jetstream::Message,
     ack_wait: Duration,
 ) {
     let trace = trace_of(msg.headers.as_ref());
-    let cmd: StepCommand = match serde_json::from_slice(&msg.payload) {
-        Ok(c) => c,
+    let cmd: Arc<StepCommand> = match serde_json::from_slice(&msg.payload) {
+        Ok(c) => Arc::new(c),
         Err(e) => {
             reject_undecodable(&bus, &msg, &trace, &e).await;
             return;
