@@ -120,6 +120,30 @@ impl Pacer {
         .await
     }
 
+    /// Reserves one token only if its slot is at most `horizon` away; otherwise reserves
+    /// nothing and answers the wait as the error. The check and the reservation are one
+    /// compare-and-set, so callers racing for one budget cannot all pass a check and then push
+    /// it far beyond the horizon, as a [`Pacer::peek`] before a [`Pacer::reserve`] lets them.
+    /// That bounds what sleeps on the budget at any moment by `horizon` × rate, and with it
+    /// what a caller that dies while sleeping (a replica killed) takes from the budget unused.
+    pub async fn reserve_within(
+        &self,
+        key: &str,
+        rate: Rate,
+        horizon: Duration,
+    ) -> Result<std::result::Result<Duration, Duration>> {
+        let p = Params::of(rate)?;
+        self.cas(key, |tat, now| {
+            let (new_tat, slot) = gcra::reserve(p, tat, now, 1);
+            if slot.wait > horizon {
+                (None, Err(slot.wait))
+            } else {
+                (Some(new_tat), Ok(slot.wait))
+            }
+        })
+        .await
+    }
+
     /// Reserves `n` tokens and sleeps until their slot: [`Pacer::reserve`] then sleep.
     pub async fn acquire(&self, key: &str, rate: Rate, n: u32) -> Result<()> {
         let wait = self.reserve(key, rate, n).await?;

@@ -160,6 +160,49 @@ async fn two_replicas_share_one_budget() {
 }
 
 #[tokio::test]
+async fn a_reservation_within_a_horizon_is_refused_beyond_it_and_takes_nothing() {
+    let server = Server::start().await;
+    let clock = ManualClock::new();
+    let a = server.pacer().await.with_clock(clock.source());
+    let b = server.pacer().await.with_clock(clock.source());
+    let rate = Rate::new(10.0, 2);
+    let key = "sub-1.eastus.deletes";
+    let horizon = ms(250);
+
+    // The burst, then slots 100 and 200 ms away, shared by two replicas.
+    assert_eq!(
+        a.reserve_within(key, rate, horizon).await.unwrap(),
+        Ok(ms(0))
+    );
+    assert_eq!(
+        b.reserve_within(key, rate, horizon).await.unwrap(),
+        Ok(ms(0))
+    );
+    assert_eq!(
+        a.reserve_within(key, rate, horizon).await.unwrap(),
+        Ok(ms(100))
+    );
+    assert_eq!(
+        b.reserve_within(key, rate, horizon).await.unwrap(),
+        Ok(ms(200))
+    );
+    // The next slot is 300 ms away: refused, and refusing reserves nothing.
+    for _ in 0..5 {
+        assert_eq!(
+            a.reserve_within(key, rate, horizon).await.unwrap(),
+            Err(ms(300))
+        );
+    }
+    assert_eq!(b.peek(key, rate).await.unwrap(), ms(300));
+    // Once time has moved on, it is within the horizon again.
+    clock.advance(ms(100));
+    assert_eq!(
+        b.reserve_within(key, rate, horizon).await.unwrap(),
+        Ok(ms(200))
+    );
+}
+
+#[tokio::test]
 async fn peek_does_not_consume() {
     let server = Server::start().await;
     let clock = ManualClock::new();

@@ -118,14 +118,12 @@ impl Gate for PacerGate {
         let key = b.key(&self.subscription, &self.principal, class);
         let rate = b.rate(class);
         // A slot further away than the deferral threshold is not waited for in a worker slot:
-        // the step gives its slot back and comes again then (nothing is reserved for it).
-        match b.pacer.peek(&key, rate).await {
-            Ok(wait) if wait > b.defer_after => return Err(wait),
-            Ok(_) => {}
-            Err(e) => warn!(error = %e, %key, "cannot read the ARM budget; reserving anyway"),
-        }
-        match b.pacer.reserve(&key, rate, 1).await {
-            Ok(wait) => tokio::time::sleep(wait).await,
+        // the step gives its slot back and comes again then (nothing is reserved for it). So at
+        // most that threshold's worth of the budget sleeps at any moment, fleet-wide, and a
+        // replica killed while its requests sleep wastes no more than its share of it.
+        match b.pacer.reserve_within(&key, rate, b.defer_after).await {
+            Ok(Ok(wait)) => tokio::time::sleep(wait).await,
+            Ok(Err(wait)) => return Err(wait),
             Err(e) => {
                 warn!(error = %e, %key, "cannot reserve from the ARM budget; sending unpaced")
             }
