@@ -202,6 +202,36 @@ async fn a_reservation_within_a_horizon_is_refused_beyond_it_and_takes_nothing()
     );
 }
 
+/// Many requests of two replicas racing for one budget at the same instant: only the slots
+/// within the horizon are handed out, however they interleave. (A peek, then a reserve, let
+/// every one of them through, pushing the budget seconds ahead of the horizon.)
+#[tokio::test]
+async fn racing_reservers_never_push_the_budget_past_the_horizon() {
+    let server = Server::start().await;
+    let clock = ManualClock::new();
+    let a = Arc::new(server.pacer().await.with_clock(clock.source()));
+    let b = Arc::new(server.pacer().await.with_clock(clock.source()));
+    let rate = Rate::new(10.0, 2);
+    let key = "sub-1.eastus.deletes";
+    let horizon = ms(250);
+    let racers: Vec<_> = (0..40)
+        .map(|i| {
+            let pacer = if i % 2 == 0 { a.clone() } else { b.clone() };
+            tokio::spawn(async move { pacer.reserve_within(key, rate, horizon).await.unwrap() })
+        })
+        .collect();
+    let mut granted = Vec::new();
+    for racer in racers {
+        if let Ok(wait) = racer.await.unwrap() {
+            granted.push(wait);
+        }
+    }
+    granted.sort();
+    // The burst of two now, then the slots 100 and 200 ms away; 300 ms is past the horizon.
+    assert_eq!(granted, vec![ms(0), ms(0), ms(100), ms(200)]);
+    assert_eq!(a.peek(key, rate).await.unwrap(), ms(300));
+}
+
 #[tokio::test]
 async fn peek_does_not_consume() {
     let server = Server::start().await;
