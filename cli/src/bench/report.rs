@@ -211,23 +211,24 @@ pub fn progress(msg: impl AsRef<str>) {
 /// Resident memory of a process in bytes (`VmRSS` of `/proc/<pid>/status`), `None` when
 /// unreadable (another OS, a process that exited).
 pub fn rss_bytes(pid: Option<u32>) -> Option<u64> {
-    let path = match pid {
-        Some(p) => format!("/proc/{p}/status"),
-        None => "/proc/self/status".to_owned(),
-    };
-    parse_vm_rss(&std::fs::read_to_string(path).ok()?)
+    parse_vm_rss(&proc_file(pid, "status")?)
 }
 
 /// CPU time a process has used so far, user and system, all its threads (`/proc/<pid>/stat`),
 /// in seconds; `None` when unreadable.
 pub fn cpu_secs(pid: Option<u32>) -> Option<f64> {
-    let path = match pid {
-        Some(p) => format!("/proc/{p}/stat"),
-        None => "/proc/self/stat".to_owned(),
-    };
-    let ticks = parse_cpu_ticks(&std::fs::read_to_string(path).ok()?)?;
+    let ticks = parse_cpu_ticks(&proc_file(pid, "stat")?)?;
     let per_sec = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok()??;
     Some(ticks as f64 / per_sec as f64)
+}
+
+/// `/proc/<pid>/<name>` (this process's without a pid), `None` when unreadable.
+fn proc_file(pid: Option<u32>, name: &str) -> Option<String> {
+    let path = match pid {
+        Some(p) => format!("/proc/{p}/{name}"),
+        None => format!("/proc/self/{name}"),
+    };
+    std::fs::read_to_string(path).ok()
 }
 
 /// `utime + stime` of a `/proc/<pid>/stat` line, in clock ticks. The command name (field 2)
