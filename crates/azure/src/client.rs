@@ -10,7 +10,7 @@ use url::Url;
 
 use crate::config::ArmConfig;
 use crate::error::{ArmError, Result};
-use crate::gate::{Feedback, Gate, RequestClass};
+use crate::gate::{Feedback, Gate, Hooks, MutationGuard, RequestClass};
 use crate::lro;
 use crate::request::{self, Answer, log_path};
 use crate::transport;
@@ -53,6 +53,8 @@ pub(crate) struct Inner {
     pub lro_timeout: Duration,
     /// The shared request budget, when one is installed.
     pub gate: Option<Arc<dyn Gate>>,
+    /// Asked before every request that changes something, when one is installed.
+    pub guard: Option<Arc<dyn MutationGuard>>,
 }
 
 impl std::fmt::Debug for ArmClient {
@@ -68,11 +70,12 @@ impl ArmClient {
     /// same transport), and a pipeline with bearer-token auth and no automatic retries.
     /// Does no I/O; the first token is fetched on the first call.
     pub fn new(config: ArmConfig) -> Result<Self> {
-        Self::with_gate(config, None)
+        Self::with_hooks(config, Hooks::default())
     }
 
-    /// As [`ArmClient::new`], with every request paced by `gate` (see [`Gate`]).
-    pub fn with_gate(config: ArmConfig, gate: Option<Arc<dyn Gate>>) -> Result<Self> {
+    /// As [`ArmClient::new`], with every request paced by `hooks.gate` (see [`Gate`]) and
+    /// every mutating one allowed by `hooks.guard` first (see [`MutationGuard`]).
+    pub fn with_hooks(config: ArmConfig, hooks: Hooks) -> Result<Self> {
         if config.resource_manager_url.scheme() != "https" {
             // azure_core refuses to send a bearer token over plain HTTP; fail early and clearly.
             return Err(ArmError::Config(format!(
@@ -106,7 +109,8 @@ impl ArmClient {
                 base,
                 poll_interval: config.lro_poll_interval,
                 lro_timeout: config.lro_timeout,
-                gate,
+                gate: hooks.gate,
+                guard: hooks.guard,
             }),
         })
     }
@@ -258,6 +262,17 @@ impl Inner {
         attempt: u32,
     ) -> Result<Answer> {
         let class = RequestClass::of(&method);
+        // Fenced before paced: a request that must not be sent takes no budget.
+        if class != RequestClass::Read
+            && let Some(guard) = &self.guard
+            && let Err(reason) = guard.allow().await
+        {
+            return Err(ArmError::Fenced {
+                path: log_path(url),
+                method: method.to_string(),
+                reason,
+            });
+        }
         if let Some(gate) = &self.gate
             && let Err(retry_after) = gate.admit(class).await
         {

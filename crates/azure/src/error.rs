@@ -133,6 +133,17 @@ pub enum ArmError {
         /// When the budget has a slot again.
         retry_after: Duration,
     },
+    /// Not sent: the work this request was for may no longer change anything (its step
+    /// command is stale, see [`crate::MutationGuard`]).
+    #[error("{method} {path} not sent: {reason}")]
+    Fenced {
+        /// Request path without query.
+        path: String,
+        /// The HTTP method.
+        method: String,
+        /// Why the guard refused it.
+        reason: String,
+    },
     /// The client was configured wrongly (bad URL, unreadable CA bundle, …).
     #[error("invalid ARM client configuration: {0}")]
     Config(String),
@@ -184,9 +195,10 @@ impl ArmError {
                 None if status.eq_ignore_ascii_case("Canceled") => ErrorKind::Retryable,
                 None => ErrorKind::Terminal,
             },
-            Self::Transport { .. } | Self::LroTimeout { .. } | Self::Paced { .. } => {
-                ErrorKind::Retryable
-            }
+            Self::Transport { .. }
+            | Self::LroTimeout { .. }
+            | Self::Paced { .. }
+            | Self::Fenced { .. } => ErrorKind::Retryable,
             Self::Credential { status, .. } => match status {
                 None => ErrorKind::Retryable,
                 Some(s) => match classify(Some(*s), None) {
@@ -294,6 +306,7 @@ impl ArmError {
             Self::Credential { .. } => "credential",
             Self::LroTimeout { .. } => "lro_timeout",
             Self::Paced { .. } => "paced",
+            Self::Fenced { .. } => "fenced",
             Self::InvalidResponse { .. } => "invalid_response",
             Self::Config(_) => "config",
             Self::InvalidId(_) => "invalid_id",

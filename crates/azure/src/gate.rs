@@ -1,4 +1,6 @@
-//! Pacing: a hook asked before every ARM request and told what ARM said after it.
+//! The hooks an [`crate::ArmClient`] asks before it sends: pacing ([`Gate`], before every
+//! request, told what ARM said after it) and fencing ([`MutationGuard`], before every request
+//! that changes something).
 //!
 //! ARM throttles per subscription × principal × region with token buckets (reads 250 / 25 s⁻¹,
 //! writes and deletes 200 / 10 s⁻¹), and every replica of every service draws on the same
@@ -75,4 +77,23 @@ pub trait Gate: Send + Sync + fmt::Debug {
     async fn admit(&self, class: RequestClass) -> Result<(), Duration>;
     /// Learns from ARM's answer.
     async fn observe(&self, feedback: Feedback);
+}
+
+/// Asked before every request that changes something (PUT, PATCH, POST, DELETE). A refusal
+/// means the request is not sent ([`crate::ArmError::Fenced`]). The product's services install
+/// one that asks whether the saga still wants the step command being run, so a stale command
+/// can read but never change Azure.
+#[async_trait::async_trait]
+pub trait MutationGuard: Send + Sync + fmt::Debug {
+    /// `Err(why)` when the request must not be sent.
+    async fn allow(&self) -> Result<(), String>;
+}
+
+/// What an [`crate::ArmClient`] asks before it sends; none by default.
+#[derive(Clone, Debug, Default)]
+pub struct Hooks {
+    /// The shared request budget.
+    pub gate: Option<std::sync::Arc<dyn Gate>>,
+    /// The fence of the work the requests are made for.
+    pub guard: Option<std::sync::Arc<dyn MutationGuard>>,
 }

@@ -38,6 +38,6 @@ pub use classify::{ErrorKind, classify, means_absent};
 pub use client::ArmClient;
 pub use config::{ArmConfig, CredentialConfig};
 pub use error::{ArmError, ArmErrorBody, Result};
-pub use gate::{Feedback, Gate, RequestClass};
+pub use gate::{Feedback, Gate, Hooks, MutationGuard, RequestClass};
 pub use ids::{IdError, ResourceId};
 pub use lro::{Pending, PollKind, Progress};

@@ -14,7 +14,9 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use hypersaga_azure::{ArmClient, ArmConfig, ArmError, CredentialConfig, ErrorKind, Secret};
+use hypersaga_azure::{
+    ArmClient, ArmConfig, ArmError, CredentialConfig, ErrorKind, Hooks, MutationGuard, Secret,
+};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
@@ -247,6 +249,10 @@ struct Harness {
 }
 
 async fn harness(lro_timeout: Duration) -> Harness {
+    harness_with(lro_timeout, Hooks::default()).await
+}
+
+async fn harness_with(lro_timeout: Duration, hooks: Hooks) -> Harness {
     hypersaga_devca::install_crypto_provider();
     let ca = hypersaga_devca::DevCa::generate().unwrap();
     let cert = ca.issue_loopback_cert().unwrap();
@@ -269,18 +275,21 @@ async fn harness(lro_timeout: Duration) -> Harness {
         .await
         .unwrap();
     });
-    let arm = ArmClient::new(ArmConfig {
-        resource_manager_url: base.parse().unwrap(),
-        authority_host: base.parse().unwrap(),
-        ca_bundle_pem: Some(ca.cert_pem().to_owned()),
-        credential: CredentialConfig::ClientSecret {
-            tenant_id: "00000000-0000-0000-0000-0000000000aa".into(),
-            client_id: "app".into(),
-            client_secret: Secret::new("s3cret"),
+    let arm = ArmClient::with_hooks(
+        ArmConfig {
+            resource_manager_url: base.parse().unwrap(),
+            authority_host: base.parse().unwrap(),
+            ca_bundle_pem: Some(ca.cert_pem().to_owned()),
+            credential: CredentialConfig::ClientSecret {
+                tenant_id: "00000000-0000-0000-0000-0000000000aa".into(),
+                client_id: "app".into(),
+                client_secret: Secret::new("s3cret"),
+            },
+            lro_poll_interval: Duration::from_millis(50),
+            lro_timeout,
         },
-        lro_poll_interval: Duration::from_millis(50),
-        lro_timeout,
-    })
+        hooks,
+    )
     .unwrap();
     Harness {
         arm,
@@ -317,6 +326,46 @@ async fn sync_put_returns_resource_and_fetches_token_once() {
     assert_eq!(h.double.count(&format!("GET {}", rg())), 0);
     let scopes = h.double.scopes.lock().unwrap().clone();
     assert_eq!(scopes, vec![format!("{}/.default", h.double.base)]);
+}
+
+/// A guard that refuses every call it is asked about, counting them.
+#[derive(Debug, Default)]
+struct Refusing(Mutex<u32>);
+
+#[async_trait::async_trait]
+impl MutationGuard for Refusing {
+    async fn allow(&self) -> Result<(), String> {
+        *self.0.lock().unwrap() += 1;
+        Err("the saga moved on".into())
+    }
+}
+
+#[tokio::test]
+async fn a_refused_write_or_delete_is_never_sent_and_reads_are_not_asked_about() {
+    let guard = Arc::new(Refusing::default());
+    let hooks = Hooks {
+        gate: None,
+        guard: Some(guard.clone()),
+    };
+    let h = harness_with(Duration::from_secs(10), hooks).await;
+    let vnet = net("virtualNetworks", "vnet");
+    let err = h
+        .arm
+        .put(&vnet, API, &json!({"location": "eastus"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ArmError::Fenced { .. }), "{err:?}");
+    assert!(err.to_string().contains("the saga moved on"), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Retryable);
+    let err = h.arm.delete(&vnet, API).await.unwrap_err();
+    assert!(matches!(err, ArmError::Fenced { .. }), "{err:?}");
+    assert_eq!(h.double.count(&format!("PUT {vnet}")), 0);
+    assert_eq!(h.double.count(&format!("DELETE {vnet}")), 0);
+    assert_eq!(*guard.0.lock().unwrap(), 2);
+    // A read goes out without asking.
+    assert!(h.arm.get(&vnet, API).await.unwrap().is_some());
+    assert_eq!(h.double.count(&format!("GET {vnet}")), 1);
+    assert_eq!(*guard.0.lock().unwrap(), 2);
 }
 
 #[tokio::test]

@@ -1,10 +1,10 @@
 //! [`ArmClients`]: one ARM client per tenant, built on first use.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hypersaga_azure::{ArmClient, ArmConfig, CredentialConfig, RequestClass, Secret, ids};
+use hypersaga_azure::{ArmClient, ArmConfig, CredentialConfig, Hooks, RequestClass, Secret, ids};
 use hypersaga_bus::StepError;
 use hypersaga_bus::{Action, StepCommand};
 use hypersaga_config::{Config, TenantAzure};
@@ -13,6 +13,7 @@ use url::Url;
 
 use crate::Error;
 use crate::errors::step_error;
+use crate::fencing::WorkerGuard;
 use crate::pacing::Budgets;
 
 /// A tenant's ARM client and the subscription its clusters live in.
@@ -139,7 +140,11 @@ impl ArmClients {
             .budgets
             .as_ref()
             .map(|b| b.gate(&azure.subscription_id, &azure.client_id));
-        let client = ArmClient::with_gate(
+        let hooks = Hooks {
+            gate,
+            guard: Some(Arc::new(WorkerGuard)),
+        };
+        let client = ArmClient::with_hooks(
             ArmConfig {
                 resource_manager_url: self.resource_manager_url.clone(),
                 authority_host: self.authority_host.clone(),
@@ -152,7 +157,7 @@ impl ArmClients {
                 lro_poll_interval: self.lro_poll_interval,
                 lro_timeout: self.lro_timeout,
             },
-            gate,
+            hooks,
         )
         .map_err(step_error)?;
         let arm = TenantArm {

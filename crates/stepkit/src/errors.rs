@@ -70,6 +70,7 @@ fn fallback_code(e: &ArmError) -> String {
         ArmError::Config(_) => "AzureClientMisconfigured".into(),
         ArmError::InvalidId(_) => "InvalidResourceId".into(),
         ArmError::Paced { .. } => "ArmBudgetExhausted".into(),
+        ArmError::Fenced { .. } => "Fenced".into(),
         _ => "AzureError".into(),
     }
 }

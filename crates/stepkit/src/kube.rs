@@ -51,6 +51,7 @@ pub async fn apply<K>(api: &Api<K>, name: &str, obj: &K, target: &str) -> Result
 where
     K: Resource + Serialize + DeserializeOwned + Clone + Debug,
 {
+    crate::fenced(target).await?;
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let applied = api
         .patch(name, &params, &Patch::Apply(obj))
@@ -138,6 +139,7 @@ pub async fn delete<K>(api: &Api<K>, name: &str, what: &str) -> Result<bool, Ste
 where
     K: Resource + Clone + DeserializeOwned + Debug,
 {
+    crate::fenced(what).await?;
     match api.delete(name, &DeleteParams::default()).await {
         Ok(_) => {
             info!(object = %what, "delete requested");

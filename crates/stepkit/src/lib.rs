@@ -13,6 +13,9 @@
 //! * [`tags`] — the `hypersaga.io/{tenant,cluster,saga}` tags every created resource carries;
 //! * [`ensure`] / [`remove`] — "look, adopt, then create" and "delete, absent is fine", with
 //!   one log line per resource adopted, created or deleted;
+//! * [`fenced`] — the running command's fence, asked before every call that changes
+//!   something (installed in every ARM client; called by the management-cluster writes here
+//!   and by the OIDC blob writes);
 //! * [`Notes`] — what a handler says while it waits, so handlers can run under the worker
 //!   (notes go on the bus) or directly in tests (notes go to the log);
 //! * [`run_service`] — connect the bus and run the worker with the configured options;
@@ -29,6 +32,7 @@
 mod clients;
 mod ensure;
 mod errors;
+mod fencing;
 mod flow;
 pub mod kube;
 mod notes;
@@ -39,6 +43,7 @@ mod tags;
 pub use clients::{ArmClients, TenantArm};
 pub use ensure::{Ensured, any, ensure, provisioning_state, remove};
 pub use errors::{missing_output, step_error, unknown_step};
+pub use fencing::fenced;
 pub use flow::{ArmStep, Halt, Ops, conclude, drive};
 pub use notes::{LogNotes, Notes};
 pub use pacing::Budgets;

@@ -1,5 +1,6 @@
-//! Fencing: before (and while) running a command, check that the saga still wants exactly
-//! this dispatch of the step.
+//! Fencing: the check that the saga still wants exactly this dispatch of the step, made
+//! before every mutating call (`guard`), before a redelivered command runs, and at every
+//! heartbeat.
 //!
 //! A command can arrive late — redelivered after its replica died, republished from an outbox
 //! after JetStream's de-duplication window, delivered again after its result was applied, or

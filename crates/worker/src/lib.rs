@@ -2,8 +2,10 @@
 //!
 //! A service is a [`StepHandler`]; this crate runs it: it pulls the service's commands from a
 //! durable JetStream consumer that all replicas of the service share, holds back retries until
-//! their `not_before` (NAK with delay: the wait lives in JetStream, not in a timer here), runs
-//! a command only while the saga record names its fence, heartbeats while the handler works
+//! their `not_before` (NAK with delay: the wait lives in JetStream, not in a timer here), lets
+//! a command change nothing outside unless the saga record names its fence (asked before every
+//! mutating call, before a redelivered command runs at all, and at every heartbeat; see
+//! [`before_mutation`]), heartbeats while the handler works
 //! (renewing both JetStream's ack wait and the coordinator's lease, and stopping the handler
 //! if the saga has taken the step back), publishes the result as a completion event and only
 //! then acknowledges the command. A replica killed mid-step loses nothing: the unacknowledged
@@ -28,6 +30,9 @@ use tracing::{Instrument, field, info, info_span, warn};
 
 mod fair;
 mod fence;
+mod guard;
+
+pub use guard::{Fenced, before_mutation};
 
 /// Runs one attempt of a step of a saga.
 ///
@@ -257,7 +262,15 @@ async fn handle(
         let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
         return;
     }
-    match fence::check(&sagas, &cmd).await {
+    // A first delivery is checked at its first mutating call (see `guard`); a redelivery, the
+    // usual late command, is checked before anything runs.
+    let delivered = msg.info().map(|i| i.delivered).unwrap_or(1);
+    let verdict = if delivered > 1 {
+        fence::check(&sagas, &cmd).await
+    } else {
+        Ok(fence::Verdict::Current)
+    };
+    match verdict {
         Ok(fence::Verdict::Current) => {}
         Ok(fence::Verdict::MovedOn) => {
             info!(saga = %cmd.saga_id, step = %cmd.step, fence = cmd.fence, "command is stale (the saga moved on); dropping it");
@@ -299,7 +312,6 @@ async fn handle(
         let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
         return;
     }
-    let delivered = msg.info().map(|i| i.delivered).unwrap_or(1);
     let span = info_span!(
         "step",
         tenant = %cmd.tenant,
@@ -336,8 +348,9 @@ async fn handle(
             }
         };
         let started = std::time::Instant::now();
+        let guard = guard::Guard::new(sagas.clone(), cmd.clone());
         let result = tokio::select! {
-            r = handler.run(&cmd, &progress) => r,
+            r = guard.scope(handler.run(&cmd, &progress)) => r,
             () = heartbeat => {
                 warn!("the saga took this step back (lease lost); stopping the handler");
                 tracing::Span::current().record("outcome", "lease_lost");
@@ -345,6 +358,26 @@ async fn handle(
                 return;
             }
         };
+        // A refused mutation means the handler's answer is not the saga's to hear.
+        match guard.refusal() {
+            None => {}
+            Some(guard::Fenced::MovedOn { .. }) => {
+                info!("command is stale (the saga moved on); a mutating call was refused, dropping it");
+                tracing::Span::current().record("outcome", "fenced");
+                let _ = msg.ack().await;
+                return;
+            }
+            Some(refused) => {
+                info!(reason = %refused, "a mutating call was refused; retrying shortly");
+                tracing::Span::current().record("outcome", "fenced");
+                let wait = match refused {
+                    guard::Fenced::Behind { .. } => Duration::from_millis(500),
+                    _ => Duration::from_secs(1),
+                };
+                let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
+                return;
+            }
+        }
         let outcome = match result {
             Ok(StepResult::Done(outputs)) => {
                 tracing::Span::current().record("outcome", "succeeded");

@@ -30,7 +30,9 @@ const TOKEN: &str = "test-token-0123456789";
 /// The second tenant's token.
 const GLOBEX: &str = "globex-token-0123456789";
 
-/// Records every call; fails chosen (step, action) pairs a number of times.
+/// Records every call; fails chosen (step, action) pairs a number of times. Every call counts
+/// as a change outside (as a real step's PUT would), so it asks the worker's fence first and
+/// records nothing when refused.
 #[derive(Default)]
 struct Scripted {
     calls: Mutex<Vec<(String, Action, u32)>>,
@@ -40,6 +42,9 @@ struct Scripted {
 #[async_trait::async_trait]
 impl StepHandler for Scripted {
     async fn run(&self, cmd: &StepCommand, _p: &Progress) -> Result<StepResult, StepError> {
+        hypersaga_worker::before_mutation()
+            .await
+            .map_err(|e| StepError::retryable("Fenced", e.to_string()))?;
         self.calls
             .lock()
             .unwrap()
@@ -473,7 +478,7 @@ async fn a_stale_command_is_fenced_off_by_the_saga_record() {
     assert_eq!(
         h.calls().len(),
         before,
-        "the stale command must not run: {:?}",
+        "the stale command must change nothing: {:?}",
         &h.calls()[before..]
     );
 }

@@ -31,6 +31,7 @@ pub(crate) async fn ensure(
     if stored.is_none() {
         // A tenant made before keys had a store of their own: its key must be the one its
         // clusters already sign with, never a new one.
+        hypersaga_stepkit::fenced("signingKeys").await?;
         let moved = keys
             .migrate_legacy(publisher, tenant)
             .await
@@ -58,6 +59,7 @@ pub(crate) async fn ensure(
                     )
                 })?
                 .map_err(step_error)?;
+            hypersaga_stepkit::fenced("signingKeys").await?;
             if keys.create(tenant, &generated).await.map_err(step_error)? {
                 info!(kid = %generated.kid(), "created the tenant's signing key");
                 generated
@@ -79,6 +81,7 @@ pub(crate) async fn ensure(
         }
     };
     let container = oidc_container(&cmd.tenant);
+    hypersaga_stepkit::fenced("oidcIssuer").await?;
     let issuer = publisher
         .publish_issuer(&container, &[key.public_key()])
         .await
