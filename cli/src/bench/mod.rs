@@ -31,7 +31,9 @@ pub enum BenchCommand {
     /// flight at a time, for each M of --in-flight; the same N, K and M then run through the
     /// raw pattern on the same server (KV create, then per step a command published with ack
     /// and pulled, an event likewise, a KV compare-and-set), with payloads as large as the
-    /// engine's. Then --finished finished sagas are written and the engine runs again.
+    /// engine's. Then --finished finished sagas are written and the engine runs again; its
+    /// unloaded run is compared with one timed just before they were written (same streams,
+    /// same history), so the comparison sees the finished sagas and nothing else.
     ///
     /// Printed per run: sagas/s; saga time p50/p99; step round trip p50/p99; the coordinator's
     /// own time per step p50/p99 (one transition applying a step's result, timed on the
