@@ -38,6 +38,10 @@ pub use guard::{Fenced, before_mutation};
 ///
 /// Every implementation must be idempotent — look, adopt, then create — because a command
 /// can be delivered more than once (a replica dying after the work but before the ack).
+///
+/// Every call that changes something outside must ask [`before_mutation`] first and not be
+/// made when refused: a late command may run, but only its reads. The ARM clients and the
+/// management-cluster helpers of `hypersaga-stepkit` ask on the handler's behalf.
 #[async_trait::async_trait]
 pub trait StepHandler: Send + Sync + 'static {
     async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError>;
