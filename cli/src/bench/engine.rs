@@ -270,14 +270,13 @@ pub async fn run(args: EngineArgs) -> anyhow::Result<std::process::ExitCode> {
     }
     let mut finished_write_secs = None;
     if args.finished > 0 {
-        if unloaded {
-            // The first unloaded run saw nearly empty streams; the one after the finished
-            // sagas sees every loaded run's messages too. This one sees the same as that.
-            progress("engine, unloaded, just before the finished sagas are written");
-            let mut baseline = engine.run(1, unloaded_n, cap, 0, nats_pid, &spans).await?;
-            baseline.before_finished = true;
-            runs.push(baseline);
-        }
+        // The first run at 1 in flight saw nearly empty streams; the one after the finished
+        // sagas sees every loaded run's messages too. This one sees the same as that.
+        progress("engine, 1 in flight, just before the finished sagas are written");
+        let n = if unloaded { unloaded_n } else { args.sagas };
+        let mut baseline = engine.run(1, n, cap, 0, nats_pid, &spans).await?;
+        baseline.before_finished = true;
+        runs.push(baseline);
         progress(format!(
             "writing {} finished sagas and their cluster records",
             args.finished

@@ -76,7 +76,13 @@ impl Guard {
         if let Some(refused) = self.refusal() {
             return Err(refused);
         }
-        let refused = match fence::check(&self.sagas, &self.cmd).await {
+        let verdict = fence::check(&self.sagas, &self.cmd).await;
+        // Calls made at once (a `join_all`) check at once: one refused meanwhile refuses all.
+        let mut refused = self.lock();
+        if let Some(earlier) = refused.as_ref() {
+            return Err(earlier.clone());
+        }
+        let now = match verdict {
             Ok(Verdict::Current) => return Ok(()),
             Ok(Verdict::MovedOn) => Fenced::MovedOn {
                 fence: self.cmd.fence,
@@ -86,8 +92,8 @@ impl Guard {
             },
             Err(e) => Fenced::Unreadable(e),
         };
-        *self.lock() = Some(refused.clone());
-        Err(refused)
+        *refused = Some(now.clone());
+        Err(now)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Fenced>> {

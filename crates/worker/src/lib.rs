@@ -266,10 +266,12 @@ async fn handle(
         let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
         return;
     }
-    // A first delivery is checked at its first mutating call (see `guard`); a redelivery, the
-    // usual late command, is checked before anything runs.
-    let delivered = msg.info().map(|i| i.delivered).unwrap_or(1);
-    let verdict = if delivered > 1 {
+    // A first delivery is checked at its first mutating call (see `guard`). A redelivery is
+    // checked before anything runs: late commands usually come that way (as does every command
+    // held back for its `not_before`, retries and re-checks included), and one dropped here
+    // spends none of its subscription's budget on reads.
+    let delivered = msg.info().map(|i| i.delivered).ok();
+    let verdict = if delivered.is_none_or(|d| d > 1) {
         fence::check(&sagas, &cmd).await
     } else {
         Ok(fence::Verdict::Current)
@@ -325,7 +327,7 @@ async fn handle(
         action = cmd.action.as_str(),
         attempt = cmd.attempt,
         fence = cmd.fence,
-        delivery = delivered,
+        delivery = delivered.unwrap_or(0),
         recheck = cmd.is_recheck(),
         trace_id = %trace.trace_id(),
         outcome = field::Empty,

@@ -465,6 +465,12 @@ async fn a_stale_command_is_fenced_off_by_the_saga_record() {
         dispatched_in: None,
         context: saga.context.clone(),
     };
+    // Whatever the network service reports from now on.
+    let mut reports = bus
+        .client()
+        .subscribe(bus.subjects().evt(&stale.tenant, "network"))
+        .await
+        .unwrap();
     let subject = bus.subjects().cmd(&stale.tenant, "network");
     bus.publish_json(
         &subject,
@@ -481,6 +487,28 @@ async fn a_stale_command_is_fenced_off_by_the_saga_record() {
         "the stale command must change nothing: {:?}",
         &h.calls()[before..]
     );
+    let reported = tokio::time::timeout(
+        Duration::from_millis(100),
+        futures::StreamExt::next(&mut reports),
+    )
+    .await;
+    assert!(
+        reported.is_err(),
+        "a stale command reports nothing: {reported:?}"
+    );
+    // Dropped (acknowledged), not handed back to come again.
+    let mut queue = bus
+        .jetstream()
+        .get_stream(hypersaga_bus::CMD_STREAM)
+        .await
+        .unwrap()
+        .get_consumer::<async_nats::jetstream::consumer::pull::Config>(
+            &hypersaga_bus::subjects::worker_consumer("network", &stale.tenant),
+        )
+        .await
+        .unwrap();
+    let info = queue.info().await.unwrap();
+    assert_eq!((info.num_pending, info.num_ack_pending), (0, 0), "{info:?}");
 }
 
 #[tokio::test]
