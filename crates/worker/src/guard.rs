@@ -113,3 +113,75 @@ pub async fn before_mutation() -> Result<(), Fenced> {
         Err(_) => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use hypersaga_bus::subjects::saga_key;
+    use hypersaga_bus::{Action, Bus, StepId};
+    use hypersaga_procs::NatsServer;
+    use hypersaga_testkit::{command, spec};
+
+    use super::*;
+
+    struct Saga {
+        _dir: tempfile::TempDir,
+        _nats: NatsServer,
+        sagas: Arc<kv::Store>,
+        key: String,
+        cmd: StepCommand,
+    }
+
+    /// A saga record (its contents are never read: the command names its revision) and a
+    /// command dispatched by it.
+    async fn dispatched() -> Saga {
+        let dir = tempfile::tempdir().unwrap();
+        let nats = NatsServer::start(dir.path()).await.unwrap();
+        let bus = Bus::connect(nats.url(), "guard-test", "hcp").await.unwrap();
+        let sagas = Arc::new(bus.sagas().await.unwrap());
+        let mut cmd = command("demo", spec(), StepId::Vnet, Action::Do, []);
+        let key = saga_key(&cmd.tenant, &cmd.saga_id);
+        cmd.dispatched_in = Some(sagas.put(&key, "{}".into()).await.unwrap());
+        Saga {
+            _dir: dir,
+            _nats: nats,
+            sagas,
+            key,
+            cmd,
+        }
+    }
+
+    #[tokio::test]
+    async fn changes_are_allowed_while_the_saga_is_at_the_command_and_never_after_it_moved_on() {
+        let s = dispatched().await;
+        let guard = Guard::new(s.sagas.clone(), Arc::new(s.cmd.clone()));
+        guard
+            .scope(async {
+                assert_eq!(before_mutation().await, Ok(()));
+                assert_eq!(before_mutation().await, Ok(()), "asked again, same answer");
+                // The saga is gone (it moved on as far as it can).
+                s.sagas.purge(&s.key).await.unwrap();
+                let moved_on = Err(Fenced::MovedOn { fence: s.cmd.fence });
+                assert_eq!(before_mutation().await, moved_on);
+                // Once refused, always refused, whatever the record says next.
+                s.sagas.put(&s.key, "{}".into()).await.unwrap();
+                assert_eq!(before_mutation().await, moved_on);
+            })
+            .await;
+        assert_eq!(
+            guard.refusal(),
+            Some(Fenced::MovedOn { fence: s.cmd.fence })
+        );
+        // Outside a worker's guard (a handler run directly) nothing is asked.
+        assert_eq!(before_mutation().await, Ok(()));
+    }
+
+    #[tokio::test]
+    async fn a_record_read_older_than_the_command_refuses_for_now() {
+        let s = dispatched().await;
+        let mut ahead = s.cmd.clone();
+        ahead.dispatched_in = ahead.dispatched_in.map(|r| r + 1);
+        let guard = Guard::new(s.sagas.clone(), Arc::new(ahead));
+        let answer = guard.scope(before_mutation()).await;
+        assert_eq!(answer, Err(Fenced::Behind { fence: s.cmd.fence }));
+    }
+}
