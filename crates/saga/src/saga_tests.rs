@@ -904,6 +904,28 @@ fn compensate_turns_a_paused_create_around_and_abandon_keeps_the_record() {
 }
 
 #[test]
+fn an_abandoned_saga_wants_nothing_more_of_the_steps_it_left_in_flight() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    let running = drain(&mut s);
+    assert!(!running.is_empty());
+    let record = serde_json::to_vec(&s).unwrap();
+    assert!(
+        !crate::StepsView::from_record(&record)
+            .unwrap()
+            .is_finished()
+    );
+    s.operate(&call(OperatorAction::Abandon, None), t0())
+        .unwrap();
+    let record = serde_json::to_vec(&s).unwrap();
+    let view = crate::StepsView::from_record(&record).unwrap();
+    // The steps are left as they were; the operation's end is what a worker's fence reads.
+    let step = view.step(&running[0].step).unwrap().unwrap();
+    assert!(step.in_flight(), "{step:?}");
+    assert!(view.is_finished());
+}
+
+#[test]
 fn progress_renews_the_lease() {
     let mut s = saga(OperationKind::Create);
     s.advance(t0());

@@ -5,6 +5,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use hypersaga_model::record::OperationState;
+
 use crate::saga::StepRecord;
 
 /// A saga record's steps, as stored: what a worker checks a command's fence against before
@@ -15,6 +17,8 @@ use crate::saga::StepRecord;
 /// the rest of the record (context, outbox, the other steps) is only scanned.
 #[derive(Deserialize)]
 pub struct StepsView<'a> {
+    /// The operation's state: a finished saga wants nothing more of any step.
+    state: OperationState,
     #[serde(borrow)]
     steps: Vec<&'a RawValue>,
 }
@@ -30,6 +34,12 @@ impl<'a> StepsView<'a> {
     /// Reads the steps of a saga record as stored in KV.
     pub fn from_record(json: &'a [u8]) -> serde_json::Result<Self> {
         serde_json::from_slice(json)
+    }
+
+    /// Whether the operation has ended (succeeded, failed, or abandoned by an operator):
+    /// then no command of it may change anything, even of a step left in flight.
+    pub fn is_finished(&self) -> bool {
+        self.state.is_terminal()
     }
 
     /// The step with wire id `id`, decoded.

@@ -53,10 +53,13 @@ pub(crate) async fn check(sagas: &kv::Store, cmd: &StepCommand) -> Result<Verdic
     if let Some(verdict) = by_revision(entry.revision, cmd.dispatched_in) {
         return Ok(verdict);
     }
-    let step = StepsView::from_record(&entry.value)
-        .and_then(|saga| saga.step(&cmd.step))
-        .map_err(|e| e.to_string())?;
-    let Some(step) = step else {
+    let saga = StepsView::from_record(&entry.value).map_err(|e| e.to_string())?;
+    // An operation that has ended (an operator's abandon may leave steps in flight) wants
+    // nothing more.
+    if saga.is_finished() {
+        return Ok(Verdict::MovedOn);
+    }
+    let Some(step) = saga.step(&cmd.step).map_err(|e| e.to_string())? else {
         return Ok(Verdict::MovedOn);
     };
     Ok(judge(&step, cmd.action, cmd.fence))
