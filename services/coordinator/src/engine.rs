@@ -217,7 +217,7 @@ impl Engine {
             slot.snapshot(snapshot?);
             if finished {
                 info!(state = ?saga.state, "operation finished");
-                self.finish(key, &saga, history).await;
+                self.finish(key, &saga, history).await?;
                 self.forget(key, slot);
                 return Ok(());
             }
@@ -263,7 +263,7 @@ impl Engine {
         .await?;
         slot.snapshot(snapshot);
         if finished {
-            self.retire(key).await;
+            self.retire(key).await?;
             self.forget(key, slot);
         } else {
             self.keep_or_clear(key, slot, kept, known).await;
@@ -299,8 +299,13 @@ impl Engine {
     /// What follows a saga's last transition once its outbox is out: it leaves the active
     /// index (which is what tells a later reader that the outbox left in its record was
     /// published: no write clears it), and a deleted cluster's earlier operations expire.
-    async fn finish(&self, key: &str, saga: &Saga, history: Option<std::time::Duration>) {
-        self.retire(key).await;
+    async fn finish(
+        &self,
+        key: &str,
+        saga: &Saga,
+        history: Option<std::time::Duration>,
+    ) -> Result<()> {
+        self.retire(key).await?;
         metrics::counter!(
             "hypersaga_operations_finished_total",
             "kind" => label(saga.kind),
@@ -314,6 +319,7 @@ impl Engine {
                     .await;
             }
         }
+        Ok(())
     }
 
     /// A delete that supersedes a create starts once that create has stopped: until then it
@@ -572,10 +578,21 @@ impl Engine {
         Ok(())
     }
 
-    /// Takes a finished saga whose outbox is cleared off the index of active ones.
-    async fn retire(&self, key: &str) {
-        if let Err(e) = self.active.delete(key).await {
-            debug!(error = %e, "could not take the saga off the active index; the resync will");
+    /// Takes a finished saga whose outbox is published off the index of active ones. Until
+    /// it is off, a reader takes the outbox left in its record for unpublished and publishes
+    /// it again, so a failure is returned: the input is then redelivered within JetStream's
+    /// de-duplication window, and its transition republishes (absorbed) and retires again.
+    async fn retire(&self, key: &str) -> Result<()> {
+        self.active
+            .delete(key)
+            .await
+            .map_err(|e| Error::kv("take the saga off the active index", e))
+    }
+
+    /// [`Engine::retire`] for the resync, which goes on with the other sagas (and comes back).
+    async fn retire_or_log(&self, key: &str) {
+        if let Err(e) = self.retire(key).await {
+            debug!(saga = %key, error = %e, "resync could not retire the saga; the next one will");
         }
     }
 
@@ -619,7 +636,7 @@ impl Engine {
             };
             let Some(saga) = saga else {
                 if !full {
-                    self.retire(key).await;
+                    self.retire_or_log(key).await;
                 }
                 continue;
             };
@@ -629,7 +646,7 @@ impl Engine {
                     continue;
                 }
                 if saga.outbox.is_empty() {
-                    self.retire(key).await;
+                    self.retire_or_log(key).await;
                     continue;
                 }
             } else {
