@@ -46,6 +46,17 @@ pub enum Fenced {
     Unreadable(String),
 }
 
+impl Fenced {
+    /// How long the command is handed back for; `None`: it is dropped.
+    pub(crate) fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            Self::MovedOn { .. } => None,
+            Self::Behind { .. } => Some(fence::BEHIND_RETRY),
+            Self::Unreadable(_) => Some(fence::UNREADABLE_RETRY),
+        }
+    }
+}
+
 /// The fence of the command one task is running.
 pub(crate) struct Guard {
     sagas: Arc<kv::Store>,
@@ -167,10 +178,9 @@ mod tests {
                 assert_eq!(before_mutation().await, moved_on);
             })
             .await;
-        assert_eq!(
-            guard.refusal(),
-            Some(Fenced::MovedOn { fence: s.cmd.fence })
-        );
+        let refused = guard.refusal().unwrap();
+        assert_eq!(refused, Fenced::MovedOn { fence: s.cmd.fence });
+        assert_eq!(refused.retry_after(), None, "dropped, not handed back");
         // Outside a worker's guard (a handler run directly) nothing is asked.
         assert_eq!(before_mutation().await, Ok(()));
     }
@@ -183,5 +193,9 @@ mod tests {
         let guard = Guard::new(s.sagas.clone(), Arc::new(ahead));
         let answer = guard.scope(before_mutation()).await;
         assert_eq!(answer, Err(Fenced::Behind { fence: s.cmd.fence }));
+        assert_eq!(
+            guard.refusal().and_then(|r| r.retry_after()),
+            Some(fence::BEHIND_RETRY)
+        );
     }
 }

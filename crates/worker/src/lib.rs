@@ -285,15 +285,13 @@ async fn handle(
         }
         Ok(fence::Verdict::Behind) => {
             info!(saga = %cmd.saga_id, step = %cmd.step, fence = cmd.fence, "the saga record read lags this command; retrying shortly");
-            let _ = msg
-                .ack_with(AckKind::Nak(Some(Duration::from_millis(500))))
-                .await;
+            let _ = msg.ack_with(AckKind::Nak(Some(fence::BEHIND_RETRY))).await;
             return;
         }
         Err(e) => {
             warn!(error = %e, "cannot read the saga to check the command; retrying later");
             let _ = msg
-                .ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
+                .ack_with(AckKind::Nak(Some(fence::UNREADABLE_RETRY)))
                 .await;
             return;
         }
@@ -365,24 +363,19 @@ async fn handle(
             }
         };
         // A refused mutation means the handler's answer is not the saga's to hear.
-        match guard.refusal() {
-            None => {}
-            Some(guard::Fenced::MovedOn { .. }) => {
-                info!("command is stale (the saga moved on); a mutating call was refused, dropping it");
-                tracing::Span::current().record("outcome", "fenced");
-                let _ = msg.ack().await;
-                return;
+        if let Some(refused) = guard.refusal() {
+            tracing::Span::current().record("outcome", "fenced");
+            match refused.retry_after() {
+                None => {
+                    info!(reason = %refused, "a mutating call was refused; dropping the command");
+                    let _ = msg.ack().await;
+                }
+                Some(wait) => {
+                    info!(reason = %refused, "a mutating call was refused; retrying shortly");
+                    let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
+                }
             }
-            Some(refused) => {
-                info!(reason = %refused, "a mutating call was refused; retrying shortly");
-                tracing::Span::current().record("outcome", "fenced");
-                let wait = match refused {
-                    guard::Fenced::Behind { .. } => Duration::from_millis(500),
-                    _ => Duration::from_secs(1),
-                };
-                let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
-                return;
-            }
+            return;
         }
         let outcome = match result {
             Ok(StepResult::Done(outputs)) => {
