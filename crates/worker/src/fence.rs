@@ -41,11 +41,6 @@ pub(crate) enum Verdict {
     Behind,
 }
 
-/// How long a command is handed back for when the saga record read lags it.
-pub(crate) const BEHIND_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
-/// How long a command is handed back for when the saga record cannot be read.
-pub(crate) const UNREADABLE_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
-
 /// Reads the saga record and judges `cmd` against it.
 pub(crate) async fn check(sagas: &kv::Store, cmd: &StepCommand) -> Result<Verdict, String> {
     let entry = sagas

@@ -16,6 +16,7 @@
 //! returned.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_nats::jetstream::kv;
 use hypersaga_bus::StepCommand;
@@ -46,13 +47,18 @@ pub enum Fenced {
     Unreadable(String),
 }
 
+/// How long a command is handed back for when the saga record read lags it.
+pub(crate) const BEHIND_RETRY: Duration = Duration::from_millis(500);
+/// How long a command is handed back for when the saga record cannot be read.
+pub(crate) const UNREADABLE_RETRY: Duration = Duration::from_secs(1);
+
 impl Fenced {
     /// How long the command is handed back for; `None`: it is dropped.
-    pub(crate) fn retry_after(&self) -> Option<std::time::Duration> {
+    pub(crate) fn retry_after(&self) -> Option<Duration> {
         match self {
             Self::MovedOn { .. } => None,
-            Self::Behind { .. } => Some(fence::BEHIND_RETRY),
-            Self::Unreadable(_) => Some(fence::UNREADABLE_RETRY),
+            Self::Behind { .. } => Some(BEHIND_RETRY),
+            Self::Unreadable(_) => Some(UNREADABLE_RETRY),
         }
     }
 }
@@ -83,7 +89,8 @@ impl Guard {
         self.lock().clone()
     }
 
-    async fn check(&self) -> Result<(), Fenced> {
+    /// Reads the saga record and judges the command (or repeats an earlier refusal).
+    pub(crate) async fn check(&self) -> Result<(), Fenced> {
         if let Some(refused) = self.refusal() {
             return Err(refused);
         }
@@ -195,7 +202,7 @@ mod tests {
         assert_eq!(answer, Err(Fenced::Behind { fence: s.cmd.fence }));
         assert_eq!(
             guard.refusal().and_then(|r| r.retry_after()),
-            Some(fence::BEHIND_RETRY)
+            Some(BEHIND_RETRY)
         );
     }
 }

@@ -271,30 +271,12 @@ async fn handle(
     // held back for its `not_before`, retries and re-checks included), and one dropped here
     // spends none of its subscription's budget on reads.
     let delivered = msg.info().map(|i| i.delivered).ok();
-    let verdict = if delivered.is_none_or(|d| d > 1) {
-        fence::check(&sagas, &cmd).await
-    } else {
-        Ok(fence::Verdict::Current)
-    };
-    match verdict {
-        Ok(fence::Verdict::Current) => {}
-        Ok(fence::Verdict::MovedOn) => {
-            info!(saga = %cmd.saga_id, step = %cmd.step, fence = cmd.fence, "command is stale (the saga moved on); dropping it");
-            let _ = msg.ack().await;
-            return;
-        }
-        Ok(fence::Verdict::Behind) => {
-            info!(saga = %cmd.saga_id, step = %cmd.step, fence = cmd.fence, "the saga record read lags this command; retrying shortly");
-            let _ = msg.ack_with(AckKind::Nak(Some(fence::BEHIND_RETRY))).await;
-            return;
-        }
-        Err(e) => {
-            warn!(error = %e, "cannot read the saga to check the command; retrying later");
-            let _ = msg
-                .ack_with(AckKind::Nak(Some(fence::UNREADABLE_RETRY)))
-                .await;
-            return;
-        }
+    let guard = guard::Guard::new(sagas.clone(), cmd.clone());
+    if delivered.is_none_or(|d| d > 1)
+        && let Err(refused) = guard.check().await
+    {
+        hand_back(&msg, &cmd, &refused).await;
+        return;
     }
     if let Some(wait) = handler.defer(&cmd).await {
         // Keep the step ours with the coordinator while it waits (a heartbeat with the reason),
@@ -352,7 +334,6 @@ async fn handle(
             }
         };
         let started = std::time::Instant::now();
-        let guard = guard::Guard::new(sagas.clone(), cmd.clone());
         let result = tokio::select! {
             r = guard.scope(handler.run(&cmd, &progress)) => r,
             () = heartbeat => {
@@ -365,16 +346,7 @@ async fn handle(
         // A refused mutation means the handler's answer is not the saga's to hear.
         if let Some(refused) = guard.refusal() {
             tracing::Span::current().record("outcome", "fenced");
-            match refused.retry_after() {
-                None => {
-                    info!(reason = %refused, "a mutating call was refused; dropping the command");
-                    let _ = msg.ack().await;
-                }
-                Some(wait) => {
-                    info!(reason = %refused, "a mutating call was refused; retrying shortly");
-                    let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
-                }
-            }
+            hand_back(&msg, &cmd, &refused).await;
             return;
         }
         let outcome = match result {
@@ -417,6 +389,25 @@ async fn handle(
     }
     .instrument(span)
     .await
+}
+
+/// A command the fence refused, before it ran or at one of its changes: dropped when the saga
+/// has moved on from it, else handed back to come again shortly. Nothing is reported.
+async fn hand_back(msg: &async_nats::jetstream::Message, cmd: &StepCommand, refused: &Fenced) {
+    match refused.retry_after() {
+        None => {
+            info!(saga = %cmd.saga_id, step = %cmd.step, fence = cmd.fence, reason = %refused, "command fenced off; dropping it");
+            let _ = msg.ack().await;
+        }
+        Some(wait) => {
+            if let Fenced::Unreadable(_) = refused {
+                warn!(saga = %cmd.saga_id, step = %cmd.step, reason = %refused, "command not vouched for; retrying later");
+            } else {
+                info!(saga = %cmd.saga_id, step = %cmd.step, fence = cmd.fence, reason = %refused, "command fenced for now; retrying shortly");
+            }
+            let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
+        }
+    }
 }
 
 /// The `outcome` label of step metrics.
