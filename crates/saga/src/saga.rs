@@ -415,6 +415,69 @@ impl Saga {
         true
     }
 
+    /// A timer of this saga fired. The server keeps one timer per saga, and an older timer
+    /// published again (an outbox repaired late) replaces a newer one, so once any has fired
+    /// none may be left: forget the one recorded, and the next [`Saga::reschedule`] arms what
+    /// is due next.
+    pub fn timer_fired(&mut self) {
+        self.scheduled = None;
+    }
+
+    /// The create `create` that this delete supersedes, as a record of one no coordinator
+    /// built: finished, superseded, every step skipped, attributed to the delete's actor (who
+    /// ended it). Written create-only in that create's place, it makes a build still under way
+    /// (a replica that read the cluster record before the delete was accepted) find the key
+    /// taken, so the create cannot run behind the delete's back.
+    pub fn unbuilt_create(&self, create: &str, now: OffsetDateTime) -> Saga {
+        let steps = self
+            .steps
+            .iter()
+            .map(|s| StepRecord {
+                state: StepState::Skipped,
+                ..StepRecord::new(&StepDef {
+                    id: s.id.clone(),
+                    deps: s.deps.clone(),
+                    undo: s.undo,
+                })
+            })
+            .collect();
+        Saga {
+            v: SAGA_VERSION,
+            id: create.to_owned(),
+            tenant: self.tenant.clone(),
+            cluster: self.cluster.clone(),
+            kind: OperationKind::Create,
+            state: OperationState::Failed,
+            steps,
+            context: StepContext {
+                outputs: BTreeMap::new(),
+                ..self.context.clone()
+            },
+            retry: self.retry,
+            timing: self.timing,
+            created_at: now,
+            updated_at: now,
+            ended_at: Some(now),
+            deadline: now,
+            error: Some(ErrorInfo {
+                code: "Superseded".into(),
+                message: format!("superseded by delete {} before it started", self.id),
+                ..Default::default()
+            }),
+            pause: None,
+            request_id: None,
+            actor: self.actor.clone(),
+            trace_id: self.trace_id.clone(),
+            seq: 0,
+            outbox: Vec::new(),
+            deadline_passed: false,
+            superseded_by: Some(self.id.clone()),
+            after: None,
+            previous: None,
+            scheduled: None,
+        }
+    }
+
     /// Whether the saga has ended.
     pub fn is_finished(&self) -> bool {
         self.state.is_terminal()

@@ -1009,6 +1009,68 @@ fn a_timer_goes_out_only_when_none_armed_fires_soon_enough() {
 }
 
 #[test]
+fn once_a_timer_has_fired_the_next_tick_arms_one_whatever_was_recorded() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    assert!(s.reschedule(t0()));
+    let armed = s.scheduled.unwrap();
+    // An older timer, published again by a late repair, replaced this one on the server and
+    // fired early: nothing is due, and without a new timer none would be left.
+    let early = armed - Duration::seconds(20);
+    assert_eq!(s.tick(early), Applied::Ignored("nothing due"));
+    assert!(!s.reschedule(early), "the record alone says one is armed");
+    s.timer_fired();
+    assert!(s.reschedule(early));
+    assert_eq!(s.scheduled, Some(armed));
+}
+
+#[test]
+fn a_delete_waiting_for_its_create_looks_again_every_30_s() {
+    let mut d = saga(OperationKind::Delete);
+    d.after = Some("op-create".into());
+    let look = t0() + Duration::seconds(30);
+    assert_eq!(d.next_due(), Some(look));
+    assert_eq!(
+        d.tick(look - Duration::seconds(1)),
+        Applied::Ignored("nothing due")
+    );
+    // Looked again (the coordinator asked the create once more): the next look is 30 s on,
+    // never a time already past, or its timer would fire again at once.
+    let late = look + Duration::seconds(7);
+    assert_eq!(d.tick(late), Applied::Changed);
+    assert_eq!(d.next_due(), Some(late + Duration::seconds(30)));
+    assert!(
+        drain(&mut d).is_empty(),
+        "nothing is dispatched while it waits"
+    );
+    assert_eq!(d.state, OperationState::Running);
+}
+
+#[test]
+fn a_create_superseded_before_it_was_built_is_recorded_finished_and_never_runs() {
+    let mut d = saga(OperationKind::Delete);
+    d.id = "op-delete".into();
+    let mut c = d.unbuilt_create("op-create", t0());
+    assert_eq!(
+        (c.id.as_str(), c.kind),
+        ("op-create", OperationKind::Create)
+    );
+    assert_eq!(c.state, OperationState::Failed);
+    assert_eq!(c.superseded_by.as_deref(), Some("op-delete"));
+    assert_eq!(
+        c.error.as_ref().map(|e| e.code.as_str()),
+        Some("Superseded")
+    );
+    assert!(c.steps.iter().all(|s| s.state == StepState::Skipped));
+    assert!(c.resources().is_empty() && c.outbox.is_empty());
+    assert_eq!(c.next_due(), None);
+    // Whatever reaches it, it sends nothing.
+    assert_eq!(c.advance(t0()), Applied::Ignored("saga is finished"));
+    assert_eq!(c.tick(t0()), Applied::Ignored("saga is finished"));
+    assert!(c.outbox.is_empty());
+}
+
+#[test]
 fn a_busy_service_keeps_its_queued_steps_and_only_a_silent_one_pauses_them() {
     let mut s = saga(OperationKind::Create);
     s.advance(t0());

@@ -15,6 +15,10 @@ use crate::transitions::millis;
 /// command; the second expiry means the service is not there.
 const LEASE_EXPIRIES_BEFORE_PAUSE: u32 = 2;
 
+/// How often a delete waiting for a superseded create looks again, should the create's
+/// wake-up be lost.
+const LOOK_AGAIN: time::Duration = time::Duration::seconds(30);
+
 impl Saga {
     /// When this saga next has something due (a lease, a step deadline, the operation's
     /// deadline); `None` when only an input can move it (finished, or paused and idle).
@@ -38,10 +42,7 @@ impl Saga {
         let operation = operation_deadline_applies.then_some(self.deadline);
         // A delete waiting for a superseded create looks again now and then, should the
         // create's wake-up be lost.
-        let waiting = self
-            .after
-            .as_ref()
-            .map(|_| self.updated_at + time::Duration::seconds(30));
+        let waiting = self.after.as_ref().map(|_| self.updated_at + LOOK_AGAIN);
         steps.chain(operation).chain(waiting).min()
     }
 
@@ -53,6 +54,8 @@ impl Saga {
     ///   back later and are then undone); a delete past its deadline stops and fails, saying
     ///   what it could not remove. Compensation itself has no deadline: leaving half a
     ///   cluster behind is worse than finishing late. A paused create waits for its operator.
+    /// - A delete waiting for a superseded create, whose look again was due (the coordinator
+    ///   has just asked the create to stop again), looks again [`LOOK_AGAIN`] later.
     pub fn tick(&mut self, now: OffsetDateTime) -> Applied {
         self.tick_with(now, |_| false)
     }
@@ -80,7 +83,8 @@ impl Saga {
             return Applied::Ignored("saga is finished");
         }
         let before = self.seq;
-        let mut changed = false;
+        // `updated_at`, set below, is what the next look again counts from.
+        let mut changed = self.after.is_some() && self.updated_at + LOOK_AGAIN <= now;
         for i in 0..self.steps.len() {
             let s = &self.steps[i];
             if !s.in_flight() {

@@ -2,7 +2,7 @@
 
 use async_nats::jetstream::kv;
 use futures::{StreamExt, TryStreamExt};
-use hypersaga_bus::{Bus, ENVELOPE_VERSION, OperatorCall, SagaWake, StepEvent};
+use hypersaga_bus::{AuditEvent, Bus, ENVELOPE_VERSION, OperatorCall, SagaWake, StepEvent};
 use hypersaga_model::record::{OperationKind, OperationState};
 use hypersaga_saga::{Applied, Effect, Saga};
 use hypersaga_telemetry::TraceParent;
@@ -28,8 +28,10 @@ pub enum Input {
     Wake,
     /// A service reported on a step.
     Event(Box<StepEvent>),
-    /// Something is due (a lease, a deadline), or the periodic safety net.
+    /// The periodic safety net: look whether something is due (a lease, a deadline).
     Tick,
+    /// The saga's timer fired, at `fired_at` by the server's clock (when it stored the tick).
+    Timer { fired_at: OffsetDateTime },
     /// An operator's call (resume, retry a step, compensate, abandon).
     Operate(Box<OperatorCall>),
     /// A delete supersedes this create: stop at the next safe point, then wake it.
@@ -38,6 +40,15 @@ pub enum Input {
 
 /// Compare-and-set attempts before giving up (the event is then redelivered).
 const MAX_CAS_TRIES: u32 = 16;
+
+/// How long a key may be in the active index without its saga before the resync takes it
+/// off (a build indexes a saga just before writing it).
+const BUILD_GRACE: time::Duration = time::Duration::seconds(60);
+
+/// How old the audit events of an outbox found in the bucket may be and still be left to
+/// JetStream's de-duplication when published again: it remembers message ids for two minutes;
+/// this leaves a minute for clocks that disagree.
+const DEDUP_TRUSTED_FOR: time::Duration = time::Duration::seconds(60);
 
 pub struct Engine {
     bus: Bus,
@@ -98,7 +109,7 @@ impl Engine {
             Input::Operate(call) => {
                 span.record("step", call.step.as_deref().unwrap_or(call.action.as_str()));
             }
-            Input::Wake | Input::Tick | Input::Supersede { .. } => {}
+            Input::Wake | Input::Tick | Input::Timer { .. } | Input::Supersede { .. } => {}
         }
         self.process_inner(key, input).instrument(span).await
     }
@@ -134,34 +145,31 @@ impl Engine {
             // by whichever comes next: this transition's snapshot, or the repaired saga's when
             // the input changes nothing.
             if !saga.outbox.is_empty() && !published && published_here != Some(revision) {
-                self.publish_outbox(&saga, revision).await?;
+                self.republish_outbox(&saga, revision).await?;
                 published_here = Some(revision);
             }
             let repaired = published_here == Some(revision);
             let earlier_outbox = std::mem::take(&mut saga.outbox);
 
-            let now = OffsetDateTime::now_utc();
+            let now = match input {
+                // The server fired the timer when it was due by its clock: when this one is
+                // behind, what the timer was armed for is judged due all the same (else nothing
+                // would be due, and the timer armed again for a time already past).
+                Input::Timer { fired_at } => OffsetDateTime::now_utc().max(*fired_at),
+                _ => OffsetDateTime::now_utc(),
+            };
             let applied = match input {
-                Input::Wake | Input::Tick if saga.after.is_some() => {
-                    self.after_create(&mut saga, now).await?
-                }
+                Input::Wake if saga.after.is_some() => self.after_create(&mut saga, now).await?,
                 Input::Supersede { by } => saga.supersede(by, now),
                 Input::Wake => saga.advance(now),
                 Input::Event(ev) => saga.apply(ev, now),
-                Input::Tick => {
-                    // A lapsed lease in a service busy with a backlog is queueing, not loss.
-                    let horizon = std::time::Duration::from_millis(saga.timing.start_lease_ms);
-                    let lapsed = saga.lapsed_services(now);
-                    let busy = self
-                        .backlogs
-                        .busy_services(&lapsed, &saga.tenant, horizon)
-                        .await;
-                    match saga.tick_with(now, |s| busy.contains(s)) {
-                        // A timer that fired before anything was due: arm the next one.
-                        Applied::Ignored(_) if !from_copy && saga.reschedule(now) => {
-                            Applied::Changed
-                        }
-                        applied => applied,
+                Input::Tick | Input::Timer { .. } => {
+                    if matches!(input, Input::Timer { .. }) {
+                        saga.timer_fired();
+                    }
+                    match self.after_create(&mut saga, now).await? {
+                        Applied::Changed => Applied::Changed,
+                        _ => self.tick(&mut saga, now, from_copy).await,
                     }
                 }
                 Input::Operate(call) => match saga.operate(call, now) {
@@ -322,6 +330,22 @@ impl Engine {
         Ok(())
     }
 
+    /// The time-based checks of [`Saga::tick_with`]; a tick that finds nothing due arms the
+    /// timer for what is due next (unless one armed already fires no later).
+    async fn tick(&self, saga: &mut Saga, now: OffsetDateTime, from_copy: bool) -> Applied {
+        // A lapsed lease in a service busy with a backlog is queueing, not loss.
+        let horizon = std::time::Duration::from_millis(saga.timing.start_lease_ms);
+        let lapsed = saga.lapsed_services(now);
+        let busy = self
+            .backlogs
+            .busy_services(&lapsed, &saga.tenant, horizon)
+            .await;
+        match saga.tick_with(now, |s| busy.contains(s)) {
+            Applied::Ignored(_) if !from_copy && saga.reschedule(now) => Applied::Changed,
+            applied => applied,
+        }
+    }
+
     /// A delete that supersedes a create starts once that create has stopped: until then it
     /// tells the create (again — idempotent) to stop at its next safe point; the create wakes
     /// it when it has.
@@ -331,7 +355,7 @@ impl Engine {
         };
         let create_key = hypersaga_bus::subjects::saga_key(&saga.tenant, &create);
         for asked in [false, true] {
-            if let Some(outputs) = self.stopped_outputs(&create_key).await? {
+            if let Some(outputs) = self.stopped_outputs(saga, &create, now).await? {
                 return Ok(saga.release(&outputs, now));
             }
             if !asked {
@@ -346,16 +370,44 @@ impl Engine {
         ))
     }
 
-    /// The outputs of the saga at `key` once it has finished (or was never built: nothing of
-    /// it can run); `None` while it runs.
+    /// The outputs of the create `create`, superseded by `delete`, once it has finished;
+    /// `None` while it runs. A create no coordinator has built yet never will be: its key is
+    /// taken first, create-only, by a finished record saying so ([`Saga::unbuilt_create`]),
+    /// since a replica that read the cluster record before the delete may still be building
+    /// it. Should that build win the race, the create is read again, and stopped as any other.
     async fn stopped_outputs(
         &self,
-        key: &str,
+        delete: &Saga,
+        create: &str,
+        now: OffsetDateTime,
     ) -> Result<Option<std::collections::BTreeMap<String, hypersaga_bus::Outputs>>> {
-        Ok(match self.read(key).await? {
-            Some(other) => (other.saga.is_finished()).then_some(other.saga.context.outputs),
-            None => Some(Default::default()),
-        })
+        let key = hypersaga_bus::subjects::saga_key(&delete.tenant, create);
+        for _ in 0..2 {
+            if let Some(other) = self.read(&key).await? {
+                return Ok(other
+                    .saga
+                    .is_finished()
+                    .then_some(other.saga.context.outputs));
+            }
+            let unbuilt = delete.unbuilt_create(create, now);
+            let bytes = serde_json::to_vec(&unbuilt).map_err(|source| Error::Decode {
+                key: key.clone(),
+                source,
+            })?;
+            match self.sagas.create(&key, bytes.into()).await {
+                Ok(_) => {
+                    info!(
+                        create,
+                        "the superseded create was never built; it never will be"
+                    );
+                    return Ok(Some(Default::default()));
+                }
+                // Built meanwhile (or the read above lags): read it again.
+                Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(Error::kv("write the unbuilt create", e)),
+            }
+        }
+        Ok(None)
     }
 
     /// The saga as the bucket has it (`None`: there is none).
@@ -546,12 +598,12 @@ impl Engine {
                         saga_id: saga.id.clone(),
                         cluster: None,
                     };
-                    // Unique per journal position and time: a repaired outbox is de-duplicated,
-                    // a new timer is not (a reused id would keep the old timer armed).
+                    // Unique per record written: a repaired outbox is de-duplicated, a new
+                    // timer is not, even for a time armed before (a timer re-armed after
+                    // another replaced it; a reused id would leave none armed).
                     let msg_id = format!(
-                        "{}:timer:{}:{}",
+                        "{}:timer:{revision}:{}",
                         saga.id,
-                        saga.seq,
                         at.unix_timestamp_nanos() / 1_000_000
                     );
                     self.bus
@@ -578,6 +630,62 @@ impl Engine {
         Ok(())
     }
 
+    /// Publishes an outbox found in the bucket, which its transition may or may not have
+    /// published (its replica may have died before, or before clearing it). Within JetStream's
+    /// de-duplication window publishing again is absorbed; past it, audit events already stored
+    /// would show twice, so those the audit stream holds are left out. Commands and timers go
+    /// out again: a command still current runs again (handlers are idempotent), a stale one is
+    /// dropped by its fence.
+    ///
+    /// What the stream holds is judged by the last event on the cluster's audit subject; when
+    /// that is another operation's (two operations of one cluster interleaving, and this one's
+    /// outbox left uncleared for minutes), everything is published again.
+    async fn republish_outbox(&self, saga: &Saga, revision: u64) -> Result<()> {
+        let oldest = saga
+            .outbox
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Audit(ev) => Some(ev.time),
+                _ => None,
+            })
+            .min();
+        if oldest.is_none_or(|t| OffsetDateTime::now_utc() - t <= DEDUP_TRUSTED_FOR) {
+            return self.publish_outbox(saga, revision).await;
+        }
+        let Some(stored) = self.last_audit_seq(saga).await? else {
+            return self.publish_outbox(saga, revision).await;
+        };
+        let mut rest = saga.clone();
+        rest.outbox
+            .retain(|e| !matches!(e, Effect::Audit(ev) if ev.seq <= stored));
+        debug!(
+            stored,
+            "republishing an old outbox without the audit events stored already"
+        );
+        self.publish_outbox(&rest, revision).await
+    }
+
+    /// The journal position of the last audit event stored for the saga's cluster, if that
+    /// event is the saga's.
+    async fn last_audit_seq(&self, saga: &Saga) -> Result<Option<u64>> {
+        use async_nats::jetstream::stream::LastRawMessageErrorKind;
+        let subject = self.bus.subjects().audit(&saga.tenant, &saga.cluster);
+        let stream = self
+            .bus
+            .jetstream()
+            .get_stream_no_info(hypersaga_bus::AUDIT_STREAM)
+            .await
+            .map_err(|e| Error::kv("open the audit stream", e))?;
+        match stream.get_last_raw_message_by_subject(&subject).await {
+            Ok(msg) => Ok(serde_json::from_slice::<AuditEvent>(&msg.payload)
+                .ok()
+                .filter(|ev| ev.operation == saga.id)
+                .map(|ev| ev.seq)),
+            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(None),
+            Err(e) => Err(Error::kv("read the last audit event", e)),
+        }
+    }
+
     /// Takes a finished saga whose outbox is published off the index of active ones. Until
     /// it is off, a reader takes the outbox left in its record for unpublished and publishes
     /// it again, so a failure is returned: the input is then redelivered within JetStream's
@@ -593,6 +701,17 @@ impl Engine {
     async fn retire_or_log(&self, key: &str) {
         if let Err(e) = self.retire(key).await {
             debug!(saga = %key, error = %e, "resync could not retire the saga; the next one will");
+        }
+    }
+
+    /// Takes off the active index a key whose saga does not exist (left by a build that died
+    /// before writing it), unless it is young: a build indexes its saga just before writing
+    /// it, and the saga may be on its way.
+    async fn retire_orphan(&self, key: &str) {
+        match self.active.entry(key).await {
+            Ok(Some(e)) if OffsetDateTime::now_utc() - e.created < BUILD_GRACE => {}
+            Ok(_) => self.retire_or_log(key).await,
+            Err(e) => debug!(saga = %key, error = %e, "resync could not read the active index"),
         }
     }
 
@@ -636,7 +755,7 @@ impl Engine {
             };
             let Some(saga) = saga else {
                 if !full {
-                    self.retire_or_log(key).await;
+                    self.retire_orphan(key).await;
                 }
                 continue;
             };
@@ -712,6 +831,7 @@ fn input_name(input: &Input) -> &'static str {
         Input::Wake => "wake",
         Input::Event(_) => "event",
         Input::Tick => "tick",
+        Input::Timer { .. } => "timer",
         Input::Operate(_) => "operate",
         Input::Supersede { .. } => "supersede",
     }

@@ -168,7 +168,8 @@ async fn consume(
         hypersaga_telemetry::otel::adopt(&received, &hypersaga_bus::trace_of(msg.headers.as_ref()));
         tasks.spawn(async move {
             let _permit = permit;
-            let decoded = decode(bus.subjects(), &msg.subject, &msg.payload);
+            let stored = msg.info().ok().map(|i| i.published);
+            let decoded = decode(bus.subjects(), &msg.subject, &msg.payload, stored);
             metrics::counter!("hypersaga_coordinator_inputs_total", "kind" => input_label(decoded.as_ref())).increment(1);
             let result = match decoded {
                 Some(Decoded::Start(wake)) => engine.start(&wake).await,
@@ -250,7 +251,7 @@ fn input_label(decoded: Option<&Decoded>) -> &'static str {
     match decoded {
         Some(Decoded::Start(_)) => "start",
         Some(Decoded::Input(_, Input::Event(_))) => "event",
-        Some(Decoded::Input(_, Input::Tick)) => "tick",
+        Some(Decoded::Input(_, Input::Tick | Input::Timer { .. })) => "tick",
         Some(Decoded::Input(_, Input::Operate(_))) => "operator_call",
         Some(Decoded::Input(_, _)) => "other",
         Some(Decoded::Refused(_)) => "refused",
@@ -282,7 +283,13 @@ fn disowned(
     }
 }
 
-fn decode(subjects: &hypersaga_bus::Subjects, subject: &str, payload: &[u8]) -> Option<Decoded> {
+/// `stored`: when the server stored the message (for a timer's tick, when it fired).
+fn decode(
+    subjects: &hypersaga_bus::Subjects,
+    subject: &str,
+    payload: &[u8],
+    stored: Option<time::OffsetDateTime>,
+) -> Option<Decoded> {
     if subject.ends_with(".saga.operate") {
         return match serde_json::from_slice::<OperatorCall>(payload) {
             Ok(c) if let Some(why) = disowned(subjects, subject, &c.tenant, None) => {
@@ -311,7 +318,9 @@ fn decode(subjects: &hypersaga_bus::Subjects, subject: &str, payload: &[u8]) -> 
                 if subject.ends_with(".saga.tick") {
                     Some(Decoded::Input(
                         hypersaga_bus::subjects::saga_key(&w.tenant, &w.saga_id),
-                        Input::Tick,
+                        Input::Timer {
+                            fired_at: stored.unwrap_or_else(time::OffsetDateTime::now_utc),
+                        },
                     ))
                 } else {
                     // A cluster name that cannot be a key part names no record.

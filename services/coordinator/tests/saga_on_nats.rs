@@ -13,6 +13,7 @@ use hypersaga_config::{Config, QuotaOverrides, Secret, TenantAzure, TenantConfig
 use hypersaga_model::names::infra_id;
 use hypersaga_model::record::{
     CLUSTER_RECORD_VERSION, OperationIntent, OperationKind, OperationState, OperationView,
+    StepState,
 };
 use hypersaga_model::{
     ClusterPhase, ClusterRecord, ClusterSpec, NetworkSpec, NodePoolSpec, TenantId,
@@ -30,13 +31,15 @@ const TOKEN: &str = "test-token-0123456789";
 /// The second tenant's token.
 const GLOBEX: &str = "globex-token-0123456789";
 
-/// Records every call; fails chosen (step, action) pairs a number of times. Every call counts
-/// as a change outside (as a real step's PUT would), so it asks the worker's fence first and
-/// records nothing when refused.
+/// Records every call; fails chosen (step, action) pairs a number of times, and never answers
+/// for the steps in `hang` (its worker heartbeats meanwhile). Every call counts as a change
+/// outside (as a real step's PUT would), so it asks the worker's fence first and records
+/// nothing when refused.
 #[derive(Default)]
 struct Scripted {
     calls: Mutex<Vec<(String, Action, u32)>>,
     failures: Mutex<HashMap<(String, Action), (u32, bool)>>,
+    hang: Mutex<Vec<String>>,
 }
 
 #[async_trait::async_trait]
@@ -49,6 +52,9 @@ impl StepHandler for Scripted {
             .lock()
             .unwrap()
             .push((cmd.step.clone(), cmd.action, cmd.attempt));
+        if self.hang.lock().unwrap().contains(&cmd.step) {
+            std::future::pending::<()>().await;
+        }
         if let Some((left, retryable)) = self
             .failures
             .lock()
@@ -197,15 +203,21 @@ impl Harness {
             let got = c
                 .get_cluster(self.call(pb::GetClusterRequest { name: name.into() }).await)
                 .await;
-            if let Ok(r) = got {
-                let cl = r.into_inner();
-                if cl.status.as_ref().map(|s| s.phase) == Some(phase as i32) {
-                    return cl;
+            match got {
+                Ok(r) => {
+                    let cl = r.into_inner();
+                    if cl.status.as_ref().map(|s| s.phase) == Some(phase as i32) {
+                        return cl;
+                    }
+                    assert!(
+                        Instant::now() < deadline,
+                        "timed out waiting for {phase:?}: {cl:#?}"
+                    );
                 }
-                assert!(
+                Err(e) => assert!(
                     Instant::now() < deadline,
-                    "timed out waiting for {phase:?}: {cl:#?}"
-                );
+                    "timed out waiting for {phase:?}: {e}"
+                ),
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -1222,4 +1234,255 @@ async fn every_token_of_a_tenant_works_and_a_revoked_one_does_not() {
         .await
         .expect_err("globex");
     assert_eq!(other.code(), tonic::Code::NotFound, "{other:?}");
+}
+
+/// A delete accepted while no coordinator had yet built the create it supersedes: the create
+/// never runs, and its key is taken, so a replica still building it from the record it read
+/// before the delete (its create-only write comes last) cannot start it behind the delete.
+#[tokio::test]
+async fn a_create_superseded_before_any_coordinator_built_it_never_runs() {
+    let mut h = Harness::start().await;
+    h.crash_coordinator();
+    let mut c = h.client().await;
+    let create = c
+        .create_cluster(h.call(request("brief")).await)
+        .await
+        .unwrap()
+        .into_inner()
+        .id;
+    let delete = c
+        .delete_cluster(
+            h.call(pb::DeleteClusterRequest {
+                name: "brief".into(),
+                ..Default::default()
+            })
+            .await,
+        )
+        .await
+        .unwrap()
+        .into_inner()
+        .id;
+    h.start_coordinator();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let op = c
+            .get_operation(h.call(pb::GetOperationRequest { id: delete.clone() }).await)
+            .await
+            .unwrap()
+            .into_inner();
+        if op.state == pb::OperationState::Succeeded as i32 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the delete never ended: {op:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let dos: Vec<_> = h
+        .calls()
+        .into_iter()
+        .filter(|(_, a, _)| *a == Action::Do)
+        .collect();
+    assert!(dos.is_empty(), "nothing was made: {dos:?}");
+
+    let op = c
+        .get_operation(h.call(pb::GetOperationRequest { id: create.clone() }).await)
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(op.state, pb::OperationState::Failed as i32);
+    assert_eq!(op.error.unwrap().code, "Superseded");
+    // A late build's create-only write of the saga finds its key taken.
+    let bus = Bus::connect(&h.config.nats.url, "test-reader", "hcp")
+        .await
+        .unwrap();
+    let saga = saga_of(&bus, &create)
+        .await
+        .expect("the create's key is taken");
+    assert!(saga.is_finished() && saga.superseded_by.is_some());
+    let late = bus
+        .sagas()
+        .await
+        .unwrap()
+        .create(
+            format!("acme.{create}"),
+            serde_json::to_vec(&saga).unwrap().into(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        late.kind(),
+        async_nats::jetstream::kv::CreateErrorKind::AlreadyExists
+    );
+}
+
+/// The server keeps one timer per saga, and the one the saga's record says is armed can be
+/// gone (an older timer republished late replaced it, then fired early). Any tick of a timer
+/// leaves one armed for what is due next.
+#[tokio::test]
+async fn a_timer_that_fires_always_leaves_one_armed_for_what_is_due_next() {
+    let h = Harness::start().await;
+    h.handler.hang.lock().unwrap().push("identity.oidc".into());
+    let mut c = h.client().await;
+    let op = c
+        .create_cluster(h.call(request("timely")).await)
+        .await
+        .unwrap()
+        .into_inner()
+        .id;
+    let bus = Bus::connect(&h.config.nats.url, "test-reader", "hcp")
+        .await
+        .unwrap();
+    // The OIDC step runs (and heartbeats) without end: the saga's timer is armed for the lease
+    // of its first heartbeat (60 s); later heartbeats push the lease on, and arm nothing.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let saga = saga_of(&bus, &op).await;
+        let running = saga.as_ref().is_some_and(|s| {
+            s.steps
+                .iter()
+                .any(|st| st.id == "identity.oidc" && st.state == StepState::Running)
+        });
+        let now = OffsetDateTime::now_utc();
+        let lease = (now + time::Duration::seconds(20))..(now + time::Duration::seconds(90));
+        if running
+            && saga
+                .and_then(|s| s.scheduled)
+                .is_some_and(|at| lease.contains(&at))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no timer armed for the lease");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let tenant = TenantId::new("acme").unwrap();
+    let timer = bus.subjects().saga_timer(&tenant, &op);
+    let js = bus.jetstream();
+    let events = js.get_stream(hypersaga_bus::EVT_STREAM).await.unwrap();
+    let armed = || async { events.get_last_raw_message_by_subject(&timer).await.is_ok() };
+    assert!(armed().await, "the timer is on the server");
+    events.purge().filter(&timer).await.unwrap();
+    assert!(!armed().await);
+
+    // A timer of this saga fires (as an older one would), before anything is due.
+    let tick = SagaWake {
+        v: hypersaga_bus::ENVELOPE_VERSION,
+        tenant: tenant.clone(),
+        saga_id: op.clone(),
+        cluster: None,
+    };
+    bus.publish_json(
+        &bus.subjects().saga_tick(&tenant),
+        &format!("{op}:early-tick"),
+        &TraceParent::new_root(),
+        &tick,
+    )
+    .await
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !armed().await {
+        assert!(
+            Instant::now() < deadline,
+            "the tick left no timer armed for the lease"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A transition publishes its outbox, and its replica dies before clearing it; nobody touches
+/// the saga (paused) for longer than JetStream remembers message ids. The next reader takes
+/// the outbox for unpublished: its audit events must not show twice.
+#[tokio::test]
+async fn an_outbox_left_uncleared_past_de_duplication_shows_no_event_twice() {
+    let h = Harness::start().await;
+    h.handler.failures.lock().unwrap().insert(
+        ("network.resource-groups".into(), Action::Do),
+        (1_000, true),
+    );
+    let mut c = h.client().await;
+    let op = c
+        .create_cluster(h.call(request("idle")).await)
+        .await
+        .unwrap()
+        .into_inner()
+        .id;
+    let bus = Bus::connect(&h.config.nats.url, "test-reader", "hcp")
+        .await
+        .unwrap();
+    let sagas = bus.sagas().await.unwrap();
+    let key = format!("acme.{op}");
+    // Paused on the resource groups, nothing in flight, its outbox cleared.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (saga, revision) = loop {
+        if let Some(e) = sagas.entry(&key).await.unwrap() {
+            let saga: hypersaga_saga::Saga = serde_json::from_slice(&e.value).unwrap();
+            let in_flight = saga.steps.iter().any(|s| s.state == StepState::Running);
+            if saga.pause.is_some() && !in_flight && saga.outbox.is_empty() {
+                break (saga, e.revision);
+            }
+        }
+        assert!(Instant::now() < deadline, "never paused");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // De-duplication that remembers ids for 100 ms only.
+    let js = bus.jetstream();
+    let mut audit = js.get_stream(hypersaga_bus::AUDIT_STREAM).await.unwrap();
+    let mut config = audit.info().await.unwrap().config.clone();
+    config.duplicate_window = Duration::from_millis(100);
+    js.update_stream(config).await.unwrap();
+    let subject = bus.subjects().audit(&saga.tenant, "idle");
+    let stored = || {
+        let (audit, subject) = (audit.clone(), subject.clone());
+        async move {
+            use futures::TryStreamExt;
+            let info = audit.info_with_subjects(&subject).await.unwrap();
+            let counts: HashMap<String, usize> = info.try_collect().await.unwrap();
+            counts.get(&subject).copied().unwrap_or(0)
+        }
+    };
+    let before = stored().await;
+    let last = {
+        let msg = audit
+            .get_last_raw_message_by_subject(&subject)
+            .await
+            .unwrap();
+        serde_json::from_slice::<hypersaga_bus::AuditEvent>(&msg.payload).unwrap()
+    };
+    assert_eq!(last.kind, "saga.paused");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // The record as that transition wrote it, minutes ago: its outbox, published, still in it.
+    let mut left = saga.clone();
+    let mut event = last.clone();
+    event.time -= time::Duration::minutes(5);
+    left.outbox = vec![hypersaga_saga::Effect::Audit(Box::new(event))];
+    sagas
+        .update(&key, serde_json::to_vec(&left).unwrap().into(), revision)
+        .await
+        .unwrap();
+    // The resync reads it, publishes what is left of the outbox and clears it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !saga_of(&bus, &op).await.unwrap().outbox.is_empty() {
+        assert!(Instant::now() < deadline, "the outbox was never repaired");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(stored().await, before, "an audit event was stored twice");
+}
+
+/// A build indexes its saga, then writes it: the resync must not take a young key off the
+/// index for want of its saga, or the saga, written a moment later, would run unindexed.
+#[tokio::test]
+async fn the_resync_leaves_a_young_index_key_whose_saga_is_not_written_yet() {
+    let h = Harness::start().await;
+    let bus = Bus::connect(&h.config.nats.url, "test-reader", "hcp")
+        .await
+        .unwrap();
+    let key = "acme.op-on-its-way";
+    bus.active()
+        .await
+        .unwrap()
+        .put(key, Vec::new().into())
+        .await
+        .unwrap();
+    // Several resyncs (one every 300 ms).
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert!(active_keys(&bus).await.iter().any(|k| k == key));
 }

@@ -80,11 +80,12 @@ impl Engine {
             None => BTreeMap::new(),
         };
         let mut saga = build_saga(&rec, outputs, &self.settings);
-        // A delete that waits for a create to stop starts through the wake-up; so does a saga
-        // no slot keeps (nothing would clear its outbox later).
+        // A delete that waits for a create to stop starts through the wake-up (with its timer
+        // armed to look again, should the create's wake-up be lost); so does a saga no slot
+        // keeps (nothing would clear its outbox later).
         let now = OffsetDateTime::now_utc();
         let advanced = kept && saga.after.is_none() && saga.advance(now) == Applied::Changed;
-        if advanced {
+        if advanced || saga.after.is_some() {
             saga.reschedule(now);
         }
         let bytes = serde_json::to_vec(&saga).map_err(|source| Error::Decode {
