@@ -32,7 +32,7 @@ pub use steps::*;
 pub use subjects::Subjects;
 pub use topology::{
     ACTIVE_BUCKET, AUDIT_STREAM, BUDGETS_BUCKET, CLUSTERS_BUCKET, CMD_STREAM, DEAD_STREAM,
-    EVT_STREAM, SAGAS_BUCKET,
+    DEDUP_WINDOW, EVT_STREAM, SAGAS_BUCKET,
 };
 
 /// Errors talking to NATS.

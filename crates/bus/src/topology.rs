@@ -24,7 +24,7 @@ pub const DEAD_STREAM: &str = "HCP_DEAD";
 pub const BUDGETS_BUCKET: &str = "hcp_budgets";
 
 /// How long a `Nats-Msg-Id` is remembered. JetStream's default; larger windows cost memory.
-const DEDUP_WINDOW: Duration = Duration::from_secs(120);
+pub const DEDUP_WINDOW: Duration = Duration::from_secs(120);
 
 pub(crate) async fn ensure(js: &jetstream::Context, s: &Subjects, replicas: usize) -> Result<()> {
     let p = s.prefix();

@@ -425,7 +425,8 @@ impl Saga {
 
     /// The create `create` that this delete supersedes, as a record of one no coordinator
     /// built: finished, superseded, every step skipped, attributed to the delete's actor (who
-    /// ended it). Written create-only in that create's place, it makes a build still under way
+    /// ended it), and started, as far as anyone can tell, when the delete was accepted (the
+    /// record that said more now names the delete). Written create-only in that create's place, it makes a build still under way
     /// (a replica that read the cluster record before the delete was accepted) find the key
     /// taken, so the create cannot run behind the delete's back.
     pub fn unbuilt_create(&self, create: &str, now: OffsetDateTime) -> Saga {
@@ -455,10 +456,10 @@ impl Saga {
             },
             retry: self.retry,
             timing: self.timing,
-            created_at: now,
+            created_at: self.created_at,
             updated_at: now,
             ended_at: Some(now),
-            deadline: now,
+            deadline: self.created_at,
             error: Some(ErrorInfo {
                 code: "Superseded".into(),
                 message: format!("superseded by delete {} before it started", self.id),

@@ -1044,6 +1044,13 @@ fn a_delete_waiting_for_its_create_looks_again_every_30_s() {
         "nothing is dispatched while it waits"
     );
     assert_eq!(d.state, OperationState::Running);
+    // Its own deadline runs once it has started: the create's step deadlines bound the wait.
+    let past = d.deadline + Duration::minutes(1);
+    assert_eq!(d.tick(past), Applied::Changed, "only a look again");
+    assert_eq!(d.state, OperationState::Running);
+    assert_eq!(d.next_due(), Some(past + Duration::seconds(30)));
+    assert_eq!(d.release(&Default::default(), past), Applied::Changed);
+    assert_eq!(d.next_due(), Some(d.deadline));
 }
 
 #[test]

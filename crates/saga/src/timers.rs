@@ -37,7 +37,9 @@ impl Saga {
                 OperationKind::Create => {
                     self.pause.is_none() && self.state == OperationState::Running
                 }
-                OperationKind::Delete => true,
+                // A delete's deadline runs once it has started: while it waits for the create
+                // it superseded, that create's step deadlines bound the wait.
+                OperationKind::Delete => self.after.is_none(),
             };
         let operation = operation_deadline_applies.then_some(self.deadline);
         // A delete waiting for a superseded create looks again now and then, should the
@@ -151,6 +153,7 @@ impl Saga {
         if !self.deadline_passed
             && now >= self.deadline
             && (self.pause.is_none() || self.kind == OperationKind::Delete)
+            && self.after.is_none()
         {
             self.deadline_passed = true;
             let info = ErrorInfo {

@@ -478,6 +478,9 @@ impl Saga {
         outputs: &std::collections::BTreeMap<String, hypersaga_bus::Outputs>,
         now: OffsetDateTime,
     ) -> Applied {
+        if self.state.is_terminal() {
+            return Applied::Ignored("saga is finished");
+        }
         let Some(create) = self.after.take() else {
             return Applied::Ignored("not waiting");
         };

@@ -46,9 +46,10 @@ const MAX_CAS_TRIES: u32 = 16;
 const BUILD_GRACE: time::Duration = time::Duration::seconds(60);
 
 /// How old the audit events of an outbox found in the bucket may be and still be left to
-/// JetStream's de-duplication when published again: it remembers message ids for two minutes;
-/// this leaves a minute for clocks that disagree.
-const DEDUP_TRUSTED_FOR: time::Duration = time::Duration::seconds(60);
+/// JetStream's de-duplication when published again: half its window, the other half for
+/// clocks that disagree.
+const DEDUP_TRUSTED_FOR: std::time::Duration =
+    std::time::Duration::from_secs(hypersaga_bus::DEDUP_WINDOW.as_secs() / 2);
 
 pub struct Engine {
     bus: Bus,
@@ -633,35 +634,33 @@ impl Engine {
     /// Publishes an outbox found in the bucket, which its transition may or may not have
     /// published (its replica may have died before, or before clearing it). Within JetStream's
     /// de-duplication window publishing again is absorbed; past it, audit events already stored
-    /// would show twice, so those the audit stream holds are left out. Commands and timers go
-    /// out again: a command still current runs again (handlers are idempotent), a stale one is
-    /// dropped by its fence.
+    /// would show twice, so when the audit stream holds the last of them, none is published
+    /// again. Commands and timers go out again: a command still current runs again (handlers
+    /// are idempotent), a stale one is dropped by its fence.
     ///
-    /// What the stream holds is judged by the last event on the cluster's audit subject; when
+    /// What the stream holds is judged by the last event on the cluster's audit subject. When
     /// that is another operation's (two operations of one cluster interleaving, and this one's
-    /// outbox left uncleared for minutes), everything is published again.
+    /// outbox left uncleared for minutes), or an earlier one of this saga (a publish cut
+    /// short), all are published again: shown twice rather than lost.
     async fn republish_outbox(&self, saga: &Saga, revision: u64) -> Result<()> {
-        let oldest = saga
-            .outbox
-            .iter()
-            .filter_map(|e| match e {
-                Effect::Audit(ev) => Some(ev.time),
-                _ => None,
-            })
-            .min();
-        if oldest.is_none_or(|t| OffsetDateTime::now_utc() - t <= DEDUP_TRUSTED_FOR) {
-            return self.publish_outbox(saga, revision).await;
-        }
-        let Some(stored) = self.last_audit_seq(saga).await? else {
+        let audits = saga.outbox.iter().filter_map(|e| match e {
+            Effect::Audit(ev) => Some((ev.time, ev.seq)),
+            _ => None,
+        });
+        let (Some(oldest), Some(last)) = (
+            audits.clone().map(|(t, _)| t).min(),
+            audits.map(|(_, seq)| seq).max(),
+        ) else {
             return self.publish_outbox(saga, revision).await;
         };
+        if OffsetDateTime::now_utc() - oldest <= DEDUP_TRUSTED_FOR
+            || self.last_audit_seq(saga).await? < Some(last)
+        {
+            return self.publish_outbox(saga, revision).await;
+        }
+        debug!("republishing an old outbox without its audit events, stored already");
         let mut rest = saga.clone();
-        rest.outbox
-            .retain(|e| !matches!(e, Effect::Audit(ev) if ev.seq <= stored));
-        debug!(
-            stored,
-            "republishing an old outbox without the audit events stored already"
-        );
+        rest.outbox.retain(|e| !matches!(e, Effect::Audit(_)));
         self.publish_outbox(&rest, revision).await
     }
 

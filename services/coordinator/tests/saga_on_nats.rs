@@ -1446,7 +1446,7 @@ async fn an_outbox_left_uncleared_past_de_duplication_shows_no_event_twice() {
             .unwrap();
         serde_json::from_slice::<hypersaga_bus::AuditEvent>(&msg.payload).unwrap()
     };
-    assert_eq!(last.kind, "saga.paused");
+    assert_eq!(last.operation, op);
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     // The record as that transition wrote it, minutes ago: its outbox, published, still in it.
