@@ -223,6 +223,37 @@ impl Harness {
         }
     }
 
+    /// Creates cluster `name` as tenant `acme`; the operation's id.
+    async fn create(&self, name: &str) -> String {
+        let mut c = self.client().await;
+        c.create_cluster(self.call(request(name)).await)
+            .await
+            .unwrap()
+            .into_inner()
+            .id
+    }
+
+    /// Deletes cluster `name` as tenant `acme`; the operation's id.
+    async fn delete(&self, name: &str) -> String {
+        let mut c = self.client().await;
+        let req = pb::DeleteClusterRequest {
+            name: name.into(),
+            ..Default::default()
+        };
+        c.delete_cluster(self.call(req).await)
+            .await
+            .unwrap()
+            .into_inner()
+            .id
+    }
+
+    /// A connection to the bus, to look at what the system wrote.
+    async fn bus(&self) -> Bus {
+        Bus::connect(&self.config.nats.url, "test-reader", "hcp")
+            .await
+            .unwrap()
+    }
+
     fn calls(&self) -> Vec<(String, Action, u32)> {
         self.handler.calls.lock().unwrap().clone()
     }
@@ -615,6 +646,36 @@ fn accepted_record(name: &str, op_id: &str, trace_id: &str) -> ClusterRecord {
     }
 }
 
+/// Makes the audit stream's de-duplication remember message ids for 100 ms only, so that an
+/// event published again is stored again. Returns the stream.
+async fn forget_message_ids(bus: &Bus) -> async_nats::jetstream::stream::Stream {
+    let js = bus.jetstream();
+    let mut audit = js.get_stream(hypersaga_bus::AUDIT_STREAM).await.unwrap();
+    let mut config = audit.info().await.unwrap().config.clone();
+    config.duplicate_window = Duration::from_millis(100);
+    js.update_stream(config).await.unwrap();
+    audit
+}
+
+/// Publishes a tick of the saga `op` of tenant `acme`, as its timer does when it fires.
+async fn fire_timer(bus: &Bus, op: &str, id: &str) {
+    let tenant = TenantId::new("acme").unwrap();
+    let tick = SagaWake {
+        v: hypersaga_bus::ENVELOPE_VERSION,
+        tenant: tenant.clone(),
+        saga_id: op.to_owned(),
+        cluster: None,
+    };
+    bus.publish_json(
+        &bus.subjects().saga_tick(&tenant),
+        &format!("{op}:{id}"),
+        &TraceParent::new_root(),
+        &tick,
+    )
+    .await
+    .unwrap();
+}
+
 async fn saga_of(bus: &Bus, op: &str) -> Option<hypersaga_saga::Saga> {
     let sagas = bus.sagas().await.unwrap();
     let entry = sagas.entry(format!("acme.{op}")).await.unwrap()?;
@@ -923,16 +984,8 @@ async fn what_transitions_put_off_is_caught_up_and_finished_sagas_leave_the_acti
         .lock()
         .unwrap()
         .insert(("network.vnet".into(), Action::Do), (1, true));
-    let mut c = h.client().await;
-    let op = c
-        .create_cluster(h.call(request("tidy")).await)
-        .await
-        .unwrap()
-        .into_inner()
-        .id;
-    let bus = Bus::connect(&h.config.nats.url, "test-reader", "hcp")
-        .await
-        .unwrap();
+    let op = h.create("tidy").await;
+    let bus = h.bus().await;
     // Indexed from the moment it is built, while it runs.
     let deadline = Instant::now() + Duration::from_secs(10);
     while saga_of(&bus, &op).await.is_none() {
@@ -999,9 +1052,7 @@ async fn a_finished_saga_sends_nothing_again_when_a_late_timer_fires() {
         .into_inner()
         .id;
     h.wait_phase("late", pb::ClusterPhase::Ready).await;
-    let bus = Bus::connect(&h.config.nats.url, "test-reader", "hcp")
-        .await
-        .unwrap();
+    let bus = h.bus().await;
     let key = format!("acme.{op}");
     wait_unindexed(&bus, &key, "the finished saga stayed indexed").await;
     assert!(
@@ -1009,31 +1060,14 @@ async fn a_finished_saga_sends_nothing_again_when_a_late_timer_fires() {
         "the finished saga's last outbox is kept, not cleared by a write"
     );
 
-    // De-duplication that remembers ids for 100 ms only: a republished outbox would be stored.
-    let js = bus.jetstream();
-    let mut audit = js.get_stream(hypersaga_bus::AUDIT_STREAM).await.unwrap();
-    let mut config = audit.info().await.unwrap().config.clone();
-    config.duplicate_window = Duration::from_millis(100);
-    js.update_stream(config).await.unwrap();
+    // A republished outbox would be stored.
+    let mut audit = forget_message_ids(&bus).await;
     let stored = audit.info().await.unwrap().state.messages;
     tokio::time::sleep(Duration::from_millis(300)).await;
 
-    let tenant = TenantId::new("acme").unwrap();
-    let tick = SagaWake {
-        v: hypersaga_bus::ENVELOPE_VERSION,
-        tenant: tenant.clone(),
-        saga_id: op.clone(),
-        cluster: None,
-    };
-    bus.publish_json(
-        &bus.subjects().saga_tick(&tenant),
-        &format!("{op}:late-tick"),
-        &TraceParent::new_root(),
-        &tick,
-    )
-    .await
-    .unwrap();
+    fire_timer(&bus, &op, "late-tick").await;
     // The tick is consumed and acknowledged...
+    let js = bus.jetstream();
     let mut events = js
         .get_stream(hypersaga_bus::EVT_STREAM)
         .await
@@ -1070,22 +1104,8 @@ async fn a_deleted_clusters_operations_expire_and_a_live_ones_stay() {
         );
         h.wait_phase(name, pb::ClusterPhase::Ready).await;
     }
-    let delete = c
-        .delete_cluster(
-            h.call(pb::DeleteClusterRequest {
-                name: "gone".into(),
-                request_id: String::new(),
-                ..Default::default()
-            })
-            .await,
-        )
-        .await
-        .unwrap()
-        .into_inner()
-        .id;
-    let bus = Bus::connect(&h.config.nats.url, "test-reader", "hcp")
-        .await
-        .unwrap();
+    let delete = h.delete("gone").await;
+    let bus = h.bus().await;
     let sagas = bus.sagas().await.unwrap();
     let present = |op: String| {
         let sagas = sagas.clone();
@@ -1250,18 +1270,7 @@ async fn a_create_superseded_before_any_coordinator_built_it_never_runs() {
         .unwrap()
         .into_inner()
         .id;
-    let delete = c
-        .delete_cluster(
-            h.call(pb::DeleteClusterRequest {
-                name: "brief".into(),
-                ..Default::default()
-            })
-            .await,
-        )
-        .await
-        .unwrap()
-        .into_inner()
-        .id;
+    let delete = h.delete("brief").await;
     h.start_coordinator();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -1291,9 +1300,7 @@ async fn a_create_superseded_before_any_coordinator_built_it_never_runs() {
     assert_eq!(op.state, pb::OperationState::Failed as i32);
     assert_eq!(op.error.unwrap().code, "Superseded");
     // A late build's create-only write of the saga finds its key taken.
-    let bus = Bus::connect(&h.config.nats.url, "test-reader", "hcp")
-        .await
-        .unwrap();
+    let bus = h.bus().await;
     let saga = saga_of(&bus, &create)
         .await
         .expect("the create's key is taken");
@@ -1321,16 +1328,8 @@ async fn a_create_superseded_before_any_coordinator_built_it_never_runs() {
 async fn a_timer_that_fires_always_leaves_one_armed_for_what_is_due_next() {
     let h = Harness::start().await;
     h.handler.hang.lock().unwrap().push("identity.oidc".into());
-    let mut c = h.client().await;
-    let op = c
-        .create_cluster(h.call(request("timely")).await)
-        .await
-        .unwrap()
-        .into_inner()
-        .id;
-    let bus = Bus::connect(&h.config.nats.url, "test-reader", "hcp")
-        .await
-        .unwrap();
+    let op = h.create("timely").await;
+    let bus = h.bus().await;
     // The OIDC step runs (and heartbeats) without end: the saga's timer is armed for the lease
     // of its first heartbeat (60 s); later heartbeats push the lease on, and arm nothing.
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -1363,20 +1362,7 @@ async fn a_timer_that_fires_always_leaves_one_armed_for_what_is_due_next() {
     assert!(!armed().await);
 
     // A timer of this saga fires (as an older one would), before anything is due.
-    let tick = SagaWake {
-        v: hypersaga_bus::ENVELOPE_VERSION,
-        tenant: tenant.clone(),
-        saga_id: op.clone(),
-        cluster: None,
-    };
-    bus.publish_json(
-        &bus.subjects().saga_tick(&tenant),
-        &format!("{op}:early-tick"),
-        &TraceParent::new_root(),
-        &tick,
-    )
-    .await
-    .unwrap();
+    fire_timer(&bus, &op, "early-tick").await;
     let deadline = Instant::now() + Duration::from_secs(10);
     while !armed().await {
         assert!(
@@ -1397,16 +1383,8 @@ async fn an_outbox_left_uncleared_past_de_duplication_shows_no_event_twice() {
         ("network.resource-groups".into(), Action::Do),
         (1_000, true),
     );
-    let mut c = h.client().await;
-    let op = c
-        .create_cluster(h.call(request("idle")).await)
-        .await
-        .unwrap()
-        .into_inner()
-        .id;
-    let bus = Bus::connect(&h.config.nats.url, "test-reader", "hcp")
-        .await
-        .unwrap();
+    let op = h.create("idle").await;
+    let bus = h.bus().await;
     let sagas = bus.sagas().await.unwrap();
     let key = format!("acme.{op}");
     // Paused on the resource groups, nothing in flight, its outbox cleared.
@@ -1422,12 +1400,7 @@ async fn an_outbox_left_uncleared_past_de_duplication_shows_no_event_twice() {
         assert!(Instant::now() < deadline, "never paused");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    // De-duplication that remembers ids for 100 ms only.
-    let js = bus.jetstream();
-    let mut audit = js.get_stream(hypersaga_bus::AUDIT_STREAM).await.unwrap();
-    let mut config = audit.info().await.unwrap().config.clone();
-    config.duplicate_window = Duration::from_millis(100);
-    js.update_stream(config).await.unwrap();
+    let audit = forget_message_ids(&bus).await;
     let subject = bus.subjects().audit(&saga.tenant, "idle");
     let stored = || {
         let (audit, subject) = (audit.clone(), subject.clone());
@@ -1472,9 +1445,7 @@ async fn an_outbox_left_uncleared_past_de_duplication_shows_no_event_twice() {
 #[tokio::test]
 async fn the_resync_leaves_a_young_index_key_whose_saga_is_not_written_yet() {
     let h = Harness::start().await;
-    let bus = Bus::connect(&h.config.nats.url, "test-reader", "hcp")
-        .await
-        .unwrap();
+    let bus = h.bus().await;
     let key = "acme.op-on-its-way";
     bus.active()
         .await
