@@ -1,5 +1,5 @@
 //! `hypersaga bench …`: figures and ratios for the engine, a fleet, fairness between
-//! tenants and one create's Azure phase. Every bench starts what it measures itself (a private nats-server, or a whole
+//! tenants, clusters waiting on their control plane and one create's Azure phase. Every bench starts what it measures itself (a private nats-server, or a whole
 //! `hypersaga dev` in a temporary directory), stops it and removes its files at the end, on
 //! error and on Ctrl-C. The benches report numbers beside the targets; they never
 //! judge them (the exit code says only whether the bench ran).
@@ -11,6 +11,7 @@ mod fairness;
 mod fleet;
 mod report;
 mod system;
+mod waits;
 
 use std::process::ExitCode;
 
@@ -20,6 +21,7 @@ pub use azure_phase::AzurePhaseArgs;
 pub use engine::EngineArgs;
 pub use fairness::FairnessArgs;
 pub use fleet::FleetArgs;
+pub use waits::WaitsArgs;
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
@@ -72,6 +74,21 @@ pub enum BenchCommand {
     ///
     /// Target (not asserted): globex's time during the burst ≤ 1.5 × its time alone.
     Fairness(FairnessArgs),
+    /// Clusters waiting on their control plane hold no worker slot.
+    ///
+    /// Starts a private nats-server and, in this process, the real gateway, coordinator and
+    /// worker runtime of the five services, each with --slots slots and a stand-in handler:
+    /// every step is done at once, except the HostedCluster of the --waiting `slow-` clusters,
+    /// which answers "wait" (Available=False) at every check, every --recheck-secs. Creates
+    /// those clusters through the gateway and follows them until each waits on its control
+    /// plane; then samples the busy worker slots for 10 s, and creates --probes other
+    /// clusters one after another, each timed from the create's answer to its first step and
+    /// to ready. Printed: the slots busy (mean, max), checks per second, each probe's times,
+    /// and how many waiting clusters were paused or failed.
+    ///
+    /// Targets (not asserted): another cluster's first step within 1 s, with 1,000 clusters
+    /// waiting; none of them paused or failed.
+    Waits(WaitsArgs),
     /// One create's Azure phase at Azure's real latencies, beside its critical path.
     ///
     /// Starts `hypersaga dev --profile real` (temporary state directory: ARM's latency model
@@ -96,6 +113,7 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             BenchCommand::Engine(a) => engine::run(a).await,
             BenchCommand::Fleet(a) => fleet::run(a).await,
             BenchCommand::Fairness(a) => fairness::run(a).await,
+            BenchCommand::Waits(a) => waits::run(a).await,
             BenchCommand::AzurePhase(a) => azure_phase::run(a).await,
         }
     };

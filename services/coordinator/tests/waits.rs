@@ -20,9 +20,10 @@ use tokio_util::sync::CancellationToken;
 
 const SERVICES: [&str; 5] = ["identity", "network", "dns", "controlplane", "nodepool"];
 const TOKEN: &str = "test-token-0123456789";
-/// Far more waiting clusters than slots (the figure is 1,000: the bench runs that; the
-/// suite keeps to what a 2-core CI machine builds in a minute, which already proves the point:
-/// were a wait to hold a slot, 4 slots per service would all be gone).
+/// Far more waiting clusters than slots (the figure is 1,000: `hypersaga bench waits`
+/// runs that, and times the other cluster's first step; the suite keeps to what a 2-core CI
+/// machine builds in a minute, which already proves the point: were a wait to hold a slot,
+/// 4 slots per service would all be gone).
 const WAITING: usize = 300;
 /// Steps each replica of a service runs at once: far fewer than the clusters waiting.
 const SLOTS: usize = 4;
