@@ -79,12 +79,13 @@ pub enum BenchCommand {
     /// Starts a private nats-server and, in this process, the real gateway, coordinator and
     /// worker runtime of the five services, each with --slots slots and a stand-in handler:
     /// every step is done at once, except the HostedCluster of the --waiting `slow-` clusters,
-    /// which answers "wait" (Available=False) at every check, every --recheck-secs. Creates
-    /// those clusters through the gateway and follows them until each waits on its control
-    /// plane; then samples the busy worker slots for 10 s, and creates --probes other
-    /// clusters one after another, each timed from the create's answer to its first step and
-    /// to ready. Printed: the slots busy (mean, max), checks per second, each probe's times,
-    /// and how many waiting clusters were paused or failed.
+    /// which answers "wait" (Available=False) at every check, asking for the next in
+    /// --recheck-secs. Creates those clusters through the gateway and follows them until each
+    /// waits on its control plane; then, for two check periods, watches their checks and
+    /// creates --probes other clusters spread over the first, each timed from its create's
+    /// request to its first step and to ready. Printed: how many waiting clusters were checked
+    /// and how far apart their checks were, each probe's times, and how many waiting clusters
+    /// were paused or failed.
     ///
     /// Targets (not asserted): another cluster's first step within 1 s, with 1,000 clusters
     /// waiting; none of them paused or failed.

@@ -10,7 +10,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -34,27 +33,29 @@ const TENANT: &str = "acme";
 const TOKEN: &str = "bench-token-0123456789";
 /// Creates sent at once while the waiting clusters are set up.
 const BATCH: usize = 50;
-/// How many checks of each waiting control plane the busy slots are sampled over (10 s at
-/// least).
-const SAMPLE_CHECKS: u32 = 2;
+/// How many checks of each waiting control plane the checks are watched over.
+const WATCH_CHECKS: u32 = 2;
+/// Longest a call to the gateway may take.
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Args, Debug)]
 pub struct WaitsArgs {
     /// Clusters left waiting on their control plane.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub waiting: u32,
-    /// Steps each service's worker runs at once (`worker.concurrency`; its default).
+    /// Steps each service's worker runs at once (`worker.concurrency`; its default). Were a
+    /// wait to hold a slot, the waiting clusters would take them all.
     #[arg(long, default_value_t = hypersaga_config::WorkerConfig::default().concurrency)]
     pub slots: usize,
     /// Seconds between two checks of a waiting control plane (the control-plane service asks
-    /// for 2–30 s, growing while it waits).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=300))]
+    /// for 2–30 s, growing while it waits; the coordinator spaces checks 30 s apart at most).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=30))]
     pub recheck_secs: u64,
-    /// Other clusters created, one after another, while the others wait.
+    /// Other clusters created while the others wait, spread over one check period.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub probes: u32,
     /// Longest wait for the waiting clusters to reach their wait, and for each probe.
-    #[arg(long, default_value_t = 600)]
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub timeout_secs: u64,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Text)]
@@ -70,12 +71,9 @@ pub struct WaitsReport {
     /// Clusters that reached their control-plane wait, and how long that took.
     pub reached_wait: usize,
     pub setup_secs: f64,
-    /// Worker slots running a step while the clusters waited, of `5 × slots` (sampled every
-    /// 10 ms over two checks of each waiting control plane, 10 s at least).
-    pub slots_busy: Summary,
-    /// Checks of waiting control planes per second meanwhile (the clusters over the mean
-    /// spacing of their checks).
-    pub rechecks_per_sec: Option<f64>,
+    /// Waiting clusters whose control plane was checked while they were watched (over two
+    /// check periods): each of them, if their waits go on.
+    pub checked: usize,
     /// Seconds between two checks of one waiting control plane, against `recheck_secs` asked.
     pub check_spacing: Summary,
     pub probes: Vec<Probe>,
@@ -89,18 +87,17 @@ pub struct WaitsReport {
 #[derive(Debug, Serialize)]
 pub struct Probe {
     pub name: String,
-    /// From the create's answer to its first step starting in a worker.
+    /// From the create's request to its first step starting in a worker.
     pub first_step_secs: Option<f64>,
-    /// From the create's answer to ready.
+    /// From the create's request to ready.
     pub ready_secs: Option<f64>,
 }
 
 /// Finishes every step at once, except the HostedCluster of a `slow-` cluster: never ready.
-/// Counts the slots in use (handlers running) and when each cluster's first step started.
+/// Notes when each cluster's first step started, and when each waiting one was checked.
 #[derive(Default)]
 struct StuckControlPlanes {
     recheck: Duration,
-    running: AtomicUsize,
     waiting: Mutex<HashSet<String>>,
     first_step: Mutex<HashMap<String, Instant>>,
     /// Each waiting cluster's last check, and the time between checks (seconds).
@@ -108,25 +105,15 @@ struct StuckControlPlanes {
     spacing: Mutex<Vec<f64>>,
 }
 
-struct Running<'a>(&'a AtomicUsize);
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 #[async_trait::async_trait]
 impl StepHandler for StuckControlPlanes {
     async fn run(&self, cmd: &StepCommand, _p: &Progress) -> Result<StepResult, StepError> {
-        self.running.fetch_add(1, Ordering::Relaxed);
-        let _running = Running(&self.running);
+        let now = Instant::now();
         lock(&self.first_step)
             .entry(cmd.cluster.clone())
-            .or_insert_with(Instant::now);
+            .or_insert(now);
         if cmd.step.parse() == Ok(StepId::HostedCluster) && cmd.cluster.starts_with("slow-") {
             lock(&self.waiting).insert(cmd.cluster.clone());
-            let now = Instant::now();
             if let Some(last) = lock(&self.last_check).insert(cmd.cluster.clone(), now) {
                 lock(&self.spacing).push((now - last).as_secs_f64());
             }
@@ -158,14 +145,15 @@ pub async fn run(args: WaitsArgs) -> anyhow::Result<ExitCode> {
 
     let listener = std::net::TcpListener::bind("127.0.0.1:0").context("binding the gRPC port")?;
     let grpc = format!("http://{}", listener.local_addr()?);
+    let mut tasks = tokio::task::JoinSet::new();
     let (c, s) = (config.clone(), shutdown.clone());
-    tokio::spawn(async move {
+    tasks.spawn(async move {
         if let Err(e) = hypersaga_gateway::run(&c, listener, s).await {
             progress(format!("the gateway stopped: {e}"));
         }
     });
     let (c, s) = (config.clone(), shutdown.clone());
-    tokio::spawn(async move {
+    tasks.spawn(async move {
         if let Err(e) = hypersaga_coordinator::run(&c, s).await {
             progress(format!("the coordinator stopped: {e}"));
         }
@@ -184,16 +172,24 @@ pub async fn run(args: WaitsArgs) -> anyhow::Result<ExitCode> {
             drain_grace: Duration::from_secs(1),
         };
         let (b, h, s) = (bus.clone(), handler.clone(), shutdown.clone());
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             if let Err(e) = hypersaga_worker::run(b, h, opts, s).await {
                 progress(format!("a worker stopped: {e}"));
             }
         });
     }
     let client = connect(&grpc).await?;
-    let report = measure(&client, &handler, &args).await;
+    // Nothing of the system is meant to stop before the bench does: if a part does, the bench
+    // ends at once rather than waiting out its timeouts.
+    let report = tokio::select! {
+        r = measure(&client, &handler, &args) => r,
+        _ = tasks.join_next() => Err(anyhow::anyhow!("a part of the system stopped during the bench")),
+    };
     shutdown.cancel();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let _ = tokio::time::timeout(Duration::from_secs(15), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
     nats.stop().await;
     drop(dir);
     let report = report?;
@@ -279,45 +275,36 @@ async fn measure(
         ));
     }
 
-    let sample_for = (handler.recheck * SAMPLE_CHECKS).max(Duration::from_secs(10));
+    // While the checks go on, other clusters are created, spread over one check period so
+    // that they meet the checks' rounds wherever they fall.
+    let watch = handler.recheck * WATCH_CHECKS;
     progress(format!(
-        "{reached_wait} clusters wait; sampling the busy worker slots for {} s",
-        sample_for.as_secs()
+        "{reached_wait} clusters wait; creating {} other clusters and watching the checks for {} s",
+        args.probes,
+        watch.as_secs()
     ));
     lock(&handler.spacing).clear();
-    let sampled = Instant::now();
-    let mut busy = Vec::new();
-    while sampled.elapsed() < sample_for {
-        busy.push(handler.running.load(Ordering::Relaxed) as f64);
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let slots_busy = Summary::of(busy);
-    let check_spacing = Summary::of(std::mem::take(&mut *lock(&handler.spacing)));
-    // The clusters came to their waits within seconds of each other, so their checks come in
-    // rounds: the rate is judged from their spacing, not counted over a window.
-    let rechecks_per_sec = check_spacing.mean.map(|m| reached_wait as f64 / m);
-
+    let watched = Instant::now();
     let mut probes = Vec::new();
     for i in 0..args.probes {
         let name = format!("probe-{i}");
-        progress(format!("while they wait: creating {name}"));
         probes.push(probe(client, handler, &name, timeout).await?);
+        let next = handler.recheck * (i + 1) / args.probes;
+        tokio::time::sleep(next.saturating_sub(watched.elapsed())).await;
     }
+    tokio::time::sleep(watch.saturating_sub(watched.elapsed())).await;
+    let checked = lock(&handler.last_check)
+        .values()
+        .filter(|at| **at >= watched)
+        .count();
+    let check_spacing = Summary::of(std::mem::take(&mut *lock(&handler.spacing)));
 
     let mut c = client.clone();
     let waiting_paused_or_failed = list_all(&mut c)
         .await
         .map_err(|s| anyhow::anyhow!(output::status_text(&s)))?
         .iter()
-        .filter(|cl| cl.name.starts_with("slow-"))
-        .filter(|cl| {
-            cl.status.as_ref().is_some_and(|s| {
-                s.phase == pb::ClusterPhase::Failed as i32
-                    || s.operation
-                        .as_ref()
-                        .is_some_and(|o| o.state == pb::OperationState::Paused as i32)
-            })
-        })
+        .filter(|cl| cl.name.starts_with("slow-") && !still_on_course(cl))
         .count();
     let targets = targets(&probes, reached_wait, waiting_paused_or_failed);
     Ok(WaitsReport {
@@ -327,13 +314,22 @@ async fn measure(
         recheck_secs: args.recheck_secs,
         reached_wait,
         setup_secs,
-        slots_busy,
-        rechecks_per_sec,
+        checked,
         check_spacing,
         probes,
         waiting_paused_or_failed,
         targets,
         notes,
+    })
+}
+
+/// Whether a cluster is neither failed nor paused.
+fn still_on_course(cl: &pb::Cluster) -> bool {
+    cl.status.as_ref().is_none_or(|s| {
+        s.phase != pb::ClusterPhase::Failed as i32
+            && s.operation
+                .as_ref()
+                .is_none_or(|o| o.state != pb::OperationState::Paused as i32)
     })
 }
 
@@ -349,7 +345,7 @@ fn targets(probes: &[Probe], reached_wait: usize, paused_or_failed: usize) -> Ve
             format!("another cluster's first step, slowest of {}", probes.len()),
             slowest(|p| p.first_step_secs).map(|s| s * 1000.0),
             "ms",
-            "<= 1 s",
+            "<= 1000 ms",
         ),
         Target::new(
             format!("clusters waiting: paused or failed (of {reached_wait})"),
@@ -366,52 +362,72 @@ fn targets(probes: &[Probe], reached_wait: usize, paused_or_failed: usize) -> Ve
     ]
 }
 
+/// A request to the gateway that gives up after [`CALL_TIMEOUT`].
+fn call<T>(msg: T) -> tonic::Request<T> {
+    let mut req = tonic::Request::new(msg);
+    req.set_timeout(CALL_TIMEOUT);
+    req
+}
+
+/// Whether a call is worth making again: the gateway is loaded, or slow to answer.
+fn transient(s: &tonic::Status) -> bool {
+    matches!(
+        s.code(),
+        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded
+    )
+}
+
 /// Creates `name`, retrying with the same request id while the gateway answers UNAVAILABLE
 /// (as a client of a loaded system does); the refusal, if any.
 async fn create_with_retries(client: &Client, name: &str) -> Result<(), String> {
     let req = create_request(name);
     for _ in 0..20 {
-        match client.clone().create_cluster(req.clone()).await {
+        match client.clone().create_cluster(call(req.clone())).await {
             Ok(_) => return Ok(()),
-            Err(s) if s.code() == tonic::Code::Unavailable => {
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
+            Err(s) if transient(&s) => tokio::time::sleep(Duration::from_millis(500)).await,
             Err(s) => return Err(format!("{name}: {}", output::status_text(&s))),
         }
     }
     Err(format!("{name}: still unavailable after 20 tries"))
 }
 
-/// Creates `name` and follows it to ready.
+/// Creates `name` and follows it until it is ready, failed, paused or out of time. Its times
+/// count from the create's first request: the first step can start before the answer is back.
 async fn probe(
     client: &Client,
     handler: &StuckControlPlanes,
     name: &str,
     timeout: Duration,
 ) -> anyhow::Result<Probe> {
+    progress(format!("while they wait: creating {name}"));
+    let sent = Instant::now();
     create_with_retries(client, name)
         .await
         .map_err(anyhow::Error::msg)?;
-    let accepted = Instant::now();
     let mut c = client.clone();
     let ready_secs = loop {
-        let cl = c
-            .get_cluster(pb::GetClusterRequest { name: name.into() })
+        let cl = match c
+            .get_cluster(call(pb::GetClusterRequest { name: name.into() }))
             .await
-            .map_err(|s| anyhow::anyhow!(output::status_text(&s)))?
-            .into_inner();
-        let phase = cl.status.as_ref().map(|s| s.phase);
-        if phase == Some(pb::ClusterPhase::Ready as i32) {
-            break Some(accepted.elapsed().as_secs_f64());
+        {
+            Ok(r) => r.into_inner(),
+            Err(s) if transient(&s) && sent.elapsed() < timeout => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+            Err(s) => anyhow::bail!("{name}: {}", output::status_text(&s)),
+        };
+        if cl.status.as_ref().map(|s| s.phase) == Some(pb::ClusterPhase::Ready as i32) {
+            break Some(sent.elapsed().as_secs_f64());
         }
-        if phase == Some(pb::ClusterPhase::Failed as i32) || accepted.elapsed() > timeout {
+        if !still_on_course(&cl) || sent.elapsed() > timeout {
             break None;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let first_step_secs = lock(&handler.first_step)
         .get(name)
-        .map(|at| at.saturating_duration_since(accepted).as_secs_f64());
+        .map(|at| at.duration_since(sent).as_secs_f64());
     Ok(Probe {
         name: name.to_owned(),
         first_step_secs,
@@ -425,13 +441,10 @@ fn render(r: &WaitsReport) -> String {
         r.waiting, r.slots_per_service, r.recheck_secs
     );
     out.push_str(&format!(
-        "{} clusters reached their wait in {} s. While they waited: worker slots running a step mean {} / max {} of {}; {} checks/s, one control plane's checks {} s apart at p50, {} s at p99 ({} s asked).\n\n",
+        "{} clusters reached their wait in {} s. Watched for two check periods, {} of them were checked, each {} s after the one before at p50 and {} s at p99 ({} s asked).\n\n",
         r.reached_wait,
         num(Some(r.setup_secs), 1),
-        num(r.slots_busy.mean, 2),
-        num(r.slots_busy.max, 0),
-        Service::ALL.len() * r.slots_per_service,
-        num(r.rechecks_per_sec, 1),
+        r.checked,
         num(r.check_spacing.p50, 1),
         num(r.check_spacing.p99, 1),
         r.recheck_secs,
@@ -446,7 +459,7 @@ fn render(r: &WaitsReport) -> String {
     }
     out.push_str(&t.render());
     out.push_str(
-        "\nFIRST STEP: from the create's answer to its first step starting in a worker. READY: from the create's answer to ready. Each service's handler finishes a step at once; only the waiting clusters' HostedCluster step waits.\n\n",
+        "\nFIRST STEP: from the create's request to its first step starting in a worker. READY: from the create's request to ready. The probes are spread over one check period. Each service's handler finishes a step at once; only the waiting clusters' HostedCluster step waits.\n\n",
     );
     out.push_str(&targets_table(&r.targets));
     for n in &r.notes {
