@@ -26,7 +26,7 @@ use hypersaga_model::{ClusterSpec, NetworkSpec, NodePoolSpec};
 use hypersaga_saga::{Retain, StepDef, create_plan};
 use serde::Serialize;
 
-use super::report::{Table, Target, emit, num, progress, ratio, targets_table};
+use super::report::{Table, Target, emit, num, progress, ratio, targets_and_notes};
 use super::system::{DevSystem, SystemArgs, classify, create_request};
 use crate::dev::Profile;
 use crate::output::{self, Format};
@@ -419,10 +419,7 @@ fn render(r: &AzurePhaseReport) -> String {
     out.push('\n');
     out.push_str(&t.render());
     out.push('\n');
-    out.push_str(&targets_table(&r.targets));
-    for n in &r.notes {
-        out.push_str(&format!("note: {n}\n"));
-    }
+    out.push_str(&targets_and_notes(&r.targets, &r.notes));
     out
 }
 

@@ -36,7 +36,6 @@ use hypersaga_bus::{
 use hypersaga_config::{Config, Secret, TenantAzure, TenantConfig};
 use hypersaga_model::record::{CLUSTER_RECORD_VERSION, OperationKind};
 use hypersaga_model::{ClusterRecord, ClusterSpec, Names, NetworkSpec, NodePoolSpec, TenantId};
-use hypersaga_procs::NatsServer;
 use hypersaga_saga::{Effect, NewSaga, RetryPolicy, Saga, StepDef, Timing, UndoPolicy};
 use hypersaga_telemetry::TraceParent;
 use hypersaga_worker::{Progress, StepHandler, StepResult, WorkerOptions};
@@ -48,7 +47,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::report::{
-    Summary, Table, Target, cpu_secs, emit, num, progress, ratio, rss_bytes, targets_table,
+    Summary, Table, Target, cpu_secs, emit, num, progress, ratio, rss_bytes, targets_and_notes,
 };
 use crate::output::Format;
 
@@ -183,14 +182,7 @@ pub async fn run(args: EngineArgs) -> anyhow::Result<std::process::ExitCode> {
     let max_m = in_flight.iter().copied().max().unwrap_or(1);
     let cap = Duration::from_secs(args.max_run_secs);
 
-    let dir = tempfile::Builder::new()
-        .prefix("hypersaga-bench-engine-")
-        .tempdir()
-        .context("creating a temporary directory")?;
-    progress("starting a private nats-server");
-    let nats = NatsServer::start(&dir.path().join("nats"))
-        .await
-        .context("starting nats-server (./scripts/setup.sh installs it; or set NATS_SERVER_BIN)")?;
+    let (dir, nats) = super::private_nats("engine").await?;
     let shutdown = CancellationToken::new();
     let stop_on_error = shutdown.clone().drop_guard();
 
@@ -1730,10 +1722,7 @@ fn render(r: &EngineReport) -> String {
         ));
     }
     out.push('\n');
-    out.push_str(&targets_table(&r.targets));
-    for n in &r.notes {
-        out.push_str(&format!("note: {n}\n"));
-    }
+    out.push_str(&targets_and_notes(&r.targets, &r.notes));
     out
 }
 

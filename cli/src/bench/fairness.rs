@@ -12,7 +12,7 @@ use std::time::Instant;
 use clap::Args;
 use serde::Serialize;
 
-use super::report::{Table, Target, emit, num, pct, progress, ratio, targets_table};
+use super::report::{Table, Target, emit, num, pct, progress, ratio, targets_and_notes};
 use super::system::{ArmDelta, DevSystem, Settled, SystemArgs, create_all, create_one, list_all};
 use crate::output::{self, Format};
 
@@ -193,10 +193,7 @@ fn render(r: &FairnessReport) -> String {
         "\nacme's burst was submitted in {:.2} s; globex's create followed at once.\n\n",
         r.burst_submit_secs
     ));
-    out.push_str(&targets_table(&r.targets));
-    for n in &r.notes {
-        out.push_str(&format!("note: {n}\n"));
-    }
+    out.push_str(&targets_and_notes(&r.targets, &r.notes));
     out
 }
 

@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use super::chaos::{self, Chaos, Killer};
 use super::report::{
-    Summary, Table, Target, budget_bound, emit, num, pct, progress, ratio, targets_table,
+    Summary, Table, Target, budget_bound, emit, num, pct, progress, ratio, targets_and_notes,
 };
 use super::system::{
     ArmDelta, DevSystem, Outcome, Settled, SystemArgs, create_all, create_one, delete_all,
@@ -493,10 +493,7 @@ fn render(r: &FleetReport) -> String {
         }
     }
     out.push('\n');
-    out.push_str(&targets_table(&r.targets));
-    for n in &r.notes {
-        out.push_str(&format!("note: {n}\n"));
-    }
+    out.push_str(&targets_and_notes(&r.targets, &r.notes));
     out
 }
 

@@ -107,6 +107,23 @@ pub enum BenchCommand {
     AzurePhase(AzurePhaseArgs),
 }
 
+/// A nats-server of the bench's own, in a temporary directory named for `bench`: stop the
+/// server, then drop the directory (both also go when dropped, on error).
+async fn private_nats(
+    bench: &str,
+) -> anyhow::Result<(tempfile::TempDir, hypersaga_procs::NatsServer)> {
+    use anyhow::Context;
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("hypersaga-bench-{bench}-"))
+        .tempdir()
+        .context("creating a temporary directory")?;
+    report::progress("starting a private nats-server");
+    let nats = hypersaga_procs::NatsServer::start(&dir.path().join("nats"))
+        .await
+        .context("starting nats-server (./scripts/setup.sh installs it; or set NATS_SERVER_BIN)")?;
+    Ok((dir, nats))
+}
+
 pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
     let shutdown = crate::serve::shutdown_on_signals()?;
     let bench = async {

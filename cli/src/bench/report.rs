@@ -190,6 +190,15 @@ pub fn targets_table(targets: &[Target]) -> String {
     t.render()
 }
 
+/// The targets as a table, then each note on a line of its own: how every bench's text ends.
+pub fn targets_and_notes(targets: &[Target], notes: &[String]) -> String {
+    let mut out = targets_table(targets);
+    for n in notes {
+        out.push_str(&format!("note: {n}\n"));
+    }
+    out
+}
+
 /// Prints a report: `text` for people, the serialized `report` with `-o json`.
 pub fn emit<T: Serialize>(
     format: Format,

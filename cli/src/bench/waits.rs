@@ -19,12 +19,11 @@ use hypersaga_api::v1 as pb;
 use hypersaga_bus::{Bus, Service, StepCommand, StepError, StepId};
 use hypersaga_config::{Config, Secret, TenantAzure, TenantConfig};
 use hypersaga_model::TenantId;
-use hypersaga_procs::NatsServer;
 use hypersaga_worker::{Progress, StepHandler, StepResult, WorkerOptions};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::report::{Summary, Table, Target, emit, num, progress, targets_table};
+use super::report::{Summary, Table, Target, emit, num, progress, targets_and_notes};
 use super::system::{create_request, list_all};
 use crate::client::Client;
 use crate::output::{self, Format};
@@ -131,14 +130,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 pub async fn run(args: WaitsArgs) -> anyhow::Result<ExitCode> {
-    let dir = tempfile::Builder::new()
-        .prefix("hypersaga-bench-waits-")
-        .tempdir()
-        .context("creating a temporary directory")?;
-    progress("starting a private nats-server");
-    let nats = NatsServer::start(&dir.path().join("nats"))
-        .await
-        .context("starting nats-server (./scripts/setup.sh installs it; or set NATS_SERVER_BIN)")?;
+    let (dir, nats) = super::private_nats("waits").await?;
     let shutdown = CancellationToken::new();
     let _stop = shutdown.clone().drop_guard();
     let config = bench_config(nats.url(), args.waiting)?;
@@ -461,10 +453,7 @@ fn render(r: &WaitsReport) -> String {
     out.push_str(
         "\nFIRST STEP: from the create's request to its first step starting in a worker. READY: from the create's request to ready. The probes are spread over one check period. Each service's handler finishes a step at once; only the waiting clusters' HostedCluster step waits.\n\n",
     );
-    out.push_str(&targets_table(&r.targets));
-    for n in &r.notes {
-        out.push_str(&format!("note: {n}\n"));
-    }
+    out.push_str(&targets_and_notes(&r.targets, &r.notes));
     out
 }
 
@@ -495,6 +484,6 @@ mod tests {
             (t[0].value, t[1].value, t[2].value),
             (None, Some(3.0), None)
         );
-        assert!(targets_table(&t).contains("of 1000"));
+        assert!(targets_and_notes(&t, &[]).contains("of 1000"));
     }
 }

@@ -426,9 +426,10 @@ impl Saga {
     /// The create `create` that this delete supersedes, as a record of one no coordinator
     /// built: finished, superseded, every step skipped, attributed to the delete's actor (who
     /// ended it), and started, as far as anyone can tell, when the delete was accepted (the
-    /// record that said more now names the delete). Written create-only in that create's place, it makes a build still under way
-    /// (a replica that read the cluster record before the delete was accepted) find the key
-    /// taken, so the create cannot run behind the delete's back.
+    /// record that said more now names the delete). Written create-only in that create's
+    /// place, it makes a build still under way (a replica that read the cluster record before
+    /// the delete was accepted) find the key taken, so the create cannot run behind the
+    /// delete's back.
     pub fn unbuilt_create(&self, create: &str, now: OffsetDateTime) -> Saga {
         let steps = self
             .steps
