@@ -10,6 +10,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         out.join("hypersaga_descriptor.bin"),
         prost::Message::encode_to_vec(&fds),
     )?;
-    tonic_prost_build::configure().compile_fds(fds)?;
+    // A request that does not decode is INVALID_ARGUMENT, not INTERNAL (see `codec.rs`).
+    tonic_prost_build::configure()
+        .codec_path("crate::codec::StrictCodec")
+        .compile_fds(fds)?;
     Ok(())
 }

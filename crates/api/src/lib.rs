@@ -4,6 +4,8 @@
 //! the boundary so the rest of the code never sees them.
 #![forbid(unsafe_code)]
 
+pub mod codec;
+
 /// Generated types and the `ClusterService` client and server.
 pub mod v1 {
     #![allow(clippy::all, missing_docs)]

@@ -224,7 +224,8 @@ pub struct GatewayConfig {
     pub tls: Option<GatewayTls>,
     /// Serve gRPC server reflection (v1 and v1alpha), for tools such as grpcurl.
     pub reflection: bool,
-    /// Largest request message accepted.
+    /// Largest request message accepted. A valid request is a few KB (every field has its own
+    /// limit); this bounds what a call may make the gateway read before its fields are checked.
     pub max_message_bytes: usize,
     /// HTTP/2 keepalive pings to idle clients, and how long to wait for their answer.
     pub keepalive_interval_s: u64,
@@ -255,7 +256,7 @@ impl Default for GatewayConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 50051)),
             tls: None,
             reflection: true,
-            max_message_bytes: 4 * 1024 * 1024,
+            max_message_bytes: 1024 * 1024,
             keepalive_interval_s: 30,
             keepalive_timeout_s: 10,
             requests_per_sec_per_tenant: 50,

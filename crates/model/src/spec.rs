@@ -59,3 +59,94 @@ impl NetworkSpec {
         self.subnet_cidr.as_deref().unwrap_or(DEFAULT_SUBNET_CIDR)
     }
 }
+
+impl ClusterSpec {
+    /// The field paths of the public API (`spec.node_pools[0].replicas`) at which `other`
+    /// differs from this spec: what a request reusing another's `request_id` changed.
+    pub fn differences(&self, other: &ClusterSpec) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut cmp = |field: String, same: bool| {
+            if !same {
+                out.push(field);
+            }
+        };
+        cmp("spec.location".into(), self.location == other.location);
+        cmp(
+            "spec.base_domain".into(),
+            self.base_domain == other.base_domain,
+        );
+        cmp(
+            "spec.release_image".into(),
+            self.release_image == other.release_image,
+        );
+        let (a, b) = (&self.node_pools, &other.node_pools);
+        for (i, (p, q)) in a.iter().zip(b).enumerate() {
+            cmp(format!("spec.node_pools[{i}].name"), p.name == q.name);
+            cmp(
+                format!("spec.node_pools[{i}].replicas"),
+                p.replicas == q.replicas,
+            );
+            cmp(
+                format!("spec.node_pools[{i}].vm_size"),
+                p.vm_size == q.vm_size,
+            );
+        }
+        cmp("spec.node_pools".into(), a.len() == b.len());
+        let (n, m) = (&self.network, &other.network);
+        cmp(
+            "spec.network.vnet_cidr".into(),
+            n.vnet_cidr() == m.vnet_cidr(),
+        );
+        cmp(
+            "spec.network.subnet_cidr".into(),
+            n.subnet_cidr() == m.subnet_cidr(),
+        );
+        cmp("spec.network.vnet_id".into(), n.vnet_id == m.vnet_id);
+        cmp("spec.network.subnet_id".into(), n.subnet_id == m.subnet_id);
+        cmp("spec.network.nsg_id".into(), n.nsg_id == m.nsg_id);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> ClusterSpec {
+        ClusterSpec {
+            location: "eastus".into(),
+            base_domain: "example.com".into(),
+            release_image: "quay.io/openshift-release-dev/ocp-release:4.21.0-multi".into(),
+            node_pools: vec![NodePoolSpec {
+                name: "workers".into(),
+                replicas: 2,
+                vm_size: DEFAULT_VM_SIZE.into(),
+            }],
+            network: NetworkSpec::default(),
+        }
+    }
+
+    #[test]
+    fn the_same_spec_has_no_differences_and_defaults_equal_their_values() {
+        let mut other = spec();
+        assert!(spec().differences(&other).is_empty());
+        other.network.vnet_cidr = Some(DEFAULT_VNET_CIDR.into());
+        assert!(spec().differences(&other).is_empty());
+    }
+
+    #[test]
+    fn every_changed_field_is_named_by_its_path() {
+        let mut other = spec();
+        other.location = "westeurope".into();
+        other.node_pools[0].replicas = 3;
+        other.node_pools.push(other.node_pools[0].clone());
+        assert_eq!(
+            spec().differences(&other),
+            [
+                "spec.location",
+                "spec.node_pools[0].replicas",
+                "spec.node_pools"
+            ]
+        );
+    }
+}

@@ -18,6 +18,23 @@ pub const MAX_REPLICAS: i32 = 100;
 /// Longest cluster name: Azure names derived from it (`NAME-image-registry-INFRA`, …) stay
 /// within Azure's limits.
 pub const MAX_CLUSTER_NAME: usize = 40;
+/// Longest node pool name.
+pub const MAX_NODE_POOL_NAME: usize = 30;
+/// Longest Azure region name (the longest real one, `germanywestcentral`, has 18).
+pub const MAX_LOCATION: usize = 40;
+/// Longest base domain: room for the cluster's own labels within DNS's 253.
+pub const MAX_BASE_DOMAIN: usize = 200;
+/// Longest release image reference: a registry host, a repository path of up to 255
+/// characters (the distribution spec's limit), and a tag or a sha256 digest.
+pub const MAX_RELEASE_IMAGE: usize = 512;
+/// Longest VM size name (the longest real ones have about 25).
+pub const MAX_VM_SIZE: usize = 64;
+/// Longest CIDR (an IPv6 one has at most 43 characters).
+pub const MAX_CIDR: usize = 43;
+/// Longest ARM resource id accepted for a network the user brings.
+pub const MAX_ARM_ID: usize = 1024;
+/// Longest value quoted whole in an error; longer ones are cut ([`clip`]).
+const ECHO_MAX: usize = 64;
 
 /// One thing wrong with a request, at a field path of the public API.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,6 +50,40 @@ impl FieldViolation {
             description: description.into(),
         }
     }
+}
+
+/// A value as an error quotes it: whole when short, else its first characters and its length.
+/// An error then stays small whatever the input (gRPC's trailers, which carry it, have an 8 KB
+/// soft limit beyond which clients drop the answer).
+pub fn clip(value: &str) -> String {
+    let len = value.chars().count();
+    if len <= ECHO_MAX {
+        return format!("{value:?}");
+    }
+    let head: String = value.chars().take(ECHO_MAX - 16).collect();
+    format!("{head:?}... ({len} characters)")
+}
+
+/// Whether `value` is longer than `max` characters; if so, says so at `field` (without quoting
+/// it) and the caller checks nothing more of it.
+fn too_long(v: &mut Vec<FieldViolation>, field: &str, value: &str, max: usize) -> bool {
+    let len = value.chars().count();
+    if len <= max {
+        return false;
+    }
+    v.push(FieldViolation::new(
+        field,
+        format!("must be at most {max} characters, got {len}"),
+    ));
+    true
+}
+
+/// Checks a cluster name (`field` is where the request carries it): a DNS label of at most
+/// [`MAX_CLUSTER_NAME`] characters. Every call naming a cluster checks it before looking.
+pub fn validate_cluster_name(field: &str, name: &str) -> Vec<FieldViolation> {
+    let mut v = Vec::new();
+    check_dns_label(&mut v, field, name, MAX_CLUSTER_NAME);
+    v
 }
 
 static DNS_LABEL: LazyLock<Regex> =
@@ -55,12 +106,14 @@ pub fn validate_create(name: &str, spec: Option<&ClusterSpec>) -> Vec<FieldViola
     };
     if spec.location.is_empty() {
         v.push(FieldViolation::new("spec.location", "is required"));
-    } else if !LOCATION.is_match(&spec.location) {
+    } else if !too_long(&mut v, "spec.location", &spec.location, MAX_LOCATION)
+        && !LOCATION.is_match(&spec.location)
+    {
         v.push(FieldViolation::new(
             "spec.location",
             format!(
-                "{:?} is not an Azure region name (lower-case letters and digits, e.g. \"eastus\")",
-                spec.location
+                "{} is not an Azure region name (lower-case letters and digits, e.g. \"eastus\")",
+                clip(&spec.location)
             ),
         ));
     }
@@ -88,7 +141,8 @@ pub fn validate_subscription(spec: &ClusterSpec, subscription_id: &str) -> Vec<F
             FieldViolation::new(
                 field,
                 format!(
-                    "is in subscription {sub}, not the tenant's subscription {subscription_id}"
+                    "is in subscription {}, not the tenant's subscription {subscription_id}",
+                    clip(sub)
                 ),
             )
         })
@@ -99,15 +153,10 @@ pub fn validate_subscription(spec: &ClusterSpec, subscription_id: &str) -> Vec<F
 fn check_dns_label(v: &mut Vec<FieldViolation>, field: &str, value: &str, max: usize) {
     if value.is_empty() {
         v.push(FieldViolation::new(field, "is required"));
-    } else if value.len() > max {
+    } else if !too_long(v, field, value, max) && !DNS_LABEL.is_match(value) {
         v.push(FieldViolation::new(
             field,
-            format!("must be at most {max} characters, got {}", value.len()),
-        ));
-    } else if !DNS_LABEL.is_match(value) {
-        v.push(FieldViolation::new(
-            field,
-            format!("{value:?} must be a DNS label: lower-case letters, digits and '-', starting with a letter and ending with a letter or digit"),
+            format!("{} must be a DNS label: lower-case letters, digits and '-', starting with a letter and ending with a letter or digit", clip(value)),
         ));
     }
 }
@@ -118,14 +167,20 @@ fn check_base_domain(v: &mut Vec<FieldViolation>, bd: &str) {
         v.push(FieldViolation::new(FIELD, "is required"));
         return;
     }
+    if too_long(v, FIELD, bd, MAX_BASE_DOMAIN) {
+        return;
+    }
     let labels: Vec<&str> = bd.split('.').collect();
     let bad_label = labels
         .iter()
         .any(|l| l.is_empty() || l.len() > 63 || !DNS_LABEL_LOOSE(l));
-    if bd.len() > 200 || labels.len() < 2 || bad_label {
+    if labels.len() < 2 || bad_label {
         v.push(FieldViolation::new(
             FIELD,
-            format!("{bd:?} must be a DNS domain of at least two labels, e.g. \"example.com\""),
+            format!(
+                "{} must be a DNS domain of at least two labels, e.g. \"example.com\"",
+                clip(bd)
+            ),
         ));
     }
 }
@@ -142,12 +197,14 @@ fn check_release_image(v: &mut Vec<FieldViolation>, image: &str) {
     const FIELD: &str = "spec.release_image";
     if image.is_empty() {
         v.push(FieldViolation::new(FIELD, "is required"));
+    } else if too_long(v, FIELD, image, MAX_RELEASE_IMAGE) {
+        // Said; nothing more is checked of it.
     } else if image.chars().any(char::is_whitespace)
         || !(image.contains(':') || image.contains('@'))
     {
         v.push(FieldViolation::new(
             FIELD,
-            format!("{image:?} must be an image reference with a tag or digest, e.g. \"quay.io/openshift-release-dev/ocp-release:4.21.0-multi\""),
+            format!("{} must be an image reference with a tag or digest, e.g. \"quay.io/openshift-release-dev/ocp-release:4.21.0-multi\"", clip(image)),
         ));
     }
 }
@@ -182,14 +239,16 @@ fn check_node_pools(v: &mut Vec<FieldViolation>, cluster: &str, pools: &[NodePoo
         ));
     }
     let mut seen = HashSet::new();
-    for (i, p) in pools.iter().enumerate() {
+    // Beyond the most a cluster may have, the pools are not looked at one by one: the count
+    // says what is wrong, and the answer stays small however many were sent.
+    for (i, p) in pools.iter().enumerate().take(MAX_NODE_POOLS) {
         let at = format!("spec.node_pools[{i}]");
-        check_dns_label(v, &format!("{at}.name"), &p.name, 30);
+        check_dns_label(v, &format!("{at}.name"), &p.name, MAX_NODE_POOL_NAME);
         check_node_pool_object_name(v, &format!("{at}.name"), cluster, &p.name);
         if !p.name.is_empty() && !seen.insert(p.name.as_str()) {
             v.push(FieldViolation::new(
                 format!("{at}.name"),
-                format!("duplicate node pool name {:?}", p.name),
+                format!("duplicate node pool name {}", clip(&p.name)),
             ));
         }
         if !(0..=MAX_REPLICAS).contains(&p.replicas) {
@@ -200,12 +259,14 @@ fn check_node_pools(v: &mut Vec<FieldViolation>, cluster: &str, pools: &[NodePoo
         }
         if p.vm_size.is_empty() {
             v.push(FieldViolation::new(format!("{at}.vm_size"), "is required"));
-        } else if !VM_SIZE.is_match(&p.vm_size) {
+        } else if !too_long(v, &format!("{at}.vm_size"), &p.vm_size, MAX_VM_SIZE)
+            && !VM_SIZE.is_match(&p.vm_size)
+        {
             v.push(FieldViolation::new(
                 format!("{at}.vm_size"),
                 format!(
-                    "{:?} is not an Azure VM size, e.g. \"Standard_D4s_v5\"",
-                    p.vm_size
+                    "{} is not an Azure VM size, e.g. \"Standard_D4s_v5\"",
+                    clip(&p.vm_size)
                 ),
             ));
         }
@@ -249,19 +310,29 @@ fn check_network(v: &mut Vec<FieldViolation>, n: &NetworkSpec) {
 }
 
 fn parse_cidr(v: &mut Vec<FieldViolation>, field: &str, value: &str) -> Option<Ipv4Net> {
+    if too_long(v, field, value, MAX_CIDR) {
+        return None;
+    }
     match value.parse::<Ipv4Net>() {
         Ok(net) if net.trunc() == net => Some(net),
         Ok(net) => {
             v.push(FieldViolation::new(
                 field,
-                format!("{value:?} has host bits set; did you mean {}?", net.trunc()),
+                format!(
+                    "{} has host bits set; did you mean {}?",
+                    clip(value),
+                    net.trunc()
+                ),
             ));
             None
         }
         Err(_) => {
             v.push(FieldViolation::new(
                 field,
-                format!("{value:?} is not an IPv4 CIDR such as \"10.0.0.0/16\""),
+                format!(
+                    "{} is not an IPv4 CIDR such as \"10.0.0.0/16\"",
+                    clip(value)
+                ),
             ));
             None
         }
@@ -322,6 +393,9 @@ fn required_id<'a>(
         v.push(FieldViolation::new(field, "is required when bringing your own network (vnet_id, subnet_id and nsg_id go together)"));
         return None;
     };
+    if too_long(v, field, id, MAX_ARM_ID) {
+        return None;
+    }
     let parts: Vec<&str> = id.trim_start_matches('/').split('/').collect();
     // subscriptions/{s}/resourceGroups/{rg}/providers/Microsoft.Network/{type}/{name}[/{type}/{name}]
     let ok = parts.len() == 6 + 2 * types.len()
@@ -349,7 +423,7 @@ fn required_id<'a>(
         );
         v.push(FieldViolation::new(
             field,
-            format!("{id:?} is not an ARM id of the form {example}"),
+            format!("{} is not an ARM id of the form {example}", clip(id)),
         ));
         None
     }
@@ -375,6 +449,76 @@ mod tests {
 
     fn fields(v: &[FieldViolation]) -> Vec<&str> {
         v.iter().map(|f| f.field.as_str()).collect()
+    }
+
+    #[test]
+    fn every_oversized_field_is_named_and_never_quoted_whole() {
+        let huge = "a".repeat(100_000);
+        let mut s = good();
+        s.location = huge.clone();
+        s.base_domain = huge.clone();
+        s.release_image = huge.clone();
+        s.node_pools[0].name = huge.clone();
+        s.node_pools[0].vm_size = huge.clone();
+        s.network.vnet_cidr = Some(huge.clone());
+        s.network.subnet_cidr = Some(huge.clone());
+        let v = validate_create(&huge, Some(&s));
+        for field in [
+            "name",
+            "spec.location",
+            "spec.base_domain",
+            "spec.release_image",
+            "spec.node_pools[0].name",
+            "spec.node_pools[0].vm_size",
+            "spec.network.vnet_cidr",
+            "spec.network.subnet_cidr",
+        ] {
+            let found = v.iter().find(|f| f.field == field);
+            let found = found.unwrap_or_else(|| panic!("no violation at {field}: {v:?}"));
+            assert!(
+                found.description.contains("must be at most")
+                    && found.description.contains("got 100000"),
+                "{found:?}"
+            );
+        }
+        let mut s = good();
+        s.network = NetworkSpec {
+            vnet_id: Some(format!("/subscriptions/{huge}")),
+            subnet_id: Some(huge.clone()),
+            nsg_id: Some(huge.clone()),
+            ..Default::default()
+        };
+        let v = validate_create("demo", Some(&s));
+        assert_eq!(v.len(), 3, "{v:?}");
+        assert!(v.iter().all(|f| f.description.contains("must be at most")));
+        let v = validate_subscription(&s, "0000");
+        assert!(v.iter().all(|f| f.description.len() < 200), "{v:?}");
+    }
+
+    #[test]
+    fn a_flood_of_node_pools_is_one_violation_not_one_per_pool() {
+        let mut s = good();
+        s.node_pools = vec![
+            NodePoolSpec {
+                name: "Bad Name".into(),
+                replicas: -1,
+                vm_size: "?".into(),
+            };
+            100_000
+        ];
+        let v = validate_create("demo", Some(&s));
+        assert_eq!(v[0].field, "spec.node_pools");
+        assert!(v[0].description.contains("got 100000"), "{v:?}");
+        // The first pools are still looked at, so a user fixes them in the same round trip.
+        assert!(v.len() <= 1 + 4 * MAX_NODE_POOLS, "{} violations", v.len());
+    }
+
+    #[test]
+    fn long_values_are_cut_with_their_length_when_quoted() {
+        assert_eq!(clip("eastus"), "\"eastus\"");
+        let cut = clip(&"é".repeat(5_000));
+        assert!(cut.ends_with("... (5000 characters)"), "{cut}");
+        assert!(cut.len() < 150, "{cut}");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! request.
 
 mod clusters;
+mod limits;
 mod operator;
 mod quota;
 mod rate;
@@ -27,14 +28,16 @@ use hypersaga_model::names::infra_id;
 use hypersaga_model::record::{
     CLUSTER_RECORD_VERSION, OperationIntent, OperationKind, OperationState, OperationView,
 };
-use hypersaga_model::{ClusterPhase, ClusterRecord, validate_create, validate_subscription};
+use hypersaga_model::{
+    ClusterPhase, ClusterRecord, ClusterSpec, validate_create, validate_subscription,
+};
 use hypersaga_saga::Saga;
 use hypersaga_telemetry::TraceParent;
 use time::{Duration, OffsetDateTime};
-use tonic::{Code, Request, Response, Status};
-use tonic_types::{ErrorDetails, StatusExt};
+use tonic::{Request, Response, Status};
 use tracing::{info, instrument, warn};
 
+use self::limits::Checks;
 use self::operator::CallRequest;
 use crate::convert::{cluster_to_pb, operation_to_pb, spec_from_pb};
 
@@ -267,6 +270,67 @@ fn intent(
     }
 }
 
+/// Largest cluster record a request may make. A saga is built from the record and holds it
+/// with its steps, in one KV value that nats-server caps at 1 MiB (`max_payload`); every field's
+/// own limit keeps a record within a few KB, so this only stops what those limits missed.
+const MAX_RECORD_BYTES: usize = 64 * 1024;
+
+/// Refuses a request whose cluster record would be larger than [`MAX_RECORD_BYTES`].
+fn fits_a_record(len: usize) -> Result<(), Status> {
+    if len <= MAX_RECORD_BYTES {
+        return Ok(());
+    }
+    let mut checks = Checks::new();
+    checks.push(
+        "spec",
+        format!(
+            "the cluster would take {len} bytes to record; at most {MAX_RECORD_BYTES} are accepted"
+        ),
+    );
+    checks.done()
+}
+
+/// A create retried with the same `request_id` must be the same request: one that changes the
+/// spec would otherwise get the first operation back and lose its changes unseen.
+fn same_request(first: &ClusterSpec, again: &ClusterSpec) -> Result<(), Status> {
+    let changed = first.differences(again);
+    if changed.is_empty() {
+        return Ok(());
+    }
+    let mut checks = Checks::new();
+    checks.push(
+        "request_id",
+        format!(
+            "was used for a request that differs from this one at {}; send the same request to \
+             retry it, or a new request_id for a new request",
+            changed.join(", ")
+        ),
+    );
+    checks.done()
+}
+
+/// A delete asked again while one runs is the same operation only if it asks the same thing.
+fn same_delete(rec: &ClusterRecord, keep_identities: bool) -> Result<(), Status> {
+    let running = rec
+        .intent
+        .as_ref()
+        .filter(|i| i.operation == rec.operation.id)
+        .is_none_or(|i| i.keep_identities == keep_identities);
+    if running {
+        return Ok(());
+    }
+    let mut checks = Checks::new();
+    checks.push(
+        "keep_identities",
+        format!(
+            "differs from the delete already running ({}), which has keep_identities={}; wait \
+             for it to end",
+            rec.operation.id, !keep_identities
+        ),
+    );
+    checks.done()
+}
+
 fn new_operation_id() -> String {
     format!("op-{}", uuid::Uuid::new_v4().simple())
 }
@@ -303,35 +367,21 @@ impl ClusterService for Gateway {
         let req = req.into_inner();
         let span = tracing::Span::current();
         span.record("tenant", tenant.id.as_str());
-        span.record("cluster", req.name.as_str());
         let spec = req.spec.map(spec_from_pb);
-        let mut violations = validate_create(&req.name, spec.as_ref());
+        let mut checks = Checks::new();
+        checks.request_id("request_id", req.request_id.trim());
+        checks.extend(validate_create(&req.name, spec.as_ref()));
         if let Some(spec) = &spec {
-            violations.extend(validate_subscription(spec, &tenant.azure.subscription_id));
+            checks.extend(validate_subscription(spec, &tenant.azure.subscription_id));
         }
-        let spec = match (spec, violations.is_empty()) {
-            (Some(spec), true) => spec,
-            _ => {
-                let details = ErrorDetails::with_bad_request(
-                    violations
-                        .iter()
-                        .map(|v| {
-                            tonic_types::FieldViolation::new(v.field.clone(), v.description.clone())
-                        })
-                        .collect::<Vec<_>>(),
-                );
-                let summary = violations
-                    .iter()
-                    .map(|v| format!("{}: {}", v.field, v.description))
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                return Err(Status::with_error_details(
-                    Code::InvalidArgument,
-                    format!("invalid request: {summary}"),
-                    details,
-                ));
-            }
+        checks.done()?;
+        // A missing spec is one of the violations above.
+        let Some(spec) = spec else {
+            return Err(Status::invalid_argument(
+                "invalid request: spec: is required",
+            ));
         };
+        span.record("cluster", req.name.as_str());
         let request_id = Some(req.request_id.trim().to_owned()).filter(|r| !r.is_empty());
         let key = cluster_key(&tenant.id, &req.name);
         let existing = self.load_cluster(&tenant, &req.name).await?;
@@ -342,7 +392,8 @@ impl ClusterService for Gateway {
                 && rec.create_request_id == request_id
                 && rec.operation.kind == OperationKind::Create
             {
-                // A retried request: the same operation.
+                // A retried request: the same operation, if it is the same request.
+                same_request(&rec.spec, &spec)?;
                 return self.accepted(&tenant, rec).await.map(Response::new);
             }
             return Err(Status::already_exists(format!(
@@ -380,6 +431,7 @@ impl ClusterService for Gateway {
             intent: Some(intent(&tenant, &op_id, None, trace_id)),
         };
         let bytes = serde_json::to_vec(&rec).map_err(internal("encode cluster"))?;
+        fits_a_record(bytes.len())?;
         let conflict = match existing {
             Some((_, revision)) => match self.clusters.update(&key, bytes.into(), revision).await {
                 Ok(_) => false,
@@ -400,6 +452,7 @@ impl ClusterService for Gateway {
                 && other.create_request_id == request_id
                 && other.operation.kind == OperationKind::Create
             {
+                same_request(&other.spec, &rec.spec)?;
                 return self.accepted(&tenant, &other).await.map(Response::new);
             }
             return Err(Status::already_exists(format!(
@@ -419,6 +472,7 @@ impl ClusterService for Gateway {
     ) -> Result<Response<pb::Cluster>, Status> {
         let tenant = self.tenant(&req)?;
         let name = req.into_inner().name;
+        Checks::new().cluster_name("name", &name).done()?;
         match self.load_cluster(&tenant, &name).await? {
             Some((rec, rev)) if rec.phase != ClusterPhase::Deleted => {
                 Ok(Response::new(cluster_to_pb(&rec, rev)))
@@ -445,6 +499,10 @@ impl ClusterService for Gateway {
         let tenant = self.tenant(&req)?;
         let trace_id = operation_trace(&req);
         let req = req.into_inner();
+        Checks::new()
+            .cluster_name("name", &req.name)
+            .request_id("request_id", req.request_id.trim())
+            .done()?;
         tracing::Span::current()
             .record("tenant", tenant.id.as_str())
             .record("cluster", req.name.as_str());
@@ -462,7 +520,9 @@ impl ClusterService for Gateway {
                 return Err(not_found(&req.name));
             }
             if rec.operation.kind == OperationKind::Delete && !rec.operation.state.is_terminal() {
-                // Already being deleted: the same operation (idempotent).
+                // Already being deleted: the same operation (idempotent), unless this request
+                // asks for another delete than the one running.
+                same_delete(&rec, req.keep_identities)?;
                 return self.accepted(&tenant, &rec).await.map(Response::new);
             }
             // A create still running (or paused) is superseded: it stops at its next safe point
@@ -517,6 +577,7 @@ impl ClusterService for Gateway {
     ) -> Result<Response<Self::WatchClusterStream>, Status> {
         let tenant = self.tenant(&req)?;
         let name = req.into_inner().name;
+        Checks::new().cluster_name("name", &name).done()?;
         if self.load_cluster(&tenant, &name).await?.is_none() {
             return Err(not_found(&name));
         }
@@ -545,6 +606,7 @@ impl ClusterService for Gateway {
     ) -> Result<Response<pb::Operation>, Status> {
         let tenant = self.tenant(&req)?;
         let id = req.into_inner().id;
+        Checks::new().operation_id("id", &id).done()?;
         if let Some(saga) = self.load_saga(&tenant, &id).await? {
             return Ok(Response::new(operation_to_pb(&saga.view())));
         }

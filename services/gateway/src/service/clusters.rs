@@ -8,7 +8,8 @@ use hypersaga_config::TenantConfig;
 use hypersaga_model::{ClusterPhase, ClusterRecord};
 use tonic::Status;
 
-use super::operator::{bad_request, page_size, page_token};
+use super::limits::Checks;
+use super::operator::{page_size, page_token};
 use super::{Gateway, tenant_kv, valid_key_part};
 use crate::convert::cluster_to_pb;
 
@@ -19,17 +20,16 @@ impl Gateway {
         tenant: &TenantConfig,
         req: pb::ListClustersRequest,
     ) -> Result<pb::ListClustersResponse, Status> {
-        let mut violations = Vec::new();
-        let page_size = page_size(req.page_size, &mut violations);
+        let mut checks = Checks::new();
+        checks.page_token("page_token", &req.page_token);
+        let page_size = page_size(req.page_size, &mut checks);
         let after = page_token(
             &req.page_token,
             NameCursor::decode,
             "ListClustersResponse",
-            &mut violations,
+            &mut checks,
         );
-        if !violations.is_empty() {
-            return Err(bad_request(violations));
-        }
+        checks.done()?;
         // By name already (a BTreeMap); everything up to and including the cursor was on
         // earlier pages, so a cluster created or deleted meanwhile neither repeats nor shifts
         // the others.

@@ -21,6 +21,7 @@ use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, FieldViolation, StatusExt};
 use tracing::{info, instrument};
 
+use super::limits::{Checks, MAX_PAGE_TOKEN, bad_request};
 use super::{Gateway, internal, tenant_kv, valid_key_part};
 use crate::convert::{op_state_to_pb, operation_to_pb};
 
@@ -28,8 +29,6 @@ use crate::convert::{op_state_to_pb, operation_to_pb};
 pub(super) const ERROR_DOMAIN: &str = "hypersaga.io";
 const DEFAULT_PAGE_SIZE: usize = 100;
 const MAX_PAGE_SIZE: usize = 1000;
-/// A request id becomes part of a `Nats-Msg-Id` header, so it must be short and header-safe.
-const MAX_REQUEST_ID_LEN: usize = 128;
 
 /// One operator call, as the RPCs receive it.
 pub(super) struct CallRequest {
@@ -43,7 +42,7 @@ pub(super) struct CallRequest {
 impl Gateway {
     /// Checks an operator call against the operation as it is now and sends it to the
     /// coordinator; answers with the operation as it is *before* the call takes effect.
-    #[instrument(skip_all, fields(tenant = %tenant.id, operation = %req.id, action = req.action.as_str()))]
+    #[instrument(skip_all, fields(tenant = %tenant.id, operation, action = req.action.as_str()))]
     pub(super) async fn operate(
         &self,
         tenant: &TenantConfig,
@@ -52,35 +51,17 @@ impl Gateway {
         let action = req.action;
         let step = req.step.as_deref().map(str::trim).filter(|s| !s.is_empty());
         let request_id = req.request_id.trim();
-        let mut violations = Vec::new();
-        if req.id.is_empty() {
-            violations.push(FieldViolation::new(
-                "id",
-                "the operation id (op-…) is required",
-            ));
-        } else if !valid_key_part(&req.id) {
-            violations.push(FieldViolation::new("id", "not an operation id (op-…)"));
+        let mut checks = Checks::new();
+        checks
+            .operation_id("id", &req.id)
+            .request_id("request_id", request_id);
+        if action == OperatorAction::RetryStep {
+            checks.step_id("step", step.unwrap_or_default());
         }
-        if action == OperatorAction::RetryStep && step.is_none() {
-            violations.push(FieldViolation::new(
-                "step",
-                "the id of a paused step is required, e.g. network.vnet",
-            ));
-        }
-        if !valid_request_id(request_id) {
-            violations.push(FieldViolation::new(
-                "request_id",
-                format!("at most {MAX_REQUEST_ID_LEN} printable ASCII characters, without spaces"),
-            ));
-        }
-        if !violations.is_empty() {
-            return Err(bad_request(violations));
-        }
+        checks.done()?;
+        tracing::Span::current().record("operation", req.id.as_str());
         let Some(saga) = self.load_saga(tenant, &req.id).await? else {
-            return Err(Status::not_found(format!(
-                "operation {:?} not found",
-                req.id
-            )));
+            return Err(self.not_started_or_not_found(tenant, &req.id, action).await);
         };
         if action == OperatorAction::RetryStep
             && let Some(step) = step
@@ -137,37 +118,67 @@ impl Gateway {
         Ok(operation_to_pb(&saga.view()))
     }
 
+    /// The answer to an operator call on an operation with no saga: one that a cluster record
+    /// names but the coordinator has not built yet cannot be acted on *yet* (FAILED_PRECONDITION,
+    /// reason `NOT_STARTED`, so a program retries); any other is not found.
+    async fn not_started_or_not_found(
+        &self,
+        tenant: &TenantConfig,
+        id: &str,
+        action: OperatorAction,
+    ) -> Status {
+        match self.operation_of_record(tenant, id).await {
+            Ok(Some(_)) => Status::with_error_details(
+                Code::FailedPrecondition,
+                format!(
+                    "cannot {} operation {id} yet: it is accepted but not started (the \
+                     coordinator has not built it); retry in a few seconds",
+                    verb(action)
+                ),
+                ErrorDetails::with_error_info(
+                    "NOT_STARTED",
+                    ERROR_DOMAIN,
+                    HashMap::from([
+                        ("operation".to_owned(), id.to_owned()),
+                        ("action".to_owned(), action.as_str().to_owned()),
+                    ]),
+                ),
+            ),
+            Ok(None) => Status::not_found(format!("operation {id:?} not found")),
+            Err(status) => status,
+        }
+    }
+
     /// One page of the tenant's operations, newest first.
     pub(super) async fn list_operations_page(
         &self,
         tenant: &TenantConfig,
         req: pb::ListOperationsRequest,
     ) -> Result<pb::ListOperationsResponse, Status> {
-        let mut violations = Vec::new();
+        let mut checks = Checks::new();
+        checks.page_token("page_token", &req.page_token);
+        let cluster = req.cluster.trim();
+        if !cluster.is_empty() {
+            checks.cluster_name("cluster", cluster);
+        }
         let state = match req.state {
             0 => None,
             s => match pb::OperationState::try_from(s) {
                 Ok(s) => Some(s),
                 Err(_) => {
-                    violations.push(FieldViolation::new(
-                        "state",
-                        format!("unknown operation state {s}"),
-                    ));
+                    checks.push("state", format!("unknown operation state {s}"));
                     None
                 }
             },
         };
-        let page_size = page_size(req.page_size, &mut violations);
+        let page_size = page_size(req.page_size, &mut checks);
         let cursor = page_token(
             &req.page_token,
             Cursor::decode,
             "ListOperationsResponse",
-            &mut violations,
+            &mut checks,
         );
-        if !violations.is_empty() {
-            return Err(bad_request(violations));
-        }
-        let cluster = req.cluster.trim();
+        checks.done()?;
         let mut sagas: Vec<Saga> = self
             .tenant_sagas(tenant)
             .await?
@@ -203,56 +214,40 @@ impl Gateway {
 }
 
 /// `page_size` of a list request: 0 is the default, more than the most is the most.
-pub(super) fn page_size(requested: i32, violations: &mut Vec<FieldViolation>) -> usize {
+pub(super) fn page_size(requested: i32, checks: &mut Checks) -> usize {
     match usize::try_from(requested) {
         Ok(0) => DEFAULT_PAGE_SIZE,
         Ok(n) => n.min(MAX_PAGE_SIZE),
         Err(_) => {
-            violations.push(FieldViolation::new("page_size", "must not be negative"));
+            checks.push("page_size", "must not be negative");
             DEFAULT_PAGE_SIZE
         }
     }
 }
 
 /// `page_token` of a list request, decoded; empty is the first page. A token that does not
-/// decode is a violation: it did not come from `<response>.next_page_token`.
+/// decode is a violation: it did not come from `<response>.next_page_token`. (Its length is
+/// checked before, with the call's other fields.)
 pub(super) fn page_token<C>(
     token: &str,
     decode: impl Fn(&str) -> Option<C>,
     response: &str,
-    violations: &mut Vec<FieldViolation>,
+    checks: &mut Checks,
 ) -> Option<C> {
     match token.trim() {
         "" => None,
+        token if token.len() > MAX_PAGE_TOKEN => None,
         token => {
             let cursor = decode(token);
             if cursor.is_none() {
-                violations.push(FieldViolation::new(
+                checks.push(
                     "page_token",
                     format!("not a token from {response}.next_page_token"),
-                ));
+                );
             }
             cursor
         }
     }
-}
-
-/// Empty (the gateway then picks one), or short, printable and without spaces.
-fn valid_request_id(s: &str) -> bool {
-    s.len() <= MAX_REQUEST_ID_LEN && s.bytes().all(|b| b.is_ascii_graphic())
-}
-
-pub(super) fn bad_request(violations: Vec<FieldViolation>) -> Status {
-    let summary = violations
-        .iter()
-        .map(|v| format!("{}: {}", v.field, v.description))
-        .collect::<Vec<_>>()
-        .join("; ");
-    Status::with_error_details(
-        Code::InvalidArgument,
-        format!("invalid request: {summary}"),
-        ErrorDetails::with_bad_request(violations),
-    )
 }
 
 /// FAILED_PRECONDITION, with the refusal's code as `google.rpc.ErrorInfo.reason` so that
@@ -271,17 +266,21 @@ fn refused(saga: &Saga, action: OperatorAction, refusal: &Refusal) -> Status {
     if let Some(pause) = &saga.pause {
         metadata.insert("paused_steps".to_owned(), pause.steps.join(","));
     }
-    let verb = match action {
+    Status::with_error_details(
+        Code::FailedPrecondition,
+        format!("cannot {} operation {}: {refusal}", verb(action), saga.id),
+        ErrorDetails::with_error_info(refusal.code(), ERROR_DOMAIN, metadata),
+    )
+}
+
+/// What an operator call does, as a verb taking the operation as its object.
+fn verb(action: OperatorAction) -> &'static str {
+    match action {
         OperatorAction::Resume => "resume",
         OperatorAction::RetryStep => "retry a step of",
         OperatorAction::Compensate => "compensate",
         OperatorAction::Abandon => "abandon",
-    };
-    Status::with_error_details(
-        Code::FailedPrecondition,
-        format!("cannot {verb} operation {}: {refusal}", saga.id),
-        ErrorDetails::with_error_info(refusal.code(), ERROR_DOMAIN, metadata),
-    )
+    }
 }
 
 /// A position in the newest-first order of operations; `page_token` is its opaque encoding.
@@ -361,14 +360,5 @@ mod tests {
             v,
             vec![c(3, "op-a"), c(2, "op-z"), c(1, "op-a"), c(1, "op-b")]
         );
-    }
-
-    #[test]
-    fn request_ids_must_be_header_safe() {
-        assert!(valid_request_id(""));
-        assert!(valid_request_id("3f2b6c1e-8f1c-4c55-9d0f-0e6f1f0b9a11"));
-        assert!(!valid_request_id("a b"));
-        assert!(!valid_request_id("a\r\nNats-Msg-Id: x"));
-        assert!(!valid_request_id(&"x".repeat(MAX_REQUEST_ID_LEN + 1)));
     }
 }
