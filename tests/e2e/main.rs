@@ -13,6 +13,7 @@ mod crash;
 mod fault_matrix;
 mod faults;
 mod fleet;
+mod hard_edges;
 mod observability;
 mod operator;
 mod supersede;
