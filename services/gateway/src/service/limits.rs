@@ -64,9 +64,7 @@ impl Checks {
     pub fn operation_id(&mut self, field: &str, id: &str) -> &mut Self {
         if id.is_empty() {
             self.push(field, "the operation id (op-…) is required");
-        } else if !self.too_long(field, id, MAX_OPERATION_ID)
-            && !(id.starts_with("op-") && id.bytes().all(|b| lower_alnum(b) || b == b'-'))
-        {
+        } else if !self.too_long(field, id, MAX_OPERATION_ID) && !is_operation_id(id) {
             self.push(
                 field,
                 format!(
@@ -136,7 +134,8 @@ impl Checks {
         too_long
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
@@ -149,6 +148,10 @@ impl Checks {
             Err(bad_request(std::mem::take(&mut self.0)))
         }
     }
+}
+
+fn is_operation_id(id: &str) -> bool {
+    id.starts_with("op-") && id.bytes().all(|b| lower_alnum(b) || b == b'-')
 }
 
 fn lower_alnum(b: u8) -> bool {
