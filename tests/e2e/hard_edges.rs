@@ -305,7 +305,9 @@ async fn input_of_any_size_is_refused_at_the_gateway_which_stays_on_the_bus() {
     );
 
     // A request id is one request: the same again is the same operation; a changed one is
-    // refused, naming what changed.
+    // refused, naming what changed. (The coordinator is held meanwhile, so that the operation
+    // stays accepted and unbuilt.)
+    let coordinator = system.stop("coordinator-0");
     let mut first = create_request("again", 1);
     first.request_id = "8d1c4f6e-2b7a-4a59-9a77-3c1f0e2d5b6a".into();
     let op = acme
@@ -332,6 +334,29 @@ async fn input_of_any_size_is_refused_at_the_gateway_which_stays_on_the_bus() {
     for named in ["spec.location", "spec.node_pools[0].replicas"] {
         assert!(status.message().contains(named), "{}", status.message());
     }
+
+    // An accepted operation is found by every call that names it, before its saga is built:
+    // operator calls say it has not started yet, rather than that it does not exist.
+    let shown = acme
+        .get_operation(pb::GetOperationRequest { id: op.id.clone() })
+        .await
+        .expect("an accepted operation")
+        .into_inner();
+    assert_eq!(shown.id, op.id);
+    let status = acme
+        .abandon_operation(pb::AbandonOperationRequest {
+            id: op.id.clone(),
+            request_id: String::new(),
+        })
+        .await
+        .expect_err("not started");
+    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    assert_eq!(
+        status.get_details_error_info().map(|i| i.reason),
+        Some("NOT_STARTED".to_owned()),
+        "{status:?}"
+    );
+    coordinator.cont();
 
     // And the system is whole: that create goes on to ready.
     let cluster = system.watch_to_end("acme", "again").await;
