@@ -214,6 +214,59 @@ impl ArmError {
         .with_details(details)
     }
 
+    /// ARM's refusal of a resource group in a location that is not a region (HTTP 400, as
+    /// Azure/k8s-infra `hack/generated/pkg/armclient/template_client_test.go` asserts): the
+    /// location as given, the regions by their names, comma-separated without spaces.
+    pub fn location_not_available_for_resource_group(location: &str, regions: &[&str]) -> Self {
+        Self::bad_request(
+            "LocationNotAvailableForResourceGroup",
+            format!(
+                "The provided location '{location}' is not available for resource group. List \
+                 of available regions is '{}'.",
+                regions.join(",")
+            ),
+        )
+    }
+
+    /// ARM's refusal of a tracked resource in a location its type is not registered in (HTTP
+    /// 400), worded as users quote it (Azure/azure-rest-api-specs#8347: "The provided location
+    /// 'eastus' is not available for resource type 'Microsoft.Web/staticSites'. List of
+    /// available regions for the resource type is 'westus2,centralus,…'.").
+    pub fn location_not_available_for_resource_type(
+        location: &str,
+        type_name: &str,
+        regions: &[&str],
+    ) -> Self {
+        Self::bad_request(
+            "LocationNotAvailableForResourceType",
+            format!(
+                "The provided location '{location}' is not available for resource type \
+                 '{type_name}'. List of available regions for the resource type is '{}'.",
+                regions.join(",")
+            ),
+        )
+    }
+
+    /// The compute resource provider's refusal of a VM size it does not offer (HTTP 400
+    /// `InvalidParameter`, `target: vmSize`): the size as given and every size of the region,
+    /// comma-separated without spaces (ContainerSolutions/terraform-examples#62,
+    /// sassoftware/viya4-iac-azure#116), then the pointer to the size pages
+    /// (DataBiosphere/terra-workspace-manager#1220, 2023; redhat-developer/mapt#432, 2025). The
+    /// target is the one the sibling "requested VM size … is not available" refusal carries
+    /// (PaloAltoNetworks/azure-applicationgateway#1).
+    pub fn invalid_vm_size(size: &str, valid: &[&str]) -> Self {
+        Self::bad_request(
+            "InvalidParameter",
+            format!(
+                "The value {size} provided for the VM size is not valid. The valid sizes in the \
+                 current region are: {}. Find out more on the valid VM sizes in each region at \
+                 https://aka.ms/azure-regionservices.",
+                valid.join(",")
+            ),
+        )
+        .with_target("vmSize")
+    }
+
     pub fn missing_api_version() -> Self {
         Self::bad_request(
             "MissingApiVersionParameter",

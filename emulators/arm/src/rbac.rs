@@ -38,7 +38,11 @@ impl Emulator {
             let mut st = self.lock();
             st.store.settle(time::OffsetDateTime::now_utc());
             let scope = req.evaluated_scope(&st.store);
-            permissions::permits(&st.store, &claims.oid, &req.action, &scope)
+            if req.within {
+                permissions::permits_within(&st.store, &claims.oid, &req.action, &scope)
+            } else {
+                permissions::permits(&st.store, &claims.oid, &req.action, &scope)
+            }
         };
         if allowed {
             return Ok(());

@@ -3,7 +3,7 @@
 //! [`pipeline`] authenticates, authorises, throttles, validates the api-version and injects
 //! faults, then routes to a handler that is generic over the type table (`types.rs`): [`put`],
 //! [`patch`], [`read`] (GET, HEAD, lists), [`delete`], with [`lro`] for the asynchronous
-//! operations they start.
+//! operations they start, and [`skus`] for the Resource SKUs list.
 
 mod api_version;
 mod body;
@@ -17,6 +17,7 @@ mod put;
 mod rbac;
 mod read;
 mod respond;
+mod skus;
 
 use std::cell::Cell;
 use std::collections::HashMap;

@@ -17,6 +17,7 @@ use super::lro::operation;
 use super::patch::patch_resource;
 use super::put::put_resource;
 use super::read::{get_resource, head_resource, inventory, list_collection, list_resource_groups};
+use super::skus::list_skus;
 use super::{Ctx, api_version, rbac};
 use crate::Emulator;
 use crate::errors::{ArmError, Result};
@@ -315,6 +316,7 @@ fn route(
             Ok(list_resource_groups(ctx, store, sub))
         }
         (&Method::GET, Target::Inventory { sub, rg }) => inventory(ctx, store, sub, rg.as_deref()),
+        (&Method::GET, Target::ResourceSkus { .. }) => list_skus(ctx),
         (_, Target::Authorization(a)) => rbac::route(ctx, store, method, a, body),
         (&Method::GET, Target::Operation { sub, id, view }) => {
             // Compute serves both views on one path; `monitor=true` asks for the result.

@@ -14,7 +14,9 @@ use super::respond::{empty, json_response, set_header};
 use crate::errors::{ArmError, Result};
 use crate::path::ResourceRef;
 use crate::store::{self, OpKind, Store, StoredResource};
-use crate::types::{FillCtx, LocationRule, PutCheck, PutShape, ResourceType, Storage};
+use crate::types::{
+    FillCtx, LocationRule, PutCheck, PutShape, REGIONS, ResourceType, Storage, regions,
+};
 
 /// `Retry-After` (seconds) of the network resource provider's 201/200 + `Azure-AsyncOperation`
 /// answer to a PUT, as recorded in Azure/azure-powershell#7406 (a VNet PUT answered
@@ -60,6 +62,20 @@ fn fill_inline(props: &mut Map<String, Value>, rtype: &ResourceType, id: &str, e
             }
         }
     }
+}
+
+/// ARM's location check, made before the resource provider sees the body (so before the VM
+/// size or any reference is looked at): a tracked resource must be in a region its type is
+/// registered in, which for every type served here is every public region.
+fn check_region(rtype: &ResourceType, location: &str) -> Result<()> {
+    if regions::is_region(location) {
+        return Ok(());
+    }
+    Err(if rtype.is_resource_group() {
+        ArmError::location_not_available_for_resource_group(location, REGIONS)
+    } else {
+        ArmError::location_not_available_for_resource_type(location, &rtype.full_name(), REGIONS)
+    })
 }
 
 pub(super) fn put_resource(
@@ -151,6 +167,7 @@ pub(super) fn put_resource(
                     "The location property is required for this definition.",
                 )
             })?;
+            check_region(rtype, &loc)?;
             if rtype.is_resource_group()
                 && let Some(prev) = existing.as_ref().and_then(|e| e.location.as_deref())
                 && !prev.eq_ignore_ascii_case(&loc)

@@ -126,6 +126,8 @@ pub enum Target {
     },
     /// A role assignment or role definition (one, or a collection) at some scope.
     Authorization(AuthzRef),
+    /// `/subscriptions/{s}/providers/Microsoft.Compute/skus`: the Resource SKUs list.
+    ResourceSkus { sub: String },
     /// A type the namespace does not have. ARM answers it only once it has the api-version
     /// (its message names it), after authenticating the caller like any other request.
     UnknownType {
@@ -163,7 +165,8 @@ impl Target {
             | Target::Inventory { sub, .. }
             | Target::Operation { sub, .. }
             | Target::Collection { sub, .. }
-            | Target::UnknownType { sub, .. } => sub,
+            | Target::UnknownType { sub, .. }
+            | Target::ResourceSkus { sub } => sub,
             Target::Resource(r) => &r.sub,
             Target::Authorization(a) => &a.sub,
         }
@@ -178,6 +181,7 @@ impl Target {
             Target::Resource(r) => r.rtype.full_name(),
             Target::Collection { rtype, .. } => rtype.full_name(),
             Target::Authorization(a) => format!("{}/{}", authz::NAMESPACE, a.kind.type_path()),
+            Target::ResourceSkus { .. } => "Microsoft.Compute/skus".into(),
             Target::UnknownType {
                 namespace,
                 type_path,
@@ -208,6 +212,14 @@ impl Target {
                 versions: a.kind.api_versions(),
                 namespace: authz::NAMESPACE,
                 type_path: a.kind.type_path(),
+                registration: Registration::Locationless,
+            },
+            // (~) `skus` is taken as registered without locations, like Microsoft.Authorization's
+            // types: its ARM manifest entry was not found.
+            Target::ResourceSkus { .. } => VersionRule::Provider {
+                versions: types::RESOURCE_SKU_VERSIONS,
+                namespace: "Microsoft.Compute",
+                type_path: "skus",
                 registration: Registration::Locationless,
             },
             Target::UnknownType {
@@ -334,6 +346,9 @@ fn parse_provider(
             });
         }
         _ => {}
+    }
+    if rg.is_none() && eq(ns, "Microsoft.Compute") && matches!(tail, [skus] if eq(skus, "skus")) {
+        return Ok(Target::ResourceSkus { sub });
     }
     if !types::namespace_known(ns) {
         return Err(ArmError::new(

@@ -16,6 +16,12 @@
 //! Its scope is the resource the operation acts on: the URL sits at the subscription (or group)
 //! while the caller's grant is usually on a group or the resource, and callers granted there do
 //! poll their operations.
+//!
+//! The Resource SKUs list (`Microsoft.Compute/skus/read`) sits at the subscription, yet CAPZ
+//! reads it before making any VM (`InitMachineCache`) as HyperShift's node-pool identity, which
+//! holds Contributor on the managed and VNet groups only (openshift/hypershift
+//! `support/azureutil` `GetServicePrincipalScopes`) and makes workers in production. So ARM
+//! grants that read to an assignment anywhere in the subscription (inferred, not documented).
 
 use axum::http::Method;
 
@@ -31,6 +37,8 @@ pub(crate) struct Request {
     pub scope: String,
     /// The operation a poll reads, whose resource is the scope evaluated.
     operation: Option<String>,
+    /// An assignment below the scope grants the action too (the Resource SKUs list).
+    pub within: bool,
 }
 
 fn verb(method: &Method) -> &'static str {
@@ -72,6 +80,7 @@ impl Request {
     pub fn new(method: &Method, target: &Target, path: &str) -> Self {
         let v = verb(method);
         let mut operation = None;
+        let mut within = false;
         let (action, scope) = match target {
             Target::ResourceGroupList { .. } => (
                 "Microsoft.Resources/subscriptions/resourceGroups/read".to_owned(),
@@ -106,12 +115,20 @@ impl Request {
                 (format!("{}/{v}", target.type_name()), scope)
             }
             Target::UnknownType { .. } => (format!("{}/{v}", target.type_name()), path.to_owned()),
+            Target::ResourceSkus { sub } => {
+                within = true;
+                (
+                    format!("{}/{v}", target.type_name()),
+                    format!("/subscriptions/{sub}"),
+                )
+            }
         };
         Self {
             sub: target.subscription().to_owned(),
             action,
             scope,
             operation,
+            within,
         }
     }
 

@@ -84,16 +84,30 @@ fn role_grants(a: &StoredAssignment, action: &str) -> bool {
     })
 }
 
-/// Whether an assignment to `principal` at `scope` or above grants `action`.
-pub(super) fn permits(store: &Store, principal: &str, action: &str, scope: &str) -> bool {
+/// Whether an assignment to `principal` whose scope `reaches` grants `action`.
+fn granted(store: &Store, principal: &str, action: &str, reaches: impl Fn(&str) -> bool) -> bool {
     let Ok(principal) = Uuid::parse_str(principal) else {
         return false;
     };
-    let scope = decoded(scope);
     store.assignments().any(|a| {
         Uuid::parse_str(&a.principal_id).is_ok_and(|p| p == principal)
-            && at_or_above(&a.scope, &scope)
+            && reaches(&a.scope)
             && role_grants(a, action)
+    })
+}
+
+/// Whether an assignment to `principal` at `scope` or above grants `action`.
+pub(super) fn permits(store: &Store, principal: &str, action: &str, scope: &str) -> bool {
+    let scope = decoded(scope);
+    granted(store, principal, action, |at| at_or_above(at, &scope))
+}
+
+/// Whether an assignment to `principal` at `scope`, above it or anywhere below it grants
+/// `action`.
+pub(super) fn permits_within(store: &Store, principal: &str, action: &str, scope: &str) -> bool {
+    let scope = decoded(scope);
+    granted(store, principal, action, |at| {
+        at_or_above(at, &scope) || at_or_above(&scope, at)
     })
 }
 

@@ -13,7 +13,7 @@ use time::OffsetDateTime;
 
 use super::in_use::{nic_used_by, users_of};
 use super::references::{Reference, id_of, same_location};
-use super::{FillCtx, PutCheck};
+use super::{FillCtx, PutCheck, vm_sizes};
 use crate::errors::{ArmError, Result};
 use crate::store::{self, Store, StoredResource};
 
@@ -102,13 +102,31 @@ fn is_type(r: &StoredResource, type_path: &str) -> bool {
     r.rtype.type_path.eq_ignore_ascii_case(type_path)
 }
 
-/// Before accepting a VM PUT: every NIC exists, in the VM's region, and is not another VM's;
-/// every user-assigned identity exists.
+/// The VM's `hardwareProfile.vmSize` is one the region offers. A body without one is left to
+/// the other checks: what Azure answers then was not found.
+fn vm_size_valid(props: &Map<String, Value>) -> Result<()> {
+    let Some(size) = props
+        .get("hardwareProfile")
+        .and_then(|h| h.get("vmSize"))
+        .and_then(Value::as_str)
+    else {
+        return Ok(());
+    };
+    match vm_sizes::find(size) {
+        Some(_) => Ok(()),
+        None => Err(ArmError::invalid_vm_size(size, &vm_sizes::names())),
+    }
+}
+
+/// Before accepting a VM PUT: its size is offered (checked first, as the request's own
+/// parameters are before what they name); every NIC exists, in the VM's region, and is not
+/// another VM's; every user-assigned identity exists.
 ///
 /// No public quote of the compute resource provider's own words for a missing or out-of-region
 /// NIC was found; the refusal reuses NRP's `InvalidResourceReference`, whose message covers both
 /// cases, and a NIC held by another VM reuses NRP's `NicInUse` wording.
 pub(super) fn vm_put_valid(store: &Store, put: &PutCheck<'_>) -> Result<()> {
+    vm_size_valid(put.properties)?;
     for (nic, _) in nic_ids(put.properties) {
         let found = store
             .get(&nic.to_ascii_lowercase())

@@ -9,7 +9,8 @@
 //! references, NIC addresses, back-references), `compute` (VMs and their disks). Across
 //! providers, `references` checks the ids a body names, `in_use` finds who still holds a
 //! resource and words each provider's refusal, and `cascade` completes deletes, resource
-//! groups included.
+//! groups included. `regions` and `vm_sizes` are the public regions and VM sizes Azure offers,
+//! which a PUT's location and a VM's size must be among.
 
 pub mod cascade;
 mod compute;
@@ -17,7 +18,9 @@ mod hooks;
 pub mod in_use;
 mod network;
 pub mod references;
+pub mod regions;
 mod versions;
+pub mod vm_sizes;
 
 use std::time::Duration;
 
@@ -40,6 +43,7 @@ use network::{
     references_valid, subnet_references, vnet_put_valid, vnet_references,
 };
 use references::Reference;
+pub use regions::REGIONS;
 pub use versions::*;
 
 /// How a PUT answers.

@@ -376,50 +376,8 @@ pub const ROLE_DEFINITION_VERSIONS: &[&str] = &[
     "2022-05-01-preview",
 ];
 
-/// Regions a regional type is registered in, in the order ARM's `NoRegisteredProviderFound`
-/// lists them for a Network type (Azure/azure-cli#28496), then the regions opened since.
-pub const REGIONS: &[&str] = &[
-    "westus",
-    "eastus",
-    "northeurope",
-    "westeurope",
-    "eastasia",
-    "southeastasia",
-    "northcentralus",
-    "southcentralus",
-    "centralus",
-    "eastus2",
-    "japaneast",
-    "japanwest",
-    "brazilsouth",
-    "australiaeast",
-    "australiasoutheast",
-    "centralindia",
-    "southindia",
-    "westindia",
-    "canadacentral",
-    "canadaeast",
-    "westcentralus",
-    "westus2",
-    "ukwest",
-    "uksouth",
-    "koreacentral",
-    "koreasouth",
-    "francecentral",
-    "australiacentral",
-    "australiacentral2",
-    "southafricanorth",
-    "uaenorth",
-    "switzerlandnorth",
-    "germanywestcentral",
-    "norwayeast",
-    "westus3",
-    "swedencentral",
-    "qatarcentral",
-    "polandcentral",
-    "italynorth",
-    "israelcentral",
-    "spaincentral",
-    "mexicocentral",
-    "newzealandnorth",
-];
+/// `Microsoft.Compute/skus` (`ResourceSkus_List`): the `Skus/stable/{2017-09-01,2019-04-01,
+/// 2021-07-01}` folders of azure-rest-api-specs' compute specification; 2021-07-01 is still the
+/// only current one (every Compute package tag lists it), and CAPZ calls it
+/// (kubernetes-sigs/cluster-api-provider-azure#2785 quotes the request).
+pub const RESOURCE_SKU_VERSIONS: &[&str] = &["2017-09-01", "2019-04-01", "2021-07-01"];

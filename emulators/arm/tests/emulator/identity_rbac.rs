@@ -14,7 +14,7 @@ use crate::support::*;
 
 const AUTHZ: &str = "2022-04-01";
 const READER: &str = "acdd72a7-3385-48ef-bd42-f606fba81ae7";
-const CONTRIBUTOR: &str = "b24988ac-6180-42a0-ab88-20f7382dd24c";
+pub(crate) const CONTRIBUTOR: &str = "b24988ac-6180-42a0-ab88-20f7382dd24c";
 const ARO_NETWORK_OPERATOR: &str = "be7a6435-15ae-4171-8f30-4a343eff9e8f";
 
 fn group(rg: &str) -> String {
@@ -22,7 +22,7 @@ fn group(rg: &str) -> String {
 }
 
 /// The operator grants `role` to `principal` at `scope`; answers the assignment's path.
-async fn grant(emu: &TestEmu, scope: &str, role: &str, principal: &str) -> String {
+pub(crate) async fn grant(emu: &TestEmu, scope: &str, role: &str, principal: &str) -> String {
     let path = format!(
         "{scope}/providers/Microsoft.Authorization/roleAssignments/{}",
         uuid::Uuid::new_v4()
@@ -57,7 +57,7 @@ fn assert_forbidden(r: &Resp, principal: &str, action: &str, scope: &str) {
 }
 
 /// An identity in `managed` federated with a fresh issuer, and a token for it.
-async fn identity_token(emu: &TestEmu) -> (String, String, Issuer) {
+pub(crate) async fn identity_token(emu: &TestEmu) -> (String, String, Issuer) {
     let key = signing_key();
     let issuer = Issuer::start(&[&key]).await;
     let (client_id, principal) = federated_identity(emu, "managed", "capz", &issuer.url).await;

@@ -5,12 +5,15 @@
 //! and refusals of concurrent writes in `refusals`, workload identity federation in
 //! `workload_identity` (with the OIDC issuer of `issuer`), managed identities' authorization
 //! in `identity_rbac`, worker VMs with their NICs and disks in `workers`, references to
-//! missing resources in `references`, deletes of resources in use and group cascades in
-//! `teardown`, Entra's answers for tenants it does not have in `tenants`, everything else here.
+//! missing resources in `references`, the regions and VM sizes Azure offers (and refuses
+//! beyond) with the Resource SKUs list in `offerings`, deletes of resources in use and group
+//! cascades in `teardown`, Entra's answers for tenants it does not have in `tenants`,
+//! everything else here.
 
 mod api_versions;
 mod identity_rbac;
 mod issuer;
+mod offerings;
 mod rbac;
 mod references;
 mod refusals;
