@@ -572,6 +572,134 @@ async fn a_missing_grant_stops_the_workers_with_arms_refusal_until_it_is_back() 
 }
 
 #[tokio::test]
+async fn a_size_the_region_does_not_offer_fails_the_machine_for_good_before_any_put() {
+    let arm = Arm::start().await;
+    let key = SigningKey::generate().expect("key");
+    let (iss, _issuer) = issuer(&key).await;
+    let cloud = cloud(&arm, &iss).await;
+    let h = management(&arm).await;
+    namespace(&h.client, "clusters").await;
+    signing_key_secret(&h, "demosa-token-issuer-key", &key).await;
+    pull_secret(&h.client, "clusters", "demo").await;
+    let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "clusters");
+    hcs.create(
+        &PostParams::default(),
+        &demo_cluster(&cloud, &iss, "demosa-token-issuer-key"),
+    )
+    .await
+    .expect("hc");
+    let nps: Api<NodePool> = Api::namespaced(h.client.clone(), "clusters");
+    let mut pool = workers_pool(&cloud, 1);
+    pool.spec.platform.azure.as_mut().expect("azure").vm_size = "Standard_Z99s_v9".into();
+    let np_uid = nps
+        .create(&PostParams::default(), &pool)
+        .await
+        .expect("np")
+        .metadata
+        .uid
+        .expect("uid");
+
+    // CAPZ looks the size up in the region's Resource SKUs before anything else; a miss is
+    // its terminal configuration error, which CAPI copies onto the Machine.
+    eventually(&h, "the Machine to fail for good", || {
+        machines(&h)
+            .first()
+            .is_some_and(|m| m["status"]["failureReason"] == "InvalidConfiguration")
+    })
+    .await;
+    let m = &machines(&h)[0];
+    let name = m["metadata"]["name"].as_str().expect("name");
+    assert_eq!(
+        m["status"]["failureMessage"],
+        format!(
+            "Failure detected from referenced resource infrastructure.cluster.x-k8s.io/v1beta1, \
+             Kind=AzureMachine with name \"{name}\": failed to get VM SKU Standard_Z99s_v9 in \
+             compute api: reconcile error that cannot be recovered occurred: resource sku with \
+             name 'Standard_Z99s_v9' and category 'virtualMachines' not found in location \
+             'eastus'. Object will not be requeued"
+        )
+    );
+    // The AzureMachine got no condition, so CAPI's fallback is what HyperShift aggregates.
+    let infra = condition(m, "InfrastructureReady");
+    assert_eq!(
+        (&infra["status"], &infra["reason"], &infra["severity"]),
+        (
+            &json!("False"),
+            &json!("WaitingForInfrastructure"),
+            &json!("Info")
+        )
+    );
+    assert_eq!(m["status"]["phase"], "Provisioning");
+    let np = within(
+        "AllMachinesReady",
+        await_condition(nps.clone(), "demo-workers", |o: Option<&NodePool>| {
+            o.and_then(|np| np.condition("AllMachinesReady"))
+                .is_some_and(|c| c.reason == "WaitingForInfrastructure")
+        }),
+    )
+    .await
+    .expect("watch")
+    .expect("np");
+    let all = np.condition("AllMachinesReady").expect("condition");
+    assert_eq!(all.status, "False");
+    assert_eq!(
+        all.message,
+        format!("1 of 1 machines are not ready\nMachine {name}: WaitingForInfrastructure: \n")
+    );
+    assert_eq!(np.ready_replicas(), 0);
+
+    // ARM saw the SKU list, as CAPZ asks for it, and no write of a worker.
+    let stats = arm.admin.requests().await.expect("requests");
+    let lists: Vec<_> = stats
+        .recent
+        .iter()
+        .filter(|r| r.resource_type == "Microsoft.Compute/skus")
+        .collect();
+    assert!(!lists.is_empty(), "{stats:#?}");
+    for l in &lists {
+        assert_eq!(
+            (l.method.as_str(), l.status, l.api_version.as_deref()),
+            ("GET", 200, Some("2021-07-01"))
+        );
+    }
+    let listed = lists.len();
+    let worker_writes: Vec<_> = stats
+        .recent
+        .iter()
+        .filter(|r| {
+            r.method == "PUT"
+                && (r.path.contains("/virtualMachines/") || r.path.contains("/networkInterfaces/"))
+        })
+        .collect();
+    assert!(worker_writes.is_empty(), "{worker_writes:#?}");
+    assert!(arm.workers().await.is_empty(), "nothing was made");
+    // Not retried: CAPZ stops reconciling a failed AzureMachine.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let again = arm.admin.requests().await.expect("requests");
+    assert_eq!(
+        again
+            .recent
+            .iter()
+            .filter(|r| r.resource_type == "Microsoft.Compute/skus")
+            .count(),
+        listed,
+        "the size is looked up once"
+    );
+
+    // The NodePool still goes: there is nothing in Azure to remove.
+    nps.delete("demo-workers", &DeleteParams::default())
+        .await
+        .expect("delete");
+    within(
+        "the NodePool to go",
+        await_condition(nps.clone(), "demo-workers", is_deleted(&np_uid)),
+    )
+    .await
+    .expect("watch");
+    assert!(machines(&h).is_empty());
+}
+
+#[tokio::test]
 async fn a_missing_signing_key_secret_is_an_invalid_configuration() {
     let arm = Arm::start().await;
     let key = SigningKey::generate().expect("key");

@@ -1,13 +1,14 @@
 //! CAPZ's Azure client, as much of it as making and removing a worker needs: a token from
 //! Entra for a federated service-account assertion (azidentity's
 //! `WorkloadIdentityCredential`), then ARM GET, PUT and DELETE with the asynchronous
-//! operations polled to their end (azcore's pollers).
+//! operations polled to their end (azcore's pollers), and paged lists (the Resource SKUs).
 //!
 //! Failures keep the words the Go SDKs put in CAPZ's conditions, since those are what an
 //! operator of a real cluster reads: an ARM refusal is azcore's `ResponseError` text (request
 //! line, `RESPONSE <status>`, `ERROR CODE: <code>`, the body indented, between
 //! 80-dash separators), an Entra refusal azidentity's `AuthenticationFailedError` text.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use hypersaga_oidc::SigningKey;
@@ -37,6 +38,9 @@ const MAX_POLL_DELAY: Duration = Duration::from_secs(5);
 
 /// Poll delay when ARM advertises none (an operation the emulator completes at once).
 const DEFAULT_POLL_DELAY: Duration = Duration::from_millis(200);
+
+/// `armcompute/v5`'s Resource SKUs version (its only one, `Skus/stable/2021-07-01`).
+pub const RESOURCE_SKUS_API: &str = "2021-07-01";
 
 /// Give up on an operation that has not ended after this long.
 const OPERATION_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -92,6 +96,8 @@ pub struct Session {
     identity: Identity,
     key: Option<SigningKey>,
     token: Option<(String, Instant)>,
+    /// Resource SKUs by location, once listed.
+    skus: HashMap<String, Vec<Value>>,
 }
 
 /// The HTTP client: trusting only `ca_pem` when given (the dev CA), no redirects followed.
@@ -142,6 +148,7 @@ impl Session {
             identity,
             key: None,
             token: None,
+            skus: HashMap::new(),
         }
     }
 
@@ -278,6 +285,60 @@ impl Session {
             Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// Every item of a list at `path` (a subscription-level path, without query) with `query`
+    /// pairs added to the api-version, following `nextLink` as azcore's pagers do.
+    pub async fn list(
+        &mut self,
+        path: &str,
+        api: &str,
+        query: &[(&str, &str)],
+    ) -> Result<Vec<Value>, CallError> {
+        let mut first = Url::parse(&self.url(path, api))
+            .map_err(|e| CallError::Other(format!("list {path}: {e}")))?;
+        first.query_pairs_mut().extend_pairs(query);
+        let mut next = Some(first.to_string());
+        let mut items = Vec::new();
+        while let Some(url) = next.take() {
+            let page = self.call(Method::GET, &url, None).await?.json();
+            if let Some(value) = page.get("value").and_then(Value::as_array) {
+                items.extend(value.iter().cloned());
+            }
+            next = page
+                .get("nextLink")
+                .and_then(Value::as_str)
+                .filter(|l| !l.is_empty())
+                .map(str::to_owned);
+        }
+        Ok(items)
+    }
+
+    /// The Resource SKUs of `location`, listed as CAPZ lists them (`$filter=location eq
+    /// '<location>'`) the first time and kept after: CAPZ's SKU cache is process-wide, keyed by
+    /// location and identity (a session is one identity), and never refilled once it holds a
+    /// list (`resourceskus.GetCache`, 24 h TTL). A failed list is not kept.
+    pub async fn resource_skus(
+        &mut self,
+        subscription: &str,
+        location: &str,
+    ) -> Result<&[Value], CallError> {
+        if !self.skus.contains_key(location) {
+            let filter = format!("location eq '{location}'");
+            let listed = self
+                .list(
+                    &format!("/subscriptions/{subscription}/providers/Microsoft.Compute/skus"),
+                    RESOURCE_SKUS_API,
+                    &[("$filter", filter.as_str())],
+                )
+                .await?;
+            self.skus.insert(location.to_owned(), listed);
+        }
+        Ok(self
+            .skus
+            .get(location)
+            .map(Vec::as_slice)
+            .unwrap_or_default())
     }
 
     /// `PUT` a resource and wait for its operation; answers the resource as it ended.

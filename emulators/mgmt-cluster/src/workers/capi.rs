@@ -9,7 +9,11 @@
 //!
 //! A Machine's `InfrastructureReady` mirrors the AzureMachine's `Ready`, which summarises its
 //! CAPZ conditions: `Creating` (Info) while a service works, `Failed`/`DeletionFailed`
-//! (Error) with CAPZ's whole message when one fails. HyperShift folds the Machines into the
+//! (Error) with CAPZ's whole message when one fails, and CAPI's fallback
+//! `WaitingForInfrastructure` while the AzureMachine has none (before any service ran, and
+//! after CAPZ's terminal configuration error, which sets no condition). That terminal error
+//! reaches the Machine as CAPI copies it (`reconcileExternal`): `status.failureReason` as the
+//! AzureMachine has it, `status.failureMessage` prefixed with the object it came from. HyperShift folds the Machines into the
 //! NodePool's `AllMachinesReady` and `AllNodesHealthy` (`setAllMachinesReadyCondition`,
 //! `aggregateMachineReasonsAndMessages`), keeping at most 1000 characters of messages per
 //! reason and 3000 in all: a message longer than that (any ARM refusal, with azcore's request
@@ -222,7 +226,9 @@ pub fn observe(
     let mut wake = None;
     // (infrastructure ready?, severity, reason, message) of the AzureMachine's `Ready`.
     let (infra_ok, severity, reason, message): (bool, &str, &str, String) = match report {
-        None => (false, "Info", "WaitingForInfrastructure", String::new()),
+        None | Some(Report::Requeued(_)) | Some(Report::Invalid(_)) => {
+            (false, "Info", "WaitingForInfrastructure", String::new())
+        }
         Some(Report::Creating { service }) => (
             false,
             "Info",
@@ -333,6 +339,10 @@ pub fn observe(
         "conditions": conditions,
         "observedGeneration": machine.pointer("/metadata/generation").cloned().unwrap_or(json!(1)),
     });
+    if let Some(Report::Invalid(f)) = report {
+        status["failureReason"] = json!(f.reason);
+        status["failureMessage"] = json!(infrastructure_failure(machine, &f.message));
+    }
     if let Some((vm, _)) = provisioned {
         let name = meta_str(machine, "name").unwrap_or_default();
         let mut addresses = vec![json!({"type": "Hostname", "address": name})];
@@ -360,6 +370,22 @@ pub fn observe(
         }
     }
     wake
+}
+
+/// CAPI's `failureMessage` for an infrastructure machine's: Go's `GroupVersionKind` string and
+/// the AzureMachine's name (the Machine's) before CAPZ's words.
+fn infrastructure_failure(machine: &Value, message: &str) -> String {
+    let infra = machine.pointer("/spec/infrastructureRef");
+    let field = |k: &str| infra.and_then(|r| r.get(k)).and_then(Value::as_str);
+    let api_version = field("apiVersion").unwrap_or("infrastructure.cluster.x-k8s.io/v1beta1");
+    let kind = field("kind").unwrap_or("AzureMachine");
+    let name = field("name")
+        .or_else(|| meta_str(machine, "name"))
+        .unwrap_or_default();
+    format!(
+        "Failure detected from referenced resource {api_version}, Kind={kind} with name \"{name}\": \
+         {message}"
+    )
 }
 
 /// A condition of a Machine as HyperShift reads it.

@@ -1,6 +1,12 @@
 //! One worker's Azure resources as CAPZ makes and removes them for a HyperShift NodePool
 //! (kubernetes-sigs/cluster-api-provider-azure, the v1.26 HyperShift vendors).
 //!
+//! Before any service, CAPZ looks the NodePool's `vmSize` up in the region's Resource SKUs
+//! (`MachineScope.InitMachineCache`): a size the list lacks is a terminal configuration error
+//! (the AzureMachine's `failureReason: InvalidConfiguration`, no condition, never retried), so
+//! ARM never sees a VM of that size; a list that cannot be read is a reconcile error CAPZ only
+//! logs, and it tries again. The SKU also says whether the NIC gets accelerated networking.
+//!
 //! Making (`azureMachineService.reconcile`, services in order): the NIC `<machine>-nic`
 //! (`GenerateNICName`) with one dynamic `pipConfig` on the cluster subnet, then the VM named
 //! as the machine, its OS disk `<machine>_OSDisk` (`GenerateOSDiskName`) made `FromImage`.
@@ -14,9 +20,11 @@
 //! `<service> failed to create or update. err: <error>`; `UpdateDeleteStatus`: `<service>
 //! failed to delete. err: <error>`), the error wrapped as `async.Service` wraps it.
 //!
-//! Not emulated: CAPZ's resource SKU look-up (accelerated networking is taken as supported by
-//! the NodePool's `vmSize`) and the `CAPZ.Linux.Bootstrapping` VM extension, neither of which
-//! the ARM emulator serves.
+//! Not emulated: the `SKUNotFound` Warning event CAPZ records on the AzureMachine (the
+//! emulator keeps no AzureMachines), CAPZ's other checks of the SKU (at least 2 vCPUs and
+//! 2 GiB, which every size the ARM emulator offers has; ephemeral OS disks, which HyperShift's
+//! NodePools here do not ask for) and the `CAPZ.Linux.Bootstrapping` VM extension, which the
+//! ARM emulator does not serve.
 
 use serde_json::{Value, json};
 
@@ -50,12 +58,37 @@ pub struct Template {
     pub zone: Option<String>,
 }
 
-/// How a make or removal ended badly: the AzureMachine condition's reason and message.
+/// How a make or removal ended badly: the AzureMachine condition's reason and message (for a
+/// terminal error, its `failureReason` and `failureMessage`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
     pub reason: &'static str,
     pub message: String,
 }
+
+/// Why making a worker stopped, and where CAPZ says so.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CreateError {
+    /// A service failed: written into the AzureMachine's `VMRunning` condition; requeued.
+    Condition(Failure),
+    /// CAPZ's terminal refusal of the machine's configuration: the AzureMachine's
+    /// `failureReason`/`failureMessage`; never tried again.
+    Terminal(Failure),
+    /// A reconcile error before any service ran, which CAPZ only logs; requeued.
+    Logged(String),
+}
+
+impl From<Failure> for CreateError {
+    fn from(f: Failure) -> Self {
+        Self::Condition(f)
+    }
+}
+
+/// CAPZ's `FailureReason` for a configuration Azure cannot serve (`azure.InvalidConfiguration`).
+pub const INVALID_CONFIGURATION: &str = "InvalidConfiguration";
+
+/// The SKU category CAPZ looks a machine's size up in (`resourceskus.VirtualMachines`).
+const VIRTUAL_MACHINES_CATEGORY: &str = "virtualMachines";
 
 /// A VM that runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -122,13 +155,13 @@ impl Template {
         tags
     }
 
-    /// `networkinterfaces.NICSpec.Parameters`.
-    pub fn nic_body(&self, machine: &str) -> Value {
+    /// `networkinterfaces.NICSpec.Parameters`; `accelerated` is what the VM's SKU says.
+    pub fn nic_body(&self, machine: &str, accelerated: bool) -> Value {
         json!({
             "location": self.location,
             "tags": self.tags(&Self::nic_name(machine), None),
             "properties": {
-                "enableAcceleratedNetworking": accelerated_networking(&self.vm_size),
+                "enableAcceleratedNetworking": accelerated,
                 "enableIPForwarding": false,
                 "dnsSettings": {},
                 "ipConfigurations": [{
@@ -203,19 +236,52 @@ fn bootstrap_data(machine: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(ignition.to_string())
 }
 
-/// Whether the size supports accelerated networking (the capability CAPZ reads from the
-/// resource SKUs): the D, E, F and L families from v2 on, with at least two vCPUs.
-fn accelerated_networking(vm_size: &str) -> bool {
-    let size = vm_size.strip_prefix("Standard_").unwrap_or(vm_size);
-    let family = size.chars().next().unwrap_or(' ');
-    let vcpus: u32 = size
-        .chars()
-        .skip(1)
-        .take_while(char::is_ascii_digit)
-        .collect::<String>()
-        .parse()
-        .unwrap_or(0);
-    matches!(family, 'D' | 'E' | 'F' | 'L') && vcpus >= 2 && size.contains("_v")
+/// A capability of a Resource SKU (`capabilities[].value`, always a string).
+fn capability<'a>(sku: &'a Value, name: &str) -> Option<&'a str> {
+    sku.get("capabilities")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("name").and_then(Value::as_str) == Some(name))?
+        .get("value")?
+        .as_str()
+}
+
+/// Whether the SKU supports accelerated networking (`resourceskus.AcceleratedNetworking`, the
+/// capability CAPZ's NIC spec reads when the AzureMachine does not say).
+fn accelerated_networking(sku: &Value) -> bool {
+    capability(sku, "AcceleratedNetworkingEnabled").is_some_and(|v| v.eq_ignore_ascii_case("True"))
+}
+
+/// CAPZ's SKU step of `InitMachineCache`: the region's Resource SKUs (listed once per
+/// session) and the one named exactly as the NodePool's `vmSize` (`Cache.Get` compares names
+/// as they are). Its words are CAPZ's: the wrap of `InitMachineCache`, and for a miss the
+/// terminal `ReconcileError` of `Cache.Get`, which the controller puts in `failureMessage`.
+async fn vm_sku(session: &mut Session, template: &Template) -> Result<Value, CreateError> {
+    let size = template.vm_size.as_str();
+    let skus = session
+        .resource_skus(&template.subscription, &template.location)
+        .await
+        .map_err(|e| {
+            CreateError::Logged(format!(
+                "failed to init machine scope cache: failed to get VM SKU {size} in compute api: \
+                 failed to refresh resource sku cache: could not iterate resource skus: {e}"
+            ))
+        })?;
+    skus.iter()
+        .find(|sku| sku.get("name").and_then(Value::as_str) == Some(size))
+        .cloned()
+        .ok_or_else(|| {
+            CreateError::Terminal(Failure {
+                reason: INVALID_CONFIGURATION,
+                message: format!(
+                    "failed to get VM SKU {size} in compute api: reconcile error that cannot be \
+                     recovered occurred: resource sku with name '{size}' and category \
+                     '{VIRTUAL_MACHINES_CATEGORY}' not found in location '{}'. Object will not \
+                     be requeued",
+                    template.location
+                ),
+            })
+        })
 }
 
 fn resource_name(id: &str) -> &str {
@@ -262,30 +328,35 @@ fn provisioning_state(resource: &Value) -> &str {
         .unwrap_or("")
 }
 
-/// Makes (or adopts) the NIC and the VM of `machine`; `progress` hears which service is at
-/// work.
+/// Makes (or adopts) the NIC and the VM of `machine`, once its size is known to the region;
+/// `progress` hears which service is at work.
 pub async fn create(
     session: &mut Session,
     template: &Template,
     machine: &str,
     mut progress: impl FnMut(&'static str),
-) -> Result<Provisioned, Failure> {
+) -> Result<Provisioned, CreateError> {
+    let sku = vm_sku(session, template).await?;
     let rg = template.resource_group.as_str();
     progress(INTERFACES);
     let nic_id = template.nic_id(machine);
     let nic = match session.get(&nic_id, NETWORK_API).await {
-        Err(e) => return Err(get_failed(INTERFACES, rg, &nic_id, &e)),
+        Err(e) => return Err(get_failed(INTERFACES, rg, &nic_id, &e).into()),
         // An existing NIC is kept unless its provisioning failed (`NICSpec.Parameters`).
         Ok(Some(nic)) if provisioning_state(&nic) != "Failed" => nic,
         Ok(_) => session
-            .put(&nic_id, NETWORK_API, &template.nic_body(machine))
+            .put(
+                &nic_id,
+                NETWORK_API,
+                &template.nic_body(machine, accelerated_networking(&sku)),
+            )
             .await
             .map_err(|e| put_failed(INTERFACES, rg, &nic_id, &e))?,
     };
     progress(VIRTUAL_MACHINE);
     let vm_id = template.vm_id(machine);
     let vm = match session.get(&vm_id, COMPUTE_API).await {
-        Err(e) => return Err(get_failed(VIRTUAL_MACHINE, rg, &vm_id, &e)),
+        Err(e) => return Err(get_failed(VIRTUAL_MACHINE, rg, &vm_id, &e).into()),
         // A VM that exists is never updated: Machines are immutable (`VMSpec.Parameters`).
         Ok(Some(vm)) => vm,
         Ok(None) => session
@@ -294,10 +365,10 @@ pub async fn create(
             .map_err(|e| put_failed(VIRTUAL_MACHINE, rg, &vm_id, &e))?,
     };
     if provisioning_state(&vm) == "Failed" {
-        return Err(Failure {
+        return Err(CreateError::Condition(Failure {
             reason: "VMProvisionFailed",
             message: format!("VM is in provisioning state {}", provisioning_state(&vm)),
-        });
+        }));
     }
     let address = nic
         .pointer("/properties/ipConfigurations/0/properties/privateIPAddress")
@@ -380,12 +451,24 @@ mod tests {
             vm["tags"]["sigs.k8s.io_cluster-api-provider-azure_role"],
             "node"
         );
-        let nic = t.nic_body("w-abcde-fghij");
+        let nic = t.nic_body("w-abcde-fghij", true);
         assert_eq!(
             nic["properties"]["ipConfigurations"][0]["properties"]["subnet"]["id"],
             t.subnet_id
         );
         assert_eq!(nic["properties"]["enableAcceleratedNetworking"], true);
-        assert!(!accelerated_networking("Standard_B2s"));
+    }
+
+    #[test]
+    fn accelerated_networking_is_what_the_sku_says() {
+        let sku = |value: &str| {
+            json!({"name": "Standard_D4s_v5", "capabilities": [
+                {"name": "vCPUs", "value": "4"},
+                {"name": "AcceleratedNetworkingEnabled", "value": value},
+            ]})
+        };
+        assert!(accelerated_networking(&sku("True")));
+        assert!(!accelerated_networking(&sku("False")));
+        assert!(!accelerated_networking(&json!({"name": "Standard_B1s"})));
     }
 }

@@ -4,7 +4,8 @@
 //! The operator hands over a [`Plan`] every pass (level-triggered: the whole current intent,
 //! not a change); the task runs while some order is not done and stops when all are, and a
 //! new plan with work starts it again. A failed order is retried with a growing delay, as a
-//! controller requeues an object whose reconcile failed; a plan change wakes the task early.
+//! controller requeues an object whose reconcile failed, except after CAPZ's terminal
+//! configuration error, which it never reconciles again; a plan change wakes the task early.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::arm_client::{Endpoints, Identity, Session};
-use super::machines::{self, Failure, Provisioned, Template};
+use super::machines::{self, CreateError, Failure, Provisioned, Template};
 use crate::lock;
 
 /// First delay before an order that failed is tried again; it doubles up to [`MAX_RETRY`].
@@ -46,6 +47,10 @@ pub enum Report {
     Provisioned { vm: Provisioned, at: Instant },
     /// Making failed; it is tried again.
     CreateFailed(Failure),
+    /// Making failed before any service ran, with an error CAPZ only logs; it is tried again.
+    Requeued(String),
+    /// CAPZ refused the machine's configuration for good (`failureReason`): never tried again.
+    Invalid(Failure),
     /// Removing.
     Deleting,
     /// Nothing is left in Azure.
@@ -58,7 +63,7 @@ impl Report {
     fn settles(&self, order: &Order) -> bool {
         match self {
             Report::Deleted => order.delete,
-            Report::Provisioned { .. } => !order.delete,
+            Report::Provisioned { .. } | Report::Invalid(_) => !order.delete,
             _ => false,
         }
     }
@@ -222,7 +227,10 @@ async fn run(
                     vm,
                     at: Instant::now(),
                 }),
-                Err(f) => Err(Report::CreateFailed(f)),
+                // Settled, as a success is: the order is done with.
+                Err(CreateError::Terminal(f)) => Ok(Report::Invalid(f)),
+                Err(CreateError::Condition(f)) => Err(Report::CreateFailed(f)),
+                Err(CreateError::Logged(why)) => Err(Report::Requeued(why)),
             }
         };
         let mut st = lock(&state);
