@@ -66,6 +66,8 @@ const TERMINAL_CODES: &[&str] = &[
     "NoRegisteredProviderFound",
     "MissingSubscriptionRegistration",
     "LocationNotAvailableForResourceType",
+    "LocationNotAvailableForResourceGroup",
+    "LocationRequired",
     "SkuNotAvailable",
     "QuotaExceeded",
     "OperationNotAllowed",
@@ -84,6 +86,7 @@ const TERMINAL_CODES: &[&str] = &[
 /// assert_eq!(classify(Some(409), Some("AnotherOperationInProgress")), ErrorKind::Retryable);
 /// assert_eq!(classify(Some(429), Some("OperationNotAllowed")), ErrorKind::Terminal);
 /// assert_eq!(classify(Some(403), Some("AuthorizationFailed")), ErrorKind::Terminal);
+/// assert_eq!(classify(Some(400), Some("LocationNotAvailableForResourceGroup")), ErrorKind::Terminal);
 /// assert_eq!(classify(Some(404), Some("ResourceGroupNotFound")), ErrorKind::NotFound);
 /// assert_eq!(classify(None, None), ErrorKind::Retryable); // no answer: connection failure
 /// ```

@@ -6,8 +6,8 @@
 //! deletes the NodePool and waits until the operator's finalizer has released it.
 //!
 //! A refusal CAPZ reports on the pool's Cluster API Machines that waiting cannot clear (a
-//! missing role assignment, an assertion Entra will not take) fails the step with Azure's
-//! words; see [`machines`].
+//! missing role assignment, an assertion Entra will not take, a VM size the region's Resource
+//! SKUs do not list) fails the step with Azure's and CAPZ's words; see [`machines`].
 //!
 //! Management-cluster plumbing (apply, checks, error mapping) is stepkit's
 //! [`hypersaga_stepkit::kube`], shared with the controlplane service.

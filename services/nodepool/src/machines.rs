@@ -8,7 +8,12 @@
 //! control plane's namespace, annotated `hypershift.openshift.io/nodePool: <ns>/<name>`), so
 //! this is where the step looks.
 //!
-//! Terminal or not is decided as for the product's own ARM calls
+//! A Machine CAPI has marked failed (`status.failureReason`, copied from the AzureMachine) is
+//! terminal by definition: CAPZ sets it for a configuration Azure cannot serve, such as a VM
+//! size the region's Resource SKUs do not list (`InvalidConfiguration`), and never reconciles
+//! the machine again. Its `failureMessage` holds CAPZ's words.
+//!
+//! Otherwise terminal or not is decided as for the product's own ARM calls
 //! ([`hypersaga_azure::classify`]): CAPZ retries every failure forever, so a refusal that does
 //! not clear by waiting (`AuthorizationFailed`: a role assignment is missing; an Entra
 //! refusal of the federated assertion) would hold the step until its timeout. Those fail the
@@ -29,13 +34,14 @@ const SEPARATOR: &str =
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MachineFailure {
     pub machine: String,
-    /// The CAPZ condition's reason (`Failed`, `DeletionFailed`).
+    /// The CAPZ condition's reason (`Failed`, `DeletionFailed`), or CAPI's `failureReason`.
     pub reason: String,
-    /// HTTP status of the refusal.
-    pub status: u16,
-    /// ARM's error code (`AuthorizationFailed`), or Entra's `AADSTS<n>`.
+    /// HTTP status of the refusal; none for CAPI's `failureReason`, which no response carries.
+    pub status: Option<u16>,
+    /// ARM's error code (`AuthorizationFailed`), Entra's `AADSTS<n>`, or CAPI's
+    /// `failureReason` (`InvalidConfiguration`).
     pub code: String,
-    /// ARM's `error.message`, or Entra's `error_description`.
+    /// ARM's `error.message`, Entra's `error_description`, or CAPI's `failureMessage`.
     pub message: String,
     /// What CAPZ was doing, its words before the SDK's text (`interfaces failed to create or
     /// update. err: failed to get existing resource rg/nic (service: interfaces)`).
@@ -45,19 +51,26 @@ pub struct MachineFailure {
 impl MachineFailure {
     /// Whether waiting cannot make it go away.
     pub fn is_terminal(&self) -> bool {
+        let Some(status) = self.status else {
+            // CAPI's `failureReason`: "a terminal problem reconciling the Machine".
+            return true;
+        };
         if self.code.starts_with("AADSTS") {
             // Entra refuses the assertion itself: no credential matches, or no such identity.
-            return (400..500).contains(&self.status) && self.status != 429;
+            return (400..500).contains(&status) && status != 429;
         }
-        classify(Some(self.status), Some(&self.code)) == ErrorKind::Terminal
+        classify(Some(status), Some(&self.code)) == ErrorKind::Terminal
     }
 
     /// One line for a user.
     pub fn describe(&self) -> String {
-        format!(
-            "Machine {}: {}: HTTP {} {}: {}",
-            self.machine, self.context, self.status, self.code, self.message
-        )
+        match self.status {
+            Some(status) => format!(
+                "Machine {}: {}: HTTP {status} {}: {}",
+                self.machine, self.context, self.code, self.message
+            ),
+            None => format!("Machine {}: {}: {}", self.machine, self.code, self.message),
+        }
     }
 }
 
@@ -97,6 +110,9 @@ pub async fn failures(client: &kube::Client, namespace: &str, np_key: &str) -> V
         })
         .filter_map(|m| {
             let name = m.metadata.name.clone().unwrap_or_default();
+            if let Some(failed) = failed_for_good(&name, &m.data) {
+                return Some(failed);
+            }
             let infra = m
                 .data
                 .pointer("/status/conditions")
@@ -108,6 +124,24 @@ pub async fn failures(client: &kube::Client, namespace: &str, np_key: &str) -> V
             parse(&name, reason, message)
         })
         .collect()
+}
+
+/// CAPI's terminal failure of a Machine (`status.failureReason` and `failureMessage`), if any.
+pub fn failed_for_good(machine: &str, data: &Value) -> Option<MachineFailure> {
+    let text = |field: &str| {
+        data.pointer(&format!("/status/{field}"))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    let reason = text("failureReason")?;
+    Some(MachineFailure {
+        machine: machine.to_owned(),
+        reason: reason.to_owned(),
+        status: None,
+        code: reason.to_owned(),
+        message: text("failureMessage").unwrap_or_default().to_owned(),
+        context: String::new(),
+    })
 }
 
 /// Reads azcore's `ResponseError` (or azidentity's `AuthenticationFailedError`) out of a CAPZ
@@ -164,7 +198,7 @@ pub fn parse(machine: &str, reason: &str, message: &str) -> Option<MachineFailur
     Some(MachineFailure {
         machine: machine.to_owned(),
         reason: reason.to_owned(),
-        status,
+        status: Some(status),
         code,
         message: text,
         context,
@@ -188,7 +222,10 @@ mod tests {
     #[test]
     fn an_arm_refusal_is_read_and_a_missing_permission_is_terminal() {
         let f = parse("w", "Failed", &arm_text()).expect("parsed");
-        assert_eq!((f.status, f.code.as_str()), (403, "AuthorizationFailed"));
+        assert_eq!(
+            (f.status, f.code.as_str()),
+            (Some(403), "AuthorizationFailed")
+        );
         assert!(
             f.message
                 .contains("'Microsoft.Network/networkInterfaces/read'"),
@@ -220,8 +257,31 @@ mod tests {
              {SEPARATOR}\n{{\n  \"error\": \"invalid_client\",\n  \"error_description\": \"AADSTS700213: No matching federated identity record\",\n  \"error_codes\": [\n    700213\n  ]\n}}\n{SEPARATOR}\nTo troubleshoot, visit https://aka.ms/azsdk/go/identity/troubleshoot#workload"
         );
         let f = parse("w", "Failed", &entra).expect("parsed");
-        assert_eq!((f.status, f.code.as_str()), (401, "AADSTS700213"));
+        assert_eq!((f.status, f.code.as_str()), (Some(401), "AADSTS700213"));
         assert!(f.is_terminal());
         assert!(parse("w", "Creating", "interfaces creating or updating").is_none());
+    }
+
+    #[test]
+    fn a_machine_capi_failed_for_good_is_terminal_with_capzs_words() {
+        let message = "Failure detected from referenced resource \
+            infrastructure.cluster.x-k8s.io/v1beta1, Kind=AzureMachine with name \"w\": failed to \
+            get VM SKU Standard_Z99s_v9 in compute api: reconcile error that cannot be recovered \
+            occurred: resource sku with name 'Standard_Z99s_v9' and category 'virtualMachines' \
+            not found in location 'eastus'. Object will not be requeued";
+        let data = serde_json::json!({"status": {
+            "failureReason": "InvalidConfiguration",
+            "failureMessage": message,
+        }});
+        let f = failed_for_good("w", &data).expect("failed");
+        assert_eq!((f.status, f.code.as_str()), (None, "InvalidConfiguration"));
+        assert!(f.is_terminal());
+        assert_eq!(
+            f.describe(),
+            format!("Machine w: InvalidConfiguration: {message}")
+        );
+        assert!(
+            failed_for_good("w", &serde_json::json!({"status": {"phase": "Running"}})).is_none()
+        );
     }
 }
