@@ -309,3 +309,112 @@ async fn a_link_azure_refuses_after_accepting_it_compensates_everything() {
     let left = system.resource_names("acme").await;
     assert!(left.iter().all(|r| outlives_clusters(r)), "{left:#?}");
 }
+
+/// Creates `name` for `tenant` from `req`; answers the operation's id.
+async fn create_with(
+    system: &System,
+    tenant: &str,
+    req: hypersaga_api::v1::CreateClusterRequest,
+) -> String {
+    system
+        .client(tenant)
+        .await
+        .create_cluster(req)
+        .await
+        .expect("accepted: Azure is the judge of regions and sizes")
+        .into_inner()
+        .id
+}
+
+/// The operation as `GetOperation` shows it.
+async fn operation(system: &System, tenant: &str, id: &str) -> hypersaga_api::v1::Operation {
+    system
+        .client(tenant)
+        .await
+        .get_operation(hypersaga_api::v1::GetOperationRequest { id: id.into() })
+        .await
+        .expect("operation")
+        .into_inner()
+}
+
+#[tokio::test]
+async fn a_region_and_a_vm_size_azure_does_not_have_fail_the_create_with_azures_words() {
+    let system = System::start().await;
+    // One cluster in a region Azure does not have (a tenant of its own, whose identity group
+    // does not exist yet), one with a VM size no region has.
+    let mut mars = create_request("mars", 1);
+    let mut zed = create_request("zed", 1);
+    if let Some(spec) = mars.spec.as_mut() {
+        spec.location = "marsnorth".into();
+    }
+    if let Some(spec) = zed.spec.as_mut() {
+        spec.node_pools[0].vm_size = "Standard_Z99s_v9".into();
+    }
+    let mars_op = create_with(&system, "globex", mars).await;
+    let zed_op = create_with(&system, "acme", zed).await;
+    let (mars, zed) = tokio::join!(
+        system.watch_to_end("globex", "mars"),
+        system.watch_to_end("acme", "zed")
+    );
+
+    // The region: ARM refuses the first group of the cluster, and nothing is made.
+    assert_eq!(phase(&mars), "failed", "{mars:#?}");
+    let error = mars.status.clone().expect("status").error.expect("error");
+    assert!(
+        ["network.resource-groups", "identity.workload"].contains(&error.step.as_str()),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.code, "LocationNotAvailableForResourceGroup",
+        "{error:?}"
+    );
+    assert!(
+        error.message.starts_with(
+            "The provided location 'marsnorth' is not available for resource group. List of \
+             available regions is 'westus,eastus,"
+        ),
+        "{error:?}"
+    );
+    assert!(!error.retryable, "{error:?}");
+    let op = operation(&system, "globex", &mars_op).await;
+    let op_error = op.error.expect("the operation's error");
+    assert_eq!(
+        (op_error.code.as_str(), op_error.message.as_str()),
+        (error.code.as_str(), error.message.as_str())
+    );
+    let left = system.resource_names("globex").await;
+    assert!(
+        left.iter().all(|r| !r.contains("mars")),
+        "nothing of the cluster: {left:#?}"
+    );
+
+    // The size: CAPZ finds it in no Resource SKUs list and fails the Machine for good, so the
+    // node pool step fails at once with CAPZ's words and the create compensates.
+    assert_eq!(phase(&zed), "failed", "{zed:#?}");
+    let error = zed.status.clone().expect("status").error.expect("error");
+    assert_eq!(
+        (error.step.as_str(), error.code.as_str()),
+        ("nodepool.workers", "InvalidConfiguration"),
+        "{error:?}"
+    );
+    assert!(
+        error.message.contains(
+            "resource sku with name 'Standard_Z99s_v9' and category 'virtualMachines' not found \
+             in location 'eastus'"
+        ),
+        "{error:?}"
+    );
+    assert!(!error.retryable, "{error:?}");
+    let op = operation(&system, "acme", &zed_op).await;
+    assert_eq!(
+        op.error.map(|e| (e.step, e.code)),
+        Some(("nodepool.workers".into(), "InvalidConfiguration".into()))
+    );
+    let s = steps(&zed);
+    assert_eq!(s["nodepool.workers"].0, "compensated", "{s:?}");
+    assert_eq!(s["controlplane.hostedcluster"].0, "compensated", "{s:?}");
+    let left = system.resource_names("acme").await;
+    for r in &left {
+        assert!(outlives_clusters(r), "left behind: {r} (all: {left:#?})");
+    }
+}

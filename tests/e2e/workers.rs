@@ -151,7 +151,9 @@ async fn a_missing_grant_fails_the_node_pool_step_with_arms_words_and_compensate
         .await;
     let infra = granted.status.clone().expect("status").infra_id;
 
-    // An administrator removes the node-pool-management identity's grants.
+    // An administrator removes the node-pool-management identity's grant on the managed group.
+    // (Its grant on the VNet's group stays: without any grant in the subscription CAPZ could not
+    // even list the Resource SKUs, which it reports nowhere but its log.)
     let identity = system
         .inventory("acme")
         .await
@@ -175,6 +177,16 @@ async fn a_missing_grant_fails_the_node_pool_step_with_arms_words_and_compensate
         2,
         "Contributor on the managed and VNet groups: {grants:#?}"
     );
+    let managed = format!("/resourcegroups/denied-{infra}");
+    let grants: Vec<Value> = grants
+        .into_iter()
+        .filter(|g| {
+            g["properties"]["scope"]
+                .as_str()
+                .is_some_and(|s| s.to_lowercase().ends_with(&managed))
+        })
+        .collect();
+    assert_eq!(grants.len(), 1, "the managed group's grant");
     for g in &grants {
         system
             .arm_admin()
@@ -205,7 +217,7 @@ async fn a_missing_grant_fails_the_node_pool_step_with_arms_words_and_compensate
         "the NodePool's finalizer holds while its Machine cannot be deleted: {failing:#?}"
     );
 
-    // The grants back (as the user would put them), the compensation finishes.
+    // The grant back (as the user would put it), the compensation finishes.
     let arm = system.arm("acme");
     for g in &grants {
         let body = serde_json::json!({"properties": {
