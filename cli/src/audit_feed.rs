@@ -48,6 +48,9 @@ pub async fn open(
     from_start: bool,
 ) -> anyhow::Result<Consumer<push::OrderedConfig>> {
     let role = Role::Audit(tenant.cloned());
+    if let (Some(dir), Some(tenant)) = (&access.credentials_dir, tenant) {
+        known_tenant(dir, tenant, &role)?;
+    }
     let creds = Access::for_role(
         access.credentials_dir.as_deref(),
         &role,
@@ -110,6 +113,35 @@ pub async fn open(
                 UNANSWERED_FOR.as_secs()
             )
         })
+}
+
+/// Fails, naming the tenant, when `dir` holds no audit credentials for it: a tenant the bus
+/// does not know, not a missing file to go and find. The tenants it does know are those with
+/// an `audit-<tenant>.nk`.
+fn known_tenant(dir: &std::path::Path, tenant: &TenantId, role: &Role) -> anyhow::Result<()> {
+    let file = dir.join(format!("{}.nk", role.name()));
+    if file.exists() {
+        return Ok(());
+    }
+    let mut known: Vec<String> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read the bus credentials in {}", dir.display()))?
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            Some(name.strip_prefix("audit-")?.strip_suffix(".nk")?.to_owned())
+        })
+        .collect();
+    known.sort();
+    let known = if known.is_empty() {
+        "none".to_owned()
+    } else {
+        known.join(", ")
+    };
+    anyhow::bail!(
+        "unknown tenant \"{tenant}\": {} holds no audit credentials for it ({}); tenants with \
+         audit credentials there: {known}",
+        dir.display(),
+        file.display()
+    )
 }
 
 /// How long unanswered requests to open the feed are repeated.

@@ -63,6 +63,7 @@ pub enum Command {
     /// ~/.config/fish/completions/hypersaga.fish`; PowerShell: `hypersaga completion
     /// powershell | Out-String | Invoke-Expression`.
     Completion {
+        /// The shell to complete for.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
@@ -114,8 +115,19 @@ pub struct ClientArgs {
     pub reconnect_timeout: u64,
 }
 
+/// Where the API is and who calls it, from the flags and the endpoints file.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub server: String,
+    pub token: String,
+    /// The CA bundle to check the server's certificate against (`None`: the system's roots).
+    pub ca: Option<PathBuf>,
+}
+
 impl ClientArgs {
-    pub fn endpoints(&self) -> anyhow::Result<crate::endpoints::Endpoints> {
+    pub fn endpoints(
+        &self,
+    ) -> Result<crate::endpoints::Endpoints, crate::endpoints::EndpointsError> {
         let path = self
             .endpoints
             .clone()
@@ -123,21 +135,41 @@ impl ClientArgs {
         crate::endpoints::Endpoints::load(&path)
     }
 
+    /// The API and the caller: `--server` and `--token` as given, what they leave out from
+    /// the endpoints file (a dev tenant's token, the dev CA).
+    pub fn target(&self) -> anyhow::Result<Target> {
+        if let (Some(server), Some(token)) = (&self.server, &self.token) {
+            return Ok(Target {
+                server: server.clone(),
+                token: token.clone(),
+                ca: self.ca.clone(),
+            });
+        }
+        let e = match (self.endpoints(), &self.server) {
+            (Ok(e), _) => e,
+            // Asked for another server: the missing file is not the point, the token is.
+            (Err(crate::endpoints::EndpointsError::Missing { .. }), Some(server)) => {
+                return Err(crate::exit::Usage(format!(
+                    "--server {server} needs a token too: pass --token TOKEN (or set \
+                     $HYPERSAGA_TOKEN); `hypersaga token new` makes one and the digest a \
+                     tenant's configuration lists"
+                ))
+                .into());
+            }
+            (Err(e), _) => return Err(e.into()),
+        };
+        let t = e.tenant(self.tenant.as_deref())?;
+        Ok(Target {
+            server: self.server.clone().unwrap_or(e.grpc.clone()),
+            token: self.token.clone().unwrap_or(t.token.clone()),
+            ca: self.ca.clone().or(Some(e.ca_bundle.clone())),
+        })
+    }
+
     /// Connects as the chosen tenant.
     pub async fn client(&self) -> anyhow::Result<crate::client::Client> {
-        let (server, token, ca) = match (&self.server, &self.token) {
-            (Some(s), Some(t)) => (s.clone(), t.clone(), self.ca.clone()),
-            _ => {
-                let e = self.endpoints()?;
-                let t = e.tenant(self.tenant.as_deref())?;
-                (
-                    self.server.clone().unwrap_or(e.grpc.clone()),
-                    self.token.clone().unwrap_or(t.token.clone()),
-                    self.ca.clone().or(Some(e.ca_bundle.clone())),
-                )
-            }
-        };
-        crate::client::connect(&server, &token, ca.as_deref()).await
+        let t = self.target()?;
+        crate::client::connect(&t.server, &t.token, t.ca.as_deref()).await
     }
 }
 
@@ -189,6 +221,37 @@ mod tests {
                 "{v} is read by the command line but not in hypersaga_config::env::CLIENT_VARIABLES"
             );
         }
+    }
+
+    /// Every argument and subcommand of `cmd` (under `path`) that `--help` would show bare.
+    fn undocumented(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+        for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+            if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                let name = arg
+                    .get_long()
+                    .map(|l| format!("--{l}"))
+                    .unwrap_or_else(|| format!("<{}>", arg.get_id()));
+                out.push(format!("{path} {name}"));
+            }
+        }
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let path = format!("{path} {}", sub.get_name());
+            if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                out.push(format!("{path} (the command itself)"));
+            }
+            undocumented(sub, &path, out);
+        }
+    }
+
+    #[test]
+    fn every_argument_and_command_has_help() {
+        let mut missing = Vec::new();
+        undocumented(&Cli::command(), "hypersaga", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "no help text (a doc comment on the field or variant) for:\n  {}",
+            missing.join("\n  ")
+        );
     }
 
     #[test]

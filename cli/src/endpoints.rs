@@ -39,6 +39,33 @@ pub struct Endpoints {
     pub health: std::collections::BTreeMap<String, String>,
 }
 
+/// Why the endpoints file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointsError {
+    /// No file: no `hypersaga dev` runs with this state directory (exit code 7, like any
+    /// system that cannot be reached).
+    #[error(
+        "no endpoints file at {}: the local system is not running, or runs with another state \
+         directory. Start `hypersaga dev`, or point at its file: `export \
+         HYPERSAGA_ENDPOINTS=<state-dir>/endpoints.json` (its banner prints the line) or \
+         --endpoints FILE; for another system, pass --server URL --token TOKEN",
+        path.display()
+    )]
+    Missing { path: PathBuf },
+    #[error("cannot read the endpoints file {}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} is not a valid endpoints file", path.display())]
+    Invalid {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
 /// A development tenant: its API token and its Azure identity in the emulator.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DevTenant {
@@ -58,13 +85,23 @@ impl Endpoints {
             .unwrap_or_else(|| Path::new(DEFAULT_STATE_DIR).join("endpoints.json"))
     }
 
-    pub fn load(path: &Path) -> anyhow::Result<Self> {
-        let bytes = std::fs::read(path).with_context(|| {
-            format!("cannot read {} — is `hypersaga dev` running? (or pass --endpoints / --server and --token)", path.display())
+    pub fn load(path: &Path) -> Result<Self, EndpointsError> {
+        let bytes = std::fs::read(path).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::NotFound {
+                EndpointsError::Missing {
+                    path: path.to_owned(),
+                }
+            } else {
+                EndpointsError::Unreadable {
+                    path: path.to_owned(),
+                    source,
+                }
+            }
         })?;
-        let e: Self = serde_json::from_slice(&bytes)
-            .with_context(|| format!("{} is not a valid endpoints file", path.display()))?;
-        Ok(e)
+        serde_json::from_slice(&bytes).map_err(|source| EndpointsError::Invalid {
+            path: path.to_owned(),
+            source,
+        })
     }
 
     /// Writes atomically (temp file + rename), readable only by the owner: it holds tokens.
@@ -79,10 +116,19 @@ impl Endpoints {
                 .first()
                 .context("endpoints file lists no tenants"),
             Some(n) => self.tenants.iter().find(|t| t.name == n).with_context(|| {
-                let known: Vec<&str> = self.tenants.iter().map(|t| t.name.as_str()).collect();
-                format!("no dev tenant {n:?}; known: {}", known.join(", "))
+                format!(
+                    "unknown tenant {n:?}: this system's tenants are {}",
+                    self.tenant_names().join(", ")
+                )
             }),
         }
+    }
+}
+
+impl Endpoints {
+    /// The dev tenants' names, in the file's order.
+    pub fn tenant_names(&self) -> Vec<&str> {
+        self.tenants.iter().map(|t| t.name.as_str()).collect()
     }
 }
 

@@ -27,6 +27,9 @@ pub const UNREACHABLE: u8 = 7;
 pub const OPERATION_FAILED: u8 = 10;
 /// Interrupted (Ctrl-C).
 pub const INTERRUPTED: u8 = 130;
+/// Stdout was closed by its reader (`| head -1`): the command stopped quietly, with what a
+/// shell reports for a tool that SIGPIPE stopped (128 + 13), as `yes | head -1` does.
+pub const CLOSED_PIPE: u8 = 141;
 
 /// The table in `--help`.
 pub const HELP: &str = "\
@@ -40,7 +43,8 @@ Exit codes:
   6    quota or rate limit exceeded
   7    API unreachable, or --wait/watch could not reconnect in time
   10   --wait/watch: the operation failed
-  130  interrupted";
+  130  interrupted
+  141  the output's reader went away (e.g. `| head -1`); nothing more printed";
 
 /// The exit code of a gRPC failure.
 pub fn for_status(code: tonic::Code) -> u8 {
@@ -55,14 +59,81 @@ pub fn for_status(code: tonic::Code) -> u8 {
     }
 }
 
-/// The exit code of an error that ended a command: an API that could not be reached is
-/// told apart from everything else.
+/// The exit code of an error that ended a command: an API that could not be reached (or a
+/// local system that is not running: no endpoints file) and a closed stdout are told apart
+/// from everything else.
 pub fn for_error(e: &anyhow::Error) -> ExitCode {
-    if e.chain()
-        .any(|c| c.downcast_ref::<crate::client::Unreachable>().is_some())
-    {
-        ExitCode::from(UNREACHABLE)
+    ExitCode::from(code_for_error(e))
+}
+
+/// A command used wrongly in a way clap cannot see (flags that need each other): exit 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
+
+fn code_for_error(e: &anyhow::Error) -> u8 {
+    if crate::console::is_closed(e) {
+        CLOSED_PIPE
+    } else if e.chain().any(|c| c.is::<Usage>()) {
+        USAGE
+    } else if e.chain().any(|c| {
+        c.downcast_ref::<crate::client::Unreachable>().is_some()
+            || matches!(
+                c.downcast_ref::<crate::endpoints::EndpointsError>(),
+                Some(crate::endpoints::EndpointsError::Missing { .. })
+            )
+    }) {
+        UNREACHABLE
     } else {
-        ExitCode::from(ERROR)
+        ERROR
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_map_to_the_documented_codes() {
+        let missing = anyhow::Error::new(
+            crate::endpoints::Endpoints::load(std::path::Path::new(
+                "/nonexistent/hypersaga/endpoints.json",
+            ))
+            .expect_err("no such file"),
+        )
+        .context("reading the endpoints");
+        assert_eq!(code_for_error(&missing), UNREACHABLE, "{missing:#}");
+        let closed = anyhow::Error::new(crate::console::OutputError::Closed);
+        assert_eq!(code_for_error(&closed), CLOSED_PIPE);
+        assert_eq!(code_for_error(&anyhow::anyhow!("anything")), ERROR);
+        assert_eq!(
+            code_for_error(&Usage("--server needs --token".into()).into()),
+            USAGE
+        );
+        assert_eq!(for_status(tonic::Code::InvalidArgument), USAGE);
+        assert_eq!(for_status(tonic::Code::Unavailable), UNREACHABLE);
+    }
+
+    /// The table in `--help` and the one in docs/operations.md list the same codes.
+    #[test]
+    fn the_help_and_the_docs_list_the_same_exit_codes() {
+        let docs = include_str!("../../docs/operations.md");
+        let table = docs
+            .split("**Exit codes**")
+            .nth(1)
+            .expect("docs/operations.md has the exit codes");
+        let documented: Vec<&str> = table
+            .lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .filter_map(|l| l.split('|').nth(1).map(str::trim))
+            .filter(|c| c.parse::<u8>().is_ok())
+            .collect();
+        let helped: Vec<&str> = HELP
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        assert_eq!(documented, helped);
     }
 }

@@ -8,6 +8,7 @@ pub mod bench;
 pub mod cli;
 pub mod client;
 pub mod commands;
+pub mod console;
 #[cfg(feature = "dev-tools")]
 pub mod dev;
 pub mod endpoints;

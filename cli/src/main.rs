@@ -19,14 +19,16 @@ fn main() -> ExitCode {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            hypersaga::errln!("error: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
     match runtime.block_on(hypersaga::cli::run(cli)) {
         Ok(code) => code,
+        // Its reader gone, the output has no one to tell: end quietly, as Unix tools do.
+        Err(e) if hypersaga::console::is_closed(&e) => hypersaga::exit::for_error(&e),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            hypersaga::errln!("error: {e:#}");
             hypersaga::exit::for_error(&e)
         }
     }

@@ -335,9 +335,7 @@ pub fn operation_text(op: &pb::Operation) -> String {
                     st.message
                 )
             }
-            (Some(e), _)
-                if step_state(st.state) != "succeeded" && step_state(st.state) != "compensated" =>
-            {
+            (Some(e), _) if !step_finished(st.state) => {
                 format!("{}: {}", e.code, e.message)
             }
             (_, false) => st.message.clone(),
@@ -396,21 +394,13 @@ pub fn operations_table(ops: &[pb::Operation], wide: bool) -> Table {
             time_text(&o.start_time),
         ];
         if wide {
-            let done = o
-                .steps
-                .iter()
-                .filter(|s| matches!(step_state(s.state).as_str(), "succeeded" | "compensated"))
-                .count();
+            let (done, total) = steps_done(o);
             let ended = if o.end_time.is_some() {
                 time_text(&o.end_time)
             } else {
                 String::new()
             };
-            row.extend([
-                ended,
-                format!("{done}/{}", o.steps.len()),
-                o.request_id.clone(),
-            ]);
+            row.extend([ended, format!("{done}/{total}"), o.request_id.clone()]);
         }
         row.push(detail);
         table.row(row);
@@ -418,10 +408,77 @@ pub fn operations_table(ops: &[pb::Operation], wide: bool) -> Table {
     table
 }
 
+/// Whether a step is finished in a way that needs nothing more: done, undone, kept by
+/// design (the tenant's issuer, the rollout wait, a network the user brought) or never
+/// needed (skipped). A succeeded delete has all its steps in one of these.
+pub fn step_finished(state: i32) -> bool {
+    matches!(
+        pb::StepState::try_from(state),
+        Ok(pb::StepState::Succeeded
+            | pb::StepState::Compensated
+            | pb::StepState::Kept
+            | pb::StepState::Skipped)
+    )
+}
+
+/// `(finished, total)` steps of an operation (see [`step_finished`]).
+pub fn steps_done(op: &pb::Operation) -> (usize, usize) {
+    let done = op.steps.iter().filter(|s| step_finished(s.state)).count();
+    (done, op.steps.len())
+}
+
+/// The last line of `--wait` and `watch`: how the operation ended.
+pub fn outcome(c: &pb::Cluster) -> String {
+    let s = c.status.clone().unwrap_or_default();
+    let steps = s.operation.as_ref().map(|op| {
+        let (done, total) = steps_done(op);
+        let took = match (&op.start_time, &op.end_time) {
+            (Some(a), Some(b)) => format!(" in {}", duration_text(b.seconds - a.seconds)),
+            _ => String::new(),
+        };
+        format!("{done}/{total} steps done{took}")
+    });
+    let steps = steps.unwrap_or_else(|| "no operation".to_owned());
+    match phase(s.phase).as_str() {
+        "failed" => {
+            let why = s
+                .error
+                .as_ref()
+                .map(|e| format!(": {}: {}: {}", e.step, e.code, e.message))
+                .unwrap_or_default();
+            format!("Cluster {} failed{why} ({steps}).", c.name)
+        }
+        other => format!("Cluster {} is {other} ({steps}).", c.name),
+    }
+}
+
+/// `1h02m03s`, `2m05s`, `42s`.
+fn duration_text(secs: i64) -> String {
+    let secs = secs.max(0);
+    match (secs / 3600, secs % 3600 / 60, secs % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m{s:02}s"),
+        (h, m, s) => format!("{h}h{m:02}m{s:02}s"),
+    }
+}
+
+/// Whether a phase is where an operation ends.
+fn terminal_phase(p: i32) -> bool {
+    matches!(phase(p).as_str(), "ready" | "deleted" | "failed")
+}
+
+/// What was last shown of a step.
+#[derive(Clone, PartialEq, Eq)]
+struct Shown {
+    state: i32,
+    attempts: u32,
+    message: String,
+}
+
 /// Remembers what was shown, to print only what changed while watching.
 #[derive(Default)]
 pub struct Progress {
-    seen: BTreeMap<String, (i32, u32, String)>,
+    seen: BTreeMap<String, Shown>,
     phase: i32,
     /// Whether the operation was paused at the last snapshot.
     paused: bool,
@@ -429,22 +486,52 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Lines describing what changed since the last snapshot.
+    /// Lines describing what changed since the last snapshot: each step as it is now (an
+    /// error only while it is what the step is about: a failed step's, or the one a new
+    /// attempt follows), and the cluster's phase; an end (ready, deleted, failed) comes after
+    /// the steps that led to it.
     pub fn changes(&mut self, c: &pb::Cluster) -> Vec<String> {
         let started = *self.started.get_or_insert_with(std::time::Instant::now);
         let stamp = {
             let e = started.elapsed().as_secs();
             format!("[{:02}:{:02}]", e / 60, e % 60)
         };
-        let mut lines = Vec::new();
         let s = c.status.clone().unwrap_or_default();
         let first = self.seen.is_empty();
-        if s.phase != self.phase {
+        let phase_line = (s.phase != self.phase).then(|| {
             self.phase = s.phase;
-            lines.push(format!("{stamp} cluster {} is {}", c.name, phase(s.phase)));
+            format!("{stamp} cluster {} is {}", c.name, phase(s.phase))
+        });
+        let mut lines = Vec::new();
+        if let Some(line) = phase_line.as_ref().filter(|_| !terminal_phase(s.phase)) {
+            lines.push(line.clone());
         }
-        // A pause does not change the phase, and the watch goes on through it: say so, and
-        // what unsticks it, rather than look hung.
+        lines.extend(self.pause_lines(&s, &stamp));
+        for st in s.operation.iter().flat_map(|o| o.steps.iter()) {
+            let now = Shown {
+                state: st.state,
+                attempts: st.attempts,
+                message: st.message.clone(),
+            };
+            let before = self.seen.insert(st.id.clone(), now.clone());
+            if before.as_ref() == Some(&now) {
+                continue;
+            }
+            // The first snapshot lists only what has started.
+            if first && step_state(st.state) == "pending" {
+                continue;
+            }
+            lines.push(format!("{stamp}   {}", step_line(st, before.as_ref())));
+        }
+        if let Some(line) = phase_line.filter(|_| terminal_phase(s.phase)) {
+            lines.push(line);
+        }
+        lines
+    }
+
+    /// A pause does not change the phase, and the watch goes on through it: say so, and
+    /// what unsticks it, rather than look hung.
+    fn pause_lines(&mut self, s: &pb::ClusterStatus, stamp: &str) -> Vec<String> {
         let pause = s
             .operation
             .as_ref()
@@ -452,49 +539,54 @@ impl Progress {
         match (pause, self.paused) {
             (Some((op, p)), false) => {
                 self.paused = true;
-                lines.push(format!("{stamp} operation {} {}", op.id, pause_text(p)));
-                lines.push(format!(
-                    "{stamp} waiting for an operator: see `hypersaga operation --help`"
-                ));
+                vec![
+                    format!("{stamp} operation {} {}", op.id, pause_text(p)),
+                    format!("{stamp} waiting for an operator: see `hypersaga operation --help`"),
+                ]
             }
             (None, true) => {
                 self.paused = false;
                 let state = s.operation.as_ref().map(|o| op_state(o.state));
-                lines.push(format!(
+                vec![format!(
                     "{stamp} operation is {}",
                     state.as_deref().unwrap_or("no longer paused")
-                ));
+                )]
             }
-            _ => {}
+            _ => Vec::new(),
         }
-        for st in s.operation.iter().flat_map(|o| o.steps.iter()) {
-            let key = (st.state, st.attempts, st.message.clone());
-            if self.seen.get(&st.id) == Some(&key) {
-                continue;
-            }
-            let state = step_state(st.state);
-            // The first snapshot lists only what has started.
-            if first && state == "pending" {
-                self.seen.insert(st.id.clone(), key);
-                continue;
-            }
-            let mut line = format!("{stamp}   {:<30} {state}", st.id);
+    }
+}
+
+/// One step as it is now. Its last error is shown while it is the step's present: a failed
+/// step's, or the one the attempt just started follows (once, on that attempt's first line);
+/// an error a later attempt got past is not repeated.
+fn step_line(st: &pb::Step, before: Option<&Shown>) -> String {
+    let state = step_state(st.state);
+    let mut line = format!("{:<30} {state}", st.id);
+    let new_attempt = before.is_none_or(|b| b.attempts != st.attempts || b.state != st.state);
+    let error = st
+        .last_error
+        .as_ref()
+        .map(|e| format!("{}: {}", e.code, e.message));
+    match (state.as_str(), error) {
+        ("failed", Some(e)) => {
             if st.attempts > 1 {
                 line.push_str(&format!(" (attempt {})", st.attempts));
             }
-            if let Some(e) = &st.last_error
-                && matches!(state.as_str(), "running" | "failed" | "compensating")
-            {
-                line.push_str(&format!(" — {}: {}", e.code, e.message));
-            }
-            if !st.message.is_empty() {
-                line.push_str(&format!(" — {}", st.message));
-            }
-            lines.push(line);
-            self.seen.insert(st.id.clone(), key);
+            line.push_str(&format!(" — {e}"));
         }
-        lines
+        ("running" | "compensating", Some(e)) if st.attempts > 1 && new_attempt => {
+            line.push_str(&format!(" (attempt {}, after {e})", st.attempts));
+        }
+        _ if st.attempts > 1 && matches!(state.as_str(), "running" | "compensating") => {
+            line.push_str(&format!(" (attempt {})", st.attempts));
+        }
+        _ => {}
     }
+    if !st.message.is_empty() {
+        line.push_str(&format!(" — {}", st.message));
+    }
+    line
 }
 
 /// Renders a gRPC error for people, with every field violation on its own line.
@@ -595,6 +687,117 @@ mod tests {
         }
         let lines = progress.changes(&cluster).join("\n");
         assert!(lines.contains("operation is running"), "{lines}");
+    }
+
+    fn step(id: &str, state: pb::StepState, attempts: u32, error: Option<&str>) -> pb::Step {
+        pb::Step {
+            id: id.into(),
+            state: state as i32,
+            attempts,
+            last_error: error.map(|code| pb::ErrorDetail {
+                code: code.into(),
+                message: "try again".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn creating(phase: pb::ClusterPhase, steps: Vec<pb::Step>) -> pb::Cluster {
+        pb::Cluster {
+            name: "demo".into(),
+            status: Some(pb::ClusterStatus {
+                phase: phase as i32,
+                operation: Some(pb::Operation {
+                    id: "op-1".into(),
+                    kind: pb::OperationKind::Create as i32,
+                    state: pb::OperationState::Running as i32,
+                    start_time: ts(1_800_000_000),
+                    steps,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_watch_shows_an_error_only_while_it_is_the_steps_present() {
+        use pb::ClusterPhase::Provisioning;
+        use pb::StepState::{Running, Succeeded};
+        let lb = "network.load-balancer";
+        let mut progress = Progress::default();
+        progress.changes(&creating(Provisioning, vec![step(lb, Running, 1, None)]));
+        let lines = progress.changes(&creating(
+            Provisioning,
+            vec![step(lb, Running, 2, Some("ServiceUnavailable"))],
+        ));
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].ends_with("running (attempt 2, after ServiceUnavailable: try again)"),
+            "{lines:?}"
+        );
+        // Progress within the same attempt: the error it got past is not repeated.
+        let mut waiting = step(lb, Running, 2, Some("ServiceUnavailable"));
+        waiting.message = "waiting for the ARM operation".into();
+        let lines = progress.changes(&creating(Provisioning, vec![waiting]));
+        assert!(
+            lines[0].ends_with("running (attempt 2) — waiting for the ARM operation"),
+            "{lines:?}"
+        );
+        let lines = progress.changes(&creating(
+            Provisioning,
+            vec![step(lb, Succeeded, 2, Some("ServiceUnavailable"))],
+        ));
+        assert!(lines[0].ends_with("succeeded"), "{lines:?}");
+    }
+
+    #[test]
+    fn the_end_comes_after_the_steps_that_led_to_it_and_the_outcome_counts_every_step() {
+        use pb::StepState::{Running, Succeeded};
+        let mut progress = Progress::default();
+        progress.changes(&creating(
+            pb::ClusterPhase::Provisioning,
+            vec![step("nodepool.workers", Running, 1, None)],
+        ));
+        let mut ready = creating(
+            pb::ClusterPhase::Ready,
+            vec![
+                step("nodepool.workers", Succeeded, 1, None),
+                step("controlplane.rollout", Succeeded, 1, None),
+            ],
+        );
+        let lines = progress.changes(&ready);
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(lines[2].ends_with("cluster demo is ready"), "{lines:?}");
+        if let Some(op) = ready.status.as_mut().and_then(|s| s.operation.as_mut()) {
+            op.end_time = ts(1_800_000_062);
+        }
+        assert_eq!(
+            outcome(&ready),
+            "Cluster demo is ready (2/2 steps done in 1m02s)."
+        );
+    }
+
+    #[test]
+    fn a_succeeded_delete_has_all_its_steps_done() {
+        use pb::StepState::{Compensated, Kept, Skipped};
+        let delete = pb::Operation {
+            kind: pb::OperationKind::Delete as i32,
+            state: pb::OperationState::Succeeded as i32,
+            steps: vec![
+                step("dns.public-zone", Kept, 0, None),
+                step("identity.oidc", Kept, 0, None),
+                step("network.vnet", Compensated, 1, None),
+                step("controlplane.rollout", Kept, 0, None),
+                step("nodepool.workers", Skipped, 0, None),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(steps_done(&delete), (5, 5));
+        let table = operations_table(&[delete], true).render(false);
+        assert!(table.contains("5/5"), "{table}");
     }
 
     fn cluster(name: &str, phase: pb::ClusterPhase, replicas: i32) -> pb::Cluster {

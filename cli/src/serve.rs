@@ -115,7 +115,7 @@ pub fn shutdown_on_signals() -> anyhow::Result<CancellationToken> {
         tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
         t.cancel();
         tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
-        eprintln!("second signal: exiting now");
+        crate::errln!("second signal: exiting now");
         std::process::exit(130);
     });
     Ok(token)
@@ -194,7 +194,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = match load(&args) {
         Ok(config) => config,
         Err(problems) => {
-            eprintln!(
+            crate::errln!(
                 "error: the configuration for the {} role is invalid ({}):\n{problems}",
                 args.role.name(),
                 problems.summary()
@@ -203,14 +203,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
     };
     if args.dump_config {
-        println!("{}", config.redacted_json());
+        crate::outln!("{}", config.redacted_json())?;
         return Ok(ExitCode::SUCCESS);
     }
     if args.check_config {
-        println!(
+        crate::outln!(
             "The configuration for the {} role is valid.",
             args.role.name()
-        );
+        )?;
         return Ok(ExitCode::SUCCESS);
     }
     let format = if config.log.format == "json" {

@@ -4,36 +4,76 @@ use serde_json::Value;
 
 use crate::support::*;
 
-#[tokio::test]
-async fn create_wait_shows_progress_and_json_output_is_parseable() {
-    let system = System::start().await;
-    let out = tokio::task::spawn_blocking({
-        let endpoints = system.state_dir().join("endpoints.json");
-        move || {
-            std::process::Command::new(env!("CARGO_BIN_EXE_hypersaga"))
-                .args([
-                    "cluster",
-                    "create",
-                    "cli-demo",
-                    "--node-pool-replicas",
-                    "1",
-                    "--wait",
-                ])
-                .env("HYPERSAGA_ENDPOINTS", endpoints)
-                .output()
-                .expect("run")
+/// What `hypersaga dev` says to try: the lines of its banner after "Try", as the variables
+/// to export and the command (without `hypersaga`). Waits for the banner, which follows the
+/// endpoints file.
+fn banner_command(system: &System) -> (Vec<(String, String)>, Vec<String>) {
+    let log = system.dir.path().join("dev.log");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let banner = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("Ctrl-C stops everything") {
+            break text;
         }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no banner in:\n{text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let tried: Vec<&str> = banner
+        .lines()
+        .skip_while(|l| !l.starts_with("Try"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(str::trim)
+        .collect();
+    let mut env = Vec::new();
+    let mut command = Vec::new();
+    for line in tried {
+        if let Some(assignment) = line.strip_prefix("export ") {
+            let (name, value) = assignment.split_once('=').expect("NAME=value");
+            env.push((name.to_owned(), value.trim_matches('\'').to_owned()));
+        } else {
+            command = line.split_whitespace().map(str::to_owned).collect();
+        }
+    }
+    assert_eq!(
+        command.first().map(String::as_str),
+        Some("hypersaga"),
+        "{banner}"
+    );
+    (env, command[1..].to_vec())
+}
+
+/// `hypersaga dev --state-dir D`, then the banner's command pasted as printed (with what it
+/// says to export) in another directory, as a second terminal would: the cluster is created,
+/// each step shown before the end, and the outcome last.
+#[tokio::test]
+async fn the_banners_command_as_printed_creates_a_cluster_and_json_output_is_parseable() {
+    let system = System::start().await;
+    let (env, command) = banner_command(&system);
+    assert_eq!(command, ["cluster", "create", "demo", "--wait"]);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_hypersaga"))
+            .args(&command)
+            .env_remove("HYPERSAGA_ENDPOINTS")
+            .envs(env)
+            .current_dir(elsewhere.path())
+            .output()
+            .expect("run")
     })
     .await
     .unwrap();
     let shown = text(&out);
     assert!(out.status.success(), "{shown}");
     for expected in [
-        "Creating cluster cli-demo",
+        "Creating cluster demo",
         "network.vnet",
         "succeeded",
         "controlplane.hostedcluster",
-        "is ready",
+        "cluster demo is ready",
         "Resources:",
     ] {
         assert!(
@@ -41,8 +81,51 @@ async fn create_wait_shows_progress_and_json_output_is_parseable() {
             "missing {expected:?} in:\n{shown}"
         );
     }
+    // The end comes after every step that led to it, and the last line says how it ended.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let progress: Vec<&str> = stdout.lines().take_while(|l| !l.is_empty()).collect();
+    assert!(
+        progress
+            .last()
+            .is_some_and(|l| l.ends_with("cluster demo is ready")),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .last()
+            .is_some_and(|l| l.starts_with("Cluster demo is ready (15/15 steps done")),
+        "{stdout}"
+    );
 
-    let out = hypersaga(&system, &["cluster", "get", "cli-demo", "-o", "json"]);
+    // `audit tail | head -1`: one line, then a quiet exit as the reader goes (141, as a
+    // shell reports a tool that SIGPIPE stopped), no panic.
+    let out = tokio::task::spawn_blocking({
+        let endpoints = system.state_dir().join("endpoints.json");
+        move || {
+            std::process::Command::new("bash")
+                .args([
+                    "-c",
+                    "set -o pipefail; timeout 30 \"$0\" audit tail --from-start | head -1",
+                    env!("CARGO_BIN_EXE_hypersaga"),
+                ])
+                .env("HYPERSAGA_ENDPOINTS", endpoints)
+                .output()
+                .expect("run bash")
+        }
+    })
+    .await
+    .unwrap();
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(141), "{shown}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        1,
+        "{shown}"
+    );
+    assert!(!shown.contains("panicked"), "{shown}");
+
+    let out = hypersaga(&system, &["cluster", "get", "demo", "-o", "json"]);
     assert!(out.status.success(), "{}", text(&out));
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["status"]["phase"], "ready");
@@ -85,10 +168,74 @@ async fn create_wait_shows_progress_and_json_output_is_parseable() {
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert!(v["counts"].as_array().is_some_and(|c| !c.is_empty()));
 
-    let out = hypersaga(&system, &["cluster", "delete", "cli-demo", "--wait"]);
+    // Faults of both kinds are listed while they are in force, and so are the management
+    // cluster's.
+    let ok = |args: &[&str]| {
+        let out = hypersaga(&system, args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    ok(&[
+        "emulator",
+        "fault",
+        "add-async",
+        "--method",
+        "PUT",
+        "--type",
+        "Microsoft.Network/privateDnsZones/virtualNetworkLinks",
+        "--path-contains",
+        "nobody",
+        "--code",
+        "BadRequest",
+        "--message",
+        "overlapping namespaces",
+    ]);
+    let faults = ok(&["emulator", "fault", "list"]);
+    assert!(
+        faults.contains("async") && faults.contains("virtualNetworkLinks"),
+        "{faults}"
+    );
+    ok(&["emulator", "fault", "clear"]);
+    ok(&[
+        "emulator",
+        "cluster-fault",
+        "add",
+        "--kind",
+        "node-pool",
+        "--name-contains",
+        "nobody",
+        "--reason",
+        "QuotaExceeded",
+    ]);
+    let faults = ok(&["emulator", "cluster-fault", "list"]);
+    assert!(
+        faults.contains("node-pool") && faults.contains("QuotaExceeded"),
+        "{faults}"
+    );
+    ok(&["emulator", "cluster-fault", "clear"]);
+
+    let out = hypersaga(&system, &["cluster", "delete", "demo", "--wait"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("deleted"), "{}", text(&out));
-    let out = hypersaga(&system, &["cluster", "get", "cli-demo"]);
+    // A succeeded delete has every step done: undone, or kept by design.
+    let ops = ok(&[
+        "operation",
+        "list",
+        "--cluster",
+        "demo",
+        "-o",
+        "wide",
+        "--no-headers",
+    ]);
+    let delete = ops
+        .lines()
+        .find(|l| l.contains(" delete "))
+        .unwrap_or_default();
+    assert!(
+        delete.contains("succeeded") && delete.contains("15/15"),
+        "{ops}"
+    );
+    let out = hypersaga(&system, &["cluster", "get", "demo"]);
     assert_eq!(
         out.status.code(),
         Some(3),
@@ -102,7 +249,7 @@ async fn create_wait_shows_progress_and_json_output_is_parseable() {
             "audit",
             "tail",
             "--cluster",
-            "cli-demo",
+            "demo",
             "--from-start",
             "--count",
             "3",
@@ -201,6 +348,82 @@ async fn output_formats_and_exit_codes_as_scripts_use_them() {
         code(&["cluster", "list", "--no-such-flag"]),
         Some(2),
         "usage"
+    );
+
+    // Each way of not reaching the API says what to do, never the transport's words.
+    let failed = |args: &[&str], code: i32, expected: &str| {
+        let out = hypersaga(&system, args);
+        let shown = text(&out);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {shown}");
+        assert!(
+            shown.contains(expected),
+            "{args:?}: missing {expected:?} in {shown}"
+        );
+        for raw in [
+            "transport error",
+            "h2 protocol error",
+            "operation was canceled",
+        ] {
+            assert!(!shown.contains(raw), "{args:?}: {shown}");
+        }
+    };
+    let token = system.token("acme");
+    let address = system.endpoints.grpc.trim_start_matches("https://");
+    failed(
+        &[
+            "cluster",
+            "list",
+            "--endpoints",
+            "/nonexistent/endpoints.json",
+        ],
+        7,
+        "Start `hypersaga dev`",
+    );
+    failed(
+        &[
+            "cluster",
+            "list",
+            "--endpoints",
+            "/nonexistent/endpoints.json",
+            "--server",
+            &system.endpoints.grpc,
+        ],
+        2,
+        "needs a token too: pass --token",
+    );
+    failed(
+        &[
+            "cluster",
+            "list",
+            "--server",
+            &format!("http://{address}"),
+            "--token",
+            &token,
+        ],
+        7,
+        &format!("use https://{address} with --ca FILE"),
+    );
+    failed(
+        &[
+            "cluster",
+            "list",
+            "--server",
+            &system.endpoints.grpc,
+            "--token",
+            &token,
+        ],
+        7,
+        "pass the CA bundle that signed it with --ca FILE",
+    );
+    failed(
+        &["audit", "tail", "--tenant", "nope"],
+        1,
+        "unknown tenant \"nope\"",
+    );
+    failed(
+        &["cluster", "list", "--tenant", "nope"],
+        1,
+        "unknown tenant \"nope\"",
     );
 }
 

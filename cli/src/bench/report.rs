@@ -206,15 +206,15 @@ pub fn emit<T: Serialize>(
     text: impl FnOnce() -> String,
 ) -> anyhow::Result<()> {
     match format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(report)?),
-        Format::Text => print!("{}", text()),
+        Format::Json => crate::outln!("{}", serde_json::to_string_pretty(report)?)?,
+        Format::Text => crate::out!("{}", text())?,
     }
     Ok(())
 }
 
 /// Progress for people, on stderr so `-o json` stays one clean document on stdout.
 pub fn progress(msg: impl AsRef<str>) {
-    eprintln!("[bench] {}", msg.as_ref());
+    crate::errln!("[bench] {}", msg.as_ref());
 }
 
 /// Resident memory of a process in bytes (`VmRSS` of `/proc/<pid>/status`), `None` when

@@ -12,6 +12,7 @@ use hypersaga_model::TenantId;
 use crate::audit_feed::{self, AuditAccess};
 use crate::endpoints::Endpoints;
 use crate::output::Format;
+use crate::{errln, outln};
 
 #[derive(Subcommand, Debug)]
 pub enum AuditCommand {
@@ -39,11 +40,15 @@ pub enum AuditCommand {
         /// CA bundle of the NATS server's certificate (TLS) [default: the endpoints file's].
         #[arg(long, env = "HYPERSAGA_NATS_CA")]
         nats_ca: Option<PathBuf>,
-        /// Subject prefix.
+        /// Subject prefix of the bus (`serve`'s nats.prefix).
         #[arg(long, default_value = "hcp")]
         prefix: String,
+        /// Endpoints file written by `hypersaga dev` [default: $HYPERSAGA_ENDPOINTS or
+        /// .hypersaga/endpoints.json].
         #[arg(long, env = "HYPERSAGA_ENDPOINTS")]
         endpoints: Option<PathBuf>,
+        /// Output format: text (one line per event) or json (each event as published, one
+        /// per line).
         #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Text)]
         output: Format,
     },
@@ -69,9 +74,18 @@ pub async fn run(cmd: AuditCommand) -> anyhow::Result<ExitCode> {
             credentials_dir: None,
             ca_file: None,
         },
-        None => AuditAccess::from_endpoints(&Endpoints::load(
-            &endpoints.unwrap_or_else(Endpoints::default_path),
-        )?),
+        None => {
+            let e = Endpoints::load(&endpoints.unwrap_or_else(Endpoints::default_path))?;
+            if let Some(t) = &tenant
+                && !e.tenants.iter().any(|known| &known.name == t)
+            {
+                anyhow::bail!(
+                    "unknown tenant {t:?}: this system's tenants are {}",
+                    e.tenant_names().join(", ")
+                );
+            }
+            AuditAccess::from_endpoints(&e)
+        }
     };
     access.prefix = prefix;
     if credentials_dir.is_some() {
@@ -83,21 +97,73 @@ pub async fn run(cmd: AuditCommand) -> anyhow::Result<ExitCode> {
     let tenant = tenant.map(TenantId::new).transpose().context("--tenant")?;
     let consumer =
         audit_feed::open(&access, tenant.as_ref(), cluster.as_deref(), from_start).await?;
-    let mut messages = consumer.messages().await?;
+    let what = Following {
+        tenant: tenant.as_ref().map(ToString::to_string),
+        cluster,
+        stored: consumer.cached_info().num_pending,
+    };
+    let messages = consumer.messages().await?;
+    tokio::select! {
+        done = print_events(messages, &what, output, count) => done,
+        () = crate::console::stdout_closed() => Err(crate::console::OutputError::Closed.into()),
+    }
+}
+
+/// What `audit tail` follows, for the line that says it waits.
+struct Following {
+    tenant: Option<String>,
+    cluster: Option<String>,
+    /// Events stored already that the feed replays first (`--from-start`).
+    stored: u64,
+}
+
+impl Following {
+    /// Said on stderr once the stored events are shown, so a quiet stream does not look hung.
+    fn waiting(&self) -> String {
+        let whose = match (&self.tenant, &self.cluster) {
+            (Some(t), Some(c)) => format!("tenant {t}'s cluster {c}"),
+            (Some(t), None) => format!("tenant {t}"),
+            (None, Some(c)) => format!("cluster {c} (every tenant)"),
+            (None, None) => "every tenant".to_owned(),
+        };
+        let shown = match self.stored {
+            0 => String::new(),
+            n => format!("{n} stored event(s) shown; "),
+        };
+        format!("{shown}waiting for audit events of {whose}… (Ctrl-C stops)")
+    }
+}
+
+/// Prints events as they come until `count` (if any), saying on stderr when it starts to
+/// wait for new ones.
+async fn print_events(
+    mut messages: async_nats::jetstream::consumer::push::Ordered,
+    what: &Following,
+    output: Format,
+    count: Option<usize>,
+) -> anyhow::Result<ExitCode> {
     let mut seen = 0usize;
-    while let Some(msg) = messages.next().await {
-        let msg = msg?;
-        match output {
-            Format::Json => println!("{}", String::from_utf8_lossy(&msg.payload)),
-            Format::Text => match serde_json::from_slice::<AuditEvent>(&msg.payload) {
-                Ok(e) => println!("{}", line(&e)),
-                Err(_) => println!("{} (unreadable event)", msg.subject),
-            },
-        }
-        seen += 1;
+    let mut said_waiting = false;
+    loop {
         if count.is_some_and(|n| seen >= n) {
             break;
         }
+        if !said_waiting && seen as u64 >= what.stored {
+            errln!("{}", what.waiting());
+            said_waiting = true;
+        }
+        let Some(msg) = messages.next().await else {
+            break;
+        };
+        let msg = msg?;
+        match output {
+            Format::Json => outln!("{}", String::from_utf8_lossy(&msg.payload))?,
+            Format::Text => match serde_json::from_slice::<AuditEvent>(&msg.payload) {
+                Ok(e) => outln!("{}", line(&e))?,
+                Err(_) => outln!("{} (unreadable event)", msg.subject)?,
+            },
+        }
+        seen += 1;
     }
     Ok(ExitCode::SUCCESS)
 }

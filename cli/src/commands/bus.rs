@@ -48,9 +48,9 @@ pub async fn run(cmd: BusCommand) -> anyhow::Result<ExitCode> {
     let conf = out.join("authorization.conf");
     write_private(&conf, block.as_bytes())?;
     for (_, role) in &users {
-        println!("{}", out.join(format!("{}.nk", role.name())).display());
+        crate::outln!("{}", out.join(format!("{}.nk", role.name())).display())?;
     }
-    println!("{}", conf.display());
+    crate::outln!("{}", conf.display())?;
     Ok(ExitCode::SUCCESS)
 }
 

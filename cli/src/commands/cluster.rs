@@ -12,6 +12,7 @@ use super::fail;
 use crate::cli::ClientArgs;
 use crate::exit;
 use crate::output::{self, Output};
+use crate::{errln, out, outln};
 
 #[derive(Subcommand, Debug)]
 pub enum ClusterCommand {
@@ -19,6 +20,7 @@ pub enum ClusterCommand {
     Create(Box<CreateArgs>),
     /// Show one cluster: its phase, every step of its current operation, what it created.
     Get {
+        /// The cluster's name.
         name: String,
         #[command(flatten)]
         client: ClientArgs,
@@ -34,6 +36,7 @@ pub enum ClusterCommand {
     /// Delete a cluster and everything it made. What you brought (VNet, subnet, NSG) and the
     /// tenant's OIDC issuer stay; workload identities go too, unless --keep-identities.
     Delete {
+        /// The cluster's name.
         name: String,
         /// Follow the deletion until the cluster is gone.
         #[arg(long)]
@@ -41,14 +44,16 @@ pub enum ClusterCommand {
         /// Leave the cluster's workload identities and their federated credentials in Azure.
         #[arg(long)]
         keep_identities: bool,
-        /// Idempotency key.
+        /// Idempotency key: retrying with the same key returns the same operation
+        /// [default: random].
         #[arg(long)]
         request_id: Option<String>,
         #[command(flatten)]
         client: ClientArgs,
     },
-    /// Stream a cluster's changes until it reaches a terminal phase.
+    /// Stream a cluster's changes until its operation ends (ready, deleted or failed).
     Watch {
+        /// The cluster's name.
         name: String,
         #[command(flatten)]
         client: ClientArgs,
@@ -89,8 +94,12 @@ pub struct CreateArgs {
     /// Bring your own VNet (ARM id); requires --subnet-id and --nsg-id. Never deleted.
     #[arg(long)]
     pub vnet_id: Option<String>,
+    /// With --vnet-id: the subnet of that VNet the cluster uses (ARM id,
+    /// `…/virtualNetworks/<vnet>/subnets/<subnet>`). Never deleted.
     #[arg(long)]
     pub subnet_id: Option<String>,
+    /// With --vnet-id: the network security group attached to that subnet (ARM id,
+    /// `…/networkSecurityGroups/<nsg>`); the cluster adds its rules. Never deleted.
     #[arg(long)]
     pub nsg_id: Option<String>,
     /// Idempotency key: retrying with the same key returns the same operation [default: random].
@@ -113,7 +122,7 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
                     print_clusters(&[r.into_inner()], &client, true)?;
                     Ok(ExitCode::SUCCESS)
                 }
-                Err(s) => fail(s),
+                Err(s) => fail(&client, s),
             }
         }
         ClusterCommand::List { page_size, client } => {
@@ -127,7 +136,7 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
                 };
                 let page = match c.list_clusters(req).await {
                     Ok(r) => r.into_inner(),
-                    Err(s) => return fail(s),
+                    Err(s) => return fail(&client, s),
                 };
                 list.extend(page.clusters);
                 page_token = page.next_page_token;
@@ -156,10 +165,10 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
                 .await
             {
                 Ok(r) => r.into_inner(),
-                Err(s) => return fail(s),
+                Err(s) => return fail(&client, s),
             };
             if matches!(client.output, Output::Text | Output::Wide) {
-                println!("Deleting cluster {name} (operation {}).", op.id);
+                outln!("Deleting cluster {name} (operation {}).", op.id)?;
             }
             if wait {
                 return follow(&client, c, &name, true).await;
@@ -183,20 +192,24 @@ fn print_clusters(list: &[pb::Cluster], client: &ClientArgs, one: bool) -> anyho
         serde_json::Value::from(list.iter().map(output::cluster_json).collect::<Vec<_>>())
     };
     if let Some(doc) = client.output.document(&value)? {
-        print!("{doc}");
+        out!("{doc}")?;
         return Ok(());
     }
     match client.output {
-        Output::Text if one => list
-            .iter()
-            .for_each(|c| print!("{}", output::cluster_text(c))),
-        Output::Name => list
-            .iter()
-            .for_each(|c| println!("{}", output::cluster_name(&c.name))),
-        wide => print!(
+        Output::Text if one => {
+            for c in list {
+                out!("{}", output::cluster_text(c))?;
+            }
+        }
+        Output::Name => {
+            for c in list {
+                outln!("{}", output::cluster_name(&c.name))?;
+            }
+        }
+        wide => out!(
             "{}",
             output::clusters_table(list, wide == Output::Wide).render(!client.no_headers)
-        ),
+        )?,
     }
     Ok(())
 }
@@ -205,9 +218,9 @@ fn print_clusters(list: &[pb::Cluster], client: &ClientArgs, one: bool) -> anyho
 /// for scripts, the cluster's name for `-o name` (text was said before).
 fn accepted(client: &ClientArgs, name: &str, op: &pb::Operation) -> anyhow::Result<()> {
     if let Some(doc) = client.output.document(&output::operation_json(op))? {
-        print!("{doc}");
+        out!("{doc}")?;
     } else if client.output == Output::Name {
-        println!("{}", output::cluster_name(name));
+        outln!("{}", output::cluster_name(name))?;
     }
     Ok(())
 }
@@ -241,10 +254,10 @@ async fn create(a: CreateArgs) -> anyhow::Result<ExitCode> {
     };
     let op = match c.create_cluster(req).await {
         Ok(r) => r.into_inner(),
-        Err(s) => return fail(s),
+        Err(s) => return fail(&a.client, s),
     };
     if matches!(a.client.output, Output::Text | Output::Wide) {
-        println!("Creating cluster {} (operation {}).", a.name, op.id);
+        outln!("Creating cluster {} (operation {}).", a.name, op.id)?;
     }
     if a.wait {
         return follow(&a.client, c, &a.name, false).await;
@@ -268,6 +281,16 @@ fn transient(status: &tonic::Status) -> bool {
     }
 }
 
+/// Why a watch was lost, for the "reconnecting" line: what the connection did, in words,
+/// rather than the transport's (`Internal: h2 protocol error`).
+fn lost_because(args: &ClientArgs, status: &tonic::Status) -> String {
+    let server = args.target().map(|t| t.server).unwrap_or_default();
+    match crate::client::Unreachable::of_status(&server, None, status) {
+        Some(_) => "the connection closed".to_owned(),
+        None => output::status_text(status),
+    }
+}
+
 /// Streams the cluster until its operation ends, printing progress; the exit code says how
 /// it ended ([`crate::exit`]: 0 ready or deleted, 10 failed).
 ///
@@ -276,7 +299,21 @@ fn transient(status: &tonic::Status) -> bool {
 /// `--reconnect-timeout`, saying so on stderr. The API answers a new watch with the
 /// cluster's current state first, so the progress goes on from there: steps that changed
 /// meanwhile are shown once, as they are now.
+///
+/// Ends as soon as stdout's reader goes away (`| head`), without waiting for a line to print.
 async fn follow(
+    args: &ClientArgs,
+    client: crate::client::Client,
+    name: &str,
+    deleting: bool,
+) -> anyhow::Result<ExitCode> {
+    tokio::select! {
+        done = follow_to_the_end(args, client, name, deleting) => done,
+        () = crate::console::stdout_closed() => Err(crate::console::OutputError::Closed.into()),
+    }
+}
+
+async fn follow_to_the_end(
     args: &ClientArgs,
     mut client: crate::client::Client,
     name: &str,
@@ -292,7 +329,7 @@ async fn follow(
     loop {
         if let Some((since, why, delays)) = &mut lost {
             let Some(delay) = delays.next().filter(|d| since.elapsed() + *d < bound) else {
-                eprintln!(
+                errln!(
                     "error: lost the watch on cluster {name} ({why}) and could not get it back within {} s; the operation goes on: follow it with `hypersaga cluster watch {name}`",
                     bound.as_secs()
                 );
@@ -316,25 +353,25 @@ async fn follow(
             Ok(r) => r.into_inner(),
             Err(s) if deleting && s.code() == tonic::Code::NotFound => {
                 if lost.is_some() {
-                    eprintln!("Reconnected: cluster {name} is gone.");
+                    errln!("Reconnected: cluster {name} is gone.");
                 }
                 if matches!(format, Output::Text | Output::Wide) {
-                    println!("Cluster {name} is deleted.");
+                    outln!("Cluster {name} is deleted.")?;
                 } else if format == Output::Name {
-                    println!("{}", output::cluster_name(name));
+                    outln!("{}", output::cluster_name(name))?;
                 }
                 return Ok(ExitCode::SUCCESS);
             }
             Err(s) if lost.is_some() && transient(&s) => {
                 if let Some((_, why, _)) = &mut lost {
-                    *why = output::status_text(&s);
+                    *why = lost_because(args, &s);
                 }
                 continue;
             }
-            Err(s) => return fail(s),
+            Err(s) => return fail(args, s),
         };
         if let Some((since, _, _)) = lost.take() {
-            eprintln!(
+            errln!(
                 "Reconnected after {} s; going on from the cluster's current state.",
                 since.elapsed().as_secs()
             );
@@ -344,27 +381,12 @@ async fn follow(
             let cluster = match item {
                 Ok(c) => c,
                 Err(s) if transient(&s) => {
-                    broke = Some(output::status_text(&s));
+                    broke = Some(lost_because(args, &s));
                     break;
                 }
-                Err(s) => return fail(s),
+                Err(s) => return fail(args, s),
             };
-            match format {
-                Output::Text | Output::Wide => {
-                    for line in progress.changes(&cluster) {
-                        println!("{line}");
-                    }
-                }
-                Output::Json => println!(
-                    "{}",
-                    serde_json::to_string(&output::cluster_json(&cluster))?
-                ),
-                Output::Yaml => print!(
-                    "---\n{}",
-                    serde_norway::to_string(&output::cluster_json(&cluster))?
-                ),
-                Output::Name => {}
-            }
+            show_change(format, &mut progress, &cluster)?;
             last = Some(cluster);
         }
         let phase = last
@@ -376,14 +398,7 @@ async fn follow(
                 let Some(last) = last else {
                     return Ok(ExitCode::from(exit::ERROR));
                 };
-                match format {
-                    Output::Text | Output::Wide => {
-                        println!();
-                        print!("{}", output::cluster_text(&last));
-                    }
-                    Output::Name => println!("{}", output::cluster_name(name)),
-                    Output::Json | Output::Yaml => {}
-                }
+                show_end(format, name, &last)?;
                 return Ok(ExitCode::from(if done == "failed" {
                     exit::OPERATION_FAILED
                 } else {
@@ -392,7 +407,7 @@ async fn follow(
             }
             (_, broke) => {
                 let why = broke.unwrap_or_else(|| "the stream ended early".to_owned());
-                eprintln!(
+                errln!(
                     "Lost the watch on cluster {name} ({why}); reconnecting for up to {} s.",
                     bound.as_secs()
                 );
@@ -406,4 +421,41 @@ async fn follow(
             }
         }
     }
+}
+
+/// One state of the watched cluster, as `-o` asks: progress lines, or a document per change.
+fn show_change(
+    format: Output,
+    progress: &mut output::Progress,
+    cluster: &pb::Cluster,
+) -> anyhow::Result<()> {
+    match format {
+        Output::Text | Output::Wide => {
+            for line in progress.changes(cluster) {
+                outln!("{line}")?;
+            }
+        }
+        Output::Json => outln!("{}", serde_json::to_string(&output::cluster_json(cluster))?)?,
+        Output::Yaml => out!(
+            "---\n{}",
+            serde_norway::to_string(&output::cluster_json(cluster))?
+        )?,
+        Output::Name => {}
+    }
+    Ok(())
+}
+
+/// What a follow ends with: for people, the cluster as it ended, then one line with the
+/// outcome; for `-o name`, the name.
+fn show_end(format: Output, name: &str, last: &pb::Cluster) -> anyhow::Result<()> {
+    match format {
+        Output::Text | Output::Wide => {
+            outln!()?;
+            out!("{}", output::cluster_text(last))?;
+            outln!("{}", output::outcome(last))?;
+        }
+        Output::Name => outln!("{}", output::cluster_name(name))?,
+        Output::Json | Output::Yaml => {}
+    }
+    Ok(())
 }

@@ -8,12 +8,14 @@ use hypersaga_api::v1 as pb;
 use super::fail;
 use crate::cli::ClientArgs;
 use crate::output::{self, Output};
+use crate::{errln, out, outln};
 
 /// What `hypersaga operation` can do; the pause semantics are in `Command::Operation`'s help.
 #[derive(Subcommand, Debug)]
 pub enum OperationCommand {
     /// Show an operation and each of its steps; a paused one says why and since when.
     Get {
+        /// The operation (op-…), e.g. from `hypersaga operation list`.
         id: String,
         #[command(flatten)]
         client: ClientArgs,
@@ -146,7 +148,7 @@ pub async fn run(cmd: OperationCommand) -> anyhow::Result<ExitCode> {
                     print_operations(&[r.into_inner()], &client, true)?;
                     Ok(ExitCode::SUCCESS)
                 }
-                Err(s) => fail(s),
+                Err(s) => fail(&client, s),
             }
         }
         OperationCommand::List(a) => list(a).await,
@@ -241,7 +243,7 @@ async fn list(a: ListArgs) -> anyhow::Result<ExitCode> {
         };
         let page = match c.list_operations(req).await {
             Ok(r) => r.into_inner(),
-            Err(s) => return fail(s),
+            Err(s) => return fail(&a.client, s),
         };
         operations.extend(page.operations);
         page_token = page.next_page_token;
@@ -252,7 +254,7 @@ async fn list(a: ListArgs) -> anyhow::Result<ExitCode> {
     print_operations(&operations, &a.client, false)?;
     // On stderr, so that `-o json` stays one document.
     if !page_token.is_empty() {
-        eprintln!("(more operations: add --all, or a larger --page-size)");
+        errln!("(more operations: add --all, or a larger --page-size)");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -279,15 +281,15 @@ fn called(
 ) -> anyhow::Result<ExitCode> {
     let op = match answer {
         Ok(r) => r.into_inner(),
-        Err(s) => return fail(s),
+        Err(s) => return fail(client, s),
     };
     if let Some(doc) = client.output.document(&output::operation_json(&op))? {
-        print!("{doc}");
+        out!("{doc}")?;
     } else if client.output == Output::Name {
-        println!("{}", output::operation_name(&op.id));
+        outln!("{}", output::operation_name(&op.id))?;
     } else {
-        println!("{}", said(&op));
-        println!("Follow it with: hypersaga cluster watch {}", op.cluster);
+        outln!("{}", said(&op))?;
+        outln!("Follow it with: hypersaga cluster watch {}", op.cluster)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -301,20 +303,24 @@ fn print_operations(ops: &[pb::Operation], client: &ClientArgs, one: bool) -> an
         serde_json::Value::from(ops.iter().map(output::operation_json).collect::<Vec<_>>())
     };
     if let Some(doc) = client.output.document(&value)? {
-        print!("{doc}");
+        out!("{doc}")?;
         return Ok(());
     }
     match client.output {
-        Output::Text if one => ops
-            .iter()
-            .for_each(|o| print!("{}", output::operation_text(o))),
-        Output::Name => ops
-            .iter()
-            .for_each(|o| println!("{}", output::operation_name(&o.id))),
-        wide => print!(
+        Output::Text if one => {
+            for o in ops {
+                out!("{}", output::operation_text(o))?;
+            }
+        }
+        Output::Name => {
+            for o in ops {
+                outln!("{}", output::operation_name(&o.id))?;
+            }
+        }
+        wide => out!(
             "{}",
             output::operations_table(ops, wide == Output::Wide).render(!client.no_headers)
-        ),
+        )?,
     }
     Ok(())
 }

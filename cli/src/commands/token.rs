@@ -18,6 +18,7 @@ pub enum TokenCommand {
         /// A readable prefix for the token (e.g. the tenant's id).
         #[arg(long, default_value = "hs")]
         prefix: String,
+        /// Output format: text (two lines) or json (`{"token": …, "digest": …}`).
         #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Text)]
         output: Format,
     },
@@ -29,13 +30,13 @@ pub fn run(cmd: TokenCommand) -> anyhow::Result<ExitCode> {
     let digest = TokenDigest::of(&token);
     match output {
         Format::Text => {
-            println!("token:  {token}");
-            println!("digest: {digest}");
+            crate::outln!("token:  {token}")?;
+            crate::outln!("digest: {digest}")?;
         }
-        Format::Json => println!(
+        Format::Json => crate::outln!(
             "{}",
             serde_json::json!({"token": token, "digest": digest.to_string()})
-        ),
+        )?,
     }
     Ok(ExitCode::SUCCESS)
 }

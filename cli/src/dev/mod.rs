@@ -301,11 +301,13 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     let ready = wait_for_gateway(&endpoints, &shutdown).await;
     if ready {
         endpoints.save(&state.join("endpoints.json"))?;
-        print_banner(&endpoints, &args);
+        // Best effort: with its output gone (`| head`), the system still runs.
+        let env = std::env::var_os("HYPERSAGA_ENDPOINTS");
+        let _ = crate::out!("{}", banner(&endpoints, &args, env.as_deref()));
         shutdown.cancelled().await;
-        eprintln!("[dev] stopping…");
+        crate::errln!("[dev] stopping…");
     } else if !shutdown.is_cancelled() {
-        eprintln!(
+        crate::errln!(
             "[dev] the gateway did not come up; see {}",
             state.join("logs/gateway-0.log").display()
         );
@@ -315,7 +317,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     let _ = std::fs::remove_file(state.join("endpoints.json"));
     nats.stop().await;
     azurite.stop().await;
-    eprintln!("[dev] stopped");
+    crate::errln!("[dev] stopped");
     Ok(if ready {
         ExitCode::SUCCESS
     } else {
@@ -441,29 +443,130 @@ async fn wait_for_gateway(e: &Endpoints, shutdown: &CancellationToken) -> bool {
     false
 }
 
-fn print_banner(e: &Endpoints, args: &DevArgs) {
+/// What `hypersaga dev` prints once everything answers: where each part is, and a first
+/// command to try that works as printed from another terminal: with the line to export first
+/// whenever a client would not find this endpoints file by itself (another state directory,
+/// or `$HYPERSAGA_ENDPOINTS` pointing elsewhere).
+fn banner(e: &Endpoints, args: &DevArgs, endpoints_env: Option<&std::ffi::OsStr>) -> String {
     let d = args.state_dir.display();
-    println!(
-        "hypersaga dev is running ({} replica(s) of each service, profile {:?}; state in {d})",
+    let mut b = format!(
+        "hypersaga dev is running ({} replica(s) of each service, profile {:?}; state in {d})\n",
         args.replicas.max(1),
         args.profile
     );
-    println!("  gRPC API          {}", e.grpc);
-    println!("  NATS              {}", e.nats_url);
-    println!("  ARM / Entra       {}", e.arm_url);
-    println!(
-        "  emulator admin    {} (ARM)   {} (management cluster)",
+    b.push_str(&format!("  gRPC API          {}\n", e.grpc));
+    b.push_str(&format!("  NATS              {}\n", e.nats_url));
+    b.push_str(&format!("  ARM / Entra       {}\n", e.arm_url));
+    b.push_str(&format!(
+        "  emulator admin    {} (ARM)   {} (management cluster)\n",
         e.emulator_admin_url, e.mgmt_admin_url
-    );
-    println!("  kubeconfig        {}", e.kubeconfig.display());
-    println!("  Azurite blob      {}", e.azurite_blob_url);
-    println!("  CA bundle         {}", e.ca_bundle.display());
+    ));
+    b.push_str(&format!("  kubeconfig        {}\n", e.kubeconfig.display()));
+    b.push_str(&format!("  Azurite blob      {}\n", e.azurite_blob_url));
+    b.push_str(&format!("  CA bundle         {}\n", e.ca_bundle.display()));
     for t in &e.tenants {
-        println!(
-            "  tenant {:<10} token {}  subscription {}",
+        b.push_str(&format!(
+            "  tenant {:<10} token {}  subscription {}\n",
             t.name, t.token, t.subscription_id
-        );
+        ));
     }
-    println!("  endpoints file    {d}/endpoints.json   logs {d}/logs/");
-    println!("Try: hypersaga cluster create demo --wait      (Ctrl-C stops everything)");
+    let file = e.state_dir.join("endpoints.json");
+    b.push_str(&format!(
+        "  endpoints file    {}   logs {d}/logs/\n",
+        file.display()
+    ));
+    b.push_str("Try, in another terminal:\n");
+    let found_by_default =
+        args.state_dir == Path::new(crate::endpoints::DEFAULT_STATE_DIR) && endpoints_env.is_none();
+    if found_by_default {
+        b.push_str("  hypersaga cluster create demo --wait      (from this directory)\n");
+    } else {
+        b.push_str(&format!(
+            "  export HYPERSAGA_ENDPOINTS={}\n",
+            shell_quoted(&file.to_string_lossy())
+        ));
+        b.push_str("  hypersaga cluster create demo --wait\n");
+    }
+    b.push_str("Ctrl-C stops everything.\n");
+    b
+}
+
+/// `s` as one shell word: as it is when it needs no quoting, else in single quotes.
+fn shell_quoted(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:,@%=".contains(c));
+    if plain {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn endpoints(state_dir: &Path) -> Endpoints {
+        Endpoints {
+            version: ENDPOINTS_VERSION,
+            grpc: "https://127.0.0.1:50051".into(),
+            nats_url: "tls://127.0.0.1:4222".into(),
+            nats_credentials_dir: None,
+            arm_url: "https://127.0.0.1:1".into(),
+            entra_url: "https://127.0.0.1:1".into(),
+            emulator_admin_url: "http://127.0.0.1:2".into(),
+            mgmt_admin_url: "http://127.0.0.1:3".into(),
+            kubeconfig: state_dir.join("kubeconfig"),
+            azurite_blob_url: "http://127.0.0.1:4".into(),
+            ca_bundle: state_dir.join("ca.pem"),
+            tenants: vec![new_tenant("acme")],
+            state_dir: state_dir.to_owned(),
+            health: Default::default(),
+        }
+    }
+
+    fn args(extra: &[&str]) -> DevArgs {
+        #[derive(Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            dev: DevArgs,
+        }
+        let mut argv = vec!["dev"];
+        argv.extend_from_slice(extra);
+        Wrapper::parse_from(argv).dev
+    }
+
+    #[test]
+    fn the_banner_says_what_to_export_when_a_client_would_not_find_the_system() {
+        let state = Path::new("/tmp/my state/d");
+        let shown = banner(
+            &endpoints(state),
+            &args(&["--state-dir", "/tmp/my state/d"]),
+            None,
+        );
+        assert!(
+            shown.contains("  export HYPERSAGA_ENDPOINTS='/tmp/my state/d/endpoints.json'\n  hypersaga cluster create demo --wait\n"),
+            "{shown}"
+        );
+        let default = Path::new("/home/u/.hypersaga");
+        let shown = banner(&endpoints(default), &args(&[]), None);
+        assert!(!shown.contains("export"), "{shown}");
+        assert!(
+            shown.contains("  hypersaga cluster create demo --wait"),
+            "{shown}"
+        );
+        // A variable that points elsewhere would be followed instead: say what to export.
+        let shown = banner(
+            &endpoints(default),
+            &args(&[]),
+            Some(std::ffi::OsStr::new("/elsewhere/endpoints.json")),
+        );
+        assert!(
+            shown.contains("export HYPERSAGA_ENDPOINTS=/home/u/.hypersaga/endpoints.json"),
+            "{shown}"
+        );
+        assert_eq!(shell_quoted("it's"), r"'it'\''s'");
+    }
 }

@@ -56,7 +56,7 @@ impl Supervisor {
                 let out = match std::fs::OpenOptions::new().create(true).append(true).open(&log) {
                     Ok(f) => f,
                     Err(e) => {
-                        eprintln!("[dev] cannot open {}: {e}", log.display());
+                        crate::errln!("[dev] cannot open {}: {e}", log.display());
                         return;
                     }
                 };
@@ -75,7 +75,7 @@ impl Supervisor {
                 let mut child = match child {
                     Ok(c) => c,
                     Err(e) => {
-                        eprintln!("[dev] cannot start {}: {e}", spec.name);
+                        crate::errln!("[dev] cannot start {}: {e}", spec.name);
                         return;
                     }
                 };
@@ -88,7 +88,7 @@ impl Supervisor {
                         }
                         restarts += 1;
                         let why = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
-                        eprintln!("[dev] {} (pid {pid}) exited: {why}; restarting (restart #{restarts}, log {})", spec.name, log.display());
+                        crate::errln!("[dev] {} (pid {pid}) exited: {why}; restarting (restart #{restarts}, log {})", spec.name, log.display());
                         tokio::time::sleep(Duration::from_millis(500)).await;
                     }
                     _ = shutdown.cancelled() => {

@@ -119,7 +119,7 @@ fn certs(a: CertsArgs) -> anyhow::Result<ExitCode> {
     let key_file = a.out.join("server-key.pem");
     let files = [&ca_file, &cert_file, &key_file];
     if !a.force && files.iter().all(|f| f.exists()) {
-        println!("kept {}", a.out.display());
+        crate::outln!("kept {}", a.out.display())?;
         return Ok(ExitCode::SUCCESS);
     }
     std::fs::create_dir_all(&a.out)
@@ -132,7 +132,7 @@ fn certs(a: CertsArgs) -> anyhow::Result<ExitCode> {
     std::fs::write(&cert_file, &cert.cert_pem)?;
     write_private(&key_file, cert.key_pem.as_bytes())?;
     for f in files {
-        println!("{}", f.display());
+        crate::outln!("{}", f.display())?;
     }
     Ok(ExitCode::SUCCESS)
 }
