@@ -202,6 +202,7 @@ async fn input_of_any_size_is_refused_at_the_gateway_which_stays_on_the_bus() {
     let system = System::start().await;
     let nats = NatsMonitor::of(&system);
     let gateway = nats.gateway_cid().await;
+    let closed = nats.gateway_closed().await;
     let mut acme = system.client("acme").await;
 
     // 1,000 reads and operator calls with names and ids far beyond any limit: each answered
@@ -235,7 +236,7 @@ async fn input_of_any_size_is_refused_at_the_gateway_which_stays_on_the_bus() {
         gateway,
         "the gateway kept its connection"
     );
-    assert_eq!(nats.gateway_closed().await, Vec::<Value>::new());
+    assert_eq!(nats.gateway_closed().await, closed);
 
     // A 1 MB release image is refused at once, and leaves nothing behind.
     let mut huge = create_request("huge", 1);
@@ -353,7 +354,7 @@ async fn input_of_any_size_is_refused_at_the_gateway_which_stays_on_the_bus() {
     assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
     assert_eq!(
         status.get_details_error_info().map(|i| i.reason),
-        Some("NOT_STARTED".to_owned()),
+        Some("NotStarted".to_owned()),
         "{status:?}"
     );
     coordinator.cont();
@@ -362,4 +363,47 @@ async fn input_of_any_size_is_refused_at_the_gateway_which_stays_on_the_bus() {
     let cluster = system.watch_to_end("acme", "again").await;
     assert_eq!(phase(&cluster), "ready", "{cluster:#?}");
     assert_eq!(nats.gateway_cid().await, gateway);
+
+    // A delete is one request too: retried with another keep_identities it is refused on
+    // request_id; another delete asking otherwise than the one running is a conflict.
+    let delete = pb::DeleteClusterRequest {
+        name: "again".into(),
+        request_id: "5b0e9d2c-7a41-4f8e-b3c6-1d2e3f4a5b6c".into(),
+        keep_identities: false,
+    };
+    let deleting = acme
+        .delete_cluster(delete.clone())
+        .await
+        .expect("delete")
+        .into_inner();
+    let again = acme
+        .delete_cluster(delete.clone())
+        .await
+        .expect("the same delete")
+        .into_inner();
+    assert_eq!(again.id, deleting.id);
+    let status = acme
+        .delete_cluster(pb::DeleteClusterRequest {
+            keep_identities: true,
+            ..delete.clone()
+        })
+        .await
+        .expect_err("another delete under the same id");
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    assert_eq!(violated_fields(&status), ["request_id"]);
+    assert!(status.message().contains("keep_identities"), "{status:?}");
+    let status = acme
+        .delete_cluster(pb::DeleteClusterRequest {
+            request_id: String::new(),
+            keep_identities: true,
+            ..delete
+        })
+        .await
+        .expect_err("a conflicting delete");
+    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    assert_eq!(
+        status.get_details_error_info().map(|i| i.reason),
+        Some("DeleteRunning".to_owned()),
+        "{status:?}"
+    );
 }

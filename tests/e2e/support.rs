@@ -366,6 +366,10 @@ impl System {
     }
 
     pub fn dump_logs(&self) {
+        // `hypersaga dev`'s own log: the emulators (and the simulated HyperShift) write there.
+        let dev = self.dir.path().join("dev.log");
+        eprintln!("==== {} (last 80 lines)", dev.display());
+        eprintln!("{}", tail(&dev, 80));
         let logs = self.state_dir().join("logs");
         if let Ok(entries) = std::fs::read_dir(&logs) {
             for e in entries.flatten() {

@@ -5,6 +5,10 @@
 //! fault and invites a retry that can never succeed. A request that is not valid protobuf for
 //! its call is an invalid argument, as Google's APIs answer a malformed payload; this codec
 //! says so, naming the message type it expected.
+//!
+//! The generated client uses the same codec (tonic's builder sets one for both). Only a server
+//! decodes the API's requests, all named `…Request`; a response that does not decode (a
+//! server's or a proxy's fault, not the caller's) stays `INTERNAL`, as tonic has it.
 
 use std::marker::PhantomData;
 
@@ -54,9 +58,12 @@ impl<U: Message + Default> Decoder for StrictDecoder<U> {
 
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
         self.0.decode(buf).map_err(|e| {
+            let name = message_name::<U>();
+            if !name.ends_with("Request") {
+                return e;
+            }
             Status::invalid_argument(format!(
-                "the message is not a valid {}: {}",
-                message_name::<U>(),
+                "the message is not a valid {name}: {}",
                 e.message()
             ))
         })

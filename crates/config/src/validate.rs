@@ -322,7 +322,8 @@ impl GatewayConfig {
             "max_message_bytes",
             self.max_message_bytes as u64,
             1024,
-            1024 * 1024 * 1024,
+            // Beyond a few MiB, prost would decode millions of node pools before a check runs.
+            4 * 1024 * 1024,
             "the largest request accepted",
         );
         c.range(

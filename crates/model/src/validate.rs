@@ -150,6 +150,10 @@ pub fn validate_subscription(spec: &ClusterSpec, subscription_id: &str) -> Vec<F
     .collect()
 }
 
+fn is_dns_label(value: &str, max: usize) -> bool {
+    value.len() <= max && DNS_LABEL.is_match(value)
+}
+
 fn check_dns_label(v: &mut Vec<FieldViolation>, field: &str, value: &str, max: usize) {
     if value.is_empty() {
         v.push(FieldViolation::new(field, "is required"));
@@ -199,7 +203,7 @@ fn check_release_image(v: &mut Vec<FieldViolation>, image: &str) {
         v.push(FieldViolation::new(FIELD, "is required"));
     } else if too_long(v, FIELD, image, MAX_RELEASE_IMAGE) {
         // Said; nothing more is checked of it.
-    } else if image.chars().any(char::is_whitespace)
+    } else if !image.bytes().all(|b| b.is_ascii_graphic())
         || !(image.contains(':') || image.contains('@'))
     {
         v.push(FieldViolation::new(
@@ -243,8 +247,12 @@ fn check_node_pools(v: &mut Vec<FieldViolation>, cluster: &str, pools: &[NodePoo
     // says what is wrong, and the answer stays small however many were sent.
     for (i, p) in pools.iter().enumerate().take(MAX_NODE_POOLS) {
         let at = format!("spec.node_pools[{i}]");
+        let before = v.len();
         check_dns_label(v, &format!("{at}.name"), &p.name, MAX_NODE_POOL_NAME);
-        check_node_pool_object_name(v, &format!("{at}.name"), cluster, &p.name);
+        // The combined name is judged only from two names that are valid on their own.
+        if v.len() == before && is_dns_label(cluster, MAX_CLUSTER_NAME) {
+            check_node_pool_object_name(v, &format!("{at}.name"), cluster, &p.name);
+        }
         if !p.name.is_empty() && !seen.insert(p.name.as_str()) {
             v.push(FieldViolation::new(
                 format!("{at}.name"),
@@ -396,9 +404,15 @@ fn required_id<'a>(
     if too_long(v, field, id, MAX_ARM_ID) {
         return None;
     }
+    // The id goes into ARM request URLs: nothing that would end or escape a path segment.
+    let url_safe = id
+        .bytes()
+        .all(|b| b.is_ascii_graphic() && !matches!(b, b'?' | b'#' | b'%' | b'\\'))
+        && !id.split('/').any(|seg| seg == "." || seg == "..");
     let parts: Vec<&str> = id.trim_start_matches('/').split('/').collect();
     // subscriptions/{s}/resourceGroups/{rg}/providers/Microsoft.Network/{type}/{name}[/{type}/{name}]
-    let ok = parts.len() == 6 + 2 * types.len()
+    let ok = url_safe
+        && parts.len() == 6 + 2 * types.len()
         && parts[0].eq_ignore_ascii_case("subscriptions")
         && !parts[1].is_empty()
         && parts[2].eq_ignore_ascii_case("resourceGroups")
@@ -511,6 +525,45 @@ mod tests {
         assert!(v[0].description.contains("got 100000"), "{v:?}");
         // The first pools are still looked at, so a user fixes them in the same round trip.
         assert!(v.len() <= 1 + 4 * MAX_NODE_POOLS, "{} violations", v.len());
+    }
+
+    #[test]
+    fn a_long_cluster_name_is_not_quoted_in_its_pools_violations() {
+        let mut s = good();
+        s.node_pools[0].name = "p".into();
+        let v = validate_create(&"\u{1b}".repeat(100_000), Some(&s));
+        assert_eq!(fields(&v), ["name"], "{v:?}");
+        assert!(v.iter().all(|f| f.description.len() < 200), "{v:?}");
+    }
+
+    #[test]
+    fn ids_and_images_that_would_escape_a_url_or_a_terminal_are_refused() {
+        let mut s = good();
+        s.release_image = "quay.io/ocp\u{1b}[2J:4.21.0".into();
+        let v = validate_create("demo", Some(&s));
+        assert_eq!(fields(&v), ["spec.release_image"]);
+        let vnet =
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v";
+        let mut s = good();
+        s.network = NetworkSpec {
+            vnet_id: Some(format!("{vnet}?api-version=1")),
+            subnet_id: Some(format!("{vnet}/subnets/../../x")),
+            nsg_id: Some(
+                "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/n%2F"
+                    .into(),
+            ),
+            ..Default::default()
+        };
+        let v = validate_create("demo", Some(&s));
+        assert_eq!(
+            fields(&v),
+            [
+                "spec.network.vnet_id",
+                "spec.network.subnet_id",
+                "spec.network.nsg_id"
+            ],
+            "{v:?}"
+        );
     }
 
     #[test]

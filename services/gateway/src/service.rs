@@ -35,6 +35,7 @@ use hypersaga_saga::Saga;
 use hypersaga_telemetry::TraceParent;
 use time::{Duration, OffsetDateTime};
 use tonic::{Request, Response, Status};
+use tonic_types::StatusExt;
 use tracing::{info, instrument, warn};
 
 use self::limits::Checks;
@@ -270,22 +271,24 @@ fn intent(
     }
 }
 
-/// Largest cluster record a request may make. A saga is built from the record and holds it
-/// with its steps, in one KV value that nats-server caps at 1 MiB (`max_payload`); every field's
-/// own limit keeps a record within a few KB, so this only stops what those limits missed.
-const MAX_RECORD_BYTES: usize = 64 * 1024;
+/// Largest spec a request may carry, encoded as it is recorded. A saga is built from the
+/// cluster record and holds it with its steps, in one KV value that nats-server caps at 1 MiB
+/// (`max_payload`); the record adds only fields of bounded size to the spec. Every field's
+/// own limit keeps a spec within a few KB, so this only stops what those limits missed.
+const MAX_SPEC_BYTES: usize = 32 * 1024;
 
-/// Refuses a request whose cluster record would be larger than [`MAX_RECORD_BYTES`].
-fn fits_a_record(len: usize) -> Result<(), Status> {
-    if len <= MAX_RECORD_BYTES {
+/// Refuses a spec larger than [`MAX_SPEC_BYTES`], before anything is read or written.
+fn fits_a_record(spec: &ClusterSpec) -> Result<(), Status> {
+    let len = serde_json::to_vec(spec)
+        .map_err(internal("encode spec"))?
+        .len();
+    if len <= MAX_SPEC_BYTES {
         return Ok(());
     }
     let mut checks = Checks::new();
     checks.push(
         "spec",
-        format!(
-            "the cluster would take {len} bytes to record; at most {MAX_RECORD_BYTES} are accepted"
-        ),
+        format!("takes {len} bytes to record; at most {MAX_SPEC_BYTES} are accepted"),
     );
     checks.done()
 }
@@ -309,26 +312,48 @@ fn same_request(first: &ClusterSpec, again: &ClusterSpec) -> Result<(), Status> 
     checks.done()
 }
 
-/// A delete asked again while one runs is the same operation only if it asks the same thing.
-fn same_delete(rec: &ClusterRecord, keep_identities: bool) -> Result<(), Status> {
-    let running = rec
+/// A delete asked again (a retry with its `request_id`, or any delete while one runs) is the
+/// same operation only if it asks the same thing: the same `keep_identities`. A retry that
+/// asks otherwise reuses a request id for another request (`INVALID_ARGUMENT` on
+/// `request_id`); another delete that asks otherwise conflicts with the one running
+/// (`FAILED_PRECONDITION`, reason `DeleteRunning`).
+fn same_delete(
+    rec: &ClusterRecord,
+    request_id: Option<&str>,
+    keep_identities: bool,
+) -> Result<(), Status> {
+    let kept = rec
         .intent
         .as_ref()
         .filter(|i| i.operation == rec.operation.id)
-        .is_none_or(|i| i.keep_identities == keep_identities);
-    if running {
+        .map(|i| i.keep_identities);
+    if kept.is_none_or(|kept| kept == keep_identities) {
         return Ok(());
     }
-    let mut checks = Checks::new();
-    checks.push(
-        "keep_identities",
+    if request_id.is_some() && rec.delete_request_id.as_deref() == request_id {
+        let mut checks = Checks::new();
+        checks.push(
+            "request_id",
+            format!(
+                "was used for a delete that differs from this one at keep_identities ({}); send \
+                 the same request to retry it",
+                !keep_identities
+            ),
+        );
+        return checks.done();
+    }
+    Err(Status::with_error_details(
+        tonic::Code::FailedPrecondition,
         format!(
-            "differs from the delete already running ({}), which has keep_identities={}; wait \
-             for it to end",
-            rec.operation.id, !keep_identities
+            "cluster {:?} is being deleted by {} with keep_identities={}; wait for it to end",
+            rec.name, rec.operation.id, !keep_identities
         ),
-    );
-    checks.done()
+        tonic_types::ErrorDetails::with_error_info(
+            "DeleteRunning",
+            operator::ERROR_DOMAIN,
+            std::collections::HashMap::from([("operation".to_owned(), rec.operation.id.clone())]),
+        ),
+    ))
 }
 
 fn new_operation_id() -> String {
@@ -381,6 +406,7 @@ impl ClusterService for Gateway {
                 "invalid request: spec: is required",
             ));
         };
+        fits_a_record(&spec)?;
         span.record("cluster", req.name.as_str());
         let request_id = Some(req.request_id.trim().to_owned()).filter(|r| !r.is_empty());
         let key = cluster_key(&tenant.id, &req.name);
@@ -431,7 +457,6 @@ impl ClusterService for Gateway {
             intent: Some(intent(&tenant, &op_id, None, trace_id)),
         };
         let bytes = serde_json::to_vec(&rec).map_err(internal("encode cluster"))?;
-        fits_a_record(bytes.len())?;
         let conflict = match existing {
             Some((_, revision)) => match self.clusters.update(&key, bytes.into(), revision).await {
                 Ok(_) => false,
@@ -515,6 +540,7 @@ impl ClusterService for Gateway {
             if rec.phase == ClusterPhase::Deleted {
                 // A retry of the delete that finished answers with that delete.
                 if request_id.is_some() && rec.delete_request_id == request_id {
+                    same_delete(&rec, request_id.as_deref(), req.keep_identities)?;
                     return Ok(Response::new(operation_to_pb(&rec.operation)));
                 }
                 return Err(not_found(&req.name));
@@ -522,7 +548,7 @@ impl ClusterService for Gateway {
             if rec.operation.kind == OperationKind::Delete && !rec.operation.state.is_terminal() {
                 // Already being deleted: the same operation (idempotent), unless this request
                 // asks for another delete than the one running.
-                same_delete(&rec, req.keep_identities)?;
+                same_delete(&rec, request_id.as_deref(), req.keep_identities)?;
                 return self.accepted(&tenant, &rec).await.map(Response::new);
             }
             // A create still running (or paused) is superseded: it stops at its next safe point

@@ -68,8 +68,8 @@ impl Checks {
             self.push(
                 field,
                 format!(
-                    "{} is not an operation id: `op-` and 32 hex digits, as CreateCluster and \
-                     DeleteCluster answer",
+                    "{} is not an operation id: `op-` then lower-case letters, digits and '-' \
+                     (CreateCluster and DeleteCluster answer `op-` and 32 hex digits)",
                     clip(id)
                 ),
             );
@@ -285,6 +285,30 @@ mod tests {
         let listed = status.get_details_bad_request().expect("bad request");
         let last = listed.field_violations.last().expect("violations");
         assert!(last.description.contains("more violations are not listed"));
+    }
+
+    /// What the refusal costs on the wire: its trailers as tonic encodes them
+    /// (`grpc-message` percent-encoded, the details in base64), plus HTTP/2's 32 bytes of
+    /// accounting per header field.
+    fn trailer_bytes(status: &Status) -> usize {
+        let mut headers = tonic::codegen::http::HeaderMap::new();
+        status.add_header(&mut headers).expect("encodes");
+        headers
+            .iter()
+            .map(|(name, value)| name.as_str().len() + value.len() + 32)
+            .sum()
+    }
+
+    #[test]
+    fn the_costliest_refusal_stays_under_8_kb_of_trailers() {
+        // Spaces and non-ASCII take three bytes each once percent-encoded.
+        for filler in [" ", "é", "😀", "%"] {
+            let many: Vec<FieldViolation> = (0..1_000)
+                .map(|i| FieldViolation::new(format!("spec.{i} {filler}"), filler.repeat(5_000)))
+                .collect();
+            let bytes = trailer_bytes(&bad_request(many));
+            assert!(bytes < 8 * 1024, "{filler:?}: {bytes} bytes");
+        }
     }
 
     #[test]

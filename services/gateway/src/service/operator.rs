@@ -119,8 +119,9 @@ impl Gateway {
     }
 
     /// The answer to an operator call on an operation with no saga: one that a cluster record
-    /// names but the coordinator has not built yet cannot be acted on *yet* (FAILED_PRECONDITION,
-    /// reason `NOT_STARTED`, so a program retries); any other is not found.
+    /// names, unfinished, but the coordinator has not built yet cannot be acted on *yet*
+    /// (FAILED_PRECONDITION, reason `NotStarted`, so a program retries); one the record shows
+    /// finished (its saga since expired) is `OperationFinished`; any other is not found.
     async fn not_started_or_not_found(
         &self,
         tenant: &TenantConfig,
@@ -128,6 +129,18 @@ impl Gateway {
         action: OperatorAction,
     ) -> Status {
         match self.operation_of_record(tenant, id).await {
+            Ok(Some(op)) if op.state.is_terminal() => Status::with_error_details(
+                Code::FailedPrecondition,
+                format!("cannot {} operation {id}: it has finished", verb(action)),
+                ErrorDetails::with_error_info(
+                    "OperationFinished",
+                    ERROR_DOMAIN,
+                    HashMap::from([
+                        ("operation".to_owned(), id.to_owned()),
+                        ("action".to_owned(), action.as_str().to_owned()),
+                    ]),
+                ),
+            ),
             Ok(Some(_)) => Status::with_error_details(
                 Code::FailedPrecondition,
                 format!(
@@ -136,7 +149,7 @@ impl Gateway {
                     verb(action)
                 ),
                 ErrorDetails::with_error_info(
-                    "NOT_STARTED",
+                    "NotStarted",
                     ERROR_DOMAIN,
                     HashMap::from([
                         ("operation".to_owned(), id.to_owned()),
@@ -236,7 +249,8 @@ pub(super) fn page_token<C>(
 ) -> Option<C> {
     match token.trim() {
         "" => None,
-        token if token.len() > MAX_PAGE_TOKEN => None,
+        // Said with the call's other fields.
+        token if token.chars().count() > MAX_PAGE_TOKEN => None,
         token => {
             let cursor = decode(token);
             if cursor.is_none() {
