@@ -93,10 +93,10 @@ fn prometheus() -> metrics_exporter_prometheus::PrometheusRecorder {
 }
 
 /// The revision the binary was built from: `HYPERSAGA_REVISION` at build time (the image
-/// build passes the commit), else `unknown`.
+/// build passes the commit: `--build-arg HYPERSAGA_REVISION=…`), else `unknown`.
 const REVISION: &str = match option_env!("HYPERSAGA_REVISION") {
-    Some(r) => r,
-    None => "unknown",
+    Some(r) if !r.is_empty() => r,
+    _ => "unknown",
 };
 
 /// `hypersaga_build_info{version, revision, role}`, always 1: which build each process of each
