@@ -175,3 +175,70 @@ async fn pause(shutdown: &CancellationToken) -> bool {
         _ = tokio::time::sleep(Duration::from_secs(1)) => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(key: &str, value: &str, operation: kv::Operation) -> kv::Entry {
+        kv::Entry {
+            bucket: "hcp_active".into(),
+            key: key.into(),
+            value: value.to_owned().into(),
+            revision: 1,
+            delta: 0,
+            created: time::OffsetDateTime::now_utc(),
+            operation,
+            seen_current: true,
+        }
+    }
+
+    fn count(ops: &ActiveOps, kind: &str, state: &str) -> u64 {
+        ops.lock()
+            .counts
+            .get(&(kind.to_owned(), state.to_owned()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn counts_follow_puts_state_changes_and_deletes() {
+        let ops = ActiveOps::default();
+        ops.apply(
+            &entry("acme.op-1", "create running", kv::Operation::Put),
+            false,
+        );
+        ops.apply(
+            &entry("acme.op-2", "create running", kv::Operation::Put),
+            false,
+        );
+        ops.apply(
+            &entry("acme.op-3", "delete running", kv::Operation::Put),
+            false,
+        );
+        assert_eq!(count(&ops, "create", "running"), 2);
+        // The same key in another state moves from one count to the other.
+        ops.apply(
+            &entry("acme.op-1", "create paused", kv::Operation::Put),
+            false,
+        );
+        assert_eq!(count(&ops, "create", "running"), 1);
+        assert_eq!(count(&ops, "create", "paused"), 1);
+        assert!(ops.shows("acme.op-1", b"create paused"));
+        // Written again unchanged: counted once.
+        ops.apply(
+            &entry("acme.op-1", "create paused", kv::Operation::Put),
+            false,
+        );
+        assert_eq!(count(&ops, "create", "paused"), 1);
+        ops.apply(&entry("acme.op-1", "", kv::Operation::Delete), false);
+        ops.apply(&entry("acme.op-2", "", kv::Operation::Purge), false);
+        assert_eq!(count(&ops, "create", "paused"), 0);
+        assert_eq!(count(&ops, "create", "running"), 0);
+        assert_eq!(count(&ops, "delete", "running"), 1);
+        // An entry from before values (empty) is not counted until rewritten.
+        ops.apply(&entry("acme.op-4", "", kv::Operation::Put), false);
+        assert_eq!(ops.lock().counts.values().sum::<u64>(), 1);
+        assert!(!ops.shows("acme.op-4", b"create running"));
+    }
+}
