@@ -26,11 +26,15 @@ FROM chef AS deps-dev
 COPY --from=planner /src/recipe.json recipe.json
 RUN cargo chef cook --release --package hypersaga --recipe-path recipe.json
 
+# The commit built, shown by hypersaga_build_info{revision}:
+#   docker build --build-arg HYPERSAGA_REVISION=$(git rev-parse HEAD) …
 FROM deps AS build
+ARG HYPERSAGA_REVISION=unknown
 COPY . .
 RUN cargo build --locked --release --package hypersaga --no-default-features
 
 FROM deps-dev AS build-dev
+ARG HYPERSAGA_REVISION=unknown
 COPY . .
 RUN cargo build --locked --release --package hypersaga
 

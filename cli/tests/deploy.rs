@@ -2,10 +2,13 @@
 //! overlays render offline (`kubectl kustomize`) into what we mean to run, the Secrets
 //! `create-secrets.sh` makes are the ones the manifests read, the NATS configurations load in
 //! nats-server (`-t`), the configurations load in hypersaga, and every command compose.yaml
-//! runs is one the binary accepts.
+//! runs is one the binary accepts. The Prometheus alert rules pass `promtool check rules` and
+//! their unit tests (`promtool test rules`), and what they and the Grafana dashboard read are
+//! metrics the roles export.
 //!
-//! Needs kubectl (with its built-in kustomize), nats-server and jq on PATH, as the CI machine
-//! has them (`scripts/env.sh` puts nats-server there).
+//! Needs kubectl (with its built-in kustomize), nats-server, jq and promtool on PATH, as the CI
+//! machine has them (`scripts/setup.sh` installs promtool, `scripts/env.sh` puts nats-server
+//! there).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -1088,4 +1091,101 @@ fn base64_decode(text: &str) -> String {
         }
     }
     String::from_utf8(bytes).expect("UTF-8")
+}
+
+/// `promtool`, which `scripts/setup.sh` installs (Debian's `prometheus` package).
+fn promtool() -> Command {
+    let found = Command::new("promtool")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        found,
+        "promtool is not on PATH: run scripts/setup.sh (Debian's prometheus package)"
+    );
+    Command::new("promtool")
+}
+
+#[test]
+fn the_alert_rules_load_and_pass_their_unit_tests() {
+    let dir = root().join("deploy/prometheus");
+    let checked = run(promtool()
+        .args(["check", "rules", "rules.yaml"])
+        .current_dir(&dir));
+    assert!(checked.contains("SUCCESS"), "{checked}");
+    let tested = run(promtool()
+        .args(["test", "rules", "rules.test.yaml"])
+        .current_dir(&dir));
+    assert!(tested.contains("SUCCESS"), "{tested}");
+    // Every alert has a unit test.
+    let rules: Value =
+        serde_norway::from_str(&std::fs::read_to_string(dir.join("rules.yaml")).unwrap()).unwrap();
+    let tests = std::fs::read_to_string(dir.join("rules.test.yaml")).unwrap();
+    for rule in rules["groups"][0]["rules"].as_array().unwrap() {
+        let alert = rule["alert"].as_str().expect("alert rules only");
+        assert!(
+            tests.contains(&format!("alertname: {alert}")),
+            "{alert} has no test in rules.test.yaml"
+        );
+    }
+}
+
+/// The names of the `hypersaga_…` metrics `text` reads, without the suffixes Prometheus adds
+/// to histograms.
+fn metrics_read(text: &str) -> BTreeSet<String> {
+    let bytes = text.as_bytes();
+    let mut names = BTreeSet::new();
+    let mut at = 0;
+    while let Some(found) = text[at..].find("hypersaga_") {
+        let start = at + found;
+        let end = (start..bytes.len())
+            .find(|&i| !(bytes[i].is_ascii_lowercase() || bytes[i] == b'_'))
+            .unwrap_or(bytes.len());
+        let name = &text[start..end];
+        let base = ["_bucket", "_count", "_sum"]
+            .iter()
+            .find_map(|suffix| name.strip_suffix(suffix))
+            .unwrap_or(name);
+        names.insert(base.to_owned());
+        at = end;
+    }
+    names
+}
+
+#[test]
+fn the_dashboard_and_the_rules_read_only_documented_metrics() {
+    let dir = root().join("deploy/prometheus");
+    let dashboard: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("dashboard.json")).unwrap())
+            .expect("the dashboard is JSON");
+    let panels = dashboard["panels"].as_array().expect("panels");
+    let mut exprs = String::new();
+    for panel in panels.iter().filter(|p| p["type"] != "row") {
+        let targets = panel["targets"].as_array().expect("targets");
+        assert!(!targets.is_empty(), "{panel}");
+        for target in targets {
+            let expr = target["expr"].as_str().expect("expr");
+            assert!(expr.contains("hypersaga_"), "{expr}");
+            exprs.push_str(expr);
+            exprs.push('\n');
+        }
+    }
+    // The metric table of docs/operations.md names every metric a role exports.
+    let docs = std::fs::read_to_string(root().join("docs/operations.md")).unwrap();
+    let documented: BTreeSet<String> = docs
+        .lines()
+        .filter(|l| l.starts_with("| `hypersaga_"))
+        .flat_map(metrics_read)
+        .collect();
+    let rules = std::fs::read_to_string(dir.join("rules.yaml")).unwrap();
+    for (file, text) in [("dashboard.json", &exprs), ("rules.yaml", &rules)] {
+        let unknown: Vec<String> = metrics_read(text)
+            .into_iter()
+            .filter(|m| !documented.contains(m))
+            .collect();
+        assert!(
+            unknown.is_empty(),
+            "{file} reads metrics docs/operations.md does not list: {unknown:?}"
+        );
+    }
 }

@@ -300,7 +300,10 @@ impl Inner {
 
     /// GET returning `None` on 404.
     pub async fn get_url(&self, url: &Url) -> Result<Option<serde_json::Value>> {
-        let answer = self.send(Method::Get, url, None, 1).await?;
+        // The look of look-then-create: "not there" is an answer, not a failure.
+        let answer =
+            hypersaga_telemetry::http::expecting_absence(self.send(Method::Get, url, None, 1))
+                .await?;
         if answer.is_absent() {
             return Ok(None);
         }

@@ -170,7 +170,10 @@ pub(crate) async fn begin_put(inner: &Inner, url: &Url, body: &Value) -> Result<
 /// Sends the DELETE; done when ARM finished at once (or the resource was absent already).
 pub(crate) async fn begin_delete(inner: &Inner, url: &Url) -> Result<Progress> {
     let path = log_path(url);
-    let answer = inner.send(Method::Delete, url, None, 1).await?;
+    // Deleting what is gone already is done already.
+    let answer =
+        hypersaga_telemetry::http::expecting_absence(inner.send(Method::Delete, url, None, 1))
+            .await?;
     if answer.status == 204 || answer.is_absent() {
         return Ok(Progress::Done(None));
     }
@@ -269,7 +272,11 @@ pub(crate) async fn poll_once(inner: &Inner, p: &Pending) -> Result<Progress> {
             }
         }
         PollKind::Location => {
-            let answer = poll(inner, &target).await?;
+            // A delete's operation ends with the resource gone.
+            let answer = match p.is_put() {
+                true => poll(inner, &target).await?,
+                false => hypersaga_telemetry::http::expecting_absence(poll(inner, &target)).await?,
+            };
             if answer.status == 202 {
                 return Ok(again(inner, p, &answer));
             }
@@ -286,7 +293,8 @@ pub(crate) async fn poll_once(inner: &Inner, p: &Pending) -> Result<Progress> {
         }
         PollKind::Provisioning => provisioned(inner, &resource, inner.poll_interval).await,
         PollKind::Gone => {
-            let answer = poll(inner, &resource).await?;
+            let answer =
+                hypersaga_telemetry::http::expecting_absence(poll(inner, &resource)).await?;
             if answer.is_absent() {
                 Ok(Progress::Done(None))
             } else {

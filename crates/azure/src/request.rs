@@ -116,7 +116,36 @@ pub(crate) fn log_path(url: &Url) -> String {
     url.path().to_owned()
 }
 
+/// The subscription a path names (`/subscriptions/{id}/…`), lower-cased; `none` for
+/// requests outside any (tenant-level reads).
+fn subscription_label(path: &str) -> String {
+    let mut parts = path.split('/').filter(|p| !p.is_empty());
+    match (parts.next(), parts.next()) {
+        (Some(s), Some(id)) if s.eq_ignore_ascii_case("subscriptions") => id.to_ascii_lowercase(),
+        _ => "none".to_owned(),
+    }
+}
+
+/// The client span of one ARM request (see [`hypersaga_telemetry::http`]), with the ARM
+/// resource type it is about (`arm.resource_type`).
+fn request_span(method: &Method, url: &Url, path: &str, attempt: u32) -> tracing::Span {
+    let endpoint = hypersaga_telemetry::http::Endpoint::new(
+        url.scheme(),
+        url.host_str().unwrap_or_default(),
+        url.port_or_known_default(),
+    );
+    let span = hypersaga_telemetry::http::client_span(
+        &endpoint,
+        method.as_ref(),
+        path,
+        attempt.saturating_sub(1),
+    );
+    hypersaga_telemetry::otel::set_attribute(&span, "arm.resource_type", type_label(path));
+    span
+}
+
 /// Sends one request and returns the answer whatever its status; only "no answer" is an error.
+/// `attempt` counts the tries of this same request (1 for the first).
 pub(crate) async fn send(
     pipeline: &Pipeline,
     method: Method,
@@ -125,13 +154,8 @@ pub(crate) async fn send(
     attempt: u32,
 ) -> Result<Answer> {
     let path = log_path(url);
-    let span = tracing::info_span!(
-        "arm.request",
-        http.method = %method,
-        arm.resource_type = %type_label(&path),
-        http.status = tracing::field::Empty,
-        attempt,
-    );
+    let span = request_span(&method, url, &path, attempt);
+    let marked = span.clone();
     async {
         let mut request = Request::new(url.clone(), method);
         request.insert_header("accept", "application/json");
@@ -146,29 +170,65 @@ pub(crate) async fn send(
             skip_checks: true,
             ..Default::default()
         };
-        let response = pipeline
-            .send(&ctx, &mut request, Some(options))
-            .await
-            .map_err(|e| map_pipeline_error(e, &method, &path))?;
+        let response = match pipeline.send(&ctx, &mut request, Some(options)).await {
+            Ok(response) => response,
+            Err(e) => {
+                let error = map_pipeline_error(e, &method, &path);
+                hypersaga_telemetry::http::record_failure(
+                    &marked,
+                    failure_type(&error),
+                    &error.to_string(),
+                );
+                return Err(error);
+            }
+        };
         let (status, headers, body) = response.deconstruct();
-        let status = u16::from(status);
-        tracing::Span::current().record("http.status", status);
-        tracing::debug!(status, "ARM answered");
-        metrics::counter!(
-            "hypersaga_arm_requests_total",
-            "method" => method.to_string(),
-            "type" => type_label(&path),
-            "status" => status.to_string(),
-        )
-        .increment(1);
-        Ok(Answer {
-            status,
+        let answer = Answer {
+            status: u16::from(status),
             headers,
             body: body.into(),
-        })
+        };
+        record(&marked, &method, &path, &answer);
+        Ok(answer)
     }
     .instrument(span)
     .await
+}
+
+/// What an answer tells the span, the log and the metrics.
+fn record(span: &tracing::Span, method: &Method, path: &str, answer: &Answer) {
+    let status = answer.status;
+    // ARM's own code (`AuthorizationFailed`, `TooManyRequests`) says more than the status.
+    let code = (status >= 400)
+        .then(|| parse_error_body(&answer.body))
+        .flatten()
+        .map(|e| e.effective_code().unwrap_or_default().to_owned())
+        .unwrap_or_default();
+    hypersaga_telemetry::http::record_response(span, status, answer.is_absent(), &code);
+    tracing::debug!(status, "ARM answered");
+    metrics::counter!(
+        "hypersaga_arm_requests_total",
+        "method" => method.to_string(),
+        "type" => type_label(path),
+        "status" => status.to_string(),
+    )
+    .increment(1);
+    if status == 429 {
+        metrics::counter!(
+            "hypersaga_arm_throttled_total",
+            "subscription" => subscription_label(path),
+        )
+        .increment(1);
+    }
+}
+
+/// The `error.type` of a request that got no answer.
+fn failure_type(error: &ArmError) -> &'static str {
+    match error {
+        ArmError::Credential { .. } => "credential",
+        ArmError::Transport { .. } => "connection",
+        _ => "_OTHER",
+    }
 }
 
 /// Maps an error the pipeline raised before any HTTP answer reached us.
@@ -227,6 +287,16 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn subscriptions_of_paths() {
+        assert_eq!(
+            subscription_label("/subscriptions/ABC-1/resourceGroups/rg"),
+            "abc-1"
+        );
+        assert_eq!(subscription_label("/providers/Microsoft.Network"), "none");
+        assert_eq!(subscription_label("/subscriptions"), "none");
+    }
 
     #[test]
     fn error_bodies() {

@@ -115,6 +115,10 @@ impl Bus {
     ) -> Result<Self> {
         let client = client_as(url, role, access).await?;
         let bus = Self::from_client(client, prefix);
+        if matches!(role, Role::Coordinator | Role::Worker(_)) {
+            // Shown from zero: the first dead letter is then an increase a rule can see.
+            metrics::counter!("hypersaga_dead_letters_total", "role" => role.name()).increment(0);
+        }
         if role.owns_topology() || access.nkey_seed.is_none() {
             topology::ensure(&bus.js, &bus.subjects, replicas).await?;
         } else {

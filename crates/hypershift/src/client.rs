@@ -26,6 +26,8 @@ pub enum Error {
 
 /// A client for the management cluster: from `kubeconfig` when given (its current context),
 /// else inferred the usual way (in-cluster service account, `$KUBECONFIG`, `~/.kube/config`).
+/// Every request is a client span on the API server
+/// ([`hypersaga_telemetry::http::ClientSpans`]).
 pub async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client, Error> {
     let config = match kubeconfig {
         Some(path) => {
@@ -40,7 +42,13 @@ pub async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client, Error> {
         }
         None => kube::Config::infer().await.map_err(Error::Infer)?,
     };
-    kube::Client::try_from(config).map_err(Error::Client)
+    let spans = hypersaga_telemetry::http::Endpoint::of_uri(&config.cluster_url)
+        .map(hypersaga_telemetry::http::ClientSpans::new);
+    let builder = kube::client::ClientBuilder::try_from(config).map_err(Error::Client)?;
+    Ok(match spans {
+        Some(spans) => builder.with_layer(&spans).build(),
+        None => builder.build(),
+    })
 }
 
 /// A `kube::Error`, classified.

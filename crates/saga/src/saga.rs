@@ -273,6 +273,11 @@ pub struct Saga {
         skip_serializing_if = "Option::is_none"
     )]
     pub scheduled: Option<OffsetDateTime>,
+    /// The W3C `traceparent` of the span that started the operation (the gateway's call), kept
+    /// only while spans are exported: the parent of the operation's own span, exported when it
+    /// ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_parent: Option<String>,
 }
 
 /// Inputs to create a saga.
@@ -376,6 +381,7 @@ impl Saga {
             after: n.after,
             previous: None,
             scheduled: None,
+            trace_parent: None,
         };
         let (kind, detail) = match saga.kind {
             OperationKind::Create => (
@@ -477,6 +483,7 @@ impl Saga {
             after: None,
             previous: None,
             scheduled: None,
+            trace_parent: None,
         }
     }
 

@@ -84,8 +84,17 @@ pub async fn observe<K, T>(
 where
     K: Resource + Clone + DeserializeOwned + Debug,
 {
-    let obj = api.get_opt(name).await.map_err(|e| step_error(&e, what))?;
+    let obj = get_opt(api, name).await.map_err(|e| step_error(&e, what))?;
     Ok(check(obj.as_ref()))
+}
+
+/// `name`, or `None` when it does not exist: a 404 this code asks for (the look before a
+/// create or a delete), which the request's span does not count as a failure.
+async fn get_opt<K>(api: &Api<K>, name: &str) -> Result<Option<K>, kube::Error>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    hypersaga_telemetry::http::expecting_absence(api.get_opt(name)).await
 }
 
 /// Deletes `name` unless it is already going (404 is success) and says whether it is gone:
@@ -94,7 +103,7 @@ pub async fn delete_check<K>(api: &Api<K>, name: &str, what: &str) -> Result<Che
 where
     K: Resource + Clone + DeserializeOwned + Debug,
 {
-    let Some(obj) = api.get_opt(name).await.map_err(|e| step_error(&e, what))? else {
+    let Some(obj) = get_opt(api, name).await.map_err(|e| step_error(&e, what))? else {
         return Ok(Check::Done(()));
     };
     if obj.meta().deletion_timestamp.is_none() && !delete(api, name, what).await? {
@@ -140,7 +149,11 @@ where
     K: Resource + Clone + DeserializeOwned + Debug,
 {
     crate::fenced(what).await?;
-    match api.delete(name, &DeleteParams::default()).await {
+    // Deleting what is gone already is done already: its 404 is no failure.
+    let deleted =
+        hypersaga_telemetry::http::expecting_absence(api.delete(name, &DeleteParams::default()))
+            .await;
+    match deleted {
         Ok(_) => {
             info!(object = %what, "delete requested");
             Ok(true)

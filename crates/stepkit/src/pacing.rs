@@ -92,7 +92,10 @@ impl Budgets {
     ) -> Option<Duration> {
         let key = self.key(subscription, principal, class);
         match self.pacer.peek(&key, self.rate(class)).await {
-            Ok(wait) if wait > self.defer_after => Some(wait),
+            Ok(wait) if wait > self.defer_after => {
+                deferred(subscription, class);
+                Some(wait)
+            }
             Ok(_) => None,
             Err(e) => {
                 warn!(error = %e, %key, "cannot read the ARM budget; not deferring");
@@ -100,6 +103,17 @@ impl Budgets {
             }
         }
     }
+}
+
+/// Counts work given back because its slot of `subscription`'s budget was further away than
+/// the deferral threshold: a step deferred before it ran, or a request refused in one.
+fn deferred(subscription: &str, class: RequestClass) {
+    metrics::counter!(
+        "hypersaga_arm_budget_deferrals_total",
+        "subscription" => subscription.to_ascii_lowercase(),
+        "class" => class.as_str(),
+    )
+    .increment(1);
 }
 
 /// Paces one principal's requests to one subscription through the shared budgets. Never fails
@@ -122,8 +136,19 @@ impl Gate for PacerGate {
         // most that threshold's worth of the budget sleeps at any moment, fleet-wide, and a
         // replica killed while its requests sleep wastes no more than its share of it.
         match b.pacer.reserve_within(&key, rate, b.defer_after).await {
-            Ok(Ok(wait)) => tokio::time::sleep(wait).await,
-            Ok(Err(wait)) => return Err(wait),
+            Ok(Ok(wait)) => {
+                metrics::histogram!(
+                    "hypersaga_arm_budget_wait_seconds",
+                    "subscription" => self.subscription.to_ascii_lowercase(),
+                    "class" => class.as_str(),
+                )
+                .record(wait.as_secs_f64());
+                tokio::time::sleep(wait).await
+            }
+            Ok(Err(wait)) => {
+                deferred(&self.subscription, class);
+                return Err(wait);
+            }
             Err(e) => {
                 warn!(error = %e, %key, "cannot reserve from the ARM budget; sending unpaced")
             }

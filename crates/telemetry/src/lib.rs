@@ -1,13 +1,18 @@
-//! Tracing set-up and W3C trace context.
+//! Tracing and metrics set-up, and W3C trace context.
 //!
 //! Every bus message carries a `traceparent` header (W3C Trace Context), so one trace id
 //! follows a saga from the gateway through the coordinator into every service. With OTLP
 //! export on ([`otel`]), the header names the span that sent the message, and the spans of
-//! one saga form one trace.
+//! one saga form one trace. Calls to other systems are client spans ([`http`]); a span whose
+//! work failed says so ([`mark_error`]).
 #![forbid(unsafe_code)]
 
+pub mod http;
 pub mod otel;
 pub mod probes;
+mod recorder;
+
+pub use otel::mark_error;
 
 use std::fmt;
 
@@ -139,19 +144,32 @@ pub fn init(filter: &str, format: LogFormat) {
     let _ = install(filter, format, None);
 }
 
-/// As [`init`], for a process that is one of the system's roles: with OTLP export when the
-/// environment asks for it ([`otel::export_requested`]), as the service `service`. Keep the
-/// returned value until the process ends: dropping it flushes the last spans.
+/// As [`init`], for a process that is one of the system's roles (`service` is
+/// `hypersaga-<role>`): with span export and metric export over OTLP when the environment
+/// asks for them ([`otel::export_requested`], [`otel::metrics_export_requested`]), and the
+/// metrics recorder ([`probes::metrics`]) installed with `hypersaga_build_info`. Must run
+/// inside the Tokio runtime. Keep the returned value until the process ends: dropping it
+/// flushes the last spans and metrics.
 pub fn init_service(
     service: &str,
     filter: &str,
     format: LogFormat,
 ) -> Result<otel::Exporting, otel::ExportError> {
-    let provider = otel::export_requested()
-        .then(|| otel::provider(service))
+    let resource = otel::resource(service);
+    let traces = otel::export_requested()
+        .then(|| otel::provider(resource.clone()))
         .transpose()?;
-    install(filter, format, provider.as_ref());
-    Ok(otel::Exporting::new(provider))
+    let (meters, recorder) = match otel::metrics_export_requested() {
+        true => {
+            let (provider, recorder) = otel::meter_provider(resource)?;
+            (Some(provider), Some(recorder))
+        }
+        false => (None, None),
+    };
+    recorder::install(recorder);
+    recorder::build_info(service.strip_prefix("hypersaga-").unwrap_or(service));
+    install(filter, format, traces.as_ref());
+    Ok(otel::Exporting::new(traces, meters))
 }
 
 fn install(

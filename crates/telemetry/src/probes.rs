@@ -9,17 +9,15 @@
 //! Readiness is one flag per process, since a process runs one role.
 
 use std::net::SocketAddr;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::get;
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::PrometheusHandle;
 use tokio_util::sync::CancellationToken;
 
 static READY: AtomicBool = AtomicBool::new(false);
-static METRICS: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
 /// Says the role is ready for work (or, `false`, no longer: it is draining).
 pub fn set_ready(ready: bool) {
@@ -30,12 +28,11 @@ pub fn is_ready() -> bool {
     READY.load(Ordering::SeqCst)
 }
 
-/// Installs the process's metrics recorder (once; later calls return the same handle). `None`
-/// if another recorder was installed first.
+/// The process's metrics recorder, installed on first use unless [`crate::init_service`]
+/// installed it (with OTLP export) before; later calls return the same handle. `None` if
+/// another recorder was installed first.
 pub fn metrics() -> Option<&'static PrometheusHandle> {
-    METRICS
-        .get_or_init(|| PrometheusBuilder::new().install_recorder().ok())
-        .as_ref()
+    crate::recorder::install(None)
 }
 
 /// Serves the probes and metrics on `listen` until `shutdown`.

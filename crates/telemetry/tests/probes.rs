@@ -36,11 +36,18 @@ async fn liveness_readiness_and_metrics_answer_as_an_orchestrator_expects() {
     assert_eq!(get("/readyz").await.0, 503);
 
     metrics::counter!("hypersaga_test_events_total", "kind" => "probe").increment(3);
+    metrics::histogram!("hypersaga_step_attempt_seconds", "step" => "probe").record(0.2);
     let (status, text) = get("/metrics").await;
     assert_eq!(status, 200);
     assert!(
         text.contains("hypersaga_test_events_total{kind=\"probe\"} 3"),
         "{text}"
     );
+    // Histograms with buckets (which add up across replicas), not summaries.
+    assert!(
+        text.contains("hypersaga_step_attempt_seconds_bucket{step=\"probe\",le=\"0.25\"} 1"),
+        "{text}"
+    );
+    assert!(!text.contains("quantile="), "{text}");
     stop.cancel();
 }

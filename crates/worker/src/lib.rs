@@ -162,8 +162,10 @@ pub async fn run(
     let sagas = Arc::new(bus.sagas().await?);
     info!(service = %opts.service, tenants = opts.tenants.len(), "worker started");
     hypersaga_telemetry::probes::set_ready(true);
+    // One handle, shared by every task: each step adds itself while it runs.
     let in_flight =
         metrics::gauge!("hypersaga_worker_steps_in_flight", "service" => opts.service.clone());
+    in_flight.set(0.0);
     let permits = Arc::new(Semaphore::new(opts.concurrency));
     let mut tasks = JoinSet::new();
     loop {
@@ -195,13 +197,14 @@ pub async fn run(
             };
             let (bus, sagas, handler, ack_wait) =
                 (bus.clone(), sagas.clone(), handler.clone(), opts.ack_wait);
+            let counted = InFlight::start(&in_flight);
             tasks.spawn(async move {
                 handle(bus, sagas, handler, msg, ack_wait).await;
+                drop(counted);
                 drop(permit);
             });
         }
         while tasks.try_join_next().is_some() {}
-        in_flight.set(tasks.len() as f64);
     }
     hypersaga_telemetry::probes::set_ready(false);
     info!(in_flight = tasks.len(), "draining");
@@ -213,6 +216,23 @@ pub async fn run(
         warn!("drain grace elapsed; unfinished steps will be redelivered to another replica");
     }
     Ok(())
+}
+
+/// One command being handled, counted in `hypersaga_worker_steps_in_flight` from when it is
+/// taken until its task ends (however it ends), so the gauge is right at every scrape.
+struct InFlight(metrics::Gauge);
+
+impl InFlight {
+    fn start(gauge: &metrics::Gauge) -> Self {
+        gauge.increment(1.0);
+        Self(gauge.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.decrement(1.0);
+    }
 }
 
 async fn handle(
@@ -302,7 +322,7 @@ async fn handle(
         "step",
         tenant = %cmd.tenant,
         cluster = %cmd.cluster,
-        saga = %cmd.saga_id,
+        operation = %cmd.saga_id,
         step = %cmd.step,
         action = cmd.action.as_str(),
         attempt = cmd.attempt,
@@ -361,7 +381,9 @@ async fn handle(
                 Outcome::Waiting { message, recheck_after_ms: u64::try_from(recheck_after.as_millis()).unwrap_or(u64::MAX), memo }
             }
             Err(error) => {
-                tracing::Span::current().record("outcome", if error.throttled { "throttled" } else if error.is_retryable() { "retryable" } else { "terminal" });
+                let span = tracing::Span::current();
+                span.record("outcome", if error.throttled { "throttled" } else if error.is_retryable() { "retryable" } else { "terminal" });
+                hypersaga_telemetry::mark_error(&span, &error.info.code, &error.info.message);
                 warn!(%error, retryable = error.is_retryable(), throttled = error.throttled, "step failed");
                 Outcome::Failed { error }
             }
@@ -396,14 +418,14 @@ async fn handle(
 async fn hand_back(msg: &async_nats::jetstream::Message, cmd: &StepCommand, refused: &Fenced) {
     match refused.retry_after() {
         None => {
-            info!(saga = %cmd.saga_id, step = %cmd.step, fence = cmd.fence, reason = %refused, "command fenced off; dropping it");
+            info!(operation = %cmd.saga_id, step = %cmd.step, fence = cmd.fence, reason = %refused, "command fenced off; dropping it");
             let _ = msg.ack().await;
         }
         Some(wait) => {
             if let Fenced::Unreadable(_) = refused {
-                warn!(saga = %cmd.saga_id, step = %cmd.step, reason = %refused, "command not vouched for; retrying later");
+                warn!(operation = %cmd.saga_id, step = %cmd.step, reason = %refused, "command not vouched for; retrying later");
             } else {
-                info!(saga = %cmd.saga_id, step = %cmd.step, fence = cmd.fence, reason = %refused, "command fenced for now; retrying shortly");
+                info!(operation = %cmd.saga_id, step = %cmd.step, fence = cmd.fence, reason = %refused, "command fenced for now; retrying shortly");
             }
             let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
         }

@@ -9,6 +9,7 @@ use hypersaga_telemetry::TraceParent;
 use time::OffsetDateTime;
 use tracing::{Instrument, debug, info, info_span, warn};
 
+use crate::active::{self, ActiveOps};
 use crate::backlog::Backlogs;
 use crate::cache::{Cache, Known, Slot};
 use crate::snapshot;
@@ -62,6 +63,8 @@ pub struct Engine {
     settings: SagaSettings,
     /// The sagas this replica works on, as it last wrote them.
     cache: Cache,
+    /// What the active index says, followed by [`active::follow`].
+    ops: std::sync::Arc<ActiveOps>,
 }
 
 impl Engine {
@@ -79,7 +82,25 @@ impl Engine {
             backlogs,
             settings: SagaSettings::from_config(&config.coordinator),
             cache: Cache::new(config.coordinator.cache_sagas),
+            ops: Default::default(),
         })
+    }
+
+    /// Follows the active index until `shutdown`: the `hypersaga_operations_active` gauge.
+    pub async fn follow_active(&self, shutdown: tokio_util::sync::CancellationToken) {
+        active::follow(self.active.clone(), self.ops.clone(), shutdown).await
+    }
+
+    /// Writes what the active index says of `saga` (its kind and visible state), unless it says
+    /// so already. Best effort: the resync writes it again if this fails.
+    async fn index(&self, key: &str, saga: &Saga) {
+        let value = active::value(saga);
+        if self.ops.shows(key, &value) {
+            return;
+        }
+        if let Err(e) = self.active.put(key, value).await {
+            warn!(error = %e, "could not update the active index; the resync will");
+        }
     }
 
     /// The pull of events just failed: until the bus has answered for a lease's length,
@@ -91,10 +112,10 @@ impl Engine {
     /// Applies `input` to the saga at `key`. Safe to call any number of times with the same
     /// input: duplicates are recognised by the saga itself (attempt numbers, step states).
     pub async fn process(&self, key: &str, input: &Input) -> Result<()> {
-        let tenant = key.split('.').next().unwrap_or_default();
+        let (tenant, operation) = split_key(key);
         let span = info_span!(
             "saga",
-            saga = %key,
+            operation,
             tenant,
             input = input_name(input),
             cluster = tracing::field::Empty,
@@ -151,6 +172,7 @@ impl Engine {
             }
             let repaired = published_here == Some(revision);
             let earlier_outbox = std::mem::take(&mut saga.outbox);
+            let shown = saga.visible_state();
 
             let now = match input {
                 // The server fired the timer when it was due by its clock: when this one is
@@ -224,6 +246,9 @@ impl Engine {
             );
             published?;
             slot.snapshot(snapshot?);
+            if !finished && saga.visible_state() != shown {
+                self.index(key, &saga).await;
+            }
             if finished {
                 info!(state = ?saga.state, "operation finished");
                 self.finish(key, &saga, history).await?;
@@ -321,6 +346,7 @@ impl Engine {
             "state" => label(saga.state),
         )
         .increment(1);
+        record_end(saga);
         if let Some(ttl) = history {
             // The create (superseded or not) is history too.
             for op in saga.previous.iter().chain(&saga.after) {
@@ -699,7 +725,8 @@ impl Engine {
     /// [`Engine::retire`] for the resync, which goes on with the other sagas (and comes back).
     async fn retire_or_log(&self, key: &str) {
         if let Err(e) = self.retire(key).await {
-            debug!(saga = %key, error = %e, "resync could not retire the saga; the next one will");
+            let (tenant, operation) = split_key(key);
+            debug!(tenant, operation, error = %e, "resync could not retire the saga; the next one will");
         }
     }
 
@@ -710,7 +737,10 @@ impl Engine {
         match self.active.entry(key).await {
             Ok(Some(e)) if OffsetDateTime::now_utc() - e.created < BUILD_GRACE => {}
             Ok(_) => self.retire_or_log(key).await,
-            Err(e) => debug!(saga = %key, error = %e, "resync could not read the active index"),
+            Err(e) => {
+                let (tenant, operation) = split_key(key);
+                debug!(tenant, operation, error = %e, "resync could not read the active index")
+            }
         }
     }
 
@@ -739,7 +769,6 @@ impl Engine {
         } else {
             std::borrow::Cow::Borrowed(&indexed)
         };
-        let mut active = ActiveCount::default();
         for key in keys.iter() {
             // One saga that cannot be processed must not stop the others' deadlines.
             let saga = match self.sagas.entry(key).await {
@@ -748,7 +777,8 @@ impl Engine {
                 }
                 Ok(_) => None,
                 Err(e) => {
-                    warn!(saga = %key, error = %e, "resync could not read saga");
+                    let (tenant, operation) = split_key(key);
+                    warn!(tenant, operation, error = %e, "resync could not read saga");
                     continue;
                 }
             };
@@ -768,18 +798,20 @@ impl Engine {
                     continue;
                 }
             } else {
-                active.add(&saga);
-                if !indexed.contains(key)
-                    && let Err(e) = self.active.put(key, bytes::Bytes::new()).await
+                // Indexed if it was not, and said to be in the kind and state it is in.
+                let value = active::value(&saga);
+                if (!indexed.contains(key) || !self.ops.shows(key, &value))
+                    && let Err(e) = self.active.put(key, value).await
                 {
-                    warn!(saga = %key, error = %e, "resync could not index saga");
+                    let (tenant, operation) = split_key(key);
+                    warn!(tenant, operation, error = %e, "resync could not index saga");
                 }
             }
             if let Err(e) = self.process(key, &Input::Tick).await {
-                warn!(saga = %key, error = %e, "resync could not advance saga");
+                let (tenant, operation) = split_key(key);
+                warn!(tenant, operation, error = %e, "resync could not advance saga");
             }
         }
-        active.export();
         if full {
             self.resync_accepted(&keys).await?;
         }
@@ -787,36 +819,49 @@ impl Engine {
     }
 }
 
-/// Unfinished operations by kind and the state users see, counted by each resync (which reads
-/// every one of them anyway): the `hypersaga_operations_active` gauge.
-#[derive(Default)]
-struct ActiveCount(std::collections::HashMap<(String, String), u64>);
+use active::label;
 
-impl ActiveCount {
-    fn add(&mut self, saga: &Saga) {
-        let key = (label(saga.kind), label(saga.visible_state()));
-        *self.0.entry(key).or_default() += 1;
-    }
-
-    /// Sets every (kind, state) an unfinished operation can be in, zeros included, so a state
-    /// that empties shows 0 rather than its last count.
-    fn export(&self) {
-        use OperationState::{Compensating, Paused, Running};
-        for kind in [OperationKind::Create, OperationKind::Delete] {
-            for state in [Running, Compensating, Paused] {
-                let key = (label(kind), label(state));
-                let n = self.0.get(&key).copied().unwrap_or(0);
-                let (kind, state) = key;
-                metrics::gauge!("hypersaga_operations_active", "kind" => kind, "state" => state)
-                    .set(n as f64);
-            }
-        }
-    }
+/// A saga's key (`<tenant>.<operation id>`) as its tenant and the operation id, which is what
+/// spans and logs call `operation` everywhere.
+pub(crate) fn split_key(key: &str) -> (&str, &str) {
+    key.split_once('.').unwrap_or(("", key))
 }
 
-/// A metric label: the snake_case name the API and the audit events use.
-fn label(value: impl std::fmt::Debug) -> String {
-    format!("{value:?}").to_lowercase()
+/// What an operation's end tells the metrics and the trace: its duration
+/// (`hypersaga_operation_duration_seconds`, by kind and end state) and its span, from its
+/// acceptance to now, an error when it did not succeed.
+fn record_end(saga: &Saga) {
+    let end = saga.ended_at.unwrap_or_else(OffsetDateTime::now_utc);
+    let (kind, state) = (label(saga.kind), label(saga.state));
+    metrics::histogram!(
+        "hypersaga_operation_duration_seconds",
+        "kind" => kind.clone(),
+        "state" => state.clone(),
+    )
+    .record((end - saga.created_at).as_seconds_f64().max(0.0));
+    let error = (saga.state != OperationState::Succeeded).then(|| {
+        saga.error
+            .as_ref()
+            .map_or(("_OTHER", ""), |e| (e.code.as_str(), e.message.as_str()))
+    });
+    hypersaga_telemetry::otel::record_operation(hypersaga_telemetry::otel::OperationSpan {
+        name: format!("{kind} cluster"),
+        parent: saga
+            .trace_parent
+            .as_deref()
+            .and_then(|p| TraceParent::parse(p).ok()),
+        trace_id: &saga.trace_id,
+        start: saga.created_at.into(),
+        end: end.max(saga.created_at).into(),
+        attributes: vec![
+            ("tenant", saga.tenant.to_string()),
+            ("cluster", saga.cluster.clone()),
+            ("operation", saga.id.clone()),
+            ("kind", kind),
+            ("state", state),
+        ],
+        error,
+    });
 }
 
 /// Whether `saga` is a delete that has removed its cluster: nothing of it will be read again

@@ -12,6 +12,7 @@
 //! event that caused the transition is acknowledged only at the very end.
 #![forbid(unsafe_code)]
 
+mod active;
 mod backlog;
 mod cache;
 mod engine;
@@ -72,11 +73,16 @@ pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<()> {
     ));
     let catching_up = tokio::spawn(catch_up_loop(engine.clone(), shutdown.clone()));
     let lag = tokio::spawn(lag::watch(bus.clone(), shutdown.clone()));
+    let following = {
+        let (engine, shutdown) = (engine.clone(), shutdown.clone());
+        tokio::spawn(async move { engine.follow_active(shutdown).await })
+    };
     let result = consume(bus, engine.clone(), &config.coordinator, shutdown.clone()).await;
     shutdown.cancel();
     let _ = resync.await;
     let _ = catching_up.await;
     let _ = lag.await;
+    let _ = following.await;
     // Leave no published outbox behind for another replica to publish again, and no progress
     // unwritten.
     engine.catch_up(true).await;
@@ -165,14 +171,15 @@ async fn consume(
         // A child of whoever sent the message: the gateway, a worker's step, an earlier
         // transition (a timer).
         let received = tracing::info_span!("coordinator.receive", subject = %msg.subject, otel.kind = "consumer");
-        hypersaga_telemetry::otel::adopt(&received, &hypersaga_bus::trace_of(msg.headers.as_ref()));
+        let sender = hypersaga_bus::trace_of(msg.headers.as_ref());
+        hypersaga_telemetry::otel::adopt(&received, &sender);
         tasks.spawn(async move {
             let _permit = permit;
             let stored = msg.info().ok().map(|i| i.published);
             let decoded = decode(bus.subjects(), &msg.subject, &msg.payload, stored);
             metrics::counter!("hypersaga_coordinator_inputs_total", "kind" => input_label(decoded.as_ref())).increment(1);
             let result = match decoded {
-                Some(Decoded::Start(wake)) => engine.start(&wake).await,
+                Some(Decoded::Start(wake)) => engine.start(&wake, Some(&sender)).await,
                 Some(Decoded::Input(key, input)) => engine.process(&key, &input).await,
                 Some(Decoded::Refused(reason)) => {
                     warn!(subject = %msg.subject, %reason, "message refused unread; dead-lettered");
@@ -300,7 +307,7 @@ fn decode(
                 Input::Operate(Box::new(c)),
             )),
             Ok(c) => {
-                warn!(saga = %c.saga_id, %subject, "operator call with an invalid saga id dropped");
+                warn!(operation = %c.saga_id, %subject, "operator call with an invalid saga id dropped");
                 None
             }
             Err(e) => {
@@ -329,7 +336,7 @@ fn decode(
                 }
             }
             Ok(w) => {
-                warn!(saga = %w.saga_id, %subject, "wake-up with an invalid saga id dropped");
+                warn!(operation = %w.saga_id, %subject, "wake-up with an invalid saga id dropped");
                 None
             }
             Err(e) => {
@@ -349,7 +356,7 @@ fn decode(
                 Input::Event(Box::new(ev)),
             )),
             Ok(ev) => {
-                warn!(saga = %ev.saga_id, %subject, "event with an invalid saga id dropped");
+                warn!(operation = %ev.saga_id, %subject, "event with an invalid saga id dropped");
                 None
             }
             Err(e) => {

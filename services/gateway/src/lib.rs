@@ -7,6 +7,7 @@
 //! makes no call to Azure or the management cluster itself.
 #![forbid(unsafe_code)]
 
+mod calls;
 mod convert;
 mod service;
 
@@ -58,7 +59,8 @@ pub async fn run(
     let mut server = tonic::transport::Server::builder()
         .http2_keepalive_interval(Some(Duration::from_secs(settings.keepalive_interval_s)))
         .http2_keepalive_timeout(Some(Duration::from_secs(settings.keepalive_timeout_s)))
-        .trace_fn(call_span);
+        // Every call's span (continuing the caller's trace) and its metrics.
+        .layer(calls::Calls);
     if let Some(tls) = &settings.tls {
         server = server.tls_config(tls_config(tls)?)?;
     }
@@ -90,21 +92,6 @@ pub async fn run(
         )
         .await?;
     Ok(())
-}
-
-/// The span of one call: a child of the caller's span when its `traceparent` metadata names
-/// one, so a caller's trace goes on through the saga.
-fn call_span(req: &http::Request<()>) -> tracing::Span {
-    let span = tracing::info_span!(
-        "grpc",
-        otel.name = %req.uri().path(),
-        otel.kind = "server",
-        rpc.system = "grpc",
-    );
-    if let Some(caller) = service::caller_trace(req.headers()) {
-        hypersaga_telemetry::otel::adopt(&span, &caller);
-    }
-    span
 }
 
 fn tls_config(tls: &hypersaga_config::GatewayTls) -> Result<ServerTlsConfig> {

@@ -30,12 +30,16 @@ impl Engine {
     /// Builds the saga from that record when it does not exist yet (with its first transition
     /// applied), or else advances it as any wake-up does. Safe to repeat, and to race with
     /// other replicas and the resync.
-    pub async fn start(&self, wake: &SagaWake) -> Result<()> {
+    ///
+    /// `sender` is the wake-up's trace context (the gateway's call that accepted the
+    /// operation; none when the resync found the operation): kept in the saga, while spans are
+    /// exported, as the parent of the operation's own span.
+    pub async fn start(&self, wake: &SagaWake, sender: Option<&TraceParent>) -> Result<()> {
         let key = saga_key(&wake.tenant, &wake.saga_id);
         if let Some(cluster) = &wake.cluster {
-            let span = info_span!("saga", saga = %key, tenant = %wake.tenant, cluster = %cluster, input = "build");
+            let span = info_span!("saga", operation = %wake.saga_id, tenant = %wake.tenant, cluster = %cluster, input = "build");
             let started = self
-                .build_if_missing(&key, wake, cluster)
+                .build_if_missing(&key, wake, cluster, sender)
                 .instrument(span)
                 .await?;
             if started {
@@ -49,7 +53,13 @@ impl Engine {
     /// names another operation, or that operation has finished. The saga is written with its
     /// first transition (the wake-up's) applied, which saves a write per operation; `true`
     /// when that transition's outbox is published too, so the wake-up has nothing left to do.
-    async fn build_if_missing(&self, key: &str, wake: &SagaWake, cluster: &str) -> Result<bool> {
+    async fn build_if_missing(
+        &self,
+        key: &str,
+        wake: &SagaWake,
+        cluster: &str,
+        sender: Option<&TraceParent>,
+    ) -> Result<bool> {
         let (slot, kept) = self.cache.slot(key);
         let mut slot = slot.lock().await;
         if slot.known.is_some() {
@@ -80,6 +90,9 @@ impl Engine {
             None => BTreeMap::new(),
         };
         let mut saga = build_saga(&rec, outputs, &self.settings);
+        if hypersaga_telemetry::otel::exporting() {
+            saga.trace_parent = sender.map(TraceParent::to_string);
+        }
         // A delete that waits for a create to stop starts through the wake-up (with its timer
         // armed to look again, should the create's wake-up be lost); so does a saga no slot
         // keeps (nothing would clear its outbox later).
@@ -94,7 +107,7 @@ impl Engine {
         })?;
         // Indexed first, so that the resync finds it whatever happens next.
         self.active
-            .put(key, bytes::Bytes::new())
+            .put(key, crate::active::value(&saga))
             .await
             .map_err(|e| Error::kv("index saga", e))?;
         // Create-only: a saga that exists already (built by another replica, or the resync) is
@@ -177,7 +190,7 @@ impl Engine {
                 cluster: Some(rec.name.clone()),
             };
             info!(cluster = %key, operation = %wake.saga_id, "resync: an accepted operation has no saga yet");
-            if let Err(e) = self.start(&wake).await {
+            if let Err(e) = self.start(&wake, None).await {
                 warn!(cluster = %key, error = %e, "resync could not start operation");
             }
         }

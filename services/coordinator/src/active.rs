@@ -1,0 +1,244 @@
+//! `hypersaga_operations_active`: the unfinished operations by kind and the state users see,
+//! right at every scrape, on every replica.
+//!
+//! The active index (KV `hcp_active`) names every unfinished saga. Its value says the
+//! operation's kind and visible state (`create running`): written when the saga is built and
+//! whenever that state changes ([`value`]), and the key deleted when the saga ends. Every
+//! replica follows the index ([`follow`]) and counts what it says, so each exports the whole
+//! system's count within moments of any transition, whichever replica made it. Only the
+//! changes of visible state cost a write (a step's progress does not), and a successful
+//! operation none at all.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_nats::jetstream::kv;
+use futures::StreamExt;
+use hypersaga_model::record::{OperationKind, OperationState};
+use hypersaga_saga::Saga;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+
+/// The kinds and states an unfinished operation can be in: every pair is exported, zeros
+/// included, so a state that empties shows 0 rather than its last count.
+const KINDS: [OperationKind; 2] = [OperationKind::Create, OperationKind::Delete];
+const STATES: [OperationState; 3] = [
+    OperationState::Running,
+    OperationState::Compensating,
+    OperationState::Paused,
+];
+
+/// What the active index says of `saga`: `<kind> <visible state>`.
+pub(crate) fn value(saga: &Saga) -> bytes::Bytes {
+    format!("{} {}", label(saga.kind), label(saga.visible_state())).into()
+}
+
+/// A metric label: the snake_case name the API and the audit events use.
+pub(crate) fn label(value: impl std::fmt::Debug) -> String {
+    format!("{value:?}").to_lowercase()
+}
+
+/// What this replica knows of the active index, and its counts by (kind, state).
+#[derive(Default)]
+pub(crate) struct ActiveOps {
+    known: Mutex<Known>,
+}
+
+#[derive(Default)]
+struct Known {
+    index: HashMap<String, bytes::Bytes>,
+    counts: HashMap<(String, String), u64>,
+}
+
+/// The (kind, state) an index value says; `None` for an entry written before values were
+/// (empty), counted once the resync has rewritten it.
+fn pair(value: &[u8]) -> Option<(String, String)> {
+    let (kind, state) = std::str::from_utf8(value).ok()?.split_once(' ')?;
+    Some((kind.to_owned(), state.to_owned()))
+}
+
+impl ActiveOps {
+    /// Whether the index is known to say `value` of `key` already.
+    pub(crate) fn shows(&self, key: &str, value: &[u8]) -> bool {
+        self.lock()
+            .index
+            .get(key)
+            .is_some_and(|v| v.as_ref() == value)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Known> {
+        self.known.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes in one change of the index; `export` sets the gauges it moved.
+    fn apply(&self, entry: &kv::Entry, export: bool) {
+        let mut known = self.lock();
+        let old = match entry.operation {
+            kv::Operation::Put => known.index.insert(entry.key.clone(), entry.value.clone()),
+            kv::Operation::Delete | kv::Operation::Purge => known.index.remove(&entry.key),
+        };
+        let new = (entry.operation == kv::Operation::Put).then_some(&entry.value);
+        let old = old.as_deref().and_then(pair);
+        let new = new.and_then(|v| pair(v));
+        if old == new {
+            return;
+        }
+        if let Some(old) = &old
+            && let Some(n) = known.counts.get_mut(old)
+        {
+            *n = n.saturating_sub(1);
+        }
+        if let Some(new) = &new {
+            *known.counts.entry(new.clone()).or_default() += 1;
+        }
+        if export {
+            for (kind, state) in old.into_iter().chain(new) {
+                let n = known.counts.get(&(kind.clone(), state.clone())).copied();
+                gauge(kind, state, n.unwrap_or(0));
+            }
+        }
+    }
+
+    fn clear(&self) {
+        let mut known = self.lock();
+        known.index.clear();
+        known.counts.clear();
+    }
+
+    /// Sets the gauge of every (kind, state) pair.
+    fn export(&self) {
+        let known = self.lock();
+        for kind in KINDS.map(label) {
+            for state in STATES.map(label) {
+                let n = known.counts.get(&(kind.clone(), state.clone())).copied();
+                gauge(kind.clone(), state, n.unwrap_or(0));
+            }
+        }
+    }
+}
+
+fn gauge(kind: String, state: String, n: u64) {
+    metrics::gauge!("hypersaga_operations_active", "kind" => kind, "state" => state).set(n as f64);
+}
+
+/// Follows the active index until `shutdown`, keeping `ops` and the gauge up to date: from
+/// what the index holds now, then each change as it is made. A watch that breaks is opened
+/// again from the index as it then is.
+pub(crate) async fn follow(store: kv::Store, ops: Arc<ActiveOps>, shutdown: CancellationToken) {
+    ops.export();
+    loop {
+        let mut watch = match store.watch_with_history(">").await {
+            Ok(w) => w,
+            Err(e) => {
+                warn!(error = %e, "cannot follow the active index; trying again");
+                if pause(&shutdown).await {
+                    return;
+                }
+                continue;
+            }
+        };
+        ops.clear();
+        // Whether the index as it was when the watch opened is all in.
+        let mut whole = false;
+        loop {
+            let entry = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                e = watch.next() => e,
+            };
+            match entry {
+                Some(Ok(entry)) => {
+                    // What the index held, exported once all of it is in; then each change.
+                    ops.apply(&entry, whole);
+                    if !whole && (entry.seen_current || entry.delta == 0) {
+                        ops.export();
+                        whole = true;
+                    }
+                }
+                Some(Err(e)) => {
+                    debug!(error = %e, "the watch of the active index broke; opening it again");
+                    break;
+                }
+                None => break,
+            }
+        }
+        if pause(&shutdown).await {
+            return;
+        }
+    }
+}
+
+/// Waits a moment before trying again; `true` when shutting down instead.
+async fn pause(shutdown: &CancellationToken) -> bool {
+    tokio::select! {
+        _ = shutdown.cancelled() => true,
+        _ = tokio::time::sleep(Duration::from_secs(1)) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(key: &str, value: &str, operation: kv::Operation) -> kv::Entry {
+        kv::Entry {
+            bucket: "hcp_active".into(),
+            key: key.into(),
+            value: value.to_owned().into(),
+            revision: 1,
+            delta: 0,
+            created: time::OffsetDateTime::now_utc(),
+            operation,
+            seen_current: true,
+        }
+    }
+
+    fn count(ops: &ActiveOps, kind: &str, state: &str) -> u64 {
+        ops.lock()
+            .counts
+            .get(&(kind.to_owned(), state.to_owned()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn counts_follow_puts_state_changes_and_deletes() {
+        let ops = ActiveOps::default();
+        ops.apply(
+            &entry("acme.op-1", "create running", kv::Operation::Put),
+            false,
+        );
+        ops.apply(
+            &entry("acme.op-2", "create running", kv::Operation::Put),
+            false,
+        );
+        ops.apply(
+            &entry("acme.op-3", "delete running", kv::Operation::Put),
+            false,
+        );
+        assert_eq!(count(&ops, "create", "running"), 2);
+        // The same key in another state moves from one count to the other.
+        ops.apply(
+            &entry("acme.op-1", "create paused", kv::Operation::Put),
+            false,
+        );
+        assert_eq!(count(&ops, "create", "running"), 1);
+        assert_eq!(count(&ops, "create", "paused"), 1);
+        assert!(ops.shows("acme.op-1", b"create paused"));
+        // Written again unchanged: counted once.
+        ops.apply(
+            &entry("acme.op-1", "create paused", kv::Operation::Put),
+            false,
+        );
+        assert_eq!(count(&ops, "create", "paused"), 1);
+        ops.apply(&entry("acme.op-1", "", kv::Operation::Delete), false);
+        ops.apply(&entry("acme.op-2", "", kv::Operation::Purge), false);
+        assert_eq!(count(&ops, "create", "paused"), 0);
+        assert_eq!(count(&ops, "create", "running"), 0);
+        assert_eq!(count(&ops, "delete", "running"), 1);
+        // An entry from before values (empty) is not counted until rewritten.
+        ops.apply(&entry("acme.op-4", "", kv::Operation::Put), false);
+        assert_eq!(ops.lock().counts.values().sum::<u64>(), 1);
+        assert!(!ops.shows("acme.op-4", b"create running"));
+    }
+}
