@@ -104,15 +104,19 @@ impl Role {
                     format!("{p}.*.timer.*"),
                     format!("{p}.*.dead.coordinator"),
                 ]);
+                // Following the active index and listing every bucket in the resync: ordered
+                // consumers, whose flow-control replies go to `$JS.FC.<stream>.…`. Without
+                // them the server stops pushing after a few MB, and the watch stalls.
+                perms.flow_control([ACTIVE_BUCKET, SAGAS_BUCKET, CLUSTERS_BUCKET]);
             }
             Role::Gateway => {
                 perms.publish.extend([
                     format!("{p}.*.saga.start"),
                     format!("{p}.*.saga.operate"),
                     format!("$KV.{CLUSTERS_BUCKET}.>"),
-                    // Listing and watching records: ordered consumers, with flow control.
-                    "$JS.FC.>".to_owned(),
                 ]);
+                // Listing and watching records: ordered consumers, with flow control.
+                perms.flow_control([CLUSTERS_BUCKET, SAGAS_BUCKET, ACTIVE_BUCKET]);
                 for bucket in [CLUSTERS_BUCKET, SAGAS_BUCKET, ACTIVE_BUCKET] {
                     perms.read_bucket(bucket);
                     let stream = format!("KV_{bucket}");
@@ -182,6 +186,12 @@ impl Permissions {
             format!("$JS.API.DIRECT.GET.{stream}"),
             format!("$JS.API.STREAM.MSG.GET.{stream}"),
         ]);
+    }
+
+    /// The flow-control replies of ordered consumers (listings and watches) on these buckets.
+    fn flow_control<const N: usize>(&mut self, buckets: [&str; N]) {
+        self.publish
+            .extend(buckets.iter().map(|bucket| format!("$JS.FC.KV_{bucket}.>")));
     }
 
     /// Looking the streams up: each process checks at start that the topology exists.
@@ -282,6 +292,32 @@ mod tests {
                 .any(|s| s.starts_with("hcp.") && s.contains(".cmd."))
         );
         assert!(!perms.publish.iter().any(|s| s.starts_with("$KV.hcp_sagas")));
+    }
+
+    #[test]
+    fn flow_control_is_granted_on_the_buckets_a_role_lists_and_no_other_stream() {
+        let fc = |role: Role| -> Vec<String> {
+            let mut fc: Vec<_> = role
+                .permissions("hcp", &tenants())
+                .publish
+                .into_iter()
+                .filter(|s| s.starts_with("$JS.FC."))
+                .collect();
+            fc.sort();
+            fc
+        };
+        let kv = vec![
+            "$JS.FC.KV_hcp_active.>".to_owned(),
+            "$JS.FC.KV_hcp_clusters.>".to_owned(),
+            "$JS.FC.KV_hcp_sagas.>".to_owned(),
+        ];
+        assert_eq!(fc(Role::Coordinator), kv);
+        assert_eq!(fc(Role::Gateway), kv);
+        assert!(fc(Role::Worker("dns".into())).is_empty());
+        assert_eq!(
+            fc(Role::Audit(None)),
+            vec![format!("$JS.FC.{AUDIT_STREAM}.>")]
+        );
     }
 
     #[test]

@@ -111,3 +111,99 @@ async fn a_role_waits_for_the_coordinator_and_may_do_only_what_it_is_granted() {
         .await;
     assert!(anonymous.is_err(), "an anonymous client connected");
 }
+
+/// Every role that lists or watches a bucket does so through an ordered push consumer with
+/// flow control: nats-server stops pushing once a few MB are unanswered, and the answer goes
+/// to `$JS.FC.<stream>.…`. A role that may not publish there stalls for good at that point
+/// (the coordinator's watch of the active index did, in its initial replay: one delete marker
+/// per finished operation). So each listing and watch is run here on the closed bus through
+/// more than that, as the role that does it.
+#[tokio::test]
+async fn listings_and_watches_keep_up_past_flow_control_on_the_closed_bus() {
+    use futures::{StreamExt, TryStreamExt};
+    use hypersaga_bus::{ACTIVE_BUCKET, CLUSTERS_BUCKET, SAGAS_BUCKET};
+
+    let dir = tempfile::tempdir().unwrap();
+    let tenants = vec![TenantId::new("acme").unwrap()];
+    let creds = access::generate(&tenants).unwrap();
+    let users: Vec<(String, Role)> = creds
+        .iter()
+        .map(|c| (c.public_key.clone(), c.role.clone()))
+        .collect();
+    let config = access::authorization_block("hcp", &tenants, &users);
+    let nats = NatsServer::start_with_config(dir.path(), &config)
+        .await
+        .expect("nats-server");
+    let connect = |role: Role| {
+        let access = Access {
+            nkey_seed: creds
+                .iter()
+                .find(|c| c.role == role)
+                .map(|c| c.seed.clone()),
+            ca_file: None,
+        };
+        let url = nats.url().to_owned();
+        async move {
+            Bus::connect_as(&url, "hcp", &role, &access, 1)
+                .await
+                .expect("connect")
+        }
+    };
+    let coordinator = connect(Role::Coordinator).await;
+    let gateway = connect(Role::Gateway).await;
+
+    // 4 MB in each bucket: 2,000 keys of 2 KB values, each key about 1 KB long (a listing
+    // sends keys only).
+    const KEYS: usize = 2_000;
+    let pad = "k".repeat(1_000);
+    let value = bytes::Bytes::from(vec![b'x'; 2_000]);
+    for bucket in [ACTIVE_BUCKET, SAGAS_BUCKET, CLUSTERS_BUCKET] {
+        let js = coordinator.jetstream();
+        let mut acks = Vec::with_capacity(KEYS);
+        for i in 0..KEYS {
+            let subject = format!("$KV.{bucket}.acme.{pad}{i:05}");
+            acks.push(js.publish(subject, value.clone()).await.expect("publish"));
+            if acks.len() == 256 {
+                for ack in acks.drain(..) {
+                    ack.await.expect("stored");
+                }
+            }
+        }
+        for ack in acks {
+            ack.await.expect("stored");
+        }
+    }
+
+    let in_time = Duration::from_secs(30);
+    let listed = |bus: Bus, bucket: &'static str| async move {
+        let store = bus.jetstream().get_key_value(bucket).await.expect("bucket");
+        let keys: Vec<String> = tokio::time::timeout(in_time, async {
+            store.keys().await.expect("keys").try_collect().await
+        })
+        .await
+        .unwrap_or_else(|_| panic!("listing {bucket} stalled"))
+        .expect("listing");
+        keys.len()
+    };
+    let watched = |bus: Bus, bucket: &'static str| async move {
+        let store = bus.jetstream().get_key_value(bucket).await.expect("bucket");
+        let mut watch = store.watch_with_history(">").await.expect("watch");
+        let mut seen = 0;
+        while seen < KEYS {
+            match tokio::time::timeout(in_time, watch.next()).await {
+                Ok(Some(Ok(_))) => seen += 1,
+                Ok(other) => panic!("the watch of {bucket} ended: {other:?}"),
+                Err(_) => panic!("the watch of {bucket} stalled after {seen} entries"),
+            }
+        }
+        seen
+    };
+    // The coordinator follows the active index and lists every bucket in its resync.
+    assert_eq!(watched(coordinator.clone(), ACTIVE_BUCKET).await, KEYS);
+    for bucket in [ACTIVE_BUCKET, SAGAS_BUCKET, CLUSTERS_BUCKET] {
+        assert_eq!(listed(coordinator.clone(), bucket).await, KEYS);
+    }
+    // The gateway watches cluster records (WatchCluster) and lists its tenants' records.
+    assert_eq!(watched(gateway.clone(), CLUSTERS_BUCKET).await, KEYS);
+    assert_eq!(watched(gateway.clone(), SAGAS_BUCKET).await, KEYS);
+}
