@@ -47,8 +47,12 @@ pub(crate) struct ActiveOps {
 
 #[derive(Default)]
 struct Known {
-    index: HashMap<String, bytes::Bytes>,
+    /// Each key's value and the revision it was written at.
+    index: HashMap<String, (bytes::Bytes, u64)>,
     counts: HashMap<(String, String), u64>,
+    /// Whether `index` holds the whole index as it was when the watch opened (and every change
+    /// since): only then does a key missing from it, or another value, mean anything.
+    caught_up: bool,
 }
 
 /// The (kind, state) an index value says; `None` for an entry written before values were
@@ -60,11 +64,48 @@ fn pair(value: &[u8]) -> Option<(String, String)> {
 
 impl ActiveOps {
     /// Whether the index is known to say `value` of `key` already.
+    #[cfg(test)]
     pub(crate) fn shows(&self, key: &str, value: &[u8]) -> bool {
         self.lock()
             .index
             .get(key)
-            .is_some_and(|v| v.as_ref() == value)
+            .is_some_and(|(v, _)| v.as_ref() == value)
+    }
+
+    /// Whether the index, followed to the present, says something else of `key` than `value`
+    /// (or nothing). `false` while the watch is not caught up: a view that lags proves nothing.
+    pub(crate) fn known_to_differ(&self, key: &str, value: &[u8]) -> bool {
+        let known = self.lock();
+        known.caught_up
+            && known
+                .index
+                .get(key)
+                .is_none_or(|(v, _)| v.as_ref() != value)
+    }
+
+    /// The revision of `key` as last seen (`None`: not seen, or taken off). An index write
+    /// compares and sets against what was seen *before* the saga state it writes was read or
+    /// written, so that any later write of the key (a newer state, or the retirement of a
+    /// finished saga) makes it fail rather than be overwritten.
+    pub(crate) fn revision(&self, key: &str) -> Option<u64> {
+        self.lock().index.get(key).map(|(_, rev)| *rev)
+    }
+
+    /// Takes in this replica's own successful write of `value` at `revision`, without waiting
+    /// for the watch to bring it back: its next compare-and-set of the key starts from there.
+    pub(crate) fn wrote(&self, key: &str, value: bytes::Bytes, revision: u64) {
+        let entry = kv::Entry {
+            bucket: String::new(),
+            key: key.to_owned(),
+            value,
+            revision,
+            delta: 0,
+            created: time::OffsetDateTime::now_utc(),
+            operation: kv::Operation::Put,
+            seen_current: true,
+        };
+        let export = self.lock().caught_up;
+        self.apply(&entry, export);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Known> {
@@ -72,14 +113,26 @@ impl ActiveOps {
     }
 
     /// Takes in one change of the index; `export` sets the gauges it moved.
+    ///
+    /// A change older than what is known of its key is left out: this replica's own writes
+    /// are taken in before the watch brings them back (see [`ActiveOps::wrote`]).
     fn apply(&self, entry: &kv::Entry, export: bool) {
         let mut known = self.lock();
+        if known
+            .index
+            .get(&entry.key)
+            .is_some_and(|(_, rev)| *rev >= entry.revision)
+        {
+            return;
+        }
         let old = match entry.operation {
-            kv::Operation::Put => known.index.insert(entry.key.clone(), entry.value.clone()),
+            kv::Operation::Put => known
+                .index
+                .insert(entry.key.clone(), (entry.value.clone(), entry.revision)),
             kv::Operation::Delete | kv::Operation::Purge => known.index.remove(&entry.key),
         };
         let new = (entry.operation == kv::Operation::Put).then_some(&entry.value);
-        let old = old.as_deref().and_then(pair);
+        let old = old.as_ref().and_then(|(v, _)| pair(v));
         let new = new.and_then(|v| pair(v));
         if old == new {
             return;
@@ -104,11 +157,18 @@ impl ActiveOps {
         let mut known = self.lock();
         known.index.clear();
         known.counts.clear();
+        known.caught_up = false;
     }
 
-    /// Sets the gauge of every (kind, state) pair.
-    fn export(&self) {
-        let known = self.lock();
+    /// The watch broke: what is known may lag until it is open again and caught up.
+    fn behind(&self) {
+        self.lock().caught_up = false;
+    }
+
+    /// Sets the gauge of every (kind, state) pair; `whole`: the whole index is in.
+    fn export(&self, whole: bool) {
+        let mut known = self.lock();
+        known.caught_up |= whole;
         for kind in KINDS.map(label) {
             for state in STATES.map(label) {
                 let n = known.counts.get(&(kind.clone(), state.clone())).copied();
@@ -126,8 +186,21 @@ fn gauge(kind: String, state: String, n: u64) {
 /// what the index holds now, then each change as it is made. A watch that breaks is opened
 /// again from the index as it then is.
 pub(crate) async fn follow(store: kv::Store, ops: Arc<ActiveOps>, shutdown: CancellationToken) {
-    ops.export();
+    ops.export(false);
     loop {
+        // An index that holds nothing when the watch opens is all in at once: the watch has
+        // nothing of it to bring.
+        let mut stream = store.stream.clone();
+        let empty = match stream.info().await {
+            Ok(info) => info.state.messages == 0,
+            Err(e) => {
+                debug!(error = %e, "cannot read the active index's stream; trying again");
+                if pause(&shutdown).await {
+                    return;
+                }
+                continue;
+            }
+        };
         let mut watch = match store.watch_with_history(">").await {
             Ok(w) => w,
             Err(e) => {
@@ -140,7 +213,10 @@ pub(crate) async fn follow(store: kv::Store, ops: Arc<ActiveOps>, shutdown: Canc
         };
         ops.clear();
         // Whether the index as it was when the watch opened is all in.
-        let mut whole = false;
+        let mut whole = empty;
+        if whole {
+            ops.export(true);
+        }
         loop {
             let entry = tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -151,7 +227,7 @@ pub(crate) async fn follow(store: kv::Store, ops: Arc<ActiveOps>, shutdown: Canc
                     // What the index held, exported once all of it is in; then each change.
                     ops.apply(&entry, whole);
                     if !whole && (entry.seen_current || entry.delta == 0) {
-                        ops.export();
+                        ops.export(true);
                         whole = true;
                     }
                 }
@@ -162,6 +238,7 @@ pub(crate) async fn follow(store: kv::Store, ops: Arc<ActiveOps>, shutdown: Canc
                 None => break,
             }
         }
+        ops.behind();
         if pause(&shutdown).await {
             return;
         }
@@ -181,11 +258,13 @@ mod tests {
     use super::*;
 
     fn entry(key: &str, value: &str, operation: kv::Operation) -> kv::Entry {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static REVISION: AtomicU64 = AtomicU64::new(1);
         kv::Entry {
             bucket: "hcp_active".into(),
             key: key.into(),
             value: value.to_owned().into(),
-            revision: 1,
+            revision: REVISION.fetch_add(1, Ordering::Relaxed),
             delta: 0,
             created: time::OffsetDateTime::now_utc(),
             operation,
@@ -240,5 +319,26 @@ mod tests {
         ops.apply(&entry("acme.op-4", "", kv::Operation::Put), false);
         assert_eq!(ops.lock().counts.values().sum::<u64>(), 1);
         assert!(!ops.shows("acme.op-4", b"create running"));
+    }
+
+    #[test]
+    fn a_write_of_its_own_is_known_at_once_and_an_older_change_then_left_out() {
+        let ops = ActiveOps::default();
+        let older = entry("acme.op-1", "create running", kv::Operation::Put);
+        ops.wrote("acme.op-1", "create paused".into(), older.revision + 1);
+        assert_eq!(ops.revision("acme.op-1"), Some(older.revision + 1));
+        // The watch brings the earlier state only now: the view keeps the newer one.
+        ops.apply(&older, true);
+        assert!(ops.shows("acme.op-1", b"create paused"));
+        assert_eq!(count(&ops, "create", "paused"), 1);
+        assert_eq!(count(&ops, "create", "running"), 0);
+        // A view not caught up knows of no difference; a caught-up one does.
+        assert!(!ops.known_to_differ("acme.op-1", b"create running"));
+        ops.export(true);
+        assert!(ops.known_to_differ("acme.op-1", b"create running"));
+        assert!(!ops.known_to_differ("acme.op-1", b"create paused"));
+        assert!(ops.known_to_differ("acme.op-2", b"create running"));
+        ops.behind();
+        assert!(!ops.known_to_differ("acme.op-2", b"create running"));
     }
 }

@@ -91,15 +91,51 @@ impl Engine {
         active::follow(self.active.clone(), self.ops.clone(), shutdown).await
     }
 
-    /// Writes what the active index says of `saga` (its kind and visible state), unless it says
-    /// so already. Best effort: the resync writes it again if this fails.
-    async fn index(&self, key: &str, saga: &Saga) {
+    /// Writes what the active index says of the unfinished `saga` (its kind and visible
+    /// state), compare-and-set on `seen`: the key's revision as seen before `saga` was read or
+    /// written (`None`: the key had none, and must still have none). Whatever wrote the key
+    /// since (a newer state, or the retirement of the saga once finished) wins, and this write
+    /// is skipped: a retired key is never brought back, nor a newer state overwritten. Best
+    /// effort: an index left behind is written again by the saga's next input, or the resync.
+    async fn index(&self, key: &str, saga: &Saga, seen: Option<u64>) {
         let value = active::value(saga);
-        if self.ops.shows(key, &value) {
-            return;
+        match self
+            .active
+            .update(key, value.clone(), seen.unwrap_or(0))
+            .await
+        {
+            Ok(revision) => self.ops.wrote(key, value, revision),
+            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
+                debug!("the active index changed since it was read; left as it is");
+            }
+            Err(e) => {
+                warn!(error = %e, "could not update the active index; the next input or the resync will")
+            }
         }
-        if let Err(e) = self.active.put(key, value).await {
-            warn!(error = %e, "could not update the active index; the resync will");
+    }
+
+    /// Indexes the unfinished saga at `key` as it is now, whatever the index held (a key taken
+    /// off while its saga was being built): the index is read first, then the saga, so a saga
+    /// that finishes meanwhile is retired after and the write fails.
+    async fn reindex(&self, key: &str) {
+        let (tenant, operation) = split_key(key);
+        let seen = match self.active.entry(key).await {
+            Ok(entry) => entry.map(|e| e.revision),
+            Err(e) => {
+                return debug!(tenant, operation, error = %e, "resync could not read the active index");
+            }
+        };
+        let saga = match self.sagas.entry(key).await {
+            Ok(Some(e)) if e.operation == kv::Operation::Put => {
+                serde_json::from_slice::<Saga>(&e.value).ok()
+            }
+            Ok(_) => None,
+            Err(e) => {
+                return debug!(tenant, operation, error = %e, "resync could not read saga");
+            }
+        };
+        if let Some(saga) = saga.filter(|s| !s.state.is_terminal()) {
+            self.index(key, &saga, seen).await;
         }
     }
 
@@ -143,6 +179,9 @@ impl Engine {
         // The revision whose outbox this call has published (a re-read of it need not again).
         let mut published_here: Option<u64> = None;
         for _ in 0..MAX_CAS_TRIES {
+            // The active index's revision, as seen before the saga is read or written (see
+            // [`Engine::index`]).
+            let seen = self.ops.revision(key);
             let copy = slot.take().filter(|_| trust_copy);
             let from_copy = copy.is_some();
             let Some(Known {
@@ -203,7 +242,7 @@ impl Engine {
                         info!(action = call.action.as_str(), actor = %call.actor, %refusal, "operator call refused");
                         saga.outbox = earlier_outbox;
                         let known = Known::published(saga, revision, cluster);
-                        return self.settle(key, slot, kept, repaired, known).await;
+                        return self.settle(key, slot, kept, repaired, known, seen).await;
                     }
                 },
             };
@@ -215,7 +254,7 @@ impl Engine {
                     debug!(why, "nothing to do");
                     saga.outbox = earlier_outbox;
                     let known = Known::published(saga, revision, cluster);
-                    return self.settle(key, slot, kept, repaired, known).await;
+                    return self.settle(key, slot, kept, repaired, known, seen).await;
                 }
                 // The record we read lags the event (a replica behind its leader): retry later.
                 Applied::Ahead => {
@@ -238,6 +277,14 @@ impl Engine {
             let Some(revision) = written else {
                 continue;
             };
+            // Indexed before anything is published: a failure from here on redelivers the
+            // input, which then changes nothing and would never index it.
+            if !finished
+                && (saga.visible_state() != shown
+                    || self.ops.known_to_differ(key, &active::value(&saga)))
+            {
+                self.index(key, &saga, seen).await;
+            }
             // The cluster record does not wait for the outbox: neither needs the other first.
             // Progress alone waits for the catch-up, which needs the slot kept.
             let (published, snapshot) = tokio::join!(
@@ -246,9 +293,6 @@ impl Engine {
             );
             published?;
             slot.snapshot(snapshot?);
-            if !finished && saga.visible_state() != shown {
-                self.index(key, &saga).await;
-            }
             if finished {
                 info!(state = ?saga.state, "operation finished");
                 self.finish(key, &saga, history).await?;
@@ -265,11 +309,15 @@ impl Engine {
         })
     }
 
-    /// The end of a transition whose input changed nothing. A repaired outbox was published
-    /// by it; the cluster record is brought up to date with what that outbox's transition
-    /// changed. A finished saga then leaves the active index (which says its outbox is out);
-    /// an unfinished one's outbox is cleared later, as any transition's is, or now when no
-    /// slot keeps it.
+    /// The end of a transition whose input changed nothing. An unfinished saga the active
+    /// index does not show as it is (a transition whose index write failed, or never came)
+    /// is indexed. A repaired outbox was published by it; the cluster record is brought up to
+    /// date with what that outbox's transition changed. A finished saga then leaves the active
+    /// index (which says its outbox is out), and its end is recorded, which the replica that
+    /// finished it did not get to; an unfinished one's outbox is cleared later, as any
+    /// transition's is, or now when no slot keeps it.
+    ///
+    /// `seen`: the index's revision as seen before `known` was read.
     async fn settle(
         &self,
         key: &str,
@@ -277,7 +325,13 @@ impl Engine {
         kept: bool,
         repaired: bool,
         mut known: Known,
+        seen: Option<u64>,
     ) -> Result<()> {
+        if !known.saga.state.is_terminal()
+            && self.ops.known_to_differ(key, &active::value(&known.saga))
+        {
+            self.index(key, &known.saga, seen).await;
+        }
         if !repaired {
             if known.saga.state.is_terminal() {
                 // A late input to a finished saga: nothing of it is left to do here.
@@ -298,6 +352,7 @@ impl Engine {
         slot.snapshot(snapshot);
         if finished {
             self.retire(key).await?;
+            ended(&known.saga);
             self.forget(key, slot);
         } else {
             self.keep_or_clear(key, slot, kept, known).await;
@@ -340,13 +395,7 @@ impl Engine {
         history: Option<std::time::Duration>,
     ) -> Result<()> {
         self.retire(key).await?;
-        metrics::counter!(
-            "hypersaga_operations_finished_total",
-            "kind" => label(saga.kind),
-            "state" => label(saga.state),
-        )
-        .increment(1);
-        record_end(saga);
+        ended(saga);
         if let Some(ttl) = history {
             // The create (superseded or not) is history too.
             for op in saga.previous.iter().chain(&saga.after) {
@@ -797,15 +846,11 @@ impl Engine {
                     self.retire_or_log(key).await;
                     continue;
                 }
-            } else {
-                // Indexed if it was not, and said to be in the kind and state it is in.
-                let value = active::value(&saga);
-                if (!indexed.contains(key) || !self.ops.shows(key, &value))
-                    && let Err(e) = self.active.put(key, value).await
-                {
-                    let (tenant, operation) = split_key(key);
-                    warn!(tenant, operation, error = %e, "resync could not index saga");
-                }
+            } else if !indexed.contains(key) {
+                // Indexed if it was not. One indexed as another kind or state than it is in
+                // is indexed again by its tick below, once this replica's view of the index
+                // is caught up and shows it so.
+                self.reindex(key).await;
             }
             if let Err(e) = self.process(key, &Input::Tick).await {
                 let (tenant, operation) = split_key(key);
@@ -825,6 +870,20 @@ use active::label;
 /// spans and logs call `operation` everywhere.
 pub(crate) fn split_key(key: &str) -> (&str, &str) {
     key.split_once('.').unwrap_or(("", key))
+}
+
+/// An operation's end, once its saga is off the active index: counted
+/// (`hypersaga_operations_finished_total`) and recorded ([`record_end`]). Whichever replica
+/// retires the saga records it: the one that finished it, or the one that repairs a finish
+/// whose retirement failed.
+fn ended(saga: &Saga) {
+    metrics::counter!(
+        "hypersaga_operations_finished_total",
+        "kind" => label(saga.kind),
+        "state" => label(saga.state),
+    )
+    .increment(1);
+    record_end(saga);
 }
 
 /// What an operation's end tells the metrics and the trace: its duration

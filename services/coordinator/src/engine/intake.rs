@@ -106,10 +106,9 @@ impl Engine {
             source,
         })?;
         // Indexed first, so that the resync finds it whatever happens next.
-        self.active
-            .put(key, crate::active::value(&saga))
-            .await
-            .map_err(|e| Error::kv("index saga", e))?;
+        if !self.index_new(key, &saga).await? {
+            return Ok(false);
+        }
         // Create-only: a saga that exists already (built by another replica, or the resync) is
         // the same one, and stays as it is.
         match self.sagas.create(key, bytes.into()).await {
@@ -142,6 +141,51 @@ impl Engine {
             Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => Ok(false),
             Err(e) => Err(Error::kv("write saga", e)),
         }
+    }
+
+    /// Indexes the saga about to be built, create-only: a key that exists is another build of
+    /// the same saga (left as it is), and a key taken off means the saga was built and has
+    /// finished (nothing to build: `false`) unless no saga was ever written (a build that
+    /// died before, whose key the resync took off), which is indexed again on that revision.
+    async fn index_new(&self, key: &str, saga: &Saga) -> Result<bool> {
+        let value = crate::active::value(saga);
+        let expected = match self.active.update(key, value.clone(), 0).await {
+            Ok(revision) => {
+                self.ops.wrote(key, value, revision);
+                return Ok(true);
+            }
+            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
+                match self
+                    .active
+                    .entry(key)
+                    .await
+                    .map_err(|e| Error::kv("read the active index", e))?
+                {
+                    Some(e) if e.operation == kv::Operation::Put => return Ok(true),
+                    marker => marker.map_or(0, |m| m.revision),
+                }
+            }
+            Err(e) => return Err(Error::kv("index saga", e)),
+        };
+        // Read after the index: a saga built from here on is built by a replica that indexed
+        // it first, which fails the write below.
+        if self
+            .sagas
+            .entry(key)
+            .await
+            .map_err(|e| Error::kv("read saga", e))?
+            .is_some()
+        {
+            debug!("the saga was built and has finished; nothing to build");
+            return Ok(false);
+        }
+        let revision = self
+            .active
+            .update(key, value.clone(), expected)
+            .await
+            .map_err(|e| Error::kv("index saga", e))?;
+        self.ops.wrote(key, value, revision);
+        Ok(true)
     }
 
     /// The outputs a finished saga left (none if it is gone).
@@ -402,5 +446,174 @@ mod tests {
         assert!(!wants_saga(&rec, "op-2"));
         rec.operation.state = OperationState::Succeeded;
         assert!(!wants_saga(&rec, "op-1"));
+    }
+
+    /// The active index on a real bus, written through an engine of its own (whose view of the
+    /// index is followed only where a test says so).
+    mod index {
+        use super::*;
+        use crate::engine::Engine;
+        use hypersaga_bus::Bus;
+        use hypersaga_procs::NatsServer;
+        use hypersaga_saga::Effect;
+
+        const KEY: &str = "acme.op-1";
+
+        async fn engine(dir: &std::path::Path) -> (NatsServer, Bus, Engine) {
+            let nats = NatsServer::start(dir).await.expect("nats-server");
+            let bus = Bus::connect(nats.url(), "test", "hcp").await.expect("bus");
+            let engine = Engine::new(bus.clone(), &hypersaga_config::Config::default())
+                .await
+                .expect("engine");
+            (nats, bus, engine)
+        }
+
+        /// A create accepted just now.
+        fn saga() -> Saga {
+            let settings = SagaSettings::from_config(&CoordinatorConfig::default());
+            let mut rec = record(OperationKind::Create);
+            rec.operation.started_at = OffsetDateTime::now_utc();
+            rec.operation.deadline = rec.operation.started_at + Duration::hours(1);
+            build_saga(&rec, BTreeMap::new(), &settings)
+        }
+
+        async fn index_says(bus: &Bus) -> Option<String> {
+            let active = bus.active().await.unwrap();
+            active
+                .get(KEY)
+                .await
+                .unwrap()
+                .map(|v| String::from_utf8_lossy(&v).into_owned())
+        }
+
+        /// Follows the index until the engine's view of it shows `value`.
+        async fn view_shows(engine: &Engine, value: &str) {
+            for _ in 0..200 {
+                if engine.ops.shows(KEY, value.as_bytes()) {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+            }
+            panic!("the view of the index never showed {value:?}");
+        }
+
+        #[tokio::test]
+        async fn an_index_write_neither_brings_back_a_retired_key_nor_overwrites_a_newer_state() {
+            let dir = tempfile::tempdir().unwrap();
+            let (_nats, bus, engine) = engine(dir.path()).await;
+            let active = bus.active().await.unwrap();
+            let saga = saga();
+            // Indexed as it is: the key had no revision.
+            engine.index(KEY, &saga, None).await;
+            assert_eq!(index_says(&bus).await.as_deref(), Some("create running"));
+            let seen = engine.ops.revision(KEY);
+            assert!(
+                seen.is_some(),
+                "the engine's own write is in its view at once"
+            );
+            // Another transition wrote a newer state meanwhile: that one stays.
+            active.put(KEY, "create paused".into()).await.unwrap();
+            engine.index(KEY, &saga, seen).await;
+            assert_eq!(index_says(&bus).await.as_deref(), Some("create paused"));
+            // The saga finished and was retired: a late write of an earlier state, seen before
+            // or after, brings nothing back.
+            let newer = active.entry(KEY).await.unwrap().map(|e| e.revision);
+            active.delete(KEY).await.unwrap();
+            engine.index(KEY, &saga, newer).await;
+            engine.index(KEY, &saga, None).await;
+            assert_eq!(index_says(&bus).await, None);
+            // A saga built once its key was taken off (a build that died, its key removed by
+            // the resync) is indexed again: nothing else wrote the key since it was read.
+            let sagas = bus.sagas().await.unwrap();
+            assert!(engine.index_new(KEY, &saga).await.unwrap());
+            assert_eq!(index_says(&bus).await.as_deref(), Some("create running"));
+            // A saga that exists and has been retired is not built again.
+            active.delete(KEY).await.unwrap();
+            sagas
+                .create(KEY, serde_json::to_vec(&saga).unwrap().into())
+                .await
+                .unwrap();
+            assert!(!engine.index_new(KEY, &saga).await.unwrap());
+            assert_eq!(index_says(&bus).await, None);
+        }
+
+        #[tokio::test]
+        async fn an_input_that_changes_nothing_indexes_a_saga_the_index_shows_otherwise() {
+            let dir = tempfile::tempdir().unwrap();
+            let (_nats, bus, engine) = engine(dir.path()).await;
+            let engine = std::sync::Arc::new(engine);
+            let shutdown = tokio_util::sync::CancellationToken::new();
+            let following = {
+                let (engine, shutdown) = (engine.clone(), shutdown.clone());
+                tokio::spawn(async move { engine.follow_active(shutdown).await })
+            };
+            // A transition paused the saga and wrote it, then failed before the index said
+            // so; the saga has since been resumed by a transition whose index write was
+            // skipped (its view lagged): the index says paused, the saga running.
+            let saga = saga();
+            let sagas = bus.sagas().await.unwrap();
+            sagas
+                .create(KEY, serde_json::to_vec(&saga).unwrap().into())
+                .await
+                .unwrap();
+            bus.active()
+                .await
+                .unwrap()
+                .put(KEY, "create paused".into())
+                .await
+                .unwrap();
+            view_shows(&engine, "create paused").await;
+            // Its next input, redelivered or not, whatever it does, indexes it as it is.
+            engine.process(KEY, &Input::Tick).await.unwrap();
+            assert_eq!(index_says(&bus).await.as_deref(), Some("create running"));
+            shutdown.cancel();
+            following.await.unwrap();
+        }
+
+        #[tokio::test]
+        async fn a_finish_repaired_by_a_later_input_is_counted_and_recorded() {
+            let recorder = metrics_util::debugging::DebuggingRecorder::new();
+            let snapshotter = recorder.snapshotter();
+            let _local = metrics::set_default_local_recorder(&recorder);
+            let dir = tempfile::tempdir().unwrap();
+            let (_nats, bus, engine) = engine(dir.path()).await;
+            // The replica that finished the saga wrote it, but could not take it off the
+            // index: its last outbox counts as unpublished, and the end as unrecorded.
+            let mut saga = saga();
+            saga.state = hypersaga_model::record::OperationState::Failed;
+            saga.ended_at = Some(OffsetDateTime::now_utc());
+            saga.outbox.push(Effect::Schedule {
+                at: OffsetDateTime::now_utc() + Duration::hours(1),
+            });
+            bus.sagas()
+                .await
+                .unwrap()
+                .create(KEY, serde_json::to_vec(&saga).unwrap().into())
+                .await
+                .unwrap();
+            bus.active()
+                .await
+                .unwrap()
+                .put(KEY, "create running".into())
+                .await
+                .unwrap();
+            engine.process(KEY, &Input::Tick).await.unwrap();
+            assert_eq!(index_says(&bus).await, None, "retired by the repair");
+            let metrics: Vec<String> = snapshotter
+                .snapshot()
+                .into_vec()
+                .into_iter()
+                .map(|(key, _, _, _)| key.key().name().to_owned())
+                .collect();
+            for name in [
+                "hypersaga_operations_finished_total",
+                "hypersaga_operation_duration_seconds",
+            ] {
+                assert!(
+                    metrics.iter().any(|m| m == name),
+                    "{name} not recorded: {metrics:?}"
+                );
+            }
+        }
     }
 }
