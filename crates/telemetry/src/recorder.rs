@@ -71,9 +71,33 @@ pub(crate) fn install(
                 .is_ok(),
                 None => metrics::set_global_recorder(prometheus).is_ok(),
             };
-            installed.then_some(handle)
+            installed.then(|| {
+                upkeep(handle.clone());
+                handle
+            })
         })
         .as_ref()
+}
+
+/// How often the recorder's histograms are drained into their buckets.
+const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Drains the histograms' samples every [`UPKEEP_EVERY`]: the Prometheus recorder keeps each
+/// sample until a scrape (or an upkeep) folds it into the buckets, so a process nobody
+/// scrapes would otherwise pile them up without end. A thread of its own, since the recorder
+/// may be installed before, or outside, any runtime.
+fn upkeep(handle: PrometheusHandle) {
+    let spawned = std::thread::Builder::new()
+        .name("metrics-upkeep".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(UPKEEP_EVERY);
+                handle.run_upkeep();
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot drain histograms between scrapes");
+    }
 }
 
 /// The Prometheus recorder, with buckets for every histogram.
