@@ -83,13 +83,21 @@ if ! command -v promtool >/dev/null 2>&1; then
   policy=/usr/sbin/policy-rc.d
   made_policy=""
   if [ ! -e "$policy" ]; then
+    # Removed however this ends (an error, Ctrl-C): left behind, it would stop every later
+    # package's service from starting.
+    trap '$sudo rm -f "$policy"' EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
     printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
     $sudo chmod 755 "$policy"
     made_policy=1
   fi
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends prometheus \
-    || { [ -z "$made_policy" ] || $sudo rm -f "$policy"; exit 1; }
-  [ -z "$made_policy" ] || $sudo rm -f "$policy"
+  # Through `env`: sudo resets the environment, and would drop a variable set before it.
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus
+  if [ -n "$made_policy" ]; then
+    $sudo rm -f "$policy"
+    trap - EXIT INT TERM
+  fi
   # Nor at the next boot, where systemd runs.
   if command -v systemctl >/dev/null 2>&1; then
     $sudo systemctl disable prometheus >/dev/null 2>&1 || true

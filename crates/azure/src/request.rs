@@ -269,11 +269,20 @@ fn credential_status(err: &azure_core::Error) -> Option<u16> {
     None
 }
 
-/// `outer: inner: innermost`, so "connection refused" or a TLS failure is visible.
+/// `outer: inner: innermost`, so "connection refused" or a TLS failure is visible. Without
+/// the request's URL, which reqwest puts in its errors: its query may be signed (an LRO's
+/// poll URL), and this message goes to logs, span statuses and the saga.
 fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut s = err.to_string();
-    let mut current = err.source();
+    let mut urls = Vec::new();
+    let mut current = Some(err);
     while let Some(e) = current {
+        if let Some(url) = e
+            .downcast_ref::<reqwest::Error>()
+            .and_then(reqwest::Error::url)
+        {
+            urls.push(url.clone());
+        }
         let m = e.to_string();
         if !s.contains(&m) {
             s.push_str(": ");
@@ -281,12 +290,39 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
         }
         current = e.source();
     }
+    for url in urls {
+        s = s
+            .replace(&format!(" for url ({url})"), "")
+            .replace(url.as_str(), "<url>");
+    }
     s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_transport_error_says_what_failed_but_not_the_url_and_its_query() {
+        // Nothing listens on port 9: the connection is refused.
+        let url = "http://127.0.0.1:9/poll/op-1?api-version=2024-01-01&sig=s3cr3t";
+        let err = reqwest::Client::new()
+            .get(url)
+            .send()
+            .await
+            .expect_err("connection refused");
+        let err = azure_core::Error::with_error(
+            azure_core::error::ErrorKind::Io,
+            err,
+            "failed to execute `reqwest` request",
+        );
+        let message = error_chain(&err);
+        assert!(message.contains("error sending request"), "{message}");
+        assert!(!message.contains("sig="), "{message}");
+        assert!(!message.contains("127.0.0.1:9"), "{message}");
+        let arm = map_pipeline_error(err, &Method::Get, "/poll/op-1");
+        assert!(!arm.to_string().contains("s3cr3t"), "{arm}");
+    }
 
     #[test]
     fn subscriptions_of_paths() {

@@ -165,7 +165,10 @@ pub async fn run(
     // One handle, shared by every task: each step adds itself while it runs.
     let in_flight =
         metrics::gauge!("hypersaga_worker_steps_in_flight", "service" => opts.service.clone());
-    in_flight.set(0.0);
+    // Shown from zero before the first step, without setting it: another worker run in the
+    // same process (a test's, or several services) shares the series and may have steps in
+    // flight, which would then count below zero as they end.
+    in_flight.increment(0.0);
     let permits = Arc::new(Semaphore::new(opts.concurrency));
     let mut tasks = JoinSet::new();
     loop {
