@@ -749,3 +749,81 @@ async fn a_missing_signing_key_secret_is_an_invalid_configuration() {
     .await
     .expect("watch");
 }
+
+#[tokio::test]
+async fn a_resource_sku_list_arm_refuses_is_listed_again_and_the_worker_is_made_once_served() {
+    let arm = Arm::start().await;
+    let key = SigningKey::generate().expect("key");
+    let (iss, _issuer) = issuer(&key).await;
+    let cloud = cloud(&arm, &iss).await;
+    // ARM refuses CAPZ's first three Resource SKUs lists, as it would a grant not yet seen.
+    arm.admin
+        .add_fault(&hypersaga_emulator_arm::FaultSpec {
+            method: "GET".into(),
+            resource_type: "Microsoft.Compute/skus".into(),
+            name_contains: None,
+            path_contains: None,
+            status: 403,
+            code: "AuthorizationFailed".into(),
+            message: None,
+            retry_after_secs: None,
+            count: Some(3),
+        })
+        .await
+        .expect("fault");
+    let h = management(&arm).await;
+    namespace(&h.client, "clusters").await;
+    signing_key_secret(&h, "demosa-token-issuer-key", &key).await;
+    pull_secret(&h.client, "clusters", "demo").await;
+    let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "clusters");
+    hcs.create(
+        &PostParams::default(),
+        &demo_cluster(&cloud, &iss, "demosa-token-issuer-key"),
+    )
+    .await
+    .expect("hc");
+    let nps: Api<NodePool> = Api::namespaced(h.client.clone(), "clusters");
+    nps.create(&PostParams::default(), &workers_pool(&cloud, 1))
+        .await
+        .expect("np");
+
+    // CAPZ only logs a list it cannot read and reconciles again: once ARM serves the list, the
+    // worker is made and its node joins.
+    within(
+        "the node",
+        await_condition(nps.clone(), "demo-workers", |o: Option<&NodePool>| {
+            o.is_some_and(|np| np.ready_replicas() == 1 && np.is_ready())
+        }),
+    )
+    .await
+    .expect("watch");
+    let name = machines(&h)[0]["metadata"]["name"]
+        .as_str()
+        .expect("name")
+        .to_owned();
+    assert_eq!(arm.workers().await.len(), 3, "VM, NIC and OS disk");
+    let stats = arm.admin.requests().await.expect("requests");
+    let lists: Vec<u16> = stats
+        .recent
+        .iter()
+        .filter(|r| r.resource_type == "Microsoft.Compute/skus")
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(lists[..3], [403; 3], "{lists:?}");
+    assert!(
+        lists.len() > 3 && lists[3..].iter().all(|s| *s == 200),
+        "{lists:?}"
+    );
+    // Nothing was written before the size was known.
+    let first_served = stats
+        .recent
+        .iter()
+        .position(|r| r.resource_type == "Microsoft.Compute/skus" && r.status == 200)
+        .expect("a served list");
+    let first_write = stats
+        .recent
+        .iter()
+        .position(|r| r.method == "PUT" && r.path.contains(&name))
+        .expect("a worker's PUT");
+    assert!(first_served < first_write, "{:#?}", stats.recent);
+}

@@ -60,6 +60,17 @@ pub enum Report {
 }
 
 impl Report {
+    /// The error CAPZ reconciled into, if this is a failure.
+    fn error(&self) -> Option<&str> {
+        match self {
+            Report::CreateFailed(f) | Report::DeleteFailed(f) | Report::Invalid(f) => {
+                Some(&f.message)
+            }
+            Report::Requeued(why) => Some(why),
+            _ => None,
+        }
+    }
+
     fn settles(&self, order: &Order) -> bool {
         match self {
             Report::Deleted => order.delete,
@@ -240,7 +251,14 @@ async fn run(
                 st.reports.insert(machine.to_owned(), report);
             }
             Err(report) => {
-                tracing::debug!(machine, ?report, "machine reconcile failed");
+                // controller-runtime logs every reconcile error ("Reconciler error"), the
+                // ones CAPZ writes nowhere else too; `hypersaga dev` shows warnings, so a
+                // machine that keeps failing says why in its log.
+                tracing::warn!(
+                    machine,
+                    error = report.error().unwrap_or_default(),
+                    "CAPZ reconcile error, requeued"
+                );
                 let failures = st.retry.get(machine).map_or(0, |(n, _)| *n) + 1;
                 let delay = FIRST_RETRY
                     .saturating_mul(1 << failures.saturating_sub(1).min(8))
