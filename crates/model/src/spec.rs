@@ -108,40 +108,42 @@ impl ClusterSpec {
     }
 }
 
+/// A valid spec, for the crate's tests.
+#[cfg(test)]
+pub(crate) fn example() -> ClusterSpec {
+    ClusterSpec {
+        location: "eastus".into(),
+        base_domain: "example.com".into(),
+        release_image: "quay.io/openshift-release-dev/ocp-release:4.21.0-multi".into(),
+        node_pools: vec![NodePoolSpec {
+            name: "workers".into(),
+            replicas: 2,
+            vm_size: DEFAULT_VM_SIZE.into(),
+        }],
+        network: NetworkSpec::default(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn spec() -> ClusterSpec {
-        ClusterSpec {
-            location: "eastus".into(),
-            base_domain: "example.com".into(),
-            release_image: "quay.io/openshift-release-dev/ocp-release:4.21.0-multi".into(),
-            node_pools: vec![NodePoolSpec {
-                name: "workers".into(),
-                replicas: 2,
-                vm_size: DEFAULT_VM_SIZE.into(),
-            }],
-            network: NetworkSpec::default(),
-        }
-    }
-
     #[test]
     fn the_same_spec_has_no_differences_and_defaults_equal_their_values() {
-        let mut other = spec();
-        assert!(spec().differences(&other).is_empty());
+        let mut other = example();
+        assert!(example().differences(&other).is_empty());
         other.network.vnet_cidr = Some(DEFAULT_VNET_CIDR.into());
-        assert!(spec().differences(&other).is_empty());
+        assert!(example().differences(&other).is_empty());
     }
 
     #[test]
     fn every_changed_field_is_named_by_its_path() {
-        let mut other = spec();
+        let mut other = example();
         other.location = "westeurope".into();
         other.node_pools[0].replicas = 3;
         other.node_pools.push(other.node_pools[0].clone());
         assert_eq!(
-            spec().differences(&other),
+            example().differences(&other),
             [
                 "spec.location",
                 "spec.node_pools[0].replicas",

@@ -446,20 +446,7 @@ fn required_id<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn good() -> ClusterSpec {
-        ClusterSpec {
-            location: "eastus".into(),
-            base_domain: "example.com".into(),
-            release_image: "quay.io/openshift-release-dev/ocp-release:4.21.0-multi".into(),
-            node_pools: vec![NodePoolSpec {
-                name: "workers".into(),
-                replicas: 2,
-                vm_size: "Standard_D4s_v5".into(),
-            }],
-            network: NetworkSpec::default(),
-        }
-    }
+    use crate::spec::example as good;
 
     fn fields(v: &[FieldViolation]) -> Vec<&str> {
         v.iter().map(|f| f.field.as_str()).collect()

@@ -486,6 +486,22 @@ mod tests {
                 .map(|v| String::from_utf8_lossy(&v).into_owned())
         }
 
+        /// `saga` as a replica wrote it, and the index saying `value` of it.
+        async fn written_and_indexed(bus: &Bus, saga: &Saga, value: &'static str) {
+            bus.sagas()
+                .await
+                .unwrap()
+                .create(KEY, serde_json::to_vec(saga).unwrap().into())
+                .await
+                .unwrap();
+            bus.active()
+                .await
+                .unwrap()
+                .put(KEY, value.into())
+                .await
+                .unwrap();
+        }
+
         /// Follows the index until the engine's view of it shows `value`.
         async fn view_shows(engine: &Engine, value: &str) {
             for _ in 0..200 {
@@ -550,18 +566,7 @@ mod tests {
             // A transition paused the saga and wrote it, then failed before the index said
             // so; the saga has since been resumed by a transition whose index write was
             // skipped (its view lagged): the index says paused, the saga running.
-            let saga = saga();
-            let sagas = bus.sagas().await.unwrap();
-            sagas
-                .create(KEY, serde_json::to_vec(&saga).unwrap().into())
-                .await
-                .unwrap();
-            bus.active()
-                .await
-                .unwrap()
-                .put(KEY, "create paused".into())
-                .await
-                .unwrap();
+            written_and_indexed(&bus, &saga(), "create paused").await;
             view_shows(&engine, "create paused").await;
             // Its next input, redelivered or not, whatever it does, indexes it as it is.
             engine.process(KEY, &Input::Tick).await.unwrap();
@@ -585,18 +590,7 @@ mod tests {
             saga.outbox.push(Effect::Schedule {
                 at: OffsetDateTime::now_utc() + Duration::hours(1),
             });
-            bus.sagas()
-                .await
-                .unwrap()
-                .create(KEY, serde_json::to_vec(&saga).unwrap().into())
-                .await
-                .unwrap();
-            bus.active()
-                .await
-                .unwrap()
-                .put(KEY, "create running".into())
-                .await
-                .unwrap();
+            written_and_indexed(&bus, &saga, "create running").await;
             engine.process(KEY, &Input::Tick).await.unwrap();
             assert_eq!(index_says(&bus).await, None, "retired by the repair");
             let metrics: Vec<String> = snapshotter
