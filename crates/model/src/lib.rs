@@ -10,9 +10,11 @@ pub mod record;
 pub mod spec;
 pub mod tenant;
 pub mod validate;
+pub mod version;
 
 pub use names::Names;
 pub use record::{ClusterPhase, ClusterRecord, ErrorInfo};
-pub use spec::{ClusterSpec, NetworkSpec, NodePoolSpec};
+pub use spec::{Autoscaling, ClusterSpec, NetworkSpec, NodePoolSpec, OsDisk, Taint, UpgradeType};
 pub use tenant::TenantId;
 pub use validate::{FieldViolation, validate_create, validate_subscription};
+pub use version::{ReleaseVersion, SkewError};

@@ -24,6 +24,9 @@ pub enum ClusterPhase {
     Failed,
     Deleting,
     Deleted,
+    /// A day-2 operation (an upgrade, a node pool's create, update or delete) is running;
+    /// the cluster serves meanwhile.
+    Updating,
 }
 
 impl ClusterPhase {
@@ -47,11 +50,50 @@ pub struct ErrorInfo {
     pub retryable: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// What an operation does. What each kind means to the engine (its plan, which way it runs,
+/// what a failure undoes) is in `hypersaga_saga::kinds`, one place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OperationKind {
     Create,
     Delete,
+    /// A change of the cluster's own spec: today its release (a control-plane upgrade).
+    UpdateCluster,
+    CreateNodePool,
+    /// A scale, an autoscaling change, an upgrade or a label, taint or drain change.
+    UpdateNodePool,
+    DeleteNodePool,
+}
+
+impl OperationKind {
+    pub const ALL: [Self; 6] = [
+        Self::Create,
+        Self::Delete,
+        Self::UpdateCluster,
+        Self::CreateNodePool,
+        Self::UpdateNodePool,
+        Self::DeleteNodePool,
+    ];
+
+    /// The kind's wire name (`update_node_pool`), as records and metrics say it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Create => "create",
+            Self::Delete => "delete",
+            Self::UpdateCluster => "update_cluster",
+            Self::CreateNodePool => "create_node_pool",
+            Self::UpdateNodePool => "update_node_pool",
+            Self::DeleteNodePool => "delete_node_pool",
+        }
+    }
+
+    /// Whether the operation acts on one node pool (named in [`OperationView::node_pool`]).
+    pub fn is_node_pool(self) -> bool {
+        matches!(
+            self,
+            Self::CreateNodePool | Self::UpdateNodePool | Self::DeleteNodePool
+        )
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,6 +175,9 @@ pub struct OperationView {
     /// Why the operation is paused, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pause: Option<PauseView>,
+    /// The node pool a node-pool operation acts on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_pool: Option<String>,
 }
 
 /// Why an operation stopped and waits for an operator.
@@ -168,9 +213,16 @@ pub struct ClusterRecord {
     pub error: Option<ErrorInfo>,
     /// The operation running now, or the last one.
     pub operation: OperationView,
-    /// What was created: ARM ids and Kubernetes references, by role (e.g. `vnet`).
+    /// What was created: ARM ids and Kubernetes references, by role (e.g. `vnet`, and
+    /// `node_pool/<pool>` for each pool).
     #[serde(default)]
     pub resources: BTreeMap<String, String>,
+    /// What the cluster's operations made and that still exists: each step's outputs, by
+    /// step id. The coordinator writes it as steps succeed or are undone; every later
+    /// operation starts from it (an upgrade needs the identities and the subnet the create
+    /// made; a delete, everything).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub owned: BTreeMap<String, BTreeMap<String, serde_json::Value>>,
     /// The saga journal sequence this snapshot reflects; older snapshots never overwrite newer.
     #[serde(default)]
     pub saga_seq: u64,
@@ -196,12 +248,12 @@ pub struct OperationIntent {
     pub actor: String,
     /// W3C trace id shared by every message of the operation.
     pub trace_id: String,
-    /// The cluster's operation before this one: a delete carries over its outputs (what the
-    /// create made and kept).
+    /// The cluster's operation before this one. A delete of a cluster whose record has no
+    /// [`ClusterRecord::owned`] (written before it existed) carries over its outputs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_operation: Option<String>,
-    /// A create still running that this delete supersedes: it stops at its next safe point,
-    /// and the delete starts once it has.
+    /// An operation still running that this delete supersedes: it stops at its next safe
+    /// point, and the delete starts once it has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supersedes: Option<String>,
     /// A delete that leaves the cluster's workload identities (and their federated

@@ -2,24 +2,23 @@
 //! reported with the field path of the public API (`spec.node_pools[1].replicas`), so a user
 //! fixes a request in one round trip.
 
-use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use ipnet::Ipv4Net;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use crate::spec::{ClusterSpec, NetworkSpec, NodePoolSpec};
+use crate::spec::{ClusterSpec, NetworkSpec};
 
-/// Most node pools one cluster may have.
-pub const MAX_NODE_POOLS: usize = 10;
-/// Largest replica count accepted for one node pool.
-pub const MAX_REPLICAS: i32 = 100;
+mod node_pool;
+
+pub use node_pool::{
+    MAX_CLUSTER_NODES, MAX_DRAIN_MINUTES, MAX_NODE_POOL_NAME, MAX_NODE_POOLS, MAX_POOL_NODES,
+    check_cluster_nodes, check_node_pool, check_pool_name, check_pool_update, release_version,
+};
 /// Longest cluster name: Azure names derived from it (`NAME-image-registry-INFRA`, …) stay
 /// within Azure's limits.
 pub const MAX_CLUSTER_NAME: usize = 40;
-/// Longest node pool name.
-pub const MAX_NODE_POOL_NAME: usize = 30;
 /// Longest Azure region name (the longest real one, `germanywestcentral`, has 18).
 pub const MAX_LOCATION: usize = 40;
 /// Longest base domain: room for the cluster's own labels within DNS's 253.
@@ -44,7 +43,7 @@ pub struct FieldViolation {
 }
 
 impl FieldViolation {
-    fn new(field: impl Into<String>, description: impl Into<String>) -> Self {
+    pub fn new(field: impl Into<String>, description: impl Into<String>) -> Self {
         Self {
             field: field.into(),
             description: description.into(),
@@ -90,11 +89,6 @@ static DNS_LABEL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[a-z]([a-z0-9-]*[a-z0-9])?$").expect("static regex"));
 static LOCATION: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[a-z][a-z0-9]{1,39}$").expect("static regex"));
-// HyperShift's NodePool.spec.platform.azure.vmSize pattern.
-static VM_SIZE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(Standard_|Basic_)?[A-Z]+[0-9]+(-[0-9]+)?[abdilmptsCNP]*(_[A-Z]*[0-9]+[A-Z]*)?(_v[0-9]+)?$")
-        .expect("static regex")
-});
 
 /// Validates a create request: the cluster `name` and its `spec`.
 pub fn validate_create(name: &str, spec: Option<&ClusterSpec>) -> Vec<FieldViolation> {
@@ -118,8 +112,8 @@ pub fn validate_create(name: &str, spec: Option<&ClusterSpec>) -> Vec<FieldViola
         ));
     }
     check_base_domain(&mut v, &spec.base_domain);
-    check_release_image(&mut v, &spec.release_image);
-    check_node_pools(&mut v, name, &spec.node_pools);
+    check_release_image(&mut v, "spec.release_image", &spec.release_image);
+    node_pool::check_node_pools(&mut v, &spec.node_pools);
     check_network(&mut v, &spec.network);
     v
 }
@@ -148,10 +142,6 @@ pub fn validate_subscription(spec: &ClusterSpec, subscription_id: &str) -> Vec<F
         })
     })
     .collect()
-}
-
-fn is_dns_label(value: &str, max: usize) -> bool {
-    value.len() <= max && DNS_LABEL.is_match(value)
 }
 
 fn check_dns_label(v: &mut Vec<FieldViolation>, field: &str, value: &str, max: usize) {
@@ -197,87 +187,19 @@ fn DNS_LABEL_LOOSE(l: &str) -> bool {
         && !l.ends_with('-')
 }
 
-fn check_release_image(v: &mut Vec<FieldViolation>, image: &str) {
-    const FIELD: &str = "spec.release_image";
+/// A release image: printable, with a tag that states its version (a digest may follow it).
+fn check_release_image(v: &mut Vec<FieldViolation>, field: &str, image: &str) {
     if image.is_empty() {
-        v.push(FieldViolation::new(FIELD, "is required"));
-    } else if too_long(v, FIELD, image, MAX_RELEASE_IMAGE) {
+        v.push(FieldViolation::new(field, "is required"));
+    } else if too_long(v, field, image, MAX_RELEASE_IMAGE) {
         // Said; nothing more is checked of it.
-    } else if !image.bytes().all(|b| b.is_ascii_graphic())
-        || !(image.contains(':') || image.contains('@'))
-    {
+    } else if !image.bytes().all(|b| b.is_ascii_graphic()) {
         v.push(FieldViolation::new(
-            FIELD,
+            field,
             format!("{} must be an image reference with a tag or digest, e.g. \"quay.io/openshift-release-dev/ocp-release:4.21.0-multi\"", clip(image)),
         ));
-    }
-}
-
-/// Longest NodePool object name: HyperShift and Cluster API carry it in label values
-/// (`cluster.x-k8s.io/deployment-name` on the MachineDeployment named after it), which
-/// Kubernetes caps at 63 characters.
-pub const MAX_NODE_POOL_OBJECT_NAME: usize = 63;
-
-/// The NodePool object is named `<cluster>-<pool>` (see `Names::node_pool`): with a long
-/// cluster name, a pool name valid on its own can make it too long.
-fn check_node_pool_object_name(v: &mut Vec<FieldViolation>, at: &str, cluster: &str, pool: &str) {
-    let len = cluster.len() + 1 + pool.len();
-    if !cluster.is_empty() && !pool.is_empty() && len > MAX_NODE_POOL_OBJECT_NAME {
-        v.push(FieldViolation::new(
-            at,
-            format!(
-                "the NodePool object \"{cluster}-{pool}\" would be {len} characters; Kubernetes \
-                 allows {MAX_NODE_POOL_OBJECT_NAME} in the label values it is carried in: use a \
-                 pool name of at most {} characters with this cluster name",
-                MAX_NODE_POOL_OBJECT_NAME.saturating_sub(cluster.len() + 1)
-            ),
-        ));
-    }
-}
-
-fn check_node_pools(v: &mut Vec<FieldViolation>, cluster: &str, pools: &[NodePoolSpec]) {
-    if pools.len() > MAX_NODE_POOLS {
-        v.push(FieldViolation::new(
-            "spec.node_pools",
-            format!("at most {MAX_NODE_POOLS} node pools, got {}", pools.len()),
-        ));
-    }
-    let mut seen = HashSet::new();
-    // Beyond the most a cluster may have, the pools are not looked at one by one: the count
-    // says what is wrong, and the answer stays small however many were sent.
-    for (i, p) in pools.iter().enumerate().take(MAX_NODE_POOLS) {
-        let at = format!("spec.node_pools[{i}]");
-        let before = v.len();
-        check_dns_label(v, &format!("{at}.name"), &p.name, MAX_NODE_POOL_NAME);
-        // The combined name is judged only from two names that are valid on their own.
-        if v.len() == before && is_dns_label(cluster, MAX_CLUSTER_NAME) {
-            check_node_pool_object_name(v, &format!("{at}.name"), cluster, &p.name);
-        }
-        if !p.name.is_empty() && !seen.insert(p.name.as_str()) {
-            v.push(FieldViolation::new(
-                format!("{at}.name"),
-                format!("duplicate node pool name {}", clip(&p.name)),
-            ));
-        }
-        if !(0..=MAX_REPLICAS).contains(&p.replicas) {
-            v.push(FieldViolation::new(
-                format!("{at}.replicas"),
-                format!("must be between 0 and {MAX_REPLICAS}, got {}", p.replicas),
-            ));
-        }
-        if p.vm_size.is_empty() {
-            v.push(FieldViolation::new(format!("{at}.vm_size"), "is required"));
-        } else if !too_long(v, &format!("{at}.vm_size"), &p.vm_size, MAX_VM_SIZE)
-            && !VM_SIZE.is_match(&p.vm_size)
-        {
-            v.push(FieldViolation::new(
-                format!("{at}.vm_size"),
-                format!(
-                    "{} is not an Azure VM size, e.g. \"Standard_D4s_v5\"",
-                    clip(&p.vm_size)
-                ),
-            ));
-        }
+    } else {
+        release_version(v, field, image);
     }
 }
 
@@ -446,7 +368,7 @@ fn required_id<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::example as good;
+    use crate::spec::{NodePoolSpec, example as good};
 
     fn fields(v: &[FieldViolation]) -> Vec<&str> {
         v.iter().map(|f| f.field.as_str()).collect()
@@ -500,11 +422,7 @@ mod tests {
     fn a_flood_of_node_pools_is_one_violation_not_one_per_pool() {
         let mut s = good();
         s.node_pools = vec![
-            NodePoolSpec {
-                name: "Bad Name".into(),
-                replicas: -1,
-                vm_size: "?".into(),
-            };
+            NodePoolSpec::new("Bad Name", -1, "?");
             100_000
         ];
         let v = validate_create("demo", Some(&s));
@@ -567,14 +485,22 @@ mod tests {
     }
 
     #[test]
-    fn a_forty_character_name_fits_with_a_short_pool_name_only() {
+    fn a_forty_character_name_fits_with_the_longest_pool_name() {
         let name = "a".repeat(MAX_CLUSTER_NAME);
-        assert_eq!(validate_create(&name, Some(&good())), vec![]);
         let mut s = good();
-        s.node_pools[0].name = "p".repeat(23);
-        let v = validate_create(&name, Some(&s));
-        assert_eq!(fields(&v), vec!["spec.node_pools[0].name"]);
-        assert!(v[0].description.contains("at most 22 characters"), "{v:?}");
+        s.node_pools[0].name = "p".repeat(MAX_NODE_POOL_NAME);
+        assert_eq!(validate_create(&name, Some(&s)), vec![]);
+    }
+
+    #[test]
+    fn a_release_by_digest_must_state_its_version() {
+        let mut s = good();
+        s.release_image = "quay.io/openshift-release-dev/ocp-release@sha256:abcd".into();
+        let v = validate_create("demo", Some(&s));
+        assert_eq!(fields(&v), ["spec.release_image"]);
+        assert!(v[0].description.contains("does not say its version"), "{v:?}");
+        s.release_image = "quay.io/openshift-release-dev/ocp-release:4.21.0-multi@sha256:abcd".into();
+        assert_eq!(validate_create("demo", Some(&s)), vec![]);
     }
 
     #[test]
@@ -583,11 +509,7 @@ mod tests {
         s.location = String::new();
         s.base_domain = "nodots".into();
         s.release_image = "no tag".into();
-        s.node_pools.push(NodePoolSpec {
-            name: "workers".into(),
-            replicas: 500,
-            vm_size: "huge".into(),
-        });
+        s.node_pools.push(NodePoolSpec::new("workers", 500, "huge"));
         s.network.vnet_cidr = Some("10.0.0.0/33".into());
         s.network.subnet_cidr = Some("192.168.0.0/24".into());
         let v = validate_create("Bad_Name", Some(&s));
@@ -598,9 +520,10 @@ mod tests {
                 "spec.location",
                 "spec.base_domain",
                 "spec.release_image",
-                "spec.node_pools[1].name",
                 "spec.node_pools[1].replicas",
                 "spec.node_pools[1].vm_size",
+                "spec.node_pools[1].name",
+                "spec.node_pools",
                 "spec.network.vnet_cidr",
             ]
         );
