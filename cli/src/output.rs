@@ -229,7 +229,7 @@ pub fn clusters_table(clusters: &[pb::Cluster], wide: bool) -> Table {
             let pools: Vec<String> = spec
                 .node_pools
                 .iter()
-                .map(|p| format!("{}={}×{}", p.name, p.replicas, p.vm_size))
+                .map(|p| format!("{}={}×{}", p.name, pool_size(p), p.vm_size))
                 .collect();
             let op = s
                 .operation
@@ -606,6 +606,14 @@ pub fn status_text(status: &tonic::Status) -> String {
     out
 }
 
+/// A pool's size as a table shows it: its count, or its autoscaler's bounds (`2..4`).
+pub fn pool_size(p: &pb::NodePoolSpec) -> String {
+    match (&p.autoscaling, p.replicas) {
+        (Some(a), _) => format!("{}..{}", a.min, a.max),
+        (None, n) => n.unwrap_or_default().to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -808,8 +816,9 @@ mod tests {
                 location: "westeurope".into(),
                 node_pools: vec![pb::NodePoolSpec {
                     name: "workers".into(),
-                    replicas,
+                    replicas: Some(replicas),
                     vm_size: "Standard_D4s_v5".into(),
+                    ..Default::default()
                 }],
                 ..Default::default()
             }),

@@ -892,11 +892,11 @@ async fn every_step_fails_for_good_on_a_refusal_and_recovers_from_what_azure_ret
         location: "eastus".into(),
         base_domain: "example.com".into(),
         release_image: "quay.io/openshift-release-dev/ocp-release:4.21.0-multi".into(),
-        node_pools: vec![hypersaga_model::NodePoolSpec {
-            name: "workers".into(),
-            replicas: 1,
-            vm_size: "Standard_D4s_v5".into(),
-        }],
+        node_pools: vec![hypersaga_model::NodePoolSpec::new(
+            "workers",
+            1,
+            "Standard_D4s_v5",
+        )],
         network: hypersaga_model::NetworkSpec::default(),
     };
     let plan: Vec<String> = hypersaga_saga::create_plan(&spec, Default::default())

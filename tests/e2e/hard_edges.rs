@@ -262,8 +262,9 @@ async fn input_of_any_size_is_refused_at_the_gateway_which_stays_on_the_bus() {
     spec.node_pools = vec![
         pb::NodePoolSpec {
             name: field.clone(),
-            replicas: -1,
+            replicas: Some(-1),
             vm_size: field.clone(),
+            ..Default::default()
         };
         10
     ];
@@ -277,8 +278,9 @@ async fn input_of_any_size_is_refused_at_the_gateway_which_stays_on_the_bus() {
     pools.spec.as_mut().expect("spec").node_pools = vec![
         pb::NodePoolSpec {
             name: "Bad Pool".into(),
-            replicas: -1,
+            replicas: Some(-1),
             vm_size: "?".into(),
+            ..Default::default()
         };
         20_000
     ];
@@ -325,7 +327,7 @@ async fn input_of_any_size_is_refused_at_the_gateway_which_stays_on_the_bus() {
     let mut changed = first.clone();
     let spec = changed.spec.as_mut().expect("spec");
     spec.location = "westeurope".into();
-    spec.node_pools[0].replicas = 3;
+    spec.node_pools[0].replicas = Some(3);
     let status = acme
         .create_cluster(changed)
         .await

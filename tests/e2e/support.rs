@@ -437,8 +437,9 @@ pub fn create_request(name: &str, replicas: i32) -> pb::CreateClusterRequest {
             release_image: "quay.io/openshift-release-dev/ocp-release:4.21.0-multi".into(),
             node_pools: vec![pb::NodePoolSpec {
                 name: "workers".into(),
-                replicas,
+                replicas: Some(replicas),
                 vm_size: "Standard_D4s_v5".into(),
+                ..Default::default()
             }],
             network: Some(pb::NetworkSpec::default()),
         }),

@@ -112,11 +112,7 @@ fn spec() -> ClusterSpec {
         node_pools: sent
             .node_pools
             .into_iter()
-            .map(|p| NodePoolSpec {
-                name: p.name,
-                replicas: p.replicas,
-                vm_size: p.vm_size,
-            })
+            .map(|p| NodePoolSpec::new(p.name, p.replicas.unwrap_or_default(), p.vm_size))
             .collect(),
         // `create_request` brings no network: the one the plan makes.
         network: NetworkSpec::default(),

@@ -853,11 +853,7 @@ fn spec() -> ClusterSpec {
         location: "eastus".into(),
         base_domain: "example.com".into(),
         release_image: "quay.io/openshift-release-dev/ocp-release:4.21.0-multi".into(),
-        node_pools: vec![NodePoolSpec {
-            name: "workers".into(),
-            replicas: 2,
-            vm_size: "Standard_D4s_v5".into(),
-        }],
+        node_pools: vec![NodePoolSpec::new("workers", 2, "Standard_D4s_v5")],
         network: NetworkSpec::default(),
     }
 }
@@ -894,6 +890,7 @@ fn new_saga(
             actor,
             trace_id: TraceParent::new_root().trace_id(),
             after: None,
+            node_pool: None,
         },
         now,
     );

@@ -229,8 +229,9 @@ async fn create(a: CreateArgs) -> anyhow::Result<ExitCode> {
     let mut c = a.client.client().await?;
     let node_pools = vec![pb::NodePoolSpec {
         name: a.node_pool_name.clone(),
-        replicas: a.node_pool_replicas,
+        replicas: Some(a.node_pool_replicas),
         vm_size: a.vm_size.clone(),
+        ..Default::default()
     }];
     let req = pb::CreateClusterRequest {
         name: a.name.clone(),

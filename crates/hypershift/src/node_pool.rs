@@ -1,5 +1,7 @@
 //! `NodePool`: a set of worker VMs joined to a HostedCluster.
 
+use std::collections::BTreeMap;
+
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -36,6 +38,26 @@ pub struct NodePoolSpec {
     pub platform: NodePoolPlatform,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_scaling: Option<NodePoolAutoScaling>,
+    /// Labels of the nodes; HyperShift applies them only to nodes made after a change.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_labels: BTreeMap<String, String>,
+    /// Taints of the nodes; likewise only on nodes made after a change.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub taints: Vec<Taint>,
+    /// How long a node is drained before it is removed anyway (a Go duration, `30m`); unset
+    /// waits for ever. Applied in place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_drain_timeout: Option<String>,
+}
+
+/// `spec.taints[]`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Taint {
+    pub key: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub value: String,
+    pub effect: String,
 }
 
 /// `spec.management`.

@@ -236,6 +236,43 @@ pub struct ClusterRecord {
     pub intent: Option<OperationIntent>,
 }
 
+/// One rollout of a release on the control plane, as HyperShift's `status.version.history`
+/// records it (newest first).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionEntry {
+    pub version: String,
+    pub image: String,
+    /// `Completed` or `Partial`.
+    pub state: String,
+    /// RFC 3339, as HyperShift writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed: Option<String>,
+}
+
+/// IDs of what exists, by role, from steps' outputs (step id, outputs): every `<role>_id`
+/// output. A node pool's roles carry its name (`node_pool/workers`), so pools do not hide
+/// each other.
+pub fn resources_of<'a>(
+    outputs: impl IntoIterator<Item = (&'a str, &'a BTreeMap<String, serde_json::Value>)>,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for (step, outputs) in outputs {
+        let pool = step.strip_prefix("nodepool.");
+        for (k, v) in outputs {
+            if let (Some(role), Some(v)) = (k.strip_suffix("_id"), v.as_str()) {
+                let role = match pool {
+                    Some(pool) => format!("{role}/{pool}"),
+                    None => role.to_owned(),
+                };
+                out.insert(role, v.to_owned());
+            }
+        }
+    }
+    out
+}
+
 /// Who asked for an operation, and how to trace it. The gateway writes it into the cluster
 /// record together with the operation (one compare-and-set, and nothing else); the coordinator
 /// builds the saga from the record (kind, request id, start and deadline are in

@@ -87,8 +87,9 @@ pub struct OsDisk {
     pub storage_account_type: String,
 }
 
-/// ARO-HCP's default and minimum OS disk size.
-pub const DEFAULT_OS_DISK_GIB: u32 = 64;
+/// `hypershift create nodepool azure`'s default OS disk size (`--root-disk-size`), within
+/// ARO-HCP's 64–4095.
+pub const DEFAULT_OS_DISK_GIB: u32 = 120;
 /// HyperShift's CLI default disk type.
 pub const DEFAULT_OS_DISK_TYPE: &str = "Premium_LRS";
 

@@ -77,6 +77,21 @@ fn too_long(v: &mut Vec<FieldViolation>, field: &str, value: &str, max: usize) -
     true
 }
 
+/// Checks one node pool of a request on its own, at `at` (`node_pool`).
+pub fn validate_node_pool(at: &str, pool: &crate::spec::NodePoolSpec) -> Vec<FieldViolation> {
+    let mut v = Vec::new();
+    check_node_pool(&mut v, at, pool);
+    v
+}
+
+/// Checks a node pool name (`field` is where the request carries it), as every call naming a
+/// pool does before looking.
+pub fn validate_pool_name(field: &str, name: &str) -> Vec<FieldViolation> {
+    let mut v = Vec::new();
+    check_pool_name(&mut v, field, name);
+    v
+}
+
 /// Checks a cluster name (`field` is where the request carries it): a DNS label of at most
 /// [`MAX_CLUSTER_NAME`] characters. Every call naming a cluster checks it before looking.
 pub fn validate_cluster_name(field: &str, name: &str) -> Vec<FieldViolation> {
@@ -188,7 +203,7 @@ fn DNS_LABEL_LOOSE(l: &str) -> bool {
 }
 
 /// A release image: printable, with a tag that states its version (a digest may follow it).
-fn check_release_image(v: &mut Vec<FieldViolation>, field: &str, image: &str) {
+pub fn check_release_image(v: &mut Vec<FieldViolation>, field: &str, image: &str) {
     if image.is_empty() {
         v.push(FieldViolation::new(field, "is required"));
     } else if too_long(v, field, image, MAX_RELEASE_IMAGE) {
@@ -421,10 +436,7 @@ mod tests {
     #[test]
     fn a_flood_of_node_pools_is_one_violation_not_one_per_pool() {
         let mut s = good();
-        s.node_pools = vec![
-            NodePoolSpec::new("Bad Name", -1, "?");
-            100_000
-        ];
+        s.node_pools = vec![NodePoolSpec::new("Bad Name", -1, "?"); 100_000];
         let v = validate_create("demo", Some(&s));
         assert_eq!(v[0].field, "spec.node_pools");
         assert!(v[0].description.contains("got 100000"), "{v:?}");
@@ -498,8 +510,12 @@ mod tests {
         s.release_image = "quay.io/openshift-release-dev/ocp-release@sha256:abcd".into();
         let v = validate_create("demo", Some(&s));
         assert_eq!(fields(&v), ["spec.release_image"]);
-        assert!(v[0].description.contains("does not say its version"), "{v:?}");
-        s.release_image = "quay.io/openshift-release-dev/ocp-release:4.21.0-multi@sha256:abcd".into();
+        assert!(
+            v[0].description.contains("does not say its version"),
+            "{v:?}"
+        );
+        s.release_image =
+            "quay.io/openshift-release-dev/ocp-release:4.21.0-multi@sha256:abcd".into();
         assert_eq!(validate_create("demo", Some(&s)), vec![]);
     }
 

@@ -157,23 +157,20 @@ impl fmt::Display for ReleaseVersion {
     }
 }
 
-/// A move the version rules forbid, said with both versions.
+/// A move the version rules forbid, said with both versions (as they are written).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SkewError {
     #[error(
         "the control plane cannot go down from {from} to {to}: HyperShift does not support control-plane downgrades"
     )]
-    ControlPlaneDowngrade {
-        from: ReleaseVersion,
-        to: ReleaseVersion,
-    },
+    ControlPlaneDowngrade { from: String, to: String },
     #[error(
         "the control plane moves one minor at a time: from {from} the next is {}.{}, not {to}",
         next.0, next.1
     )]
     ControlPlaneSkipsMinor {
-        from: ReleaseVersion,
-        to: ReleaseVersion,
+        from: String,
+        to: String,
         next: (u64, u64),
     },
     #[error(
@@ -181,30 +178,27 @@ pub enum SkewError {
     )]
     PoolLeftBehind {
         pool: String,
-        pool_version: ReleaseVersion,
-        control_plane: ReleaseVersion,
+        pool_version: String,
+        control_plane: String,
         behind: u64,
     },
     #[error(
         "node pool version {pool_version} is newer than the control plane's {control_plane}: a pool is never newer than its control plane"
     )]
     PoolNewerThanControlPlane {
-        pool_version: ReleaseVersion,
-        control_plane: ReleaseVersion,
+        pool_version: String,
+        control_plane: String,
     },
     #[error(
         "node pool version {pool_version} is {behind} minors behind the control plane's {control_plane}; at most {MAX_POOL_MINORS_BEHIND} are supported"
     )]
     PoolTooOld {
-        pool_version: ReleaseVersion,
-        control_plane: ReleaseVersion,
+        pool_version: String,
+        control_plane: String,
         behind: u64,
     },
     #[error("a node pool's minor cannot go down: from {from} to {to}")]
-    PoolMinorDowngrade {
-        from: ReleaseVersion,
-        to: ReleaseVersion,
-    },
+    PoolMinorDowngrade { from: String, to: String },
 }
 
 /// Whether the control plane may move from `from` to `to` (an equal version is no move).
@@ -214,8 +208,8 @@ pub fn check_control_plane_move(
 ) -> Result<(), SkewError> {
     if to < from {
         return Err(SkewError::ControlPlaneDowngrade {
-            from: from.clone(),
-            to: to.clone(),
+            from: from.to_string(),
+            to: to.to_string(),
         });
     }
     let same_major_next = (from.major, from.minor + 1);
@@ -226,8 +220,8 @@ pub fn check_control_plane_move(
         Ok(())
     } else {
         Err(SkewError::ControlPlaneSkipsMinor {
-            from: from.clone(),
-            to: to.clone(),
+            from: from.to_string(),
+            to: to.to_string(),
             next: MAJOR_PATHS
                 .iter()
                 .find(|(f, _)| *f == from.minor_line())
@@ -243,15 +237,15 @@ pub fn check_pool_skew(
 ) -> Result<(), SkewError> {
     if pool > control_plane {
         return Err(SkewError::PoolNewerThanControlPlane {
-            pool_version: pool.clone(),
-            control_plane: control_plane.clone(),
+            pool_version: pool.to_string(),
+            control_plane: control_plane.to_string(),
         });
     }
     let behind = pool.minors_behind(control_plane);
     if behind > MAX_POOL_MINORS_BEHIND {
         return Err(SkewError::PoolTooOld {
-            pool_version: pool.clone(),
-            control_plane: control_plane.clone(),
+            pool_version: pool.to_string(),
+            control_plane: control_plane.to_string(),
             behind,
         });
     }
@@ -266,8 +260,8 @@ pub fn check_pool_move(
 ) -> Result<(), SkewError> {
     if minor_index(to) < minor_index(from) {
         return Err(SkewError::PoolMinorDowngrade {
-            from: from.clone(),
-            to: to.clone(),
+            from: from.to_string(),
+            to: to.to_string(),
         });
     }
     check_pool_skew(control_plane, to)
@@ -285,8 +279,8 @@ pub fn check_pools_after_upgrade<'a>(
             let behind = v.minors_behind(to);
             (behind > MAX_POOL_MINORS_BEHIND).then(|| SkewError::PoolLeftBehind {
                 pool: name.to_owned(),
-                pool_version: v.clone(),
-                control_plane: to.clone(),
+                pool_version: v.to_string(),
+                control_plane: to.to_string(),
                 behind,
             })
         })
@@ -308,7 +302,10 @@ mod tests {
             of("quay.io/openshift-release-dev/ocp-release:4.21.3-multi"),
             Ok(v("4.21.3"))
         );
-        assert_eq!(of("registry:5000/ocp/release:4.19.0-x86_64"), Ok(v("4.19.0")));
+        assert_eq!(
+            of("registry:5000/ocp/release:4.19.0-x86_64"),
+            Ok(v("4.19.0"))
+        );
         assert_eq!(
             of("quay.io/ocp-release:4.22.0-ec.2-x86_64").map(|r| r.pre),
             Ok(Some("ec.2".into()))
@@ -322,8 +319,14 @@ mod tests {
             Err(VersionError::DigestWithoutTag)
         );
         assert_eq!(of("registry:5000/ocp-release"), Err(VersionError::NoTag));
-        assert!(matches!(of("quay.io/x:latest"), Err(VersionError::NotAVersion(_))));
-        assert!(matches!(of("quay.io/x:4.21"), Err(VersionError::NotAVersion(_))));
+        assert!(matches!(
+            of("quay.io/x:latest"),
+            Err(VersionError::NotAVersion(_))
+        ));
+        assert!(matches!(
+            of("quay.io/x:4.21"),
+            Err(VersionError::NotAVersion(_))
+        ));
     }
 
     #[test]
@@ -365,7 +368,10 @@ mod tests {
             check_pool_move(&v("4.22.0"), &v("4.21.0"), &v("4.20.9")),
             Err(SkewError::PoolMinorDowngrade { .. })
         ));
-        assert_eq!(check_pool_move(&v("4.22.0"), &v("4.20.0"), &v("4.22.0")), Ok(()));
+        assert_eq!(
+            check_pool_move(&v("4.22.0"), &v("4.20.0"), &v("4.22.0")),
+            Ok(())
+        );
         // 5.0 counts as 4.23: a 4.20 pool is three minors behind it.
         assert_eq!(v("4.20.0").minors_behind(&v("5.0.0")), 3);
     }
@@ -373,8 +379,7 @@ mod tests {
     #[test]
     fn an_upgrade_leaving_a_pool_four_minors_behind_names_it() {
         let (old, ok) = (v("4.18.2"), v("4.20.0"));
-        let refused =
-            check_pools_after_upgrade(&v("4.22.0"), [("legacy", &old), ("workers", &ok)]);
+        let refused = check_pools_after_upgrade(&v("4.22.0"), [("legacy", &old), ("workers", &ok)]);
         assert_eq!(refused.len(), 1);
         assert_eq!(
             refused[0].to_string(),

@@ -20,6 +20,7 @@
 //! operator resumes, retries, compensates or abandons it.
 #![forbid(unsafe_code)]
 
+pub mod kinds;
 mod operator;
 pub mod plan;
 mod retry;

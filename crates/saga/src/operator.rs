@@ -3,10 +3,11 @@
 
 use hypersaga_bus::{Action, OperatorAction, OperatorCall};
 use hypersaga_model::ErrorInfo;
-use hypersaga_model::record::{OperationKind, OperationState};
+use hypersaga_model::record::OperationState;
 use serde_json::json;
 use time::OffsetDateTime;
 
+use crate::kinds;
 use crate::saga::{Applied, Saga};
 
 /// Why an operator call does not apply to the saga as it is.
@@ -18,7 +19,9 @@ pub enum Refusal {
     NotPaused,
     #[error("`retry_step` needs the id of a paused step; paused: {0:?}")]
     NotAPausedStep(Vec<String>),
-    #[error("only a create can be compensated; a delete can be resumed or abandoned")]
+    #[error(
+        "only a create (of a cluster or a node pool) can be compensated; other operations can be resumed or abandoned"
+    )]
     NotACreate,
     #[error("the operation is already compensating; `resume` continues the compensation")]
     AlreadyCompensating,
@@ -58,7 +61,7 @@ impl Saga {
                 Some(s) if pause.steps.iter().any(|p| p == s) => Ok(()),
                 _ => Err(Refusal::NotAPausedStep(pause.steps.clone())),
             },
-            OperatorAction::Compensate if self.kind != OperationKind::Create => {
+            OperatorAction::Compensate if !kinds::behaviour(self.kind).compensable() => {
                 Err(Refusal::NotACreate)
             }
             OperatorAction::Compensate if self.backward() => Err(Refusal::AlreadyCompensating),

@@ -27,7 +27,7 @@ pub struct StepDef {
 
 impl StepDef {
     /// A step of the create plan: its wire id and those of its dependencies.
-    fn of(id: StepId, deps: &[StepId], undo: UndoPolicy) -> Self {
+    pub(crate) fn of(id: StepId, deps: &[StepId], undo: UndoPolicy) -> Self {
         Self {
             id: id.to_string(),
             deps: deps.iter().map(StepId::to_string).collect(),
@@ -94,7 +94,7 @@ pub fn create_plan(spec: &ClusterSpec, retain: Retain) -> Vec<StepDef> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use hypersaga_model::{NetworkSpec, NodePoolSpec};
 
@@ -103,11 +103,7 @@ mod tests {
             location: "eastus".into(),
             base_domain: "example.com".into(),
             release_image: "quay.io/x:1".into(),
-            node_pools: vec![NodePoolSpec {
-                name: "workers".into(),
-                replicas: 2,
-                vm_size: "Standard_D4s_v5".into(),
-            }],
+            node_pools: vec![NodePoolSpec::new("workers", 2, "Standard_D4s_v5")],
             network: NetworkSpec::default(),
         }
     }

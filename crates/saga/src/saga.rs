@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use time::{Duration, OffsetDateTime};
 
+use crate::kinds::{self, Direction};
 use crate::plan::{StepDef, UndoPolicy};
 use crate::retry::RetryPolicy;
 
@@ -278,6 +279,9 @@ pub struct Saga {
     /// ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_parent: Option<String>,
+    /// The pool a node-pool operation acts on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_pool: Option<String>,
 }
 
 /// Inputs to create a saga.
@@ -294,19 +298,22 @@ pub struct NewSaga {
     pub request_id: Option<String>,
     pub actor: String,
     pub trace_id: String,
-    /// For a delete that supersedes a running create: that create's id.
+    /// For a delete that supersedes a running operation: that operation's id.
     pub after: Option<String>,
+    /// The pool a node-pool operation acts on.
+    pub node_pool: Option<String>,
 }
 
 impl Saga {
     /// The command of step `step`'s dispatch `fence`, as the step and the saga stand in this
-    /// record; `None` when the step has been dispatched again since (or is unknown), which
-    /// makes that dispatch stale.
+    /// record; `None` when the step has been dispatched again since, is no longer in flight
+    /// (stopped or taken back in the same transition) or is unknown, which makes that
+    /// dispatch stale.
     pub fn command(&self, step: &str, fence: u64) -> Option<StepCommand> {
         let s = self
             .steps
             .iter()
-            .find(|s| s.id == step && s.fence == fence)?;
+            .find(|s| s.id == step && s.fence == fence && s.in_flight())?;
         Some(StepCommand {
             v: hypersaga_bus::ENVELOPE_VERSION,
             saga_id: self.id.clone(),
@@ -347,7 +354,7 @@ impl Saga {
     /// outbox. Nothing is dispatched until the coordinator first advances it.
     pub fn new(n: NewSaga, now: OffsetDateTime) -> Self {
         let mut steps: Vec<StepRecord> = n.plan.iter().map(StepRecord::new).collect();
-        if n.kind == OperationKind::Delete {
+        if kinds::behaviour(n.kind).direction == Direction::Backward {
             for s in &mut steps {
                 if s.undo == UndoPolicy::Keep {
                     s.state = StepState::Kept;
@@ -382,19 +389,33 @@ impl Saga {
             previous: None,
             scheduled: None,
             trace_parent: None,
+            node_pool: n.node_pool,
         };
-        let (kind, detail) = match saga.kind {
-            OperationKind::Create => (
-                "cluster.accepted",
-                json!({ "spec": saga.context.spec, "infra_id": saga.context.names.infra_id }),
-            ),
-            OperationKind::Delete => (
-                "cluster.deleting",
-                json!({ "infra_id": saga.context.names.infra_id }),
-            ),
-        };
-        saga.audit(kind, None, detail, now);
+        let detail = saga.accepted_detail();
+        saga.audit(
+            kinds::behaviour(saga.kind).accepted_event,
+            None,
+            detail,
+            now,
+        );
         saga
+    }
+
+    /// What the opening audit event says of the request: a create's whole spec, an upgrade's
+    /// release, a pool's spec, what a delete removes.
+    fn accepted_detail(&self) -> Value {
+        let infra_id = &self.context.names.infra_id;
+        let spec = &self.context.spec;
+        let pool = self.node_pool.as_deref().and_then(|p| spec.pool(p));
+        match self.kind {
+            OperationKind::Create => json!({ "spec": spec, "infra_id": infra_id }),
+            OperationKind::Delete => json!({ "infra_id": infra_id }),
+            OperationKind::UpdateCluster => json!({ "release_image": spec.release_image }),
+            OperationKind::CreateNodePool | OperationKind::UpdateNodePool => {
+                json!({ "node_pool": self.node_pool, "spec": pool })
+            }
+            OperationKind::DeleteNodePool => json!({ "node_pool": self.node_pool }),
+        }
     }
 
     pub(crate) fn step_index(&self, id: &str) -> Option<usize> {
@@ -484,6 +505,7 @@ impl Saga {
             previous: None,
             scheduled: None,
             trace_parent: None,
+            node_pool: None,
         }
     }
 
@@ -503,37 +525,48 @@ impl Saga {
 
     /// The phase the cluster is in while this saga is its current operation.
     pub fn cluster_phase(&self) -> ClusterPhase {
-        match (self.kind, self.state) {
-            (OperationKind::Create, OperationState::Running | OperationState::Paused) => {
+        let b = kinds::behaviour(self.kind);
+        match self.state {
+            OperationState::Running | OperationState::Paused => {
                 if self.steps.iter().any(|s| s.state != StepState::Pending) {
-                    ClusterPhase::Provisioning
+                    b.running_phase
                 } else {
-                    ClusterPhase::Accepted
+                    b.accepted_phase
                 }
             }
-            (OperationKind::Create, OperationState::Compensating) => ClusterPhase::Compensating,
-            (OperationKind::Create, OperationState::Succeeded) => ClusterPhase::Ready,
-            (_, OperationState::Failed) => ClusterPhase::Failed,
-            (OperationKind::Delete, OperationState::Succeeded) => ClusterPhase::Deleted,
-            (OperationKind::Delete, _) => ClusterPhase::Deleting,
+            OperationState::Compensating => b.compensating_phase,
+            OperationState::Succeeded => b.succeeded_phase,
+            OperationState::Failed => b.failed_phase,
         }
     }
 
-    /// IDs of what exists, by role: every `*_id` output of a step that is done and not undone.
+    /// IDs of what this operation's steps made or kept, by role (see
+    /// [`hypersaga_model::record::resources_of`]).
     pub fn resources(&self) -> BTreeMap<String, String> {
-        let mut out = BTreeMap::new();
+        hypersaga_model::record::resources_of(self.steps.iter().filter_map(|s| {
+            let done = matches!(s.state, StepState::Succeeded | StepState::Kept);
+            done.then(|| self.context.outputs.get(&s.id).map(|o| (s.id.as_str(), o)))
+                .flatten()
+        }))
+    }
+
+    /// What this operation leaves the cluster owning, from what it owned before (`owned`, by
+    /// step id): a step done forward adds (or replaces) its outputs; a step undone takes them
+    /// away. Steps that did not end either way leave what was there.
+    pub fn owned_after(&self, owned: &mut BTreeMap<String, hypersaga_bus::Outputs>) {
         for s in &self.steps {
-            if matches!(s.state, StepState::Succeeded | StepState::Kept)
-                && let Some(outputs) = self.context.outputs.get(&s.id)
-            {
-                for (k, v) in outputs {
-                    if let (Some(role), Some(v)) = (k.strip_suffix("_id"), v.as_str()) {
-                        out.insert(role.to_owned(), v.to_owned());
+            match (s.state, s.action) {
+                (StepState::Succeeded, Action::Do) | (StepState::Kept, Action::Do) => {
+                    if let Some(o) = self.context.outputs.get(&s.id) {
+                        owned.insert(s.id.clone(), o.clone());
                     }
                 }
+                (StepState::Compensated, _) => {
+                    owned.remove(&s.id);
+                }
+                _ => {}
             }
         }
-        out
     }
 
     /// The operation as users see it.
@@ -553,6 +586,7 @@ impl Saga {
                 reason: p.reason.clone(),
                 steps: p.steps.clone(),
             }),
+            node_pool: self.node_pool.clone(),
             steps: self
                 .steps
                 .iter()

@@ -52,11 +52,7 @@ fn spec() -> ClusterSpec {
         location: "eastus".into(),
         base_domain: "example.com".into(),
         release_image: "quay.io/x:1".into(),
-        node_pools: vec![NodePoolSpec {
-            name: "workers".into(),
-            replicas: 2,
-            vm_size: "Standard_D4s_v5".into(),
-        }],
+        node_pools: vec![NodePoolSpec::new("workers", 2, "Standard_D4s_v5")],
         network: NetworkSpec::default(),
     }
 }
@@ -111,6 +107,7 @@ fn saga_of(kind: OperationKind, plan: Vec<crate::StepDef>) -> Saga {
             actor: "tenant:acme".into(),
             trace_id: "t".into(),
             after: None,
+            node_pool: None,
         },
         t0(),
     )
@@ -1347,3 +1344,6 @@ fn the_outbox_keeps_dispatches_and_the_record_builds_their_commands() {
     assert!(s.command(&first.step, first.fence + 1).is_none());
     assert!(s.command("identity.nope", 1).is_none());
 }
+
+#[path = "day2_tests.rs"]
+mod day2;

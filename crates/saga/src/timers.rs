@@ -4,10 +4,11 @@
 
 use hypersaga_bus::Action;
 use hypersaga_model::ErrorInfo;
-use hypersaga_model::record::{OperationKind, OperationState};
+use hypersaga_model::record::OperationState;
 use serde_json::json;
 use time::OffsetDateTime;
 
+use crate::kinds::{self, Direction, OnFailure};
 use crate::saga::{Applied, Saga};
 use crate::transitions::millis;
 
@@ -33,13 +34,11 @@ impl Saga {
             .flat_map(|s| [s.lease_until, s.deadline])
             .flatten();
         let operation_deadline_applies = !self.deadline_passed
-            && match self.kind {
-                OperationKind::Create => {
-                    self.pause.is_none() && self.state == OperationState::Running
-                }
-                // A delete's deadline runs once it has started: while it waits for the create
-                // it superseded, that create's step deadlines bound the wait.
-                OperationKind::Delete => self.after.is_none(),
+            && match kinds::behaviour(self.kind).direction {
+                Direction::Forward => self.pause.is_none() && self.state == OperationState::Running,
+                // A delete's deadline runs once it has started: while it waits for the
+                // operation it superseded, that one's step deadlines bound the wait.
+                Direction::Backward => self.after.is_none(),
             };
         let operation = operation_deadline_applies.then_some(self.deadline);
         // A delete waiting for a superseded create looks again now and then, should the
@@ -150,9 +149,10 @@ impl Saga {
                 changed = true;
             }
         }
+        let behaviour = kinds::behaviour(self.kind);
         if !self.deadline_passed
             && now >= self.deadline
-            && (self.pause.is_none() || self.kind == OperationKind::Delete)
+            && (self.pause.is_none() || behaviour.direction == Direction::Backward)
             && self.after.is_none()
         {
             self.deadline_passed = true;
@@ -173,10 +173,13 @@ impl Saga {
             if self.error.is_none() {
                 self.error = Some(info);
             }
-            match (self.kind, self.state) {
-                (OperationKind::Create, OperationState::Running) => self.begin_compensation(now),
-                (OperationKind::Create, _) => {}
-                (OperationKind::Delete, _) => self.finish(OperationState::Failed, now),
+            match (behaviour.direction, behaviour.on_failure, self.state) {
+                (Direction::Forward, OnFailure::Compensate, OperationState::Running) => {
+                    self.begin_compensation(now)
+                }
+                (Direction::Forward, OnFailure::Stop, OperationState::Running) => self.stop(now),
+                (Direction::Forward, _, _) => {}
+                (Direction::Backward, _, _) => self.finish(OperationState::Failed, now),
             }
             changed = true;
         }

@@ -3,10 +3,11 @@
 
 use hypersaga_bus::{AUDIT_VERSION, Action, AuditEvent, Outcome, StepError, StepEvent};
 use hypersaga_model::ErrorInfo;
-use hypersaga_model::record::{OperationKind, OperationState, StepState};
+use hypersaga_model::record::{OperationState, StepState};
 use serde_json::{Value, json};
 use time::{Duration, OffsetDateTime};
 
+use crate::kinds::{self, Direction, OnFailure};
 use crate::plan::UndoPolicy;
 use crate::saga::{Applied, Effect, Pause, Saga, StepRecord, StepWait};
 
@@ -22,7 +23,8 @@ pub(crate) fn millis(d: Duration) -> u64 {
 impl Saga {
     /// Going backward: a delete, or a create being compensated.
     pub(crate) fn backward(&self) -> bool {
-        self.kind == OperationKind::Delete || self.state == OperationState::Compensating
+        kinds::behaviour(self.kind).direction == Direction::Backward
+            || self.state == OperationState::Compensating
     }
 
     /// Dispatches whatever is ready and finishes the saga when nothing is left. Idempotent:
@@ -77,8 +79,20 @@ impl Saga {
         for i in ready {
             self.start(i, Action::Do, now);
         }
-        if self.steps.iter().all(|s| s.state == StepState::Succeeded) {
-            self.finish(OperationState::Succeeded, now);
+        // Done when nothing runs and nothing is left to start: succeeded if every step did,
+        // else stopped (see [`Saga::stop`]).
+        let open = self
+            .steps
+            .iter()
+            .any(|s| s.in_flight() || s.state == StepState::Pending);
+        if !open {
+            let all = self.steps.iter().all(|s| s.state == StepState::Succeeded);
+            let outcome = if all {
+                OperationState::Succeeded
+            } else {
+                OperationState::Failed
+            };
+            self.finish(outcome, now);
         }
     }
 
@@ -109,9 +123,12 @@ impl Saga {
         }
         if !self.steps.iter().any(StepRecord::in_flight) {
             let all_clear = self.steps.iter().all(StepRecord::is_clear);
-            let outcome = match (self.kind, all_clear) {
-                (OperationKind::Delete, true) => OperationState::Succeeded,
-                _ => OperationState::Failed,
+            // Compensation ends failed however clean; a delete succeeds when all is gone.
+            let deleting = kinds::behaviour(self.kind).direction == Direction::Backward;
+            let outcome = if deleting && all_clear {
+                OperationState::Succeeded
+            } else {
+                OperationState::Failed
             };
             self.finish(outcome, now);
         }
@@ -257,7 +274,7 @@ impl Saga {
     /// The failure policy, by class:
     /// - throttled (429, an exhausted request budget): wait it out, no attempt spent;
     /// - retryable with budget left: retry with backoff;
-    /// - terminal on a forward step of a create: compensate;
+    /// - terminal on a forward step: compensate, or stop where it is, as the kind says;
     /// - anything else (retries exhausted, an undo that cannot finish): pause with the reason.
     pub(crate) fn on_failure(&mut self, i: usize, error: &StepError, now: OffsetDateTime) {
         let backward = self.backward();
@@ -364,7 +381,10 @@ impl Saga {
                 if self.error.is_none() {
                     self.error = Some(info);
                 }
-                self.begin_compensation(now);
+                match kinds::behaviour(self.kind).on_failure {
+                    OnFailure::Compensate => self.begin_compensation(now),
+                    OnFailure::Stop => self.stop(now),
+                }
             }
             _ => {
                 self.audit(
@@ -415,6 +435,35 @@ impl Saga {
         self.audit("saga.compensating", None, json!({ "reason": reason }), now);
     }
 
+    /// Stops a forward operation where it is: nothing more starts (what never started is
+    /// skipped), nothing is undone; steps running now report, then it ends failed.
+    /// Steps waiting on Azure or HyperShift are taken back at once (their next re-check is
+    /// dropped by its fence).
+    pub(crate) fn stop(&mut self, now: OffsetDateTime) {
+        let reason = self.error.clone();
+        self.audit("saga.stopping", None, json!({ "reason": reason }), now);
+        for i in 0..self.steps.len() {
+            let s = &mut self.steps[i];
+            if s.state == StepState::Pending {
+                s.state = StepState::Skipped;
+            } else if s.in_flight() && s.wait.is_some() {
+                s.end_failed(now);
+                self.audit("step.cancelled", Some(i), json!({ "stopped": true }), now);
+            }
+        }
+    }
+
+    /// Ends an operation that has no plan (its record names what its spec lacks) as failed,
+    /// saying why: nothing ran, nothing is left.
+    pub fn fail_unplannable(&mut self, why: &str, now: OffsetDateTime) {
+        self.error = Some(ErrorInfo {
+            code: "InvalidOperation".into(),
+            message: why.to_owned(),
+            ..Default::default()
+        });
+        self.finish(OperationState::Failed, now);
+    }
+
     pub(crate) fn finish(&mut self, state: OperationState, now: OffsetDateTime) {
         self.state = state;
         self.ended_at = Some(now);
@@ -423,12 +472,11 @@ impl Saga {
             s.lease_until = None;
             s.wait = None;
         }
-        let kind = match (self.kind, state) {
+        let b = kinds::behaviour(self.kind);
+        let kind = match state {
             _ if self.superseded_by.is_some() => "operation.superseded",
-            (OperationKind::Create, OperationState::Succeeded) => "cluster.ready",
-            (OperationKind::Create, _) => "cluster.failed",
-            (OperationKind::Delete, OperationState::Succeeded) => "cluster.deleted",
-            (OperationKind::Delete, _) => "cluster.delete_failed",
+            OperationState::Succeeded => b.succeeded_event,
+            _ => b.failed_event,
         };
         let leftovers: Vec<&str> = self
             .steps
@@ -448,7 +496,7 @@ impl Saga {
         }
     }
 
-    /// A delete supersedes this create (or its compensation): nothing more is dispatched,
+    /// A delete supersedes this operation (or its compensation): nothing more is dispatched,
     /// steps waiting on Azure or HyperShift are taken back at once (their next re-check is
     /// dropped by its fence), steps running now report first — the next safe point — and
     /// then the saga ends and wakes the delete, which removes everything.
@@ -471,8 +519,8 @@ impl Saga {
         Applied::Changed
     }
 
-    /// The create this delete waited for has stopped: take over its outputs (what it made,
-    /// for the record) and start.
+    /// The operation this delete waited for has stopped: take over its outputs (what it
+    /// made, for the record) and start.
     pub fn release(
         &mut self,
         outputs: &std::collections::BTreeMap<String, hypersaga_bus::Outputs>,

@@ -15,6 +15,7 @@ use hypersaga_hypershift::{
     LocalObjectReference, NetworkEntry, PlatformSpec, Release, ServicePublishingStrategy,
     ServicePublishingStrategyMapping, conditions,
 };
+use hypersaga_model::record::VersionEntry;
 use hypersaga_oidc::{BlobConfig, KeyStore};
 use hypersaga_worker::{Progress, StepHandler, StepResult};
 use k8s_openapi::ByteString;
@@ -121,7 +122,13 @@ impl ControlPlaneHandler {
     /// history from the hosted cluster's ClusterVersion, which completes only on nodes, so a
     /// cluster without any is done at once, and says so.
     async fn rollout(&self, cmd: &StepCommand) -> Result<StepResult, StepError> {
-        let nodes: i32 = cmd.context.spec.node_pools.iter().map(|p| p.replicas).sum();
+        let nodes: i32 = cmd
+            .context
+            .spec
+            .node_pools
+            .iter()
+            .map(|p| p.min_nodes())
+            .sum();
         if nodes == 0 {
             info!("no nodes: the release rolls out once a node pool has some");
             return Ok(StepResult::Done(RolloutOutputs::default().into_outputs()));
@@ -136,7 +143,7 @@ impl ControlPlaneHandler {
         })
         .await?
         {
-            Check::Done(version) => Ok(StepResult::Done(RolloutOutputs { version }.into_outputs())),
+            Check::Done(done) => Ok(StepResult::Done(done.into_outputs())),
             Check::Fail(e) => Err(e),
             Check::Wait(why) => match kube_ops::overdue(
                 cmd,
@@ -625,8 +632,13 @@ pub fn check_pull_secret(secret: Option<&hypersaga_config::Secret>) -> Result<St
     Ok(secret.expose().to_owned())
 }
 
-/// Done when the newest rollout in the version history is `Completed` for `image`.
-fn check_rollout(obj: Option<&HostedCluster>, image: &str, hc_target: &str) -> Check<String> {
+/// Done when the newest rollout in the version history is `Completed` for `image`: the
+/// version, and the history as it then stands.
+fn check_rollout(
+    obj: Option<&HostedCluster>,
+    image: &str,
+    hc_target: &str,
+) -> Check<RolloutOutputs> {
     let Some(hc) = obj else {
         return Check::Fail(
             StepError::retryable(
@@ -636,13 +648,25 @@ fn check_rollout(obj: Option<&HostedCluster>, image: &str, hc_target: &str) -> C
             .with_target(hc_target),
         );
     };
-    let newest = hc
+    let history = hc
         .status
         .as_ref()
         .and_then(|s| s.version.as_ref())
-        .and_then(|v| v.history.first());
-    match newest {
-        Some(h) if h.image == image && h.state == "Completed" => Check::Done(h.version.clone()),
+        .map_or(&[][..], |v| v.history.as_slice());
+    match history.first() {
+        Some(h) if h.image == image && h.state == "Completed" => Check::Done(RolloutOutputs {
+            version: h.version.clone(),
+            history: history
+                .iter()
+                .map(|h| VersionEntry {
+                    version: h.version.clone(),
+                    image: h.image.clone(),
+                    state: h.state.clone(),
+                    started: h.started_time.clone(),
+                    completed: h.completion_time.clone(),
+                })
+                .collect(),
+        }),
         Some(h) => Check::Wait(format!(
             "waiting for release {} to roll out on the nodes (version history: {})",
             if h.version.is_empty() {
@@ -884,7 +908,9 @@ mod tests {
         };
         let entry = |state: &str, image: &str| serde_json::json!({"state": state, "image": image, "version": "4.21.0"});
         let done = with(serde_json::json!([entry("Completed", image)]));
-        assert!(matches!(check_rollout(Some(&done), image, "t"), Check::Done(v) if v == "4.21.0"));
+        assert!(
+            matches!(check_rollout(Some(&done), image, "t"), Check::Done(v) if v.version == "4.21.0" && v.history.len() == 1)
+        );
         let partial = with(serde_json::json!([entry("Partial", image)]));
         assert!(
             matches!(check_rollout(Some(&partial), image, "t"), Check::Wait(w) if w.contains("Partial"))

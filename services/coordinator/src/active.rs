@@ -22,7 +22,7 @@ use tracing::{debug, warn};
 
 /// The kinds and states an unfinished operation can be in: every pair is exported, zeros
 /// included, so a state that empties shows 0 rather than its last count.
-const KINDS: [OperationKind; 2] = [OperationKind::Create, OperationKind::Delete];
+const KINDS: [OperationKind; 6] = OperationKind::ALL;
 const STATES: [OperationState; 3] = [
     OperationState::Running,
     OperationState::Compensating,
@@ -31,7 +31,7 @@ const STATES: [OperationState; 3] = [
 
 /// What the active index says of `saga`: `<kind> <visible state>`.
 pub(crate) fn value(saga: &Saga) -> bytes::Bytes {
-    format!("{} {}", label(saga.kind), label(saga.visible_state())).into()
+    format!("{} {}", saga.kind.as_str(), label(saga.visible_state())).into()
 }
 
 /// A metric label: the snake_case name the API and the audit events use.
@@ -169,7 +169,7 @@ impl ActiveOps {
     fn export(&self, whole: bool) {
         let mut known = self.lock();
         known.caught_up |= whole;
-        for kind in KINDS.map(label) {
+        for kind in KINDS.map(|k| k.as_str().to_owned()) {
             for state in STATES.map(label) {
                 let n = known.counts.get(&(kind.clone(), state.clone())).copied();
                 gauge(kind.clone(), state, n.unwrap_or(0));

@@ -879,7 +879,7 @@ pub(crate) fn split_key(key: &str) -> (&str, &str) {
 fn ended(saga: &Saga) {
     metrics::counter!(
         "hypersaga_operations_finished_total",
-        "kind" => label(saga.kind),
+        "kind" => saga.kind.as_str(),
         "state" => label(saga.state),
     )
     .increment(1);
@@ -891,7 +891,7 @@ fn ended(saga: &Saga) {
 /// acceptance to now, an error when it did not succeed.
 fn record_end(saga: &Saga) {
     let end = saga.ended_at.unwrap_or_else(OffsetDateTime::now_utc);
-    let (kind, state) = (label(saga.kind), label(saga.state));
+    let (kind, state) = (saga.kind.as_str().to_owned(), label(saga.state));
     metrics::histogram!(
         "hypersaga_operation_duration_seconds",
         "kind" => kind.clone(),

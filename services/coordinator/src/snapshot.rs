@@ -10,8 +10,9 @@
 //! could watch, and an operation that ends within that time shows its end at once.
 
 use async_nats::jetstream::kv;
+use hypersaga_bus::StepId;
 use hypersaga_bus::subjects::cluster_key;
-use hypersaga_model::record::StepState;
+use hypersaga_model::record::{StepState, resources_of};
 use hypersaga_model::{ClusterPhase, ClusterRecord};
 use hypersaga_saga::Saga;
 
@@ -60,7 +61,7 @@ pub async fn update_cluster(
         record.phase = saga.cluster_phase();
         record.operation = saga.view();
         record.error = saga.error.clone();
-        record.resources = saga.resources();
+        own(&mut record, saga);
         record.message = summary(saga);
         record.saga_seq = saga.seq;
         let bytes = serde_json::to_vec(&record).map_err(|source| Error::Decode {
@@ -73,6 +74,23 @@ pub async fn update_cluster(
         }
     }
     Err(Error::Contended { key, tries: 16 })
+}
+
+/// What the cluster owns after `saga` (idempotent: the same saga gives the same record): its
+/// steps' outputs replace or remove what the record had, the resources are listed from them,
+/// and a pool this operation acts on whose undo has finished is gone from the spec too.
+fn own(record: &mut ClusterRecord, saga: &Saga) {
+    saga.owned_after(&mut record.owned);
+    record.resources = resources_of(record.owned.iter().map(|(k, v)| (k.as_str(), v)));
+    if let Some(pool) = &saga.node_pool {
+        let gone = saga
+            .steps
+            .iter()
+            .any(|s| s.id == StepId::node_pool(pool.as_str()) && s.state == StepState::Compensated);
+        if gone {
+            record.spec.node_pools.retain(|p| &p.name != pool);
+        }
+    }
 }
 
 async fn read(clusters: &kv::Store, key: &str) -> Result<Option<(u64, ClusterRecord)>> {
@@ -135,5 +153,116 @@ fn summary(saga: &Saga) -> String {
         format!("{done}/{total} steps done")
     } else {
         format!("{done}/{total} steps done; running {}", running.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hypersaga_bus::{Outcome, StepContext, StepEvent};
+    use hypersaga_model::record::OperationKind;
+    use hypersaga_model::{ClusterSpec, Names, NodePoolSpec, TenantId};
+    use hypersaga_saga::kinds::{self, PlanInput};
+    use hypersaga_saga::{NewSaga, Retain, RetryPolicy, Timing};
+    use time::{Duration, OffsetDateTime};
+
+    fn record() -> ClusterRecord {
+        let json = serde_json::json!({
+            "v": 1, "tenant": "acme", "name": "demo", "uid": "u", "infra_id": "demo-x",
+            "spec": {"location": "eastus", "base_domain": "example.com", "release_image": "quay.io/r:4.21.0"},
+            "created_at": "2026-11-01T00:00:00Z", "phase": "ready",
+            "operation": {"id": "op-1", "cluster": "demo", "kind": "create", "state": "succeeded",
+                "started_at": "2026-11-01T00:00:00Z", "deadline": "2026-11-01T01:00:00Z", "steps": []},
+            "owned": {"network.vnet": {"vnet_id": "/v"}},
+        });
+        serde_json::from_value(json).unwrap()
+    }
+
+    /// A pool create of `gpu`, added to the spec as the gateway does, run until `outcome`.
+    fn pool_create(spec: &ClusterSpec, outcome: Outcome) -> Saga {
+        let tenant = TenantId::new("acme").unwrap();
+        let existing = Default::default();
+        let input = PlanInput {
+            spec,
+            node_pool: Some("gpu"),
+            retain: Retain::default(),
+            existing_pools: &existing,
+        };
+        let now = OffsetDateTime::now_utc();
+        let mut saga = Saga::new(
+            NewSaga {
+                id: "op-2".into(),
+                tenant: tenant.clone(),
+                cluster: "demo".into(),
+                kind: OperationKind::CreateNodePool,
+                plan: kinds::plan(OperationKind::CreateNodePool, input).unwrap(),
+                context: StepContext {
+                    cluster_uid: "u".into(),
+                    names: Names::new(&tenant, "demo", "demo-x", "example.com"),
+                    spec: spec.clone(),
+                    outputs: Default::default(),
+                },
+                retry: RetryPolicy::default(),
+                timing: Timing::default(),
+                timeout: Duration::hours(1),
+                request_id: None,
+                actor: "tenant:acme".into(),
+                trace_id: "t".into(),
+                after: None,
+                node_pool: Some("gpu".into()),
+            },
+            now,
+        );
+        saga.advance(now);
+        let cmd = saga.outbox_commands().remove(0);
+        saga.apply(&StepEvent::new(&cmd, outcome), now);
+        if let Some(undo) = saga
+            .outbox_commands()
+            .into_iter()
+            .find(|c| c.fence > cmd.fence || c.action != cmd.action)
+        {
+            saga.apply(
+                &StepEvent::new(
+                    &undo,
+                    Outcome::Succeeded {
+                        outputs: Default::default(),
+                    },
+                ),
+                now,
+            );
+        }
+        saga
+    }
+
+    #[test]
+    fn a_new_pool_is_owned_and_listed_by_name_and_a_failed_one_leaves_the_spec() {
+        let mut rec = record();
+        rec.spec
+            .node_pools
+            .push(NodePoolSpec::new("gpu", 3, "Standard_D8s_v5"));
+        let made = Outcome::Succeeded {
+            outputs: [("node_pool_id".to_owned(), serde_json::json!("np/gpu"))].into(),
+        };
+        let saga = pool_create(&rec.spec, made);
+        let mut after = rec.clone();
+        own(&mut after, &saga);
+        assert_eq!(
+            after.resources.get("node_pool/gpu").map(String::as_str),
+            Some("np/gpu")
+        );
+        assert_eq!(after.resources.get("vnet").map(String::as_str), Some("/v"));
+        assert!(after.spec.pool("gpu").is_some());
+        let refused = Outcome::Failed {
+            error: hypersaga_bus::StepError::terminal("OperationNotAllowed", "quota"),
+        };
+        let saga = pool_create(&rec.spec, refused);
+        let mut after = rec.clone();
+        own(&mut after, &saga);
+        assert!(
+            after.spec.pool("gpu").is_none(),
+            "the pool that could not be made is gone"
+        );
+        assert!(!after.owned.contains_key("nodepool.gpu"));
+        assert!(after.owned.contains_key("network.vnet"));
     }
 }

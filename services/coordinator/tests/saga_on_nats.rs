@@ -275,8 +275,9 @@ fn request(name: &str) -> pb::CreateClusterRequest {
             release_image: "quay.io/x/release:4.21.0".into(),
             node_pools: vec![pb::NodePoolSpec {
                 name: "workers".into(),
-                replicas: 2,
+                replicas: Some(2),
                 vm_size: "Standard_D4s_v5".into(),
+                ..Default::default()
             }],
             network: None,
         }),
@@ -606,11 +607,7 @@ fn accepted_record(name: &str, op_id: &str, trace_id: &str) -> ClusterRecord {
             location: "eastus".into(),
             base_domain: "example.com".into(),
             release_image: "quay.io/x/release:4.21.0".into(),
-            node_pools: vec![NodePoolSpec {
-                name: "workers".into(),
-                replicas: 2,
-                vm_size: "Standard_D4s_v5".into(),
-            }],
+            node_pools: vec![NodePoolSpec::new("workers", 2, "Standard_D4s_v5")],
             network: NetworkSpec::default(),
         },
         created_at: now,
@@ -631,8 +628,10 @@ fn accepted_record(name: &str, op_id: &str, trace_id: &str) -> ClusterRecord {
             steps: Vec::new(),
             request_id: None,
             pause: None,
+            node_pool: None,
         },
         resources: BTreeMap::new(),
+        owned: BTreeMap::new(),
         saga_seq: 0,
         management_cluster: "default".into(),
         intent: Some(OperationIntent {

@@ -63,8 +63,9 @@ fn request(name: &str) -> pb::CreateClusterRequest {
             release_image: "quay.io/x/release:4.21.0".into(),
             node_pools: vec![pb::NodePoolSpec {
                 name: "workers".into(),
-                replicas: 1,
+                replicas: Some(1),
                 vm_size: "Standard_D4s_v5".into(),
+                ..Default::default()
             }],
             network: None,
         }),

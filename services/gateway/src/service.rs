@@ -7,6 +7,7 @@
 //! request.
 
 mod clusters;
+mod day2;
 mod limits;
 mod operator;
 mod quota;
@@ -29,9 +30,10 @@ use hypersaga_model::record::{
     CLUSTER_RECORD_VERSION, OperationIntent, OperationKind, OperationState, OperationView,
 };
 use hypersaga_model::{
-    ClusterPhase, ClusterRecord, ClusterSpec, validate_create, validate_subscription,
+    ClusterPhase, ClusterRecord, ClusterSpec, validate, validate_create, validate_subscription,
 };
 use hypersaga_saga::Saga;
+use hypersaga_saga::kinds::Direction;
 use hypersaga_telemetry::TraceParent;
 use time::{Duration, OffsetDateTime};
 use tonic::{Request, Response, Status};
@@ -40,7 +42,7 @@ use tracing::{info, instrument, warn};
 
 use self::limits::Checks;
 use self::operator::CallRequest;
-use crate::convert::{cluster_to_pb, operation_to_pb, spec_from_pb};
+use crate::convert::{self, cluster_to_pb, operation_to_pb, spec_from_pb};
 
 /// The gRPC service. Cheap to clone.
 #[derive(Clone)]
@@ -198,9 +200,10 @@ impl Gateway {
         request_id: Option<String>,
         now: OffsetDateTime,
     ) -> OperationView {
-        let timeout_s = match kind {
-            OperationKind::Create => self.config.coordinator.create_timeout_s,
-            OperationKind::Delete => self.config.coordinator.delete_timeout_s,
+        // Removing things has its own bound; making or changing them the create's.
+        let timeout_s = match hypersaga_saga::kinds::behaviour(kind).direction {
+            Direction::Forward => self.config.coordinator.create_timeout_s,
+            Direction::Backward => self.config.coordinator.delete_timeout_s,
         };
         OperationView {
             id: id.to_owned(),
@@ -216,6 +219,7 @@ impl Gateway {
             steps: Vec::new(),
             request_id,
             pause: None,
+            node_pool: None,
         }
     }
 
@@ -234,6 +238,26 @@ impl Gateway {
             .into_values()
             .map(|r| r.value.operation)
             .find(|op| op.id == id))
+    }
+}
+
+impl Gateway {
+    /// Checks a day-2 call's cluster name and request id, recording them on the call's span;
+    /// the request id, if any.
+    fn day2_ids(
+        &self,
+        tenant: &TenantConfig,
+        (field, cluster): (&str, &str),
+        request_id: &str,
+    ) -> Result<Option<String>, Status> {
+        Checks::new()
+            .cluster_name(field, cluster)
+            .request_id("request_id", request_id.trim())
+            .done()?;
+        tracing::Span::current()
+            .record("tenant", tenant.id.as_str())
+            .record("cluster", cluster);
+        Ok(Some(request_id.trim().to_owned()).filter(|r| !r.is_empty()))
     }
 }
 
@@ -392,8 +416,15 @@ impl ClusterService for Gateway {
         let req = req.into_inner();
         let span = tracing::Span::current();
         span.record("tenant", tenant.id.as_str());
-        let spec = req.spec.map(spec_from_pb);
+        let mut converted = Vec::new();
+        let spec = req.spec.map(|s| {
+            let mut spec = spec_from_pb(s, &mut converted);
+            // Each pool runs the control plane's release unless it says otherwise.
+            spec.pin_pool_releases();
+            spec
+        });
         let mut checks = Checks::new();
+        checks.extend(converted);
         checks.request_id("request_id", req.request_id.trim());
         checks.extend(validate_create(&req.name, spec.as_ref()));
         if let Some(spec) = &spec {
@@ -452,6 +483,7 @@ impl ClusterService for Gateway {
                 now,
             ),
             resources: BTreeMap::new(),
+            owned: BTreeMap::new(),
             saga_seq: 0,
             management_cluster: hypersaga_model::record::DEFAULT_MANAGEMENT_CLUSTER.to_owned(),
             intent: Some(intent(&tenant, &op_id, None, trace_id)),
@@ -593,6 +625,193 @@ impl ClusterService for Gateway {
             return Ok(Response::new(operation_to_pb(&rec.operation)));
         }
         Err(Status::aborted("the cluster kept changing; retry"))
+    }
+
+    #[instrument(skip_all, fields(tenant, cluster, operation))]
+    async fn update_cluster(
+        &self,
+        req: Request<pb::UpdateClusterRequest>,
+    ) -> Result<Response<pb::Operation>, Status> {
+        let tenant = self.tenant(&req)?;
+        let trace_id = operation_trace(&req);
+        let req = req.into_inner();
+        let cluster = req.cluster.unwrap_or_default();
+        let request_id =
+            self.day2_ids(&tenant, ("cluster.name", &cluster.name), &req.request_id)?;
+        day2::cluster_mask(req.update_mask)?;
+        let image = cluster
+            .spec
+            .map(|s| s.release_image.trim().to_owned())
+            .unwrap_or_default();
+        let apply = |rec: &ClusterRecord| day2::upgraded_spec(rec, &image);
+        let change = day2::Change {
+            cluster: &cluster.name,
+            kind: OperationKind::UpdateCluster,
+            node_pool: None,
+            request_id,
+            etag: Some(day2::Etag::Cluster(cluster.etag)),
+            trace_id,
+            apply: &apply,
+        };
+        self.accept_change(&tenant, change).await.map(Response::new)
+    }
+
+    #[instrument(skip_all, fields(tenant, cluster, operation))]
+    async fn create_node_pool(
+        &self,
+        req: Request<pb::CreateNodePoolRequest>,
+    ) -> Result<Response<pb::Operation>, Status> {
+        let tenant = self.tenant(&req)?;
+        let trace_id = operation_trace(&req);
+        let req = req.into_inner();
+        let request_id = self.day2_ids(&tenant, ("cluster", &req.cluster), &req.request_id)?;
+        let mut converted = Vec::new();
+        let pool = req
+            .node_pool
+            .map(|p| convert::pool_from_pb(p, "node_pool", &mut converted));
+        let mut checks = Checks::new();
+        checks.extend(converted);
+        match &pool {
+            Some(p) => checks.extend(validate::validate_node_pool("node_pool", p)),
+            None => checks.push("node_pool", "is required"),
+        }
+        checks.done()?;
+        let pool = pool.unwrap_or_default();
+        let apply = |rec: &ClusterRecord| day2::with_new_pool(rec, &pool);
+        let change = day2::Change {
+            cluster: &req.cluster,
+            kind: OperationKind::CreateNodePool,
+            node_pool: Some(pool.name.clone()),
+            request_id,
+            etag: None,
+            trace_id,
+            apply: &apply,
+        };
+        self.accept_change(&tenant, change).await.map(Response::new)
+    }
+
+    async fn get_node_pool(
+        &self,
+        req: Request<pb::GetNodePoolRequest>,
+    ) -> Result<Response<pb::NodePool>, Status> {
+        let tenant = self.tenant(&req)?;
+        let req = req.into_inner();
+        let mut checks = Checks::new();
+        checks.cluster_name("cluster", &req.cluster);
+        checks.extend(validate::validate_pool_name("name", &req.name));
+        checks.done()?;
+        match self.load_cluster(&tenant, &req.cluster).await? {
+            Some((rec, _)) if rec.phase != ClusterPhase::Deleted => {
+                day2::node_pool_of(&rec, &req.name).map(Response::new)
+            }
+            _ => Err(not_found(&req.cluster)),
+        }
+    }
+
+    async fn list_node_pools(
+        &self,
+        req: Request<pb::ListNodePoolsRequest>,
+    ) -> Result<Response<pb::ListNodePoolsResponse>, Status> {
+        let tenant = self.tenant(&req)?;
+        let req = req.into_inner();
+        let mut checks = Checks::new();
+        checks.cluster_name("cluster", &req.cluster);
+        checks.page_token("page_token", &req.page_token);
+        let page_size = operator::page_size(req.page_size, &mut checks);
+        let after = operator::page_token(
+            &req.page_token,
+            clusters::NameCursor::decode,
+            "ListNodePoolsResponse",
+            &mut checks,
+        );
+        checks.done()?;
+        let Some((rec, _)) = self
+            .load_cluster(&tenant, &req.cluster)
+            .await?
+            .filter(|(r, _)| r.phase != ClusterPhase::Deleted)
+        else {
+            return Err(not_found(&req.cluster));
+        };
+        let mut pools: Vec<&hypersaga_model::NodePoolSpec> = rec
+            .spec
+            .node_pools
+            .iter()
+            .filter(|p| after.as_ref().is_none_or(|a| p.name > a.0))
+            .collect();
+        pools.sort_by(|a, b| a.name.cmp(&b.name));
+        let more = pools.len() > page_size;
+        pools.truncate(page_size);
+        let next_page_token = match (more, pools.last()) {
+            (true, Some(last)) => clusters::NameCursor(last.name.clone()).encode(),
+            _ => String::new(),
+        };
+        Ok(Response::new(pb::ListNodePoolsResponse {
+            node_pools: pools
+                .into_iter()
+                .map(|p| convert::node_pool_to_pb(&rec, p))
+                .collect(),
+            next_page_token,
+        }))
+    }
+
+    #[instrument(skip_all, fields(tenant, cluster, operation))]
+    async fn update_node_pool(
+        &self,
+        req: Request<pb::UpdateNodePoolRequest>,
+    ) -> Result<Response<pb::Operation>, Status> {
+        let tenant = self.tenant(&req)?;
+        let trace_id = operation_trace(&req);
+        let req = req.into_inner();
+        let request_id = self.day2_ids(&tenant, ("cluster", &req.cluster), &req.request_id)?;
+        let pool = req.node_pool.unwrap_or_default();
+        let spec = pool.spec.unwrap_or_default();
+        let name = spec.name.trim().to_owned();
+        let mut checks = Checks::new();
+        checks.extend(validate::validate_pool_name("node_pool.spec.name", &name));
+        checks.done()?;
+        let paths = day2::pool_mask(req.update_mask)?;
+        let apply = |rec: &ClusterRecord| day2::with_pool_updated(rec, &name, &spec, &paths);
+        let change = day2::Change {
+            cluster: &req.cluster,
+            kind: OperationKind::UpdateNodePool,
+            node_pool: Some(name.clone()),
+            request_id,
+            etag: Some(day2::Etag::Pool {
+                name: name.clone(),
+                etag: pool.etag,
+            }),
+            trace_id,
+            apply: &apply,
+        };
+        self.accept_change(&tenant, change).await.map(Response::new)
+    }
+
+    #[instrument(skip_all, fields(tenant, cluster, operation))]
+    async fn delete_node_pool(
+        &self,
+        req: Request<pb::DeleteNodePoolRequest>,
+    ) -> Result<Response<pb::Operation>, Status> {
+        let tenant = self.tenant(&req)?;
+        let trace_id = operation_trace(&req);
+        let req = req.into_inner();
+        let request_id = self.day2_ids(&tenant, ("cluster", &req.cluster), &req.request_id)?;
+        let mut checks = Checks::new();
+        checks.extend(validate::validate_pool_name("name", &req.name));
+        checks.done()?;
+        let apply = |rec: &ClusterRecord| day2::with_pool_deleted(rec, &req.name);
+        let change = day2::Change {
+            cluster: &req.cluster,
+            kind: OperationKind::DeleteNodePool,
+            node_pool: Some(req.name.clone()),
+            request_id,
+            etag: Some(day2::Etag::Pool {
+                name: req.name.clone(),
+                etag: req.etag.clone(),
+            }),
+            trace_id,
+            apply: &apply,
+        };
+        self.accept_change(&tenant, change).await.map(Response::new)
     }
 
     type WatchClusterStream = WatchStream;

@@ -9,9 +9,10 @@ use hypersaga_bus::{
 use hypersaga_config::Config;
 use hypersaga_hypershift::{
     AzureMarketplaceImage, AzureNodePoolOsDisk, AzureNodePoolPlatform, AzureVmImage, NodePool,
-    NodePoolManagement, NodePoolPlatform, NodePoolSpec, Release, conditions,
+    NodePoolAutoScaling, NodePoolManagement, NodePoolPlatform, NodePoolSpec, Release, Taint,
+    conditions,
 };
-use hypersaga_model::NodePoolSpec as PoolSpec;
+use hypersaga_model::{NodePoolSpec as PoolSpec, ReleaseVersion};
 use hypersaga_stepkit::kube::{self as kube_ops, Check, DEFAULT_RECHECK_INTERVAL, Notes, target};
 use hypersaga_worker::{Progress, StepHandler, StepResult};
 use kube::{Api, Resource};
@@ -20,9 +21,6 @@ use tracing::info;
 
 use crate::machines::{self, MachineFailure};
 use crate::{DEFAULT_READY_TIMEOUT, Error};
-
-const OS_DISK_GIB: i32 = 120;
-const OS_DISK_TYPE: &str = "Premium_LRS";
 
 /// Runs `nodepool.<pool>`.
 ///
@@ -122,8 +120,10 @@ impl NodePoolHandler {
         name: &str,
         what: &str,
     ) -> Result<StepResult, StepError> {
-        // The subnet from `network.vnet`, else the one the user brought, else `MissingInput`.
+        // The pool's own subnet, else the one from `network.vnet`, else the one the user
+        // brought, else `MissingInput`.
         let subnet_id = match cmd.context.outputs_of::<VnetOutputs>(&StepId::Vnet) {
+            _ if pool.subnet_id.is_some() => pool.subnet_id.clone().unwrap_or_default(),
             Ok(vnet) if !vnet.subnet_id.is_empty() => vnet.subnet_id,
             found => {
                 let given = cmd.context.spec.network.subnet_id.as_deref();
@@ -155,18 +155,19 @@ impl NodePoolHandler {
                     .generation
             }
         };
-        let desired = pool.replicas;
+        let want = Want::of(pool, release_image(cmd, pool));
         match kube_ops::observe(&api, name, what, move |obj| {
-            check_ready(obj, desired, generation, what)
+            check_ready(obj, &want, generation, what)
         })
         .await?
         {
-            Check::Done(ready) => {
-                info!(object = %what, ready_replicas = ready, "NodePool ready");
+            Check::Done((ready, version)) => {
+                info!(object = %what, ready_replicas = ready, %version, "NodePool ready");
                 let ns = &cmd.context.names.namespace;
                 let outputs = NodePoolOutputs {
                     node_pool_id: format!("nodepools.hypershift.openshift.io/{ns}/{name}"),
                     ready_replicas: ready,
+                    version,
                 };
                 Ok(StepResult::Done(outputs.into_outputs()))
             }
@@ -238,18 +239,33 @@ fn with_refusals(why: String, refused: &[MachineFailure]) -> String {
     })
 }
 
-/// The NodePool of `pool`, as `hypershift create nodepool azure` would build it.
+/// The release `pool` runs: its own, or (in records written before pools had one) the
+/// cluster's.
+fn release_image<'a>(cmd: &'a StepCommand, pool: &'a PoolSpec) -> &'a str {
+    if pool.release_image.is_empty() {
+        &cmd.context.spec.release_image
+    } else {
+        &pool.release_image
+    }
+}
+
+/// The NodePool of `pool`, as `hypershift create nodepool azure` would build it, with what
+/// ARO-HCP lets users set on top (autoscaling, labels, taints, drain timeout, zone).
 fn node_pool(cmd: &StepCommand, pool: &PoolSpec, name: &str, subnet_id: String) -> NodePool {
     let mut np = NodePool::new(
         name,
         NodePoolSpec {
             cluster_name: cmd.cluster.clone(),
-            replicas: Some(pool.replicas),
+            replicas: pool.autoscaling.is_none().then_some(pool.replicas),
+            auto_scaling: pool.autoscaling.map(|a| NodePoolAutoScaling {
+                min: a.min,
+                max: a.max,
+            }),
             release: Release {
-                image: cmd.context.spec.release_image.clone(),
+                image: release_image(cmd, pool).to_owned(),
             },
             management: Some(NodePoolManagement {
-                upgrade_type: "Replace".to_owned(),
+                upgrade_type: pool.upgrade_type.as_str().to_owned(),
                 auto_repair: None,
             }),
             platform: NodePoolPlatform {
@@ -265,16 +281,27 @@ fn node_pool(cmd: &StepCommand, pool: &PoolSpec, name: &str, subnet_id: String) 
                         }),
                     },
                     os_disk: AzureNodePoolOsDisk {
-                        size_gib: OS_DISK_GIB,
-                        disk_storage_account_type: Some(OS_DISK_TYPE.to_owned()),
+                        size_gib: i32::try_from(pool.os_disk.size_gib).unwrap_or(i32::MAX),
+                        disk_storage_account_type: Some(pool.os_disk.storage_account_type.clone()),
                         ..Default::default()
                     },
                     subnet_id,
-                    availability_zone: None,
+                    availability_zone: pool.availability_zone.clone(),
                     encryption_at_host: None,
                 }),
             },
-            auto_scaling: None,
+            node_labels: pool.labels.clone(),
+            taints: pool
+                .taints
+                .iter()
+                .map(|t| Taint {
+                    key: t.key.clone(),
+                    value: t.value.clone(),
+                    effect: t.effect.clone(),
+                })
+                .collect(),
+            node_drain_timeout: (pool.node_drain_timeout_minutes > 0)
+                .then(|| format!("{}m", pool.node_drain_timeout_minutes)),
         },
     );
     np.metadata.namespace = Some(cmd.context.names.namespace.clone());
@@ -286,15 +313,38 @@ fn node_pool(cmd: &StepCommand, pool: &PoolSpec, name: &str, subnet_id: String) 
     np
 }
 
-/// Done when `status.replicas == desired` and `Ready=True` — observed for the generation we
-/// applied, so a scale is not mistaken for done by the previous size's `Ready`. A pool of 0
-/// replicas is done once it exists.
+/// What a pool must show to be as its spec says: its node count (or a count within its
+/// autoscaler's bounds) ready, and its release's version rolled out.
+#[derive(Clone, Debug)]
+struct Want {
+    min: i32,
+    max: i32,
+    /// The version `status.version` must say; `None` when the tag states none (the
+    /// gateway refuses such images, but records from before it did may hold one).
+    version: Option<String>,
+}
+
+impl Want {
+    fn of(pool: &PoolSpec, image: &str) -> Self {
+        Self {
+            min: pool.min_nodes(),
+            max: pool.max_nodes(),
+            version: ReleaseVersion::of_image(image).ok().map(|v| v.to_string()),
+        }
+    }
+}
+
+/// Done when the ready nodes are what the spec wants (`status.replicas` within the bounds),
+/// `Ready=True` observed for the generation we applied (so a scale is not mistaken for done by
+/// the previous size's `Ready`), and `status.version` is the release's version, which
+/// HyperShift sets only once a rollout has completed. A pool of 0 replicas is done once it
+/// exists.
 fn check_ready(
     obj: Option<&NodePool>,
-    desired: i32,
+    want: &Want,
     applied_generation: Option<i64>,
     what: &str,
-) -> Check<i32> {
+) -> Check<(i32, String)> {
     let Some(np) = obj else {
         return Check::Fail(
             StepError::retryable(
@@ -304,8 +354,13 @@ fn check_ready(
             .with_target(what),
         );
     };
-    if desired == 0 {
-        return Check::Done(0);
+    let version = np
+        .status
+        .as_ref()
+        .and_then(|s| s.version.clone())
+        .unwrap_or_default();
+    if want.max == 0 {
+        return Check::Done((0, version));
     }
     let current = np.ready_replicas();
     let ready = np.condition(conditions::READY);
@@ -313,10 +368,24 @@ fn check_ready(
         c.observed_generation
             .is_none_or(|g| applied_generation.is_none_or(|a| g >= a))
     });
-    if current == desired && fresh && ready.is_some_and(|c| c.is_true()) {
-        return Check::Done(current);
+    let counted = (want.min..=want.max).contains(&current);
+    let rolled_out = want.version.as_ref().is_none_or(|v| *v == version);
+    if counted && rolled_out && fresh && ready.is_some_and(|c| c.is_true()) {
+        return Check::Done((current, version));
     }
-    let mut why = format!("{current}/{desired} nodes ready");
+    let mut why = if want.min == want.max {
+        format!("{current}/{} nodes ready", want.max)
+    } else {
+        format!("{current} nodes ready ({}..{})", want.min, want.max)
+    };
+    if let Some(v) = want.version.as_ref().filter(|v| **v != version) {
+        let on = if version.is_empty() {
+            "none yet"
+        } else {
+            version.as_str()
+        };
+        why.push_str(&format!("; rolling out {v} (nodes on {on})"));
+    }
     if let Some(c) = ready.filter(|c| !c.is_true()) {
         why.push_str(&format!("; Ready={} ({})", c.status, c.reason));
         if !c.message.is_empty() {

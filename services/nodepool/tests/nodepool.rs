@@ -31,11 +31,7 @@ impl Execute for NodePoolHandler {
 }
 
 fn pool(name: &str, replicas: i32) -> PoolSpec {
-    PoolSpec {
-        name: name.into(),
-        replicas,
-        vm_size: "Standard_D4s_v5".into(),
-    }
+    PoolSpec::new(name, replicas, "Standard_D4s_v5")
 }
 
 /// Puts the namespace and an (eventually Available) HostedCluster on the emulator, as the

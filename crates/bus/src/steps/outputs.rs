@@ -211,6 +211,9 @@ pub struct NodePoolOutputs {
     /// `nodepools.hypershift.openshift.io/<namespace>/<name>`.
     pub node_pool_id: String,
     pub ready_replicas: i32,
+    /// The release every node runs (`status.version`), once a rollout has completed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub version: String,
 }
 
 #[cfg(test)]
@@ -335,6 +338,7 @@ mod tests {
             NodePoolOutputs {
                 node_pool_id: "nodepools.hypershift.openshift.io/ns/demo-workers".into(),
                 ready_replicas: 3,
+                version: String::new(),
             },
             json!({
                 "node_pool_id": "nodepools.hypershift.openshift.io/ns/demo-workers",
@@ -471,4 +475,7 @@ mod tests {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RolloutOutputs {
     pub version: String,
+    /// The HostedCluster's version history when the rollout completed, newest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<hypersaga_model::record::VersionEntry>,
 }

@@ -85,7 +85,13 @@ pub(super) fn check_node_pools(v: &mut Vec<FieldViolation>, pools: &[NodePoolSpe
 /// Checks one pool, at `at` (`spec.node_pools[1]`, or `node_pool` in a pool's own call).
 pub fn check_node_pool(v: &mut Vec<FieldViolation>, at: &str, p: &NodePoolSpec) {
     check_pool_name(v, &format!("{at}.name"), &p.name);
-    check_scale(v, at, p.replicas, p.autoscaling, p.availability_zone.is_some());
+    check_scale(
+        v,
+        at,
+        p.replicas,
+        p.autoscaling,
+        p.availability_zone.is_some(),
+    );
     check_vm_size(v, &format!("{at}.vm_size"), &p.vm_size);
     if !p.release_image.is_empty() {
         super::check_release_image(v, &format!("{at}.release_image"), &p.release_image);
@@ -369,7 +375,8 @@ mod tests {
     #[test]
     fn a_good_pool_has_no_violations() {
         let mut p = pool();
-        p.labels.insert("node-role.kubernetes.io/gpu".into(), "".into());
+        p.labels
+            .insert("node-role.kubernetes.io/gpu".into(), "".into());
         p.taints.push(Taint {
             key: "nvidia.com/gpu".into(),
             value: "present".into(),
@@ -406,7 +413,10 @@ mod tests {
         let mut p = pool();
         p.replicas = 201;
         let v = check(&p);
-        assert!(v[0].description.contains("without an availability zone"), "{v:?}");
+        assert!(
+            v[0].description.contains("without an availability zone"),
+            "{v:?}"
+        );
         p.availability_zone = Some("1".into());
         assert_eq!(check(&p), vec![]);
         let pools = [p.clone(), p.clone(), p];

@@ -163,6 +163,7 @@ pub fn node_pool(name: &str, ns: &str, cluster: &str, replicas: i32) -> NodePool
                 }),
             },
             auto_scaling: None,
+            ..Default::default()
         },
     );
     np.metadata.namespace = Some(ns.into());

@@ -13,9 +13,9 @@ use futures::TryStreamExt;
 use hypersaga_bus::subjects::{cluster_key, saga_key};
 use hypersaga_bus::{ENVELOPE_VERSION, Outputs, SagaWake, StepContext};
 use hypersaga_config::CoordinatorConfig;
-use hypersaga_model::record::OperationKind;
 use hypersaga_model::{ClusterRecord, Names};
-use hypersaga_saga::{Applied, NewSaga, Retain, RetryPolicy, Saga, Timing, create_plan};
+use hypersaga_saga::kinds::{self, PlanInput};
+use hypersaga_saga::{Applied, NewSaga, Retain, RetryPolicy, Saga, Timing};
 use hypersaga_telemetry::TraceParent;
 use time::OffsetDateTime;
 use tracing::{Instrument, debug, info, info_span, warn};
@@ -85,9 +85,13 @@ impl Engine {
             debug!(current = %rec.operation.id, "the record no longer names this operation as unfinished");
             return Ok(false);
         }
+        // What the cluster owns is on its record; a record written before it was (a delete of
+        // a cluster made by an older version) takes what its previous operation made.
         let outputs = match previous_operation(&rec) {
-            Some(prev) => self.outputs_of(&saga_key(&rec.tenant, prev)).await?,
-            None => BTreeMap::new(),
+            Some(prev) if rec.owned.is_empty() => {
+                self.outputs_of(&saga_key(&rec.tenant, prev)).await?
+            }
+            _ => rec.owned.clone(),
         };
         let mut saga = build_saga(&rec, outputs, &self.settings);
         if hypersaga_telemetry::otel::exporting() {
@@ -278,11 +282,15 @@ fn wants_saga(rec: &ClusterRecord, op_id: &str) -> bool {
     rec.operation.id == op_id && !rec.operation.state.is_terminal()
 }
 
-/// The operation the record names, as its saga, before its first transition. `outputs` are
-/// carried over from the previous operation (a delete undoes with what the create made).
+/// The operation the record names, as its saga, before its first transition: its plan is the
+/// kind's (`hypersaga_saga::kinds`) for the cluster as the record has it, and its steps start
+/// from `outputs`, what the cluster owns (an upgrade needs the identities the create made; a
+/// delete, everything).
 ///
 /// Kind, request id, start and deadline come from the record's operation, actor and trace id
-/// from its intent, so what the gateway answered is what the saga says.
+/// from its intent, so what the gateway answered is what the saga says. A record naming a
+/// node pool its spec does not have (which the gateway never writes) gives a saga that has
+/// failed, saying so.
 fn build_saga(
     rec: &ClusterRecord,
     outputs: BTreeMap<String, Outputs>,
@@ -291,18 +299,33 @@ fn build_saga(
     let op = &rec.operation;
     let intent = rec.intent.as_ref().filter(|i| i.operation == op.id);
     let names = Names::new(&rec.tenant, &rec.name, &rec.infra_id, &rec.spec.base_domain);
+    let existing_pools: BTreeSet<String> = outputs
+        .keys()
+        .filter_map(|step| step.strip_prefix("nodepool."))
+        .map(str::to_owned)
+        .collect();
+    let planned = kinds::plan(
+        op.kind,
+        PlanInput {
+            spec: &rec.spec,
+            node_pool: op.node_pool.as_deref(),
+            retain: Retain {
+                identities: intent.is_some_and(|i| i.keep_identities),
+            },
+            existing_pools: &existing_pools,
+        },
+    );
+    let (plan, unplannable) = match planned {
+        Ok(plan) => (plan, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
     let mut saga = Saga::new(
         NewSaga {
             id: op.id.clone(),
             tenant: rec.tenant.clone(),
             cluster: rec.name.clone(),
             kind: op.kind,
-            plan: create_plan(
-                &rec.spec,
-                Retain {
-                    identities: intent.is_some_and(|i| i.keep_identities),
-                },
-            ),
+            plan,
             context: StepContext {
                 cluster_uid: rec.uid.clone(),
                 names,
@@ -319,29 +342,33 @@ fn build_saga(
                 |i| i.trace_id.clone(),
             ),
             after: intent.and_then(|i| i.supersedes.clone()),
+            node_pool: op.node_pool.clone(),
         },
         op.started_at,
     );
     saga.previous = previous_operation(rec).map(str::to_owned);
+    if let Some(e) = unplannable {
+        warn!(operation = %op.id, error = %e, "the record's operation cannot be planned");
+        saga.fail_unplannable(&e.to_string(), op.started_at);
+    }
     saga
 }
 
-/// The operation whose outputs a new saga of `rec` starts from, if any.
+/// The operation before the record's, if any: what it made is where a saga of a record
+/// written before [`ClusterRecord::owned`] existed starts from.
 fn previous_operation(rec: &ClusterRecord) -> Option<&str> {
-    match rec.operation.kind {
-        OperationKind::Create => None,
-        OperationKind::Delete => rec
-            .intent
-            .as_ref()
-            .filter(|i| i.operation == rec.operation.id)
-            .and_then(|i| i.previous_operation.as_deref()),
-    }
+    rec.intent
+        .as_ref()
+        .filter(|i| i.operation == rec.operation.id)
+        .and_then(|i| i.previous_operation.as_deref())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hypersaga_model::record::{ClusterPhase, OperationIntent, OperationState, OperationView};
+    use hypersaga_model::record::{
+        ClusterPhase, OperationIntent, OperationKind, OperationState, OperationView,
+    };
     use hypersaga_model::{ClusterSpec, NetworkSpec, NodePoolSpec, TenantId};
     use time::{Duration, OffsetDateTime};
 
@@ -357,11 +384,7 @@ mod tests {
                 location: "eastus".into(),
                 base_domain: "example.com".into(),
                 release_image: "quay.io/x:1".into(),
-                node_pools: vec![NodePoolSpec {
-                    name: "workers".into(),
-                    replicas: 1,
-                    vm_size: "Standard_D4s_v5".into(),
-                }],
+                node_pools: vec![NodePoolSpec::new("workers", 1, "Standard_D4s_v5")],
                 network: NetworkSpec::default(),
             },
             created_at: now,
@@ -382,8 +405,10 @@ mod tests {
                 steps: Vec::new(),
                 request_id: Some("r-1".into()),
                 pause: None,
+                node_pool: None,
             },
             resources: BTreeMap::new(),
+            owned: BTreeMap::new(),
             saga_seq: 0,
             management_cluster: "default".into(),
             intent: Some(OperationIntent {
@@ -413,8 +438,7 @@ mod tests {
             CoordinatorConfig::default().max_attempts
         );
         assert!(saga.steps.iter().any(|s| s.id == "nodepool.workers"));
-        // A create starts from nothing; a delete from the operation before it.
-        assert_eq!(previous_operation(&rec), None);
+        // A record without what the cluster owns starts from the operation before it.
         assert_eq!(
             previous_operation(&record(OperationKind::Delete)),
             Some("op-0")
@@ -437,6 +461,36 @@ mod tests {
         };
         assert_eq!(undo(false), Some(hypersaga_saga::UndoPolicy::Undo));
         assert_eq!(undo(true), Some(hypersaga_saga::UndoPolicy::Keep));
+    }
+
+    #[test]
+    fn a_day2_saga_starts_from_what_the_cluster_owns_and_acts_on_its_pool() {
+        let settings = SagaSettings::from_config(&CoordinatorConfig::default());
+        let mut rec = record(OperationKind::UpdateNodePool);
+        rec.operation.node_pool = Some("workers".into());
+        let owned = BTreeMap::from([(
+            "network.vnet".to_owned(),
+            Outputs::from([(
+                "subnet_id".to_owned(),
+                serde_json::json!("/s/subnets/default"),
+            )]),
+        )]);
+        let saga = build_saga(&rec, owned, &settings);
+        let ids: Vec<&str> = saga.steps.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["nodepool.workers"]);
+        assert_eq!(saga.node_pool.as_deref(), Some("workers"));
+        assert_eq!(
+            saga.context.output("network.vnet", "subnet_id"),
+            Some("/s/subnets/default")
+        );
+        // A record naming a pool its spec lacks is a failed operation, saying so.
+        rec.operation.node_pool = Some("gpu".into());
+        let saga = build_saga(&rec, BTreeMap::new(), &settings);
+        assert!(saga.is_finished());
+        assert_eq!(
+            saga.error.as_ref().map(|e| e.code.as_str()),
+            Some("InvalidOperation")
+        );
     }
 
     #[test]

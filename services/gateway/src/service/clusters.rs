@@ -66,17 +66,17 @@ impl Gateway {
 
 /// The last cluster name of a page; `page_token` is its opaque encoding.
 #[derive(Debug, PartialEq, Eq)]
-struct NameCursor(String);
+pub(super) struct NameCursor(pub(super) String);
 
 impl NameCursor {
     /// Token layout version, so the encoding can change without misreading old tokens.
     const VERSION: &str = "1";
 
-    fn encode(&self) -> String {
+    pub(super) fn encode(&self) -> String {
         URL_SAFE_NO_PAD.encode(format!("{}:{}", Self::VERSION, self.0))
     }
 
-    fn decode(token: &str) -> Option<Self> {
+    pub(super) fn decode(token: &str) -> Option<Self> {
         let bytes = URL_SAFE_NO_PAD.decode(token).ok()?;
         let text = String::from_utf8(bytes).ok()?;
         let name = text.strip_prefix(Self::VERSION)?.strip_prefix(':')?;
