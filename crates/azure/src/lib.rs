@@ -15,7 +15,9 @@
 //! bounded backoff, using [`ArmError::retry_after`]. The one exception is a transient failure
 //! of a single LRO poll, retried a few times inside the poll loop.
 //!
-//! [`ids`] builds and parses resource ids.
+//! [`ids`] builds and parses resource ids. [`compute`] reads a region's vCPU quota
+//! ([`ArmClient::usages`]) and a VM size's family and vCPUs ([`ArmClient::vm_size`]), and checks
+//! whether VMs a change would add fit ([`compute::check_vcpu_quota`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 // `ArmError` keeps ARM's whole answer by value so handlers can match on it; an error costs
@@ -24,6 +26,7 @@
 
 mod classify;
 mod client;
+pub mod compute;
 mod config;
 mod error;
 mod gate;
@@ -36,6 +39,7 @@ mod transport;
 pub use azure_core::credentials::{Secret, TokenCredential};
 pub use classify::{ErrorKind, classify, means_absent};
 pub use client::ArmClient;
+pub use compute::{ComputeError, QuotaError, Usage, Usages, VmDemand, VmSize, check_vcpu_quota};
 pub use config::{ArmConfig, CredentialConfig};
 pub use error::{ArmError, ArmErrorBody, Result};
 pub use gate::{Feedback, Gate, Hooks, MutationGuard, RequestClass};

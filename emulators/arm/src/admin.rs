@@ -1,8 +1,9 @@
 //! The admin API (plain HTTP, never exposed beyond loopback): fault injection (`/faults`
 //! refuses requests, `/faults/async` fails operations after acceptance; `DELETE /faults`
-//! clears both), request counts, a dump of every stored resource and role assignment, reset, and deleting a role
-//! assignment behind the caller's back. Used by tests, `hypersaga emulator …` and operators
-//! rehearsing failures.
+//! clears both), request counts, a dump of every stored resource and role assignment, reset,
+//! deleting a role assignment behind the caller's back, and vCPU quota limits (`/quotas`: `PUT`
+//! one limit, `GET` those set, `DELETE` them all; see [`crate::quota`]). Used by tests,
+//! `hypersaga emulator …` and operators rehearsing failures.
 
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
@@ -15,6 +16,7 @@ use serde_json::{Value, json};
 use crate::Emulator;
 use crate::arm::render_assignment;
 use crate::faults::{AsyncFaultSpec, FaultSpec};
+use crate::quota::QuotaLimit;
 
 pub(crate) fn router(emu: Emulator) -> Router {
     Router::new()
@@ -32,6 +34,12 @@ pub(crate) fn router(emu: Emulator) -> Router {
         .route(
             "/role-assignments",
             get(role_assignments).delete(delete_role_assignment),
+        )
+        .route(
+            "/quotas",
+            get(list_quota_limits)
+                .put(set_quota_limit)
+                .delete(clear_quota_limits),
         )
         .route("/reset", post(reset))
         .with_state(emu)
@@ -135,6 +143,35 @@ async fn delete_role_assignment(
         )
             .into_response(),
     }
+}
+
+/// Sets the limit of one (subscription, region, `cores` or VM family): `200` with the limit as
+/// listed (region normalised, family as the usage list spells it), `400` for a location that is
+/// not a region or a name nothing meters. VMs already there stay, over the limit or not.
+async fn set_quota_limit(State(emu): State<Emulator>, Json(limit): Json<QuotaLimit>) -> Response {
+    match emu.lock().store.quota_mut().set(limit) {
+        Ok(stored) => Json(stored).into_response(),
+        Err(e) => (
+            StatusCode::BAD_REQUEST,
+            Json(json!({ "error": e.to_string() })),
+        )
+            .into_response(),
+    }
+}
+
+/// Every limit set (optionally of one subscription); rows not listed have the configured
+/// default.
+async fn list_quota_limits(
+    State(emu): State<Emulator>,
+    Query(q): Query<ResourcesQuery>,
+) -> Response {
+    Json(emu.lock().store.quota().list(q.subscription.as_deref())).into_response()
+}
+
+/// Forgets every limit set: every row is back to the configured default.
+async fn clear_quota_limits(State(emu): State<Emulator>) -> StatusCode {
+    emu.lock().store.quota_mut().clear();
+    StatusCode::NO_CONTENT
 }
 
 async fn reset(State(emu): State<Emulator>) -> StatusCode {

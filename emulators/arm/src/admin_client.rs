@@ -24,6 +24,7 @@ use serde_json::Value;
 use url::Url;
 
 use crate::faults::{AsyncFault, AsyncFaultSpec, Fault, FaultSpec};
+use crate::quota::QuotaLimit;
 use crate::requests::RequestStats;
 
 /// Errors talking to the admin API.
@@ -151,6 +152,36 @@ impl AdminClient {
             return Ok(None);
         }
         Ok(Some(Self::json(resp).await?))
+    }
+
+    /// Sets the vCPU limit of one subscription's region for `cores` (the regional total) or a
+    /// VM family; answers it as the emulator keeps it (region normalised, family as the usage
+    /// list spells it). A VM PUT beyond it is refused with `409 OperationNotAllowed`.
+    pub async fn set_quota_limit(&self, limit: &QuotaLimit) -> Result<QuotaLimit> {
+        Self::json(
+            self.http
+                .put(self.base.join("quotas")?)
+                .json(limit)
+                .send()
+                .await?,
+        )
+        .await
+    }
+
+    /// Every vCPU limit set through [`AdminClient::set_quota_limit`], optionally of one
+    /// subscription.
+    pub async fn quota_limits(&self, subscription: Option<&str>) -> Result<Vec<QuotaLimit>> {
+        let mut url = self.base.join("quotas")?;
+        if let Some(s) = subscription {
+            url.query_pairs_mut().append_pair("subscription", s);
+        }
+        Self::json(self.http.get(url).send().await?).await
+    }
+
+    /// Forgets every limit set: every subscription is back to the configured defaults.
+    pub async fn clear_quota_limits(&self) -> Result<()> {
+        Self::check(self.http.delete(self.base.join("quotas")?).send().await?).await?;
+        Ok(())
     }
 
     pub async fn reset(&self) -> Result<()> {

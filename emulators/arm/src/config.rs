@@ -41,6 +41,41 @@ pub struct Config {
     /// under `latency`, hence none under `LatencyModel::Zero`; raise this to rehearse
     /// `ConcurrentFederatedIdentityCredentialsWritesForSingleManagedIdentity` in fast tests.
     pub min_exclusive_write_window: Duration,
+    /// vCPU quota every subscription starts with in every region, until the admin API sets a
+    /// limit of its own (see [`crate::quota`]).
+    pub quota: QuotaConfig,
+}
+
+/// Default vCPU limits: per subscription and region, the regional total (`cores`) and each VM
+/// family's.
+///
+/// The defaults are far above anything the tests or a `hypersaga dev` demo create, so only a
+/// test that sets a limit through the admin API (`PUT /quotas`) meets the refusal. Real
+/// subscriptions start far lower: a pay-as-you-go subscription has tens of vCPUs per region and
+/// per family, a free trial 4 per region, and some families 0 until a quota request is approved
+/// (MicrosoftDocs/azure-docs#24803). Rehearse those numbers by setting them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuotaConfig {
+    /// Limit of `cores` ("Total Regional vCPUs").
+    pub regional_vcpus: u64,
+    /// Limit of every VM family's vCPUs (`standardDSv5Family`, …).
+    pub family_vcpus: u64,
+}
+
+/// `QuotaConfig::default()`'s regional limit: 100,000 vCPUs. The largest run, `hypersaga bench
+/// fleet --clusters 999` with the CLI's default pool (2 × `Standard_D4s_v5`), holds 7,992 in one
+/// subscription and region.
+pub const DEFAULT_REGIONAL_VCPU_LIMIT: u64 = 100_000;
+/// `QuotaConfig::default()`'s per-family limit: 50,000 vCPUs, six times that fleet.
+pub const DEFAULT_FAMILY_VCPU_LIMIT: u64 = 50_000;
+
+impl Default for QuotaConfig {
+    fn default() -> Self {
+        Self {
+            regional_vcpus: DEFAULT_REGIONAL_VCPU_LIMIT,
+            family_vcpus: DEFAULT_FAMILY_VCPU_LIMIT,
+        }
+    }
 }
 
 /// The region `Config::default()` answers from.
@@ -64,6 +99,7 @@ impl Default for Config {
             token_lifetime_secs: 3599,
             principal_replication_delay: DEFAULT_PRINCIPAL_REPLICATION_DELAY,
             min_exclusive_write_window: Duration::ZERO,
+            quota: QuotaConfig::default(),
         }
     }
 }

@@ -267,6 +267,56 @@ impl ArmError {
         .with_target("vmSize")
     }
 
+    /// The compute resource provider's synchronous refusal of a VM that would take a family's
+    /// vCPUs (`family`) or the region's (`None`) past the subscription's limit: `409
+    /// OperationNotAllowed`, word for word as Azure answered it in 2024-25 (family:
+    /// scylladb/scylla-cluster-tests#9010 and #12948, Azure/karpenter-provider-azure#192;
+    /// regional: cloud-barista/cb-spider#1558, the 409 itself in nforgeio/neonKUBE#1671).
+    /// `(Minimum) New Limit Required` is `Current Usage + Additional Required`, and the portal
+    /// link asks for exactly that limit. `location` is printed as the request gave it ("eastus"
+    /// in the first, "KoreaSouth" in the last).
+    pub fn vcpu_quota_exceeded(
+        family: Option<&str>,
+        subscription: &str,
+        location: &str,
+        limit: u64,
+        usage: u64,
+        additional: u64,
+    ) -> Self {
+        let new_limit = usage.saturating_add(additional);
+        let (quota, resource, doc) = match family {
+            Some(f) => (format!("{f} Cores"), f, "per-vm-quota-requests"),
+            None => (
+                "Total Regional Cores".to_owned(),
+                "cores",
+                "regional-quota-requests",
+            ),
+        };
+        let parameters = format!(
+            "%7B%22subscriptionId%22:%22{subscription}%22,%22command%22:%22openQuotaApprovalBlade%22,\
+             %22quotas%22:[%7B%22location%22:%22{location}%22,%22providerId%22:%22Microsoft.Compute%22,\
+             %22resourceName%22:%22{resource}%22,%22quotaRequest%22:%7B%22properties%22:%7B\
+             %22limit%22:{new_limit},%22unit%22:%22Count%22,%22name%22:%7B%22value%22:%22{resource}\
+             %22%7D%7D%7D%7D]%7D"
+        );
+        Self::new(
+            StatusCode::CONFLICT,
+            "OperationNotAllowed",
+            format!(
+                "Operation could not be completed as it results in exceeding approved {quota} \
+                 quota. Additional details - Deployment Model: Resource Manager, Location: \
+                 {location}, Current Limit: {limit}, Current Usage: {usage}, Additional \
+                 Required: {additional}, (Minimum) New Limit Required: {new_limit}. Setup Alerts \
+                 when Quota reaches threshold. Learn more at https://aka.ms/quotamonitoringalerting \
+                 . Submit a request for Quota increase at \
+                 https://aka.ms/ProdportalCRP/#blade/Microsoft_Azure_Capacity/UsageAndQuota.ReactView/Parameters/{parameters} \
+                 by specifying parameters listed in the \u{2018}Details\u{2019} section for deployment to \
+                 succeed. Please read more about quota limits at \
+                 https://docs.microsoft.com/en-us/azure/azure-supportability/{doc}"
+            ),
+        )
+    }
+
     pub fn missing_api_version() -> Self {
         Self::bad_request(
             "MissingApiVersionParameter",

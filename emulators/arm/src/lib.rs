@@ -11,8 +11,10 @@
 //! that `azure_identity` accepts (secrets for the configured app registrations; for
 //! user-assigned identities, client assertions matched against their federated credentials and
 //! verified with the issuer's published keys), RBAC that authorizes those identities by their
-//! role assignments alone, and a plain-HTTP admin API (faults, request counts, state dump, role
-//! assignments).
+//! role assignments alone, vCPU quota per subscription, region and VM family with the Compute
+//! usage list and the compute resource provider's `409 OperationNotAllowed` for a VM beyond it
+//! ([`quota`]), and a plain-HTTP admin API (faults, request counts, state dump, role
+//! assignments, quota limits).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -42,6 +44,7 @@ mod entra;
 pub mod errors;
 pub mod faults;
 mod path;
+pub mod quota;
 mod rbac;
 pub mod requests;
 pub mod storage;
@@ -61,9 +64,10 @@ use axum::routing::{get, post};
 /// How long ARM takes to answer a role-assignment write under the realistic latency model
 /// (benches compute critical paths from it).
 pub use arm::ROLE_ASSIGNMENT_WRITE_LATENCY;
-pub use config::{Config, LatencyModel, Principal};
+pub use config::{Config, LatencyModel, Principal, QuotaConfig};
 pub use errors::ArmError;
 pub use faults::{AsyncFault, AsyncFaultSpec, Fault, FaultSpec};
+pub use quota::QuotaLimit;
 pub use requests::{RequestCount, RequestRecord, RequestStats, SubscriptionRequests};
 pub use throttle::{BucketConfig, ThrottleConfig};
 
@@ -92,7 +96,7 @@ pub(crate) struct State_ {
 impl Emulator {
     pub fn new(config: Config) -> Self {
         let state = State_ {
-            store: store::Store::default(),
+            store: store::Store::new(config.quota),
             throttle: throttle::Throttle::new(config.throttle),
             faults: faults::Faults::default(),
             requests: requests::RequestLog::new(config.request_log_size),
@@ -161,7 +165,8 @@ impl Emulator {
         }
     }
 
-    /// Clears resources, operations, faults, request counts and throttle buckets.
+    /// Clears resources, operations, faults, request counts, throttle buckets and the quota
+    /// limits set through the admin API.
     pub fn reset(&self) {
         let mut st = self.lock();
         st.store.clear();

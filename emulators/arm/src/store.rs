@@ -10,8 +10,10 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 
+use crate::config::QuotaConfig;
 use crate::errors::ArmError;
 use crate::faults::OpFailure;
+use crate::quota::Limits;
 use crate::types::{Etag, ResourceType, cascade};
 
 /// A stored resource.
@@ -105,7 +107,9 @@ pub struct StoredAssignment {
     pub updated_by: String,
 }
 
-/// All resources, role assignments and operations.
+/// All resources, role assignments and operations, and the subscriptions' vCPU limits (kept
+/// here, under the same lock as the VMs, so a VM PUT checks its quota and is stored in one
+/// step).
 #[derive(Default)]
 pub struct Store {
     resources: BTreeMap<String, StoredResource>,
@@ -113,6 +117,7 @@ pub struct Store {
     ops: HashMap<String, Operation>,
     /// Parent key → end of the write in flight under it (`exclusive_parent_writes` types).
     exclusive_writes: HashMap<String, OffsetDateTime>,
+    quota: Limits,
 }
 
 pub fn new_etag(kind: Etag) -> Option<String> {
@@ -130,11 +135,29 @@ pub fn rfc3339(t: OffsetDateTime) -> String {
 }
 
 impl Store {
+    /// An empty store whose subscriptions start with the `quota` limits.
+    pub fn new(quota: QuotaConfig) -> Self {
+        Self {
+            quota: Limits::new(quota),
+            ..Self::default()
+        }
+    }
+
+    /// Empties the store and forgets the limits set; the configured ones stay.
     pub fn clear(&mut self) {
         self.resources.clear();
         self.assignments.clear();
         self.ops.clear();
         self.exclusive_writes.clear();
+        self.quota.clear();
+    }
+
+    pub fn quota(&self) -> &Limits {
+        &self.quota
+    }
+
+    pub fn quota_mut(&mut self) -> &mut Limits {
+        &mut self.quota
     }
 
     /// Claims the one write slot under `parent_key` until `until`; `false` when another write

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::Emulator;
 use crate::errors::{ArmError, Result};
 use crate::path::{Target, VersionRule};
-use crate::types::{REGIONS, Registration};
+use crate::types::{REGIONS, Registration, regions};
 
 /// Checks `given` against what the target accepts.
 pub(super) fn check(emu: &Emulator, target: &Target, given: &str, body: &[u8]) -> Result<()> {
@@ -38,12 +38,13 @@ pub(super) fn check(emu: &Emulator, target: &Target, given: &str, body: &[u8]) -
             }
             Registration::Regions => {
                 let location = location(emu, target, body);
-                let mut locations: Vec<&str> = REGIONS.to_vec();
-                let home = emu.config().region.as_str();
-                if !locations.iter().any(|l| l.eq_ignore_ascii_case(home)) {
-                    locations.push(home);
-                }
-                ArmError::no_registered_provider(&location, given, type_path, versions, &locations)
+                ArmError::no_registered_provider(
+                    &location,
+                    given,
+                    type_path,
+                    versions,
+                    &registered_locations(emu),
+                )
             }
         }),
         VersionRule::Unknown {
@@ -58,9 +59,24 @@ pub(super) fn check(emu: &Emulator, target: &Target, given: &str, body: &[u8]) -
     }
 }
 
-/// The location ARM routes a regional request to: the one a PUT body names, else the
-/// resource's (or its group's) as stored, else the region this ARM instance plays.
+/// Where a regional type is registered, in the order ARM lists them: every public region, and
+/// the one this ARM instance plays if it is not one of them.
+pub(super) fn registered_locations(emu: &Emulator) -> Vec<&str> {
+    let mut locations: Vec<&str> = REGIONS.to_vec();
+    let home = emu.config().region.as_str();
+    if !locations.iter().any(|l| l.eq_ignore_ascii_case(home)) {
+        locations.push(home);
+    }
+    locations
+}
+
+/// The location ARM routes a regional request to: the one its path names (`locations/{l}/…`),
+/// else the one a PUT body names, else the resource's (or its group's) as stored, else the
+/// region this ARM instance plays.
 fn location(emu: &Emulator, target: &Target, body: &[u8]) -> String {
+    if let Target::ComputeUsages { location, .. } = target {
+        return regions::normalize(location);
+    }
     let from_body = serde_json::from_slice::<Value>(body)
         .ok()
         .and_then(|v| v.get("location").and_then(Value::as_str).map(str::to_owned));

@@ -3,7 +3,8 @@
 //! [`pipeline`] authenticates, authorises, throttles, validates the api-version and injects
 //! faults, then routes to a handler that is generic over the type table (`types.rs`): [`put`],
 //! [`patch`], [`read`] (GET, HEAD, lists), [`delete`], with [`lro`] for the asynchronous
-//! operations they start, and [`skus`] for the Resource SKUs list.
+//! operations they start, [`skus`] for the Resource SKUs list and [`usages`] for the Compute
+//! usage list (vCPU quota).
 
 mod api_version;
 mod body;
@@ -18,6 +19,7 @@ mod rbac;
 mod read;
 mod respond;
 mod skus;
+mod usages;
 
 use std::cell::Cell;
 use std::collections::HashMap;

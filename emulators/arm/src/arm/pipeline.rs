@@ -18,6 +18,7 @@ use super::patch::patch_resource;
 use super::put::put_resource;
 use super::read::{get_resource, head_resource, inventory, list_collection, list_resource_groups};
 use super::skus::list_skus;
+use super::usages::list_usages;
 use super::{Ctx, api_version, rbac};
 use crate::Emulator;
 use crate::errors::{ArmError, Result};
@@ -317,6 +318,9 @@ fn route(
         }
         (&Method::GET, Target::Inventory { sub, rg }) => inventory(ctx, store, sub, rg.as_deref()),
         (&Method::GET, Target::ResourceSkus { .. }) => list_skus(ctx),
+        (&Method::GET, Target::ComputeUsages { sub, location }) => {
+            list_usages(ctx, store, sub, location)
+        }
         (_, Target::Authorization(a)) => rbac::route(ctx, store, method, a, body),
         (&Method::GET, Target::Operation { sub, id, view }) => {
             // Compute serves both views on one path; `monitor=true` asks for the result.

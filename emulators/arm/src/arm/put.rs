@@ -212,6 +212,7 @@ pub(super) fn put_resource(
             store,
             &PutCheck {
                 rtype,
+                sub: &r.sub,
                 key: &key,
                 parent_key: &parent_key,
                 id: &id,
@@ -349,6 +350,7 @@ fn put_embedded(
             store,
             &PutCheck {
                 rtype: r.rtype,
+                sub: &r.sub,
                 key: &r.key(),
                 parent_key: &parent_key,
                 id: &format!("{}/{array}/{}", parent.id, r.name()),

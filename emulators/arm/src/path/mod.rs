@@ -128,6 +128,9 @@ pub enum Target {
     Authorization(AuthzRef),
     /// `/subscriptions/{s}/providers/Microsoft.Compute/skus`: the Resource SKUs list.
     ResourceSkus { sub: String },
+    /// `/subscriptions/{s}/providers/Microsoft.Compute/locations/{location}/usages`: the
+    /// Compute usage list (vCPU quota) of a region, `location` as the caller spelt it.
+    ComputeUsages { sub: String, location: String },
     /// A type the namespace does not have. ARM answers it only once it has the api-version
     /// (its message names it), after authenticating the caller like any other request.
     UnknownType {
@@ -166,7 +169,8 @@ impl Target {
             | Target::Operation { sub, .. }
             | Target::Collection { sub, .. }
             | Target::UnknownType { sub, .. }
-            | Target::ResourceSkus { sub } => sub,
+            | Target::ResourceSkus { sub }
+            | Target::ComputeUsages { sub, .. } => sub,
             Target::Resource(r) => &r.sub,
             Target::Authorization(a) => &a.sub,
         }
@@ -182,6 +186,7 @@ impl Target {
             Target::Collection { rtype, .. } => rtype.full_name(),
             Target::Authorization(a) => format!("{}/{}", authz::NAMESPACE, a.kind.type_path()),
             Target::ResourceSkus { .. } => "Microsoft.Compute/skus".into(),
+            Target::ComputeUsages { .. } => "Microsoft.Compute/locations/usages".into(),
             Target::UnknownType {
                 namespace,
                 type_path,
@@ -221,6 +226,13 @@ impl Target {
                 namespace: "Microsoft.Compute",
                 type_path: "skus",
                 registration: Registration::Locationless,
+            },
+            // Regional, as Azure/azure-sdk-for-python#21283 shows ARM refusing it.
+            Target::ComputeUsages { .. } => VersionRule::Provider {
+                versions: types::USAGE_VERSIONS,
+                namespace: "Microsoft.Compute",
+                type_path: "locations/usages",
+                registration: Registration::Regions,
             },
             Target::UnknownType {
                 namespace,
@@ -349,6 +361,16 @@ fn parse_provider(
     }
     if rg.is_none() && eq(ns, "Microsoft.Compute") && matches!(tail, [skus] if eq(skus, "skus")) {
         return Ok(Target::ResourceSkus { sub });
+    }
+    if let (None, [locs, location, usages]) = (&rg, tail)
+        && eq(ns, "Microsoft.Compute")
+        && eq(locs, "locations")
+        && eq(usages, "usages")
+    {
+        return Ok(Target::ComputeUsages {
+            sub,
+            location: (*location).to_owned(),
+        });
     }
     if !types::namespace_known(ns) {
         return Err(ArmError::new(

@@ -22,6 +22,8 @@
 //! holds Contributor on the managed and VNet groups only (openshift/hypershift
 //! `support/azureutil` `GetServicePrincipalScopes`) and makes workers in production. So ARM
 //! grants that read to an assignment anywhere in the subscription (inferred, not documented).
+//! The Compute usage list (`Microsoft.Compute/locations/usages/read`) is a read over the
+//! subscription too, granted only there or above, as ARM grants `locations/vmSizes/read`.
 
 use axum::http::Method;
 
@@ -115,6 +117,13 @@ impl Request {
                 (format!("{}/{v}", target.type_name()), scope)
             }
             Target::UnknownType { .. } => (format!("{}/{v}", target.type_name()), path.to_owned()),
+            // Like `locations/vmSizes`, which ARM authorizes over the subscription
+            // (confidential-containers/cloud-api-adaptor#1453 quotes its refusal): only an
+            // assignment there or above grants it.
+            Target::ComputeUsages { sub, .. } => (
+                format!("{}/{v}", target.type_name()),
+                format!("/subscriptions/{sub}"),
+            ),
             Target::ResourceSkus { sub } => {
                 within = true;
                 (

@@ -15,6 +15,7 @@ use super::in_use::{nic_used_by, users_of};
 use super::references::{Reference, id_of, same_location};
 use super::{FillCtx, PutCheck, vm_sizes};
 use crate::errors::{ArmError, Result};
+use crate::quota;
 use crate::store::{self, Store, StoredResource};
 
 // ---- references -----------------------------------------------------------------------------
@@ -102,31 +103,33 @@ fn is_type(r: &StoredResource, type_path: &str) -> bool {
     r.rtype.type_path.eq_ignore_ascii_case(type_path)
 }
 
-/// The VM's `hardwareProfile.vmSize` is one the region offers. A body without one is left to
-/// the other checks: what Azure answers then was not found.
-fn vm_size_valid(props: &Map<String, Value>) -> Result<()> {
+/// The VM's `hardwareProfile.vmSize`, when it is one the region offers. A body without one is
+/// left to the other checks (and holds no quota): what Azure answers then was not found.
+fn vm_size_valid(props: &Map<String, Value>) -> Result<Option<&'static vm_sizes::VmSize>> {
     let Some(size) = props
         .get("hardwareProfile")
         .and_then(|h| h.get("vmSize"))
         .and_then(Value::as_str)
     else {
-        return Ok(());
+        return Ok(None);
     };
     match vm_sizes::find(size) {
-        Some(_) => Ok(()),
+        Some(s) => Ok(Some(s)),
         None => Err(ArmError::invalid_vm_size(size, &vm_sizes::names())),
     }
 }
 
 /// Before accepting a VM PUT: its size is offered (checked first, as the request's own
 /// parameters are before what they name); every NIC exists, in the VM's region, and is not
-/// another VM's; every user-assigned identity exists.
+/// another VM's; every user-assigned identity exists; and last, once the request is known to be
+/// valid, its vCPUs fit the family's and the region's quota ([`crate::quota`]; where Azure puts
+/// the quota check among the others was not found (~)).
 ///
 /// No public quote of the compute resource provider's own words for a missing or out-of-region
 /// NIC was found; the refusal reuses NRP's `InvalidResourceReference`, whose message covers both
 /// cases, and a NIC held by another VM reuses NRP's `NicInUse` wording.
 pub(super) fn vm_put_valid(store: &Store, put: &PutCheck<'_>) -> Result<()> {
-    vm_size_valid(put.properties)?;
+    let size = vm_size_valid(put.properties)?;
     for (nic, _) in nic_ids(put.properties) {
         let found = store
             .get(&nic.to_ascii_lowercase())
@@ -153,6 +156,9 @@ pub(super) fn vm_put_valid(store: &Store, put: &PutCheck<'_>) -> Result<()> {
         if !exists {
             return Err(identity_missing(put.id, mi));
         }
+    }
+    if let (Some(size), Some(location)) = (size, put.location) {
+        quota::check_vm_put(store, put.sub, put.key, location, size)?;
     }
     Ok(())
 }

@@ -154,6 +154,8 @@ pub struct FillCtx<'a> {
 /// Context for referential checks on PUT.
 pub struct PutCheck<'a> {
     pub rtype: &'static ResourceType,
+    /// The subscription, as the request path gives it.
+    pub sub: &'a str,
     pub key: &'a str,
     pub parent_key: &'a str,
     /// Canonical id of the resource being written (the writer, in refusal messages).

@@ -217,6 +217,14 @@ pub const VIRTUAL_MACHINE_VERSIONS: &[&str] = &[
     "2026-04-01",
 ];
 
+/// `Microsoft.Compute/locations/usages` (`Usage_List`): ARM registers it with the virtual
+/// machines' version line, in every region (its `NoRegisteredProviderFound` for
+/// `type 'locations/usages'` lists `2015-05-01-preview, 2015-06-15, 2016-03-30,
+/// 2016-04-30-preview, 2016-08-30, 2017-03-30, 2017-12-01, …`, Azure/azure-sdk-for-python#21283);
+/// the operation is in every ComputeRP version of azure-rest-api-specs, up to the TypeSpec's
+/// `2025-11-01`.
+pub const USAGE_VERSIONS: &[&str] = VIRTUAL_MACHINE_VERSIONS;
+
 /// `Microsoft.Compute/disks`: the disk resource provider's versions, on their own line (a
 /// compute version is refused for disks, as a public VM-resizing PowerShell script notes in a
 /// comment: "No registered resource provider found for location 'westeurope' and API version

@@ -4,7 +4,8 @@
 //! The emulator refuses a VM of any other size (`400 InvalidParameter`, see
 //! [`crate::ArmError::invalid_vm_size`]) and serves this table as the Resource SKUs list
 //! (`GET /subscriptions/{s}/providers/Microsoft.Compute/skus`), so CAPZ's SKU look-up and the
-//! VM PUT agree; a per-family quota ledger can read `vcpus` and `family` from the same rows.
+//! VM PUT agree; the quota ledger ([`crate::quota`]) reads `vcpus` and `family` from the same
+//! rows.
 //!
 //! Sources: vCPUs and memory from Microsoft's size pages (MicrosoftDocs/azure-compute-docs
 //! `articles/virtual-machines/sizes/general-purpose/{dsv3,dsv4,dsv5,dasv5,ddsv5}-series.md`,
@@ -89,6 +90,17 @@ pub fn find(name: &str) -> Option<&'static VmSize> {
 /// Every size's name, in table order (the list ARM's refusal prints).
 pub fn names() -> Vec<&'static str> {
     VM_SIZES.iter().map(|s| s.name).collect()
+}
+
+/// Every family once, in table order (the rows of the Compute usage list).
+pub fn families() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for s in VM_SIZES {
+        if !out.contains(&s.family) {
+            out.push(s.family);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

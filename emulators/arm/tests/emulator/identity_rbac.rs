@@ -13,7 +13,7 @@ use crate::issuer::*;
 use crate::support::*;
 
 const AUTHZ: &str = "2022-04-01";
-const READER: &str = "acdd72a7-3385-48ef-bd42-f606fba81ae7";
+pub(crate) const READER: &str = "acdd72a7-3385-48ef-bd42-f606fba81ae7";
 pub(crate) const CONTRIBUTOR: &str = "b24988ac-6180-42a0-ab88-20f7382dd24c";
 const ARO_NETWORK_OPERATOR: &str = "be7a6435-15ae-4171-8f30-4a343eff9e8f";
 
@@ -43,7 +43,7 @@ pub(crate) async fn grant(emu: &TestEmu, scope: &str, role: &str, principal: &st
 }
 
 /// ARM's refusal, word for word.
-fn assert_forbidden(r: &Resp, principal: &str, action: &str, scope: &str) {
+pub(crate) fn assert_forbidden(r: &Resp, principal: &str, action: &str, scope: &str) {
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{:?}", r.body);
     assert_eq!(r.code(), "AuthorizationFailed");
     assert_eq!(

@@ -6,14 +6,15 @@
 //! `workload_identity` (with the OIDC issuer of `issuer`), managed identities' authorization
 //! in `identity_rbac`, worker VMs with their NICs and disks in `workers`, references to
 //! missing resources in `references`, the regions and VM sizes Azure offers (and refuses
-//! beyond) with the Resource SKUs list in `offerings`, deletes of resources in use and group
-//! cascades in `teardown`, Entra's answers for tenants it does not have in `tenants`,
-//! everything else here.
+//! beyond) with the Resource SKUs list in `offerings`, vCPU quota (the usage list and the 409
+//! beyond it) in `quota`, deletes of resources in use and group cascades in `teardown`,
+//! Entra's answers for tenants it does not have in `tenants`, everything else here.
 
 mod api_versions;
 mod identity_rbac;
 mod issuer;
 mod offerings;
+mod quota;
 mod rbac;
 mod references;
 mod refusals;

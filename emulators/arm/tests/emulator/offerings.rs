@@ -43,7 +43,7 @@ fn skus_path(filter: Option<&str>) -> String {
 }
 
 /// Every page of a list, following `nextLink`.
-async fn all_pages(emu: &TestEmu, token: &str, first: &str) -> Vec<Value> {
+pub(crate) async fn all_pages(emu: &TestEmu, token: &str, first: &str) -> Vec<Value> {
     let mut items = Vec::new();
     let mut next = Some(first.to_owned());
     while let Some(url) = next.take() {
