@@ -88,6 +88,14 @@ where
     Ok(check(obj.as_ref()))
 }
 
+/// `name` as it is now, or `None` when it does not exist (one read).
+pub async fn look<K>(api: &Api<K>, name: &str, what: &str) -> Result<Option<K>, StepError>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    get_opt(api, name).await.map_err(|e| step_error(&e, what))
+}
+
 /// `name`, or `None` when it does not exist: a 404 this code asks for (the look before a
 /// create or a delete), which the request's span does not count as a failure.
 async fn get_opt<K>(api: &Api<K>, name: &str) -> Result<Option<K>, kube::Error>

@@ -13,6 +13,7 @@ use hypersaga_hypershift::{
     conditions,
 };
 use hypersaga_model::{NodePoolSpec as PoolSpec, ReleaseVersion};
+use hypersaga_stepkit::ArmClients;
 use hypersaga_stepkit::kube::{self as kube_ops, Check, DEFAULT_RECHECK_INTERVAL, Notes, target};
 use hypersaga_worker::{Progress, StepHandler, StepResult};
 use kube::{Api, Resource};
@@ -20,6 +21,7 @@ use serde_json::json;
 use tracing::info;
 
 use crate::machines::{self, MachineFailure};
+use crate::quota;
 use crate::{DEFAULT_READY_TIMEOUT, Error};
 
 /// Runs `nodepool.<pool>`.
@@ -32,6 +34,8 @@ use crate::{DEFAULT_READY_TIMEOUT, Error};
 /// "wait" until the nodes are ready (or the pool is gone), and the saga re-checks later.
 pub struct NodePoolHandler {
     client: kube::Client,
+    /// Each tenant's ARM client: the vCPU quota is read from its subscription.
+    arm: ArmClients,
     ready_timeout: Duration,
     recheck: Duration,
 }
@@ -53,6 +57,7 @@ impl NodePoolHandler {
             .unwrap_or(DEFAULT_RECHECK_INTERVAL);
         Ok(Self {
             client,
+            arm: ArmClients::new(config)?,
             ready_timeout,
             recheck,
         })
@@ -148,6 +153,7 @@ impl NodePoolHandler {
         {
             Some(g) if cmd.is_recheck() => Some(g),
             _ => {
+                self.check_quota(cmd, pool, &api, name, what).await?;
                 let np = node_pool(cmd, pool, name, subnet_id);
                 kube_ops::apply(&api, name, &np, what)
                     .await?
@@ -194,6 +200,24 @@ impl NodePoolHandler {
                 )
             }
         }
+    }
+
+    /// Refuses, before anything is applied, a change needing more vCPUs than the tenant's
+    /// subscription has left (see [`quota`]). The NodePool as it stands says what the pool
+    /// asks for already, so an attempt after one that applied the change adds nothing.
+    async fn check_quota(
+        &self,
+        cmd: &StepCommand,
+        pool: &PoolSpec,
+        api: &Api<NodePool>,
+        name: &str,
+        what: &str,
+    ) -> Result<(), StepError> {
+        let existing = kube_ops::look(api, name, what).await?;
+        let added = quota::vms_added(pool, existing.as_ref(), release_image(cmd, pool));
+        let arm = self.arm.tenant(&cmd.tenant)?;
+        let target = format!("spec.node_pools.{}.replicas", pool.name);
+        quota::check(&arm, &cmd.context.spec.location, pool, added, &target).await
     }
 
     /// What CAPZ wrote on the NodePool's Machines when it failed.

@@ -1,9 +1,12 @@
 //! The nodepool service: owns steps `nodepool.<pool name>`.
 //!
-//! **Do** server-side applies the pool's `NodePool` (Azure marketplace Gen2 image, 120 GiB
-//! Premium_LRS OS disk, the cluster's subnet, `Replace` upgrades) next to its HostedCluster and
-//! waits, with a kube watch, until every desired node has joined and `Ready=True`. **Undo**
-//! deletes the NodePool and waits until the operator's finalizer has released it.
+//! **Do** makes the pool's `NodePool` be as the spec says, whether that creates, scales,
+//! autoscales or upgrades it: it first refuses a change the tenant's vCPU quota cannot hold
+//! (see [`quota`]), then server-side applies the whole intent (Azure marketplace Gen2 image,
+//! the pool's OS disk, zone, subnet, labels, taints, drain timeout and release) next to its
+//! HostedCluster and waits until the nodes it wants are ready and its release's version has
+//! rolled out. **Undo** deletes the NodePool and waits until the operator's finalizer has
+//! released it.
 //!
 //! A refusal CAPZ reports on the pool's Cluster API Machines that waiting cannot clear (a
 //! missing role assignment, an assertion Entra will not take, a VM size the region's Resource
@@ -18,6 +21,7 @@
 
 mod handler;
 mod machines;
+mod quota;
 
 use std::sync::Arc;
 use std::time::Duration;

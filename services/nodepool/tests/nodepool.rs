@@ -13,6 +13,7 @@ use hypersaga_emulator_mgmt::{Fault, FaultKind};
 use hypersaga_hypershift::*;
 use hypersaga_model::NodePoolSpec as PoolSpec;
 use hypersaga_nodepool::NodePoolHandler;
+use hypersaga_testkit::TestArm;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
@@ -28,6 +29,14 @@ impl Execute for NodePoolHandler {
     ) -> Result<hypersaga_worker::StepResult, hypersaga_bus::StepError> {
         self.execute(cmd, notes).await
     }
+}
+
+/// `config` reaching Azure through `arm` (where the vCPU quota is read) as tenant `acme`.
+fn with_arm(mut config: hypersaga_config::Config, arm: &TestArm) -> hypersaga_config::Config {
+    let az = arm.config(None);
+    config.azure = az.azure;
+    config.tenants = az.tenants;
+    config
 }
 
 fn pool(name: &str, replicas: i32) -> PoolSpec {
@@ -136,7 +145,8 @@ async fn hosted_cluster(mgmt: &Mgmt, cmd: &hypersaga_bus::StepCommand) {
 async fn do_waits_for_ready_nodes_and_undo_removes_the_pool() {
     hypersaga_devca::install_crypto_provider();
     let mgmt = mgmt(DELAY).await;
-    let handler = NodePoolHandler::new(&config(&mgmt, None, &["acme"]))
+    let arm = TestArm::start().await;
+    let handler = NodePoolHandler::new(&with_arm(config(&mgmt, None, &["acme"]), &arm))
         .await
         .expect("handler");
     let cmd = command(
@@ -256,7 +266,8 @@ async fn do_waits_for_ready_nodes_and_undo_removes_the_pool() {
 async fn zero_replicas_faults_and_unknown_pools() {
     hypersaga_devca::install_crypto_provider();
     let mgmt = mgmt(DELAY).await;
-    let mut config = config(&mgmt, None, &["acme"]);
+    let arm = TestArm::start().await;
+    let mut config = with_arm(config(&mgmt, None, &["acme"]), &arm);
     config.kube.available_timeout_s = Some(1);
     let handler = NodePoolHandler::new(&config).await.expect("handler");
     let pools = vec![pool("empty", 0), pool("broken", 2)];
@@ -316,4 +327,64 @@ async fn zero_replicas_faults_and_unknown_pools() {
         .expect_err("unknown pool");
     assert!(!err.is_retryable());
     assert_eq!(err.info.code, "UnknownNodePool");
+}
+
+#[tokio::test]
+async fn a_pool_beyond_the_vcpu_quota_is_refused_with_the_arithmetic_before_anything_is_applied() {
+    hypersaga_devca::install_crypto_provider();
+    let mgmt = mgmt(DELAY).await;
+    let arm = TestArm::start().await;
+    let handler = NodePoolHandler::new(&with_arm(config(&mgmt, None, &["acme"]), &arm))
+        .await
+        .expect("handler");
+    // 10 Dsv5 vCPUs left: 3 × Standard_D4s_v5 need 12.
+    arm.admin
+        .set_quota_limit(&hypersaga_emulator_arm::QuotaLimit {
+            subscription: hypersaga_testkit::SUBSCRIPTION.into(),
+            location: "eastus".into(),
+            name: "standardDSv5Family".into(),
+            limit: 10,
+        })
+        .await
+        .expect("quota");
+    let cmd = command(
+        "acme",
+        "demo",
+        StepId::node_pool("workers"),
+        Action::Do,
+        vec![pool("workers", 3)],
+    );
+    hosted_cluster(&mgmt, &cmd).await;
+    let err = handler
+        .execute(&cmd, &Collect::default())
+        .await
+        .expect_err("over quota");
+    assert!(!err.is_retryable(), "{err}");
+    assert_eq!(err.info.code, "InsufficientVMQuota");
+    assert!(
+        err.info
+            .message
+            .contains("need 12 vCPUs, have 10 remaining"),
+        "{err}"
+    );
+    assert_eq!(
+        err.info.target.as_deref(),
+        Some("spec.node_pools.workers.replicas")
+    );
+    let pools: Api<NodePool> = Api::namespaced(mgmt.client.clone(), &cmd.context.names.namespace);
+    assert!(
+        pools.get_opt("demo-workers").await.expect("read").is_none(),
+        "nothing applied"
+    );
+    // Two fit: made, and a scale to three asks only for the one more.
+    let two = command(
+        "acme",
+        "demo",
+        StepId::node_pool("workers"),
+        Action::Do,
+        vec![pool("workers", 2)],
+    );
+    within("two", drive(&handler, &two, &Collect::default()))
+        .await
+        .expect("two fit");
 }
