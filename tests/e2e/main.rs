@@ -10,6 +10,7 @@ mod azure_sdks;
 mod cli;
 mod closed_bus;
 mod crash;
+mod day2;
 mod fault_matrix;
 mod faults;
 mod fleet;

@@ -168,6 +168,17 @@ impl NodePoolHandler {
         .await?
         {
             Check::Done((ready, version)) => {
+                // A scale down is over once the surplus machines are gone too.
+                if let Some(surplus) = self.surplus(cmd, name, ready).await {
+                    let why = format!("{ready} nodes ready; {surplus} more machines being removed");
+                    return self.wait(
+                        cmd,
+                        "NodePoolNotReady",
+                        what,
+                        why,
+                        json!({ "generation": generation }),
+                    );
+                }
                 info!(object = %what, ready_replicas = ready, %version, "NodePool ready");
                 let ns = &cmd.context.names.namespace;
                 let outputs = NodePoolOutputs {
@@ -218,6 +229,17 @@ impl NodePoolHandler {
         let arm = self.arm.tenant(&cmd.tenant)?;
         let target = format!("spec.node_pools.{}.replicas", pool.name);
         quota::check(&arm, &cmd.context.spec.location, pool, added, &target).await
+    }
+
+    /// How many more Machines the pool has than its `ready` nodes (those a scale down is
+    /// still removing), when there are any and the management cluster says so.
+    async fn surplus(&self, cmd: &StepCommand, name: &str, ready: i32) -> Option<usize> {
+        let names = &cmd.context.names;
+        let key = format!("{}/{name}", names.namespace);
+        let machines =
+            machines::count(&self.client, &names.control_plane_namespace(), &key).await?;
+        let ready = usize::try_from(ready).unwrap_or(0);
+        (machines > ready).then(|| machines - ready)
     }
 
     /// What CAPZ wrote on the NodePool's Machines when it failed.

@@ -85,22 +85,19 @@ fn machines(client: &kube::Client, namespace: &str) -> Api<DynamicObject> {
     Api::namespaced_with(client.clone(), namespace, &resource)
 }
 
-/// The refusals on the Machines of NodePool `np_key` (`<namespace>/<name>`) in the control
-/// plane's namespace. A management cluster that cannot be asked answers none: this is a
-/// diagnosis, never a reason to fail by itself.
-pub async fn failures(client: &kube::Client, namespace: &str, np_key: &str) -> Vec<MachineFailure> {
-    let list = match machines(client, namespace)
+/// The Machines of NodePool `np_key` (`<namespace>/<name>`) in the control plane's namespace,
+/// those being deleted included.
+async fn of_pool(
+    client: &kube::Client,
+    namespace: &str,
+    np_key: &str,
+) -> Result<Vec<DynamicObject>, kube::Error> {
+    let list = machines(client, namespace)
         .list(&ListParams::default())
-        .await
-    {
-        Ok(list) => list,
-        Err(e) => {
-            tracing::debug!(error = %e, namespace, "machines not listed");
-            return Vec::new();
-        }
-    };
-    list.items
-        .iter()
+        .await?;
+    Ok(list
+        .items
+        .into_iter()
         .filter(|m| {
             m.metadata
                 .annotations
@@ -108,6 +105,35 @@ pub async fn failures(client: &kube::Client, namespace: &str, np_key: &str) -> V
                 .and_then(|a| a.get(NODE_POOL_ANNOTATION))
                 .is_some_and(|v| v == np_key)
         })
+        .collect())
+}
+
+/// How many Machines NodePool `np_key` has, those still being removed included: a scale
+/// down is over when the surplus is gone, not when the survivors are ready. `None` when the
+/// management cluster cannot be asked (the caller then judges by the NodePool alone).
+pub async fn count(client: &kube::Client, namespace: &str, np_key: &str) -> Option<usize> {
+    match of_pool(client, namespace, np_key).await {
+        Ok(machines) => Some(machines.len()),
+        Err(e) => {
+            tracing::debug!(error = %e, namespace, "machines not listed");
+            None
+        }
+    }
+}
+
+/// The refusals on the Machines of NodePool `np_key` (`<namespace>/<name>`) in the control
+/// plane's namespace. A management cluster that cannot be asked answers none: this is a
+/// diagnosis, never a reason to fail by itself.
+pub async fn failures(client: &kube::Client, namespace: &str, np_key: &str) -> Vec<MachineFailure> {
+    let machines = match of_pool(client, namespace, np_key).await {
+        Ok(machines) => machines,
+        Err(e) => {
+            tracing::debug!(error = %e, namespace, "machines not listed");
+            return Vec::new();
+        }
+    };
+    machines
+        .iter()
         .filter_map(|m| {
             let name = m.metadata.name.clone().unwrap_or_default();
             if let Some(failed) = failed_for_good(&name, &m.data) {

@@ -1,0 +1,514 @@
+//! Day 2 on a living cluster, through the public API: node pools created, scaled,
+//! autoscaled and deleted, with their VMs in ARM and their NodePools on the management
+//! cluster following; every refusal before anything is written; a failed change that leaves
+//! the cluster ready with what it had.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use hypersaga_api::v1 as pb;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::support::*;
+
+const RELEASE: &str = "quay.io/openshift-release-dev/ocp-release:4.21.0-multi";
+
+/// The VMs of pool `pool` of `cluster` (CAPZ names them after their Machines,
+/// `<cluster>-<pool>-…`), by name, with their size.
+async fn vms(system: &System, cluster: &str, pool: &str) -> BTreeMap<String, String> {
+    let prefix = format!("{cluster}-{pool}-");
+    system
+        .inventory("acme")
+        .await
+        .into_iter()
+        .filter(|r| is_of(r, "Microsoft.Compute/virtualMachines", &prefix))
+        .map(|r| {
+            let size = r["properties"]["hardwareProfile"]["vmSize"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            (name_of(&r).to_owned(), size)
+        })
+        .collect()
+}
+
+/// How many NICs and disks of pool `pool` of `cluster` ARM holds.
+async fn nics_and_disks(system: &System, cluster: &str, pool: &str) -> usize {
+    let prefix = format!("{cluster}-{pool}-");
+    system
+        .inventory("acme")
+        .await
+        .iter()
+        .filter(|r| {
+            is_of(r, "Microsoft.Network/networkInterfaces", &prefix)
+                || is_of(r, "Microsoft.Compute/disks", &prefix)
+        })
+        .count()
+}
+
+fn name_of(r: &Value) -> &str {
+    r["id"]
+        .as_str()
+        .and_then(|id| id.rsplit('/').next())
+        .unwrap_or_default()
+}
+
+fn is_of(r: &Value, ty: &str, prefix: &str) -> bool {
+    let id = r["id"].as_str().unwrap_or_default();
+    id.contains(&format!("/providers/{ty}/")) && name_of(r).starts_with(prefix)
+}
+
+/// The NodePool object `<cluster>-<pool>` on the management cluster.
+async fn node_pool_object(system: &System, cluster: &str, pool: &str) -> Option<Value> {
+    let name = format!("{cluster}-{pool}");
+    system
+        .mgmt_admin()
+        .objects()
+        .await
+        .expect("objects")
+        .into_iter()
+        .find(|o| o["kind"] == "NodePool" && o["metadata"]["name"] == name.as_str())
+}
+
+/// Polls the operation until it has ended; its last state.
+async fn ended(system: &System, id: &str) -> pb::Operation {
+    let mut c = system.client("acme").await;
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let op = c
+            .get_operation(pb::GetOperationRequest { id: id.into() })
+            .await
+            .expect("get operation")
+            .into_inner();
+        let state = pb::OperationState::try_from(op.state).unwrap_or_default();
+        if matches!(
+            state,
+            pb::OperationState::Succeeded | pb::OperationState::Failed
+        ) {
+            return op;
+        }
+        if Instant::now() > deadline {
+            system.dump_logs();
+            panic!("operation {id} did not end: {op:#?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn succeeded(op: &pb::Operation) -> bool {
+    op.state == pb::OperationState::Succeeded as i32
+}
+
+async fn pool(system: &System, cluster: &str, name: &str) -> pb::NodePool {
+    system
+        .client("acme")
+        .await
+        .get_node_pool(pb::GetNodePoolRequest {
+            cluster: cluster.into(),
+            name: name.into(),
+        })
+        .await
+        .expect("get node pool")
+        .into_inner()
+}
+
+fn mask(paths: &[&str]) -> Option<prost_types::FieldMask> {
+    Some(prost_types::FieldMask {
+        paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+    })
+}
+
+/// An update of pool `name` setting `spec`'s fields named in `paths`, against `etag`.
+fn update(
+    cluster: &str,
+    name: &str,
+    spec: pb::NodePoolSpec,
+    paths: &[&str],
+    etag: &str,
+) -> pb::UpdateNodePoolRequest {
+    pb::UpdateNodePoolRequest {
+        cluster: cluster.into(),
+        node_pool: Some(pb::NodePool {
+            spec: Some(pb::NodePoolSpec {
+                name: name.into(),
+                ..spec
+            }),
+            etag: etag.into(),
+            ..Default::default()
+        }),
+        update_mask: mask(paths),
+        request_id: uuid::Uuid::new_v4().to_string(),
+    }
+}
+
+fn replicas(n: i32) -> pb::NodePoolSpec {
+    pb::NodePoolSpec {
+        replicas: Some(n),
+        ..Default::default()
+    }
+}
+
+/// The field paths of an `INVALID_ARGUMENT`'s `google.rpc.BadRequest`.
+fn violations(status: &tonic::Status) -> Vec<String> {
+    use tonic_types::StatusExt;
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    status
+        .get_error_details()
+        .bad_request()
+        .map(|b| b.field_violations.iter().map(|v| v.field.clone()).collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn node_pools_are_created_scaled_autoscaled_and_deleted_beside_an_untouched_first_pool() {
+    let system = System::start().await;
+    let mut c = system.client("acme").await;
+    system.create("acme", "living", 2).await;
+    let ready = system.watch_to_end("acme", "living").await;
+    assert_eq!(phase(&ready), "ready", "{ready:#?}");
+    let first = vms(&system, "living", "workers").await;
+    assert_eq!(first.len(), 2, "{first:?}");
+
+    // A second pool of 3 × Standard_D8s_v5.
+    let op = c
+        .create_node_pool(pb::CreateNodePoolRequest {
+            cluster: "living".into(),
+            node_pool: Some(pb::NodePoolSpec {
+                name: "big".into(),
+                replicas: Some(3),
+                vm_size: "Standard_D8s_v5".into(),
+                labels: [("tier".to_owned(), "batch".to_owned())].into(),
+                ..Default::default()
+            }),
+            request_id: "big-1".into(),
+        })
+        .await
+        .expect("create node pool")
+        .into_inner();
+    assert_eq!(op.kind, pb::OperationKind::CreateNodePool as i32);
+    assert_eq!(op.node_pool, "big");
+
+    // While it runs, the cluster takes no other change, and says which one runs.
+    let busy = c
+        .update_node_pool(update(
+            "living",
+            "workers",
+            replicas(3),
+            &["spec.replicas"],
+            "",
+        ))
+        .await
+        .expect_err("one change at a time");
+    assert_eq!(busy.code(), tonic::Code::FailedPrecondition, "{busy:?}");
+    assert!(busy.message().contains(&op.id), "{busy:?}");
+
+    let done = ended(&system, &op.id).await;
+    assert!(succeeded(&done), "{done:#?}");
+    let big = vms(&system, "living", "big").await;
+    assert_eq!(big.len(), 3, "{big:?}");
+    assert!(big.values().all(|s| s == "Standard_D8s_v5"), "{big:?}");
+    let np = node_pool_object(&system, "living", "big")
+        .await
+        .expect("NodePool");
+    assert_eq!(np["spec"]["replicas"], 3);
+    assert_eq!(np["spec"]["nodeLabels"]["tier"], "batch");
+    let got = pool(&system, "living", "big").await;
+    let status = got.status.clone().expect("status");
+    assert_eq!((status.state.as_str(), status.ready_replicas), ("Ready", 3));
+    assert_eq!(status.version, "4.21.0");
+    let cluster = system
+        .wait_until("acme", "living", "ready again", |c| phase(c) == "ready")
+        .await;
+    let resources = cluster.status.clone().expect("status").resources;
+    assert!(resources.contains_key("node_pool/big"), "{resources:?}");
+    assert!(resources.contains_key("node_pool/workers"), "{resources:?}");
+
+    // A retry of the create is the same operation.
+    let again = c
+        .create_node_pool(pb::CreateNodePoolRequest {
+            cluster: "living".into(),
+            node_pool: Some(pb::NodePoolSpec {
+                name: "big".into(),
+                replicas: Some(3),
+                vm_size: "Standard_D8s_v5".into(),
+                labels: [("tier".to_owned(), "batch".to_owned())].into(),
+                ..Default::default()
+            }),
+            request_id: "big-1".into(),
+        })
+        .await
+        .expect("retried create")
+        .into_inner();
+    assert_eq!(again.id, op.id);
+
+    // A stale etag is refused; the current one is taken.
+    let stale = c
+        .update_node_pool(update(
+            "living",
+            "big",
+            replicas(5),
+            &["spec.replicas"],
+            "\"0\"",
+        ))
+        .await
+        .expect_err("stale etag");
+    assert_eq!(stale.code(), tonic::Code::Aborted, "{stale:?}");
+
+    // Scaled to 5, then 1: the VMs follow.
+    for n in [5, 1] {
+        let etag = pool(&system, "living", "big").await.etag;
+        let op = c
+            .update_node_pool(update(
+                "living",
+                "big",
+                replicas(n),
+                &["spec.replicas"],
+                &etag,
+            ))
+            .await
+            .expect("scale")
+            .into_inner();
+        let done = ended(&system, &op.id).await;
+        assert!(succeeded(&done), "scale to {n}: {done:#?}");
+        let now = vms(&system, "living", "big").await;
+        assert_eq!(
+            now.len(),
+            usize::try_from(n).unwrap(),
+            "scale to {n}: {now:?}"
+        );
+    }
+
+    // Autoscaling 2..4 replaces the count on the NodePool.
+    let auto = pb::NodePoolSpec {
+        autoscaling: Some(pb::Autoscaling { min: 2, max: 4 }),
+        ..Default::default()
+    };
+    let op = c
+        .update_node_pool(update("living", "big", auto, &["spec.autoscaling"], ""))
+        .await
+        .expect("autoscale")
+        .into_inner();
+    let done = ended(&system, &op.id).await;
+    assert!(succeeded(&done), "{done:#?}");
+    let np = node_pool_object(&system, "living", "big")
+        .await
+        .expect("NodePool");
+    assert!(
+        np["spec"].get("replicas").is_none_or(Value::is_null),
+        "{np:#}"
+    );
+    assert_eq!(np["spec"]["autoScaling"]["min"], 2);
+    assert_eq!(np["spec"]["autoScaling"]["max"], 4);
+    let now = vms(&system, "living", "big").await.len();
+    assert!((2..=4).contains(&now), "{now} VMs");
+
+    // Deleted: its VMs, NICs and disks are gone.
+    let op = c
+        .delete_node_pool(pb::DeleteNodePoolRequest {
+            cluster: "living".into(),
+            name: "big".into(),
+            request_id: "big-delete".into(),
+            etag: String::new(),
+        })
+        .await
+        .expect("delete node pool")
+        .into_inner();
+    let done = ended(&system, &op.id).await;
+    assert!(succeeded(&done), "{done:#?}");
+    assert!(vms(&system, "living", "big").await.is_empty());
+    assert_eq!(nics_and_disks(&system, "living", "big").await, 0);
+    assert!(node_pool_object(&system, "living", "big").await.is_none());
+    let gone = c
+        .get_node_pool(pb::GetNodePoolRequest {
+            cluster: "living".into(),
+            name: "big".into(),
+        })
+        .await
+        .expect_err("deleted");
+    assert_eq!(gone.code(), tonic::Code::NotFound);
+
+    // The first pool's VMs were never touched.
+    assert_eq!(vms(&system, "living", "workers").await, first);
+
+    // Refused before anything is written, each with its field path.
+    let newer = c
+        .create_node_pool(pb::CreateNodePoolRequest {
+            cluster: "living".into(),
+            node_pool: Some(pb::NodePoolSpec {
+                name: "next".into(),
+                replicas: Some(1),
+                vm_size: "Standard_D4s_v5".into(),
+                release_image: RELEASE.replace("4.21.0", "4.22.0"),
+                ..Default::default()
+            }),
+            request_id: String::new(),
+        })
+        .await
+        .expect_err("a pool newer than its control plane");
+    assert_eq!(violations(&newer), ["node_pool.release_image"]);
+    let skip = c
+        .update_cluster(pb::UpdateClusterRequest {
+            cluster: Some(pb::Cluster {
+                name: "living".into(),
+                spec: Some(pb::ClusterSpec {
+                    release_image: RELEASE.replace("4.21.0", "4.23.0"),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            update_mask: mask(&["spec.release_image"]),
+            request_id: String::new(),
+        })
+        .await
+        .expect_err("a control plane skipping a minor");
+    assert_eq!(violations(&skip), ["cluster.spec.release_image"]);
+    let vm_size = c
+        .update_node_pool(update(
+            "living",
+            "workers",
+            pb::NodePoolSpec {
+                vm_size: "Standard_D8s_v5".into(),
+                ..Default::default()
+            },
+            &["spec.vm_size"],
+            "",
+        ))
+        .await
+        .expect_err("an immutable field");
+    assert_eq!(violations(&vm_size), ["update_mask"]);
+    let both = c
+        .update_node_pool(update(
+            "living",
+            "workers",
+            pb::NodePoolSpec {
+                replicas: Some(3),
+                autoscaling: Some(pb::Autoscaling { min: 1, max: 3 }),
+                ..Default::default()
+            },
+            &["spec.replicas", "spec.autoscaling"],
+            "",
+        ))
+        .await
+        .expect_err("replicas with autoscaling");
+    assert_eq!(violations(&both), ["node_pool.spec.replicas"]);
+    let after = system
+        .wait_until("acme", "living", "unchanged", |c| phase(c) == "ready")
+        .await;
+    assert_eq!(
+        after
+            .status
+            .expect("status")
+            .operation
+            .expect("operation")
+            .id,
+        op.id,
+        "no refused call started an operation"
+    );
+}
+
+#[tokio::test]
+async fn a_scale_over_the_vcpu_quota_fails_with_the_arithmetic_and_a_failed_pool_create_leaves_the_cluster_as_it_was()
+ {
+    let system = System::start().await;
+    let mut c = system.client("acme").await;
+    system.create("acme", "tight", 1).await;
+    let ready = system.watch_to_end("acme", "tight").await;
+    assert_eq!(phase(&ready), "ready", "{ready:#?}");
+    let first = vms(&system, "tight", "workers").await;
+
+    // 4 Dsv5 vCPUs left beside the worker: a scale to 3 × Standard_D4s_v5 needs 8.
+    system
+        .arm_admin()
+        .set_quota_limit(&hypersaga_emulator_arm::QuotaLimit {
+            subscription: system.subscription("acme"),
+            location: "eastus".into(),
+            name: "standardDSv5Family".into(),
+            limit: 8,
+        })
+        .await
+        .expect("quota");
+    let op = c
+        .update_node_pool(update(
+            "tight",
+            "workers",
+            replicas(3),
+            &["spec.replicas"],
+            "",
+        ))
+        .await
+        .expect("scale")
+        .into_inner();
+    let failed = ended(&system, &op.id).await;
+    let error = failed.error.clone().expect("error");
+    assert_eq!(error.code, "InsufficientVMQuota", "{failed:#?}");
+    assert!(
+        error.message.contains("need 8 vCPUs, have 4 remaining"),
+        "{error:?}"
+    );
+    assert_eq!(error.target, "spec.node_pools.workers.replicas");
+    let cluster = system
+        .wait_until("acme", "tight", "ready with what it has", |c| {
+            phase(c) == "ready"
+        })
+        .await;
+    assert_eq!(vms(&system, "tight", "workers").await, first);
+    let workers = node_pool_object(&system, "tight", "workers")
+        .await
+        .expect("NodePool");
+    assert_eq!(workers["spec"]["replicas"], 1, "nothing was applied");
+    drop(cluster);
+
+    // A new pool whose VMs ARM refuses for good: the pool is removed again, the first pool
+    // untouched, the cluster ready, the operation failed with Azure's words.
+    system
+        .arm_admin()
+        .clear_quota_limits()
+        .await
+        .expect("clear quota");
+    system
+        .arm_admin()
+        .add_fault(&hypersaga_emulator_arm::FaultSpec {
+            method: "PUT".into(),
+            resource_type: "Microsoft.Compute/virtualMachines".into(),
+            name_contains: Some("tight-gpu-".into()),
+            path_contains: None,
+            status: 400,
+            code: "InvalidParameter".into(),
+            message: Some("injected: the image is not available for this VM size".into()),
+            retry_after_secs: None,
+            count: None,
+        })
+        .await
+        .expect("fault");
+    let op = c
+        .create_node_pool(pb::CreateNodePoolRequest {
+            cluster: "tight".into(),
+            node_pool: Some(pb::NodePoolSpec {
+                name: "gpu".into(),
+                replicas: Some(1),
+                vm_size: "Standard_D4s_v5".into(),
+                ..Default::default()
+            }),
+            request_id: String::new(),
+        })
+        .await
+        .expect("create node pool")
+        .into_inner();
+    let failed = ended(&system, &op.id).await;
+    assert_eq!(
+        failed.state,
+        pb::OperationState::Failed as i32,
+        "{failed:#?}"
+    );
+    let error = failed.error.clone().expect("error");
+    assert!(error.message.contains("InvalidParameter"), "{error:?}");
+    let cluster = system
+        .wait_until("acme", "tight", "ready again", |c| phase(c) == "ready")
+        .await;
+    let spec = cluster.spec.expect("spec");
+    assert_eq!(spec.node_pools.len(), 1, "the failed pool left the spec");
+    assert!(node_pool_object(&system, "tight", "gpu").await.is_none());
+    assert!(vms(&system, "tight", "gpu").await.is_empty());
+    assert_eq!(vms(&system, "tight", "workers").await, first);
+}
