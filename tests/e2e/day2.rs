@@ -71,8 +71,13 @@ async fn node_pool_object(system: &System, cluster: &str, pool: &str) -> Option<
         .find(|o| o["kind"] == "NodePool" && o["metadata"]["name"] == name.as_str())
 }
 
-/// Polls the operation until it has ended; its last state.
-async fn ended(system: &System, id: &str) -> pb::Operation {
+/// Polls the operation until `pred` holds; its state then.
+async fn op_until(
+    system: &System,
+    id: &str,
+    what: &str,
+    pred: impl Fn(pb::OperationState) -> bool,
+) -> pb::Operation {
     let mut c = system.client("acme").await;
     let deadline = Instant::now() + TIMEOUT;
     loop {
@@ -81,19 +86,61 @@ async fn ended(system: &System, id: &str) -> pb::Operation {
             .await
             .expect("get operation")
             .into_inner();
-        let state = pb::OperationState::try_from(op.state).unwrap_or_default();
-        if matches!(
-            state,
-            pb::OperationState::Succeeded | pb::OperationState::Failed
-        ) {
+        if pred(pb::OperationState::try_from(op.state).unwrap_or_default()) {
             return op;
         }
         if Instant::now() > deadline {
             system.dump_logs();
-            panic!("operation {id} did not end: {op:#?}");
+            panic!("operation {id} never {what}: {op:#?}");
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Polls the operation until it has ended; its last state.
+async fn ended(system: &System, id: &str) -> pb::Operation {
+    op_until(system, id, "ended", |s| {
+        matches!(
+            s,
+            pb::OperationState::Succeeded | pb::OperationState::Failed
+        )
+    })
+    .await
+}
+
+/// Polls until the NodePool object asks for `n` nodes: the change was applied.
+async fn applied(system: &System, cluster: &str, pool: &str, n: i32) {
+    let deadline = Instant::now() + TIMEOUT;
+    while node_pool_object(system, cluster, pool)
+        .await
+        .is_none_or(|np| np["spec"]["replicas"] != n)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the NodePool never asked for {n}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// VM creations of `cluster`'s pool `pool` fail retryably until the faults are cleared: CAPZ
+/// keeps trying, and the scale waits.
+async fn hold_vms(system: &System, cluster: &str, pool: &str) {
+    system
+        .arm_admin()
+        .add_fault(&hypersaga_emulator_arm::FaultSpec {
+            method: "PUT".into(),
+            resource_type: "Microsoft.Compute/virtualMachines".into(),
+            name_contains: Some(format!("{cluster}-{pool}-")),
+            path_contains: None,
+            status: 500,
+            code: "InternalServerError".into(),
+            message: Some("injected: held".into()),
+            retry_after_secs: None,
+            count: None,
+        })
+        .await
+        .expect("fault");
 }
 
 fn succeeded(op: &pb::Operation) -> bool {
@@ -511,4 +558,112 @@ async fn a_scale_over_the_vcpu_quota_fails_with_the_arithmetic_and_a_failed_pool
     assert!(node_pool_object(&system, "tight", "gpu").await.is_none());
     assert!(vms(&system, "tight", "gpu").await.is_empty());
     assert_eq!(vms(&system, "tight", "workers").await, first);
+}
+
+#[tokio::test]
+async fn a_scale_pauses_and_resumes_survives_kill_9_and_a_delete_supersedes_it() {
+    let system = System::start().await;
+    let mut c = system.client("acme").await;
+    system.create("acme", "steady", 1).await;
+    let ready = system.watch_to_end("acme", "steady").await;
+    assert_eq!(phase(&ready), "ready", "{ready:#?}");
+
+    // Out of retries (the management cluster refuses every write of the NodePool), the scale
+    // pauses with the reason; once the refusals stop, an operator resumes it.
+    system
+        .mgmt_admin()
+        .add_api_fault(&hypersaga_emulator_mgmt::ApiFault {
+            verb: "patch".into(),
+            resource: "nodepools".into(),
+            name_contains: Some("steady-workers".into()),
+            status: 500,
+            message: Some("injected".into()),
+            retry_after_secs: None,
+            count: None,
+        })
+        .await
+        .expect("api fault");
+    let op = c
+        .update_node_pool(update(
+            "steady",
+            "workers",
+            replicas(2),
+            &["spec.replicas"],
+            "",
+        ))
+        .await
+        .expect("scale")
+        .into_inner();
+    let paused = op_until(&system, &op.id, "paused", |s| {
+        s == pb::OperationState::Paused
+    })
+    .await;
+    let pause = paused.pause.clone().expect("pause");
+    assert_eq!(pause.steps, ["nodepool.workers"], "{paused:#?}");
+    let cluster = system
+        .wait_until("acme", "steady", "updating while paused", |c| {
+            phase(c) == "updating"
+        })
+        .await;
+    drop(cluster);
+    system.mgmt_admin().clear_faults().await.expect("clear");
+    c.resume_operation(pb::ResumeOperationRequest {
+        id: op.id.clone(),
+        request_id: "resume-1".into(),
+    })
+    .await
+    .expect("resume");
+    let done = ended(&system, &op.id).await;
+    assert!(succeeded(&done), "{done:#?}");
+    assert_eq!(vms(&system, "steady", "workers").await.len(), 2);
+
+    // kill -9 of the coordinator and the nodepool service while the scale waits on Azure:
+    // restarted, the scale ends as if nothing had happened, no VM made twice.
+    hold_vms(&system, "steady", "workers").await;
+    let op = c
+        .update_node_pool(update(
+            "steady",
+            "workers",
+            replicas(3),
+            &["spec.replicas"],
+            "",
+        ))
+        .await
+        .expect("scale")
+        .into_inner();
+    applied(&system, "steady", "workers", 3).await;
+    let coordinator = system.kill9("coordinator-0");
+    let nodepool = system.kill9("nodepool-0");
+    system.arm_admin().clear_faults().await.expect("clear");
+    let done = ended(&system, &op.id).await;
+    assert!(succeeded(&done), "{done:#?}");
+    let after = system.pids();
+    assert_ne!(after["coordinator-0"], coordinator, "restarted");
+    assert_ne!(after["nodepool-0"], nodepool, "restarted");
+    assert_eq!(vms(&system, "steady", "workers").await.len(), 3);
+    assert_eq!(nics_and_disks(&system, "steady", "workers").await, 6);
+
+    // A delete during a scale supersedes it and removes everything.
+    hold_vms(&system, "steady", "workers").await;
+    c.update_node_pool(update(
+        "steady",
+        "workers",
+        replicas(4),
+        &["spec.replicas"],
+        "",
+    ))
+    .await
+    .expect("scale");
+    applied(&system, "steady", "workers", 4).await;
+    system.delete("acme", "steady").await;
+    system.arm_admin().clear_faults().await.expect("clear");
+    let deleted = system.watch_to_end("acme", "steady").await;
+    assert_eq!(phase(&deleted), "deleted", "{deleted:#?}");
+    assert!(vms(&system, "steady", "workers").await.is_empty());
+    assert_eq!(nics_and_disks(&system, "steady", "workers").await, 0);
+    assert!(
+        node_pool_object(&system, "steady", "workers")
+            .await
+            .is_none()
+    );
 }
