@@ -123,3 +123,23 @@ fn nothing_points_outside_the_repository_and_every_cited_reference_is_here() {
     }
     assert!(cited > 20, "only {cited} citations found");
 }
+
+/// The one arrow the architecture forbids: the gateway reads the coordinator's sagas only as
+/// their public view (`hypersaga_saga::StoredOperation`), never as the `Saga` record itself,
+/// so the record can change without the gateway (docs/architecture.md).
+#[test]
+fn the_gateway_reads_sagas_only_through_their_public_view() {
+    let word = regex::Regex::new(r"\bSaga\b").expect("regex");
+    let offending: Vec<String> = texts()
+        .into_iter()
+        .filter(|(path, _)| path.starts_with("services/gateway/") && path.ends_with(".rs"))
+        .flat_map(|(path, text)| {
+            text.lines()
+                .enumerate()
+                .filter(|(_, line)| word.is_match(line))
+                .map(|(i, line)| format!("{path}:{}: {}", i + 1, line.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(offending.is_empty(), "{offending:#?}");
+}

@@ -26,6 +26,7 @@ pub mod plan;
 mod retry;
 mod saga;
 mod steps_view;
+mod stored;
 mod timers;
 mod transitions;
 
@@ -34,6 +35,7 @@ pub use plan::{Retain, StepDef, UndoPolicy, create_plan};
 pub use retry::RetryPolicy;
 pub use saga::{Applied, Effect, NewSaga, Pause, SAGA_VERSION, Saga, StepRecord, StepWait, Timing};
 pub use steps_view::StepsView;
+pub use stored::StoredOperation;
 
 #[cfg(test)]
 #[path = "saga_tests.rs"]

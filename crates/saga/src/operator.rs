@@ -3,7 +3,7 @@
 
 use hypersaga_bus::{Action, OperatorAction, OperatorCall};
 use hypersaga_model::ErrorInfo;
-use hypersaga_model::record::OperationState;
+use hypersaga_model::record::{OperationKind, OperationState};
 use serde_json::json;
 use time::OffsetDateTime;
 
@@ -40,6 +40,39 @@ impl Refusal {
     }
 }
 
+/// Whether `action` (on `step`) applies to an operation in `state` (its direction and
+/// outcome), paused on `paused` steps if at all: one rule for the coordinator, which applies
+/// calls, and the gateway, which answers them first (see [`crate::StoredOperation`]).
+pub(crate) fn judge(
+    state: OperationState,
+    paused: Option<&[String]>,
+    kind: OperationKind,
+    backward: bool,
+    action: OperatorAction,
+    step: Option<&str>,
+) -> Result<(), Refusal> {
+    if state.is_terminal() {
+        return Err(Refusal::Finished(state));
+    }
+    if action == OperatorAction::Abandon {
+        return Ok(());
+    }
+    let Some(paused) = paused else {
+        return Err(Refusal::NotPaused);
+    };
+    match action {
+        OperatorAction::RetryStep => match step {
+            Some(s) if paused.iter().any(|p| p == s) => Ok(()),
+            _ => Err(Refusal::NotAPausedStep(paused.to_vec())),
+        },
+        OperatorAction::Compensate if !kinds::behaviour(kind).compensable() => {
+            Err(Refusal::NotACreate)
+        }
+        OperatorAction::Compensate if backward => Err(Refusal::AlreadyCompensating),
+        _ => Ok(()),
+    }
+}
+
 impl Saga {
     /// Whether `action` (on `step`) applies to the saga as it is now, without changing it.
     pub fn check_operator(
@@ -47,26 +80,8 @@ impl Saga {
         action: OperatorAction,
         step: Option<&str>,
     ) -> Result<(), Refusal> {
-        if self.state.is_terminal() {
-            return Err(Refusal::Finished(self.state));
-        }
-        if action == OperatorAction::Abandon {
-            return Ok(());
-        }
-        let Some(pause) = &self.pause else {
-            return Err(Refusal::NotPaused);
-        };
-        match action {
-            OperatorAction::RetryStep => match step {
-                Some(s) if pause.steps.iter().any(|p| p == s) => Ok(()),
-                _ => Err(Refusal::NotAPausedStep(pause.steps.clone())),
-            },
-            OperatorAction::Compensate if !kinds::behaviour(self.kind).compensable() => {
-                Err(Refusal::NotACreate)
-            }
-            OperatorAction::Compensate if self.backward() => Err(Refusal::AlreadyCompensating),
-            _ => Ok(()),
-        }
+        let paused = self.pause.as_ref().map(|p| p.steps.as_slice());
+        judge(self.state, paused, self.kind, self.backward(), action, step)
     }
 
     /// Applies an operator's call. Refused calls change nothing.

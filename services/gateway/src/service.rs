@@ -32,7 +32,7 @@ use hypersaga_model::record::{
 use hypersaga_model::{
     ClusterPhase, ClusterRecord, ClusterSpec, validate, validate_create, validate_subscription,
 };
-use hypersaga_saga::Saga;
+use hypersaga_saga::StoredOperation;
 use hypersaga_saga::kinds::Direction;
 use hypersaga_telemetry::TraceParent;
 use time::{Duration, OffsetDateTime};
@@ -130,7 +130,12 @@ impl Gateway {
         }
     }
 
-    async fn load_saga(&self, tenant: &TenantConfig, id: &str) -> Result<Option<Saga>, Status> {
+    /// Operation `id` of `tenant` as its saga stands, read through the saga's public view.
+    async fn load_operation(
+        &self,
+        tenant: &TenantConfig,
+        id: &str,
+    ) -> Result<Option<StoredOperation>, Status> {
         if !valid_key_part(id) {
             return Ok(None);
         }
@@ -181,8 +186,8 @@ impl Gateway {
         tenant: &TenantConfig,
         rec: &ClusterRecord,
     ) -> Result<pb::Operation, Status> {
-        if let Some(saga) = self.load_saga(tenant, &rec.operation.id).await? {
-            return Ok(operation_to_pb(&saga.view()));
+        if let Some(op) = self.load_operation(tenant, &rec.operation.id).await? {
+            return Ok(operation_to_pb(&op.view));
         }
         if !rec.operation.state.is_terminal() {
             self.wake(rec).await?;
@@ -852,8 +857,8 @@ impl ClusterService for Gateway {
         let tenant = self.tenant(&req)?;
         let id = req.into_inner().id;
         Checks::new().operation_id("id", &id).done()?;
-        if let Some(saga) = self.load_saga(&tenant, &id).await? {
-            return Ok(Response::new(operation_to_pb(&saga.view())));
+        if let Some(op) = self.load_operation(&tenant, &id).await? {
+            return Ok(Response::new(operation_to_pb(&op.view)));
         }
         // Accepted, but its saga is not built yet: the cluster record says how it stands.
         match self.operation_of_record(&tenant, &id).await? {

@@ -15,7 +15,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hypersaga_api::v1 as pb;
 use hypersaga_bus::{ENVELOPE_VERSION, OperatorAction, OperatorCall};
 use hypersaga_config::TenantConfig;
-use hypersaga_saga::{Refusal, Saga};
+use hypersaga_model::record::OperationView;
+use hypersaga_saga::{Refusal, StoredOperation};
 use hypersaga_telemetry::TraceParent;
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, FieldViolation, StatusExt};
@@ -60,17 +61,17 @@ impl Gateway {
         }
         checks.done()?;
         tracing::Span::current().record("operation", req.id.as_str());
-        let Some(saga) = self.load_saga(tenant, &req.id).await? else {
+        let Some(op) = self.load_operation(tenant, &req.id).await? else {
             return Err(self.not_started_or_not_found(tenant, &req.id, action).await);
         };
         if action == OperatorAction::RetryStep
             && let Some(step) = step
-            && !saga.steps.iter().any(|s| s.id == step)
+            && !op.view.steps.iter().any(|s| s.id == step)
         {
-            let steps: Vec<&str> = saga.steps.iter().map(|s| s.id.as_str()).collect();
+            let steps: Vec<&str> = op.view.steps.iter().map(|s| s.id.as_str()).collect();
             let description = format!(
                 "operation {} has no step {step:?}; its steps: {}",
-                saga.id,
+                op.view.id,
                 steps.join(", ")
             );
             return Err(bad_request(vec![FieldViolation::new("step", description)]));
@@ -80,9 +81,9 @@ impl Gateway {
         } else {
             None
         };
-        if let Err(refusal) = saga.check_operator(action, step) {
+        if let Err(refusal) = op.check_operator(action, step) {
             info!(refusal = refusal.code(), "operator call refused");
-            return Err(refused(&saga, action, &refusal));
+            return Err(refused(&op.view, action, &refusal));
         }
         // The request id makes a retried RPC one message (JetStream drops the duplicate).
         let call_id = if request_id.is_empty() {
@@ -93,29 +94,29 @@ impl Gateway {
         let call = OperatorCall {
             v: ENVELOPE_VERSION,
             tenant: tenant.id.clone(),
-            saga_id: saga.id.clone(),
+            saga_id: op.view.id.clone(),
             action,
             step: step.map(str::to_owned),
             actor: format!("tenant:{}", tenant.id),
             call_id,
         };
-        let msg_id = format!("{}:operate:{}", saga.id, call.call_id);
+        let msg_id = format!("{}:operate:{}", op.view.id, call.call_id);
         let subject = self.bus.subjects().saga_operate(&tenant.id);
-        let trace = TraceParent::with_trace_id(&saga.trace_id);
+        let trace = TraceParent::with_trace_id(&op.trace_id);
         self.bus
             .publish_json(&subject, &msg_id, &trace, &call)
             .await
             .map_err(internal("send operator call"))?;
         info!(
             tenant = %tenant.id,
-            operation = %saga.id,
+            operation = %op.view.id,
             action = action.as_str(),
             actor = %call.actor,
             step = call.step.as_deref().unwrap_or(""),
             call_id = %call.call_id,
             "operator call sent"
         );
-        Ok(operation_to_pb(&saga.view()))
+        Ok(operation_to_pb(&op.view))
     }
 
     /// The answer to an operator call on an operation with no saga: one that a cluster record
@@ -192,11 +193,11 @@ impl Gateway {
             &mut checks,
         );
         checks.done()?;
-        let mut sagas: Vec<Saga> = self
-            .tenant_sagas(tenant)
+        let mut sagas: Vec<OperationView> = self
+            .tenant_operations(tenant)
             .await?
             .into_iter()
-            .filter(|s| state.is_none_or(|st| op_state_to_pb(s.visible_state()) == st))
+            .filter(|s| state.is_none_or(|st| op_state_to_pb(s.state) == st))
             .filter(|s| cluster.is_empty() || s.cluster == cluster)
             .collect();
         sagas.sort_by(|a, b| Cursor::of(a).order(&Cursor::of(b)));
@@ -213,16 +214,21 @@ impl Gateway {
             _ => String::new(),
         };
         Ok(pb::ListOperationsResponse {
-            operations: page.iter().map(|s| operation_to_pb(&s.view())).collect(),
+            operations: page.iter().map(operation_to_pb).collect(),
             next_page_token,
         })
     }
 
-    /// The latest record of every operation of `tenant`, and of no other tenant.
-    async fn tenant_sagas(&self, tenant: &TenantConfig) -> Result<Vec<Saga>, Status> {
-        let sagas =
-            tenant_kv::read::<Saga>(&self.bus, &self.sagas, &tenant.id, "list operations").await?;
-        Ok(sagas.into_values().map(|r| r.value).collect())
+    /// Every operation of `tenant`, and of no other tenant, as its saga last stood.
+    async fn tenant_operations(&self, tenant: &TenantConfig) -> Result<Vec<OperationView>, Status> {
+        let sagas = tenant_kv::read::<StoredOperation>(
+            &self.bus,
+            &self.sagas,
+            &tenant.id,
+            "list operations",
+        )
+        .await?;
+        Ok(sagas.into_values().map(|r| r.value.view).collect())
     }
 }
 
@@ -266,23 +272,21 @@ pub(super) fn page_token<C>(
 
 /// FAILED_PRECONDITION, with the refusal's code as `google.rpc.ErrorInfo.reason` so that
 /// programs branch on it rather than on the message.
-fn refused(saga: &Saga, action: OperatorAction, refusal: &Refusal) -> Status {
+fn refused(op: &OperationView, action: OperatorAction, refusal: &Refusal) -> Status {
     let mut metadata = HashMap::from([
-        ("operation".to_owned(), saga.id.clone()),
+        ("operation".to_owned(), op.id.clone()),
         ("action".to_owned(), action.as_str().to_owned()),
         (
             "state".to_owned(),
-            op_state_to_pb(saga.visible_state())
-                .as_str_name()
-                .to_owned(),
+            op_state_to_pb(op.state).as_str_name().to_owned(),
         ),
     ]);
-    if let Some(pause) = &saga.pause {
+    if let Some(pause) = &op.pause {
         metadata.insert("paused_steps".to_owned(), pause.steps.join(","));
     }
     Status::with_error_details(
         Code::FailedPrecondition,
-        format!("cannot {} operation {}: {refusal}", verb(action), saga.id),
+        format!("cannot {} operation {}: {refusal}", verb(action), op.id),
         ErrorDetails::with_error_info(refusal.code(), ERROR_DOMAIN, metadata),
     )
 }
@@ -308,10 +312,10 @@ impl Cursor {
     /// Token layout version, so the encoding can change without misreading old tokens.
     const VERSION: &str = "1";
 
-    fn of(saga: &Saga) -> Self {
+    fn of(op: &OperationView) -> Self {
         Self {
-            created_ns: saga.created_at.unix_timestamp_nanos(),
-            id: saga.id.clone(),
+            created_ns: op.started_at.unix_timestamp_nanos(),
+            id: op.id.clone(),
         }
     }
 
