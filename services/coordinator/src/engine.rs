@@ -271,8 +271,8 @@ impl Engine {
                 .deleted_history
                 .filter(|_| cluster_gone(&saga));
             let written = match history {
-                Some(ttl) => self.write_expiring(key, &saga, revision, ttl).await,
-                None => self.write(key, &saga, revision).await,
+                Some(ttl) => self.write_expiring(key, &saga, revision, ttl).await?,
+                None => self.write(key, &saga, revision).await?,
             };
             let Some(revision) = written else {
                 continue;
@@ -375,7 +375,10 @@ impl Engine {
             slot.keep(known);
         } else {
             known.saga.outbox.clear();
-            self.write(key, &known.saga, known.revision).await;
+            // A failure leaves the outbox in the record: published again, and de-duplicated.
+            if let Err(e) = self.write(key, &known.saga, known.revision).await {
+                debug!(error = %e, "could not clear the outbox");
+            }
         }
     }
 
@@ -575,23 +578,30 @@ impl Engine {
         }
         known.saga.outbox.clear();
         match self.write(key, &known.saga, known.revision).await {
-            Some(revision) => known.revision = revision,
-            // Someone else moved the saga on (and replaced the outbox): our copy is stale.
-            None => slot.known = None,
+            Ok(Some(revision)) => known.revision = revision,
+            // Someone else moved the saga on (and replaced the outbox), or the write failed:
+            // our copy may be stale.
+            Ok(None) => slot.known = None,
+            Err(e) => {
+                debug!(error = %e, "could not clear the outbox");
+                slot.known = None;
+            }
         }
     }
 
     /// Compare-and-set that also lets the record expire `ttl` from now (`Nats-TTL`), and rolls
-    /// up its earlier revisions, which would otherwise show again once it has expired.
+    /// up its earlier revisions, which would otherwise show again once it has expired. As
+    /// [`Engine::write`]: `None` when another writer moved the saga on.
     async fn write_expiring(
         &self,
         key: &str,
         saga: &Saga,
         revision: u64,
         ttl: std::time::Duration,
-    ) -> Option<u64> {
+    ) -> Result<Option<u64>> {
         use async_nats::header::{NATS_EXPECTED_LAST_SUBJECT_SEQUENCE, NATS_MESSAGE_TTL};
-        let bytes = serde_json::to_vec(saga).ok()?;
+        use async_nats::jetstream::context::PublishErrorKind;
+        let bytes = encode(key, saga)?;
         let mut headers = async_nats::HeaderMap::new();
         headers.insert(
             NATS_EXPECTED_LAST_SUBJECT_SEQUENCE,
@@ -605,14 +615,12 @@ impl Engine {
             .jetstream()
             .publish_with_headers(subject, headers, bytes.into())
             .await
-            .ok()?
+            .map_err(|e| Error::kv("write saga", e))?
             .await;
         match ack {
-            Ok(ack) => Some(ack.sequence),
-            Err(e) => {
-                debug!(error = %e, "could not write the saga with its expiry");
-                None
-            }
+            Ok(ack) => Ok(Some(ack.sequence)),
+            Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => Ok(None),
+            Err(e) => Err(Error::kv("write saga", e)),
         }
     }
 
@@ -622,21 +630,34 @@ impl Engine {
             let Ok(Some(known)) = self.read(key).await else {
                 return;
             };
-            if !known.saga.is_finished()
-                || self
-                    .write_expiring(key, &known.saga, known.revision, ttl)
-                    .await
-                    .is_some()
-            {
+            if !known.saga.is_finished() {
                 return;
+            }
+            match self
+                .write_expiring(key, &known.saga, known.revision, ttl)
+                .await
+            {
+                Ok(Some(_)) => return,
+                Ok(None) => continue,
+                Err(e) => {
+                    warn!(error = %e, "could not let the saga expire");
+                    return;
+                }
             }
         }
     }
 
-    /// Compare-and-set; `None` when someone else changed the saga first.
-    async fn write(&self, key: &str, saga: &Saga, revision: u64) -> Option<u64> {
-        let bytes = serde_json::to_vec(saga).ok()?;
-        self.sagas.update(key, bytes.into(), revision).await.ok()
+    /// Writes `saga` if the record is still at `revision`: its new revision, or `None` when
+    /// another writer moved it on (a conflict, which a re-read resolves). Anything else (a
+    /// record that does not encode, a bus that does not answer) is an error of its own kind,
+    /// not a conflict to retry.
+    async fn write(&self, key: &str, saga: &Saga, revision: u64) -> Result<Option<u64>> {
+        let bytes = encode(key, saga)?;
+        match self.sagas.update(key, bytes.into(), revision).await {
+            Ok(revision) => Ok(Some(revision)),
+            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => Ok(None),
+            Err(e) => Err(Error::kv("write saga", e)),
+        }
     }
 
     /// Publishes the outbox of the record at `revision` in order, each with its de-duplication
@@ -927,6 +948,14 @@ fn record_end(saga: &Saga) {
 /// but as history.
 fn cluster_gone(saga: &Saga) -> bool {
     saga.kind == OperationKind::Delete && saga.state == OperationState::Succeeded
+}
+
+/// The saga as stored; one that does not encode is a bug to report, not a conflict to retry.
+fn encode(key: &str, saga: &Saga) -> Result<Vec<u8>> {
+    serde_json::to_vec(saga).map_err(|source| Error::Encode {
+        key: key.to_owned(),
+        source,
+    })
 }
 
 fn input_name(input: &Input) -> &'static str {

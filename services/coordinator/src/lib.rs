@@ -45,6 +45,12 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    #[error("saga record {key} does not encode")]
+    Encode {
+        key: String,
+        #[source]
+        source: serde_json::Error,
+    },
     #[error("saga {key} stayed contended after {tries} compare-and-set attempts")]
     Contended { key: String, tries: u32 },
     #[error("saga {key} as read is older than the event applied to it; retrying")]

@@ -608,6 +608,28 @@ mod tests {
         }
 
         #[tokio::test]
+        async fn a_write_that_loses_the_race_is_a_conflict_and_any_other_failure_keeps_its_kind() {
+            let dir = tempfile::tempdir().unwrap();
+            let (_nats, bus, engine) = engine(dir.path()).await;
+            let saga = saga();
+            let sagas = bus.sagas().await.unwrap();
+            let first = sagas
+                .create(KEY, serde_json::to_vec(&saga).unwrap().into())
+                .await
+                .unwrap();
+            let second = engine.write(KEY, &saga, first).await.unwrap();
+            assert!(second.is_some_and(|r| r > first));
+            // Another writer moved it on: a conflict, for the caller to re-read and retry.
+            assert_eq!(engine.write(KEY, &saga, first).await.unwrap(), None);
+            // A key the bucket cannot hold is no conflict: retrying would change nothing.
+            let refused = engine.write("acme.bad key", &saga, 0).await;
+            assert!(
+                matches!(refused, Err(crate::Error::Kv { .. })),
+                "{refused:?}"
+            );
+        }
+
+        #[tokio::test]
         async fn an_input_that_changes_nothing_indexes_a_saga_the_index_shows_otherwise() {
             let dir = tempfile::tempdir().unwrap();
             let (_nats, bus, engine) = engine(dir.path()).await;
