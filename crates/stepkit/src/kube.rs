@@ -151,6 +151,55 @@ pub fn overdue(
     })
 }
 
+/// How long a handler waits on the management cluster, and how soon it looks again: the one
+/// place the "overdue, else wait" rule lives.
+#[derive(Clone, Copy, Debug)]
+pub struct Waits {
+    /// How long one wait may last (since the step's first "wait") before it fails.
+    pub timeout: std::time::Duration,
+    /// When to look again.
+    pub recheck: std::time::Duration,
+}
+
+impl Waits {
+    /// `kube.available_timeout_s` (else `default_timeout`) and `kube.recheck_interval_ms`
+    /// (else [`DEFAULT_RECHECK_INTERVAL`]).
+    pub fn from_config(config: &hypersaga_config::Config, default_timeout: Duration) -> Self {
+        Self {
+            timeout: config
+                .kube
+                .available_timeout_s
+                .map(Duration::from_secs)
+                .unwrap_or(default_timeout),
+            recheck: config
+                .kube
+                .recheck_interval_ms
+                .map(Duration::from_millis)
+                .unwrap_or(DEFAULT_RECHECK_INTERVAL),
+        }
+    }
+
+    /// "Wait, and look again", carrying `memo` to the next look; unless the wait has lasted
+    /// its timeout: then the retryable `code`, saying what it last saw (`why`).
+    pub fn wait(
+        &self,
+        cmd: &hypersaga_bus::StepCommand,
+        code: &str,
+        what: &str,
+        why: String,
+        memo: serde_json::Value,
+    ) -> Result<hypersaga_worker::StepResult, StepError> {
+        match overdue(cmd, self.timeout, code, what, &why) {
+            Some(e) => Err(e),
+            None => Ok(hypersaga_worker::StepResult::Wait {
+                message: why,
+                recheck_after: self.recheck,
+                memo,
+            }),
+        }
+    }
+}
+
 /// Deletes `name`; `Ok(false)` when it did not exist (404 is success).
 pub async fn delete<K>(api: &Api<K>, name: &str, what: &str) -> Result<bool, StepError>
 where

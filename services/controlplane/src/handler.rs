@@ -1,7 +1,7 @@
 //! The `controlplane.hostedcluster` step handler.
 
+use serde_json::Value;
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use hypersaga_bus::{
     Action, HostedClusterOutputs, NsgOutputs, OidcOutputs, Outputs, PrivateZoneOutputs,
@@ -24,7 +24,7 @@ use kube::api::ObjectMeta;
 use kube::{Api, Resource};
 use tracing::info;
 
-use hypersaga_stepkit::kube::{self as kube_ops, Check, DEFAULT_RECHECK_INTERVAL, Notes, target};
+use hypersaga_stepkit::kube::{self as kube_ops, Check, Notes, Waits, target};
 
 use crate::{DEFAULT_AVAILABLE_TIMEOUT, Error};
 
@@ -49,8 +49,7 @@ pub struct ControlPlaneHandler {
     client: kube::Client,
     keys: KeyStore,
     config: Config,
-    available_timeout: Duration,
-    recheck: Duration,
+    waits: Waits,
     /// The `.dockerconfigjson` every HostedCluster pulls its release with, checked at start.
     pull_secret: String,
 }
@@ -80,22 +79,11 @@ impl ControlPlaneHandler {
                 config.signing_keys.account_key.expose().to_owned(),
             ),
         })?;
-        let available_timeout = config
-            .kube
-            .available_timeout_s
-            .map(Duration::from_secs)
-            .unwrap_or(DEFAULT_AVAILABLE_TIMEOUT);
-        let recheck = config
-            .kube
-            .recheck_interval_ms
-            .map(Duration::from_millis)
-            .unwrap_or(DEFAULT_RECHECK_INTERVAL);
         Ok(Self {
             client,
             keys,
             config: config.clone(),
-            available_timeout,
-            recheck,
+            waits: Waits::from_config(config, DEFAULT_AVAILABLE_TIMEOUT),
             pull_secret,
         })
     }
@@ -145,16 +133,10 @@ impl ControlPlaneHandler {
         {
             Check::Done(done) => Ok(StepResult::Done(done.into_outputs())),
             Check::Fail(e) => Err(e),
-            Check::Wait(why) => match kube_ops::overdue(
-                cmd,
-                self.available_timeout,
-                "RolloutNotCompleted",
-                &hc_target,
-                &why,
-            ) {
-                Some(e) => Err(e),
-                None => Ok(StepResult::wait(why, self.recheck)),
-            },
+            Check::Wait(why) => {
+                self.waits
+                    .wait(cmd, "RolloutNotCompleted", &hc_target, why, Value::Null)
+            }
         }
     }
 
@@ -190,16 +172,13 @@ impl ControlPlaneHandler {
                 Ok(StepResult::Done(outputs.into_outputs()))
             }
             Check::Fail(e) => Err(e),
-            Check::Wait(why) => match kube_ops::overdue(
+            Check::Wait(why) => self.waits.wait(
                 cmd,
-                self.available_timeout,
                 "HostedClusterNotAvailable",
                 &hc_target,
-                &why,
-            ) {
-                Some(e) => Err(e),
-                None => Ok(StepResult::wait(why, self.recheck)),
-            },
+                why,
+                Value::Null,
+            ),
         }
     }
 
@@ -385,10 +364,7 @@ impl ControlPlaneHandler {
         what: &str,
         why: String,
     ) -> Result<StepResult, StepError> {
-        match kube_ops::overdue(cmd, self.available_timeout, code, what, &why) {
-            Some(e) => Err(e),
-            None => Ok(StepResult::wait(why, self.recheck)),
-        }
+        self.waits.wait(cmd, code, what, why, Value::Null)
     }
 }
 

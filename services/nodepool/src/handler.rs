@@ -1,7 +1,6 @@
 //! The `nodepool.<pool>` step handler.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use hypersaga_bus::{
     Action, NodePoolOutputs, Outputs, StepCommand, StepError, StepId, StepOutputs, VnetOutputs,
@@ -14,7 +13,7 @@ use hypersaga_hypershift::{
 };
 use hypersaga_model::{NodePoolSpec as PoolSpec, ReleaseVersion};
 use hypersaga_stepkit::ArmClients;
-use hypersaga_stepkit::kube::{self as kube_ops, Check, DEFAULT_RECHECK_INTERVAL, Notes, target};
+use hypersaga_stepkit::kube::{self as kube_ops, Check, Notes, Waits, target};
 use hypersaga_worker::{Progress, StepHandler, StepResult};
 use kube::{Api, Resource};
 use serde_json::json;
@@ -36,8 +35,7 @@ pub struct NodePoolHandler {
     client: kube::Client,
     /// Each tenant's ARM client: the vCPU quota is read from its subscription.
     arm: ArmClients,
-    ready_timeout: Duration,
-    recheck: Duration,
+    waits: Waits,
 }
 
 impl NodePoolHandler {
@@ -45,21 +43,10 @@ impl NodePoolHandler {
     pub async fn new(config: &Config) -> Result<Self, Error> {
         let client =
             hypersaga_hypershift::client::client(config.kube.kubeconfig.as_deref()).await?;
-        let ready_timeout = config
-            .kube
-            .available_timeout_s
-            .map(Duration::from_secs)
-            .unwrap_or(DEFAULT_READY_TIMEOUT);
-        let recheck = config
-            .kube
-            .recheck_interval_ms
-            .map(Duration::from_millis)
-            .unwrap_or(DEFAULT_RECHECK_INTERVAL);
         Ok(Self {
             client,
             arm: ArmClients::new(config)?,
-            ready_timeout,
-            recheck,
+            waits: Waits::from_config(config, DEFAULT_READY_TIMEOUT),
         })
     }
 
@@ -258,14 +245,7 @@ impl NodePoolHandler {
         why: String,
         memo: serde_json::Value,
     ) -> Result<StepResult, StepError> {
-        match kube_ops::overdue(cmd, self.ready_timeout, code, what, &why) {
-            Some(e) => Err(e),
-            None => Ok(StepResult::Wait {
-                message: why,
-                recheck_after: self.recheck,
-                memo,
-            }),
-        }
+        self.waits.wait(cmd, code, what, why, memo)
     }
 }
 
