@@ -238,6 +238,8 @@ impl Drop for InFlight {
     }
 }
 
+/// Runs one delivered command: reads it, turns it away or holds it back if it is not for
+/// now, runs its step while keeping it ours, and reports the result before acknowledging.
 async fn handle(
     bus: Bus,
     sagas: Arc<kv::Store>,
@@ -246,47 +248,10 @@ async fn handle(
     ack_wait: Duration,
 ) {
     let trace = trace_of(msg.headers.as_ref());
-    let cmd: Arc<StepCommand> = match serde_json::from_slice(&msg.payload) {
-        Ok(c) => Arc::new(c),
-        Err(e) => {
-            reject_undecodable(&bus, &msg, &trace, &e).await;
-            return;
-        }
-    };
-    if let Some((tenant, _, service)) = bus.subjects().address(&msg.subject)
-        && (tenant != cmd.tenant.as_str() || service != cmd.service())
-    {
-        // The subject is what permissions vouch for; a body that disagrees is not believed.
-        let reason = format!(
-            "a command for tenant {:?}, step {:?} sent as {:?}",
-            cmd.tenant.as_str(),
-            cmd.step,
-            msg.subject.as_str()
-        );
-        warn!(subject = %msg.subject, %reason, "command refused unread; dead-lettered");
-        let role = hypersaga_bus::Role::Worker(service.to_owned());
-        match bus
-            .dead_letter(&role, &msg.subject, msg.payload.clone(), &reason)
-            .await
-        {
-            Ok(()) => {
-                let _ = msg.ack_with(AckKind::Term).await;
-            }
-            Err(e) => {
-                warn!(error = %e, "could not dead-letter a refused command; retrying later");
-                let _ = msg
-                    .ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
-                    .await;
-            }
-        }
+    let Some(cmd) = read_command(&bus, &msg, &trace).await else {
         return;
-    }
-    let now = OffsetDateTime::now_utc();
-    if let Some(not_before) = cmd.not_before.filter(|t| *t > now) {
-        let wait = (not_before - now)
-            .try_into()
-            .unwrap_or(Duration::from_secs(1));
-        let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
+    };
+    if hold_back(&msg, &cmd).await {
         return;
     }
     // A first delivery is checked at its first mutating call (see `guard`). A redelivery is
@@ -301,27 +266,139 @@ async fn handle(
         hand_back(&msg, &cmd, &refused).await;
         return;
     }
-    if let Some(wait) = handler.defer(&cmd).await {
-        // Keep the step ours with the coordinator while it waits (a heartbeat with the reason),
-        // and come back well within the lease.
-        let wait =
-            wait.min(Duration::from_millis(cmd.lease_ms / 2).max(Duration::from_millis(100)));
-        let progress = Progress {
-            bus: bus.clone(),
-            cmd: cmd.clone(),
-            trace,
-            last: std::sync::Mutex::new(String::new()),
-        };
-        progress
-            .note(format!(
-                "waiting for the subscription's ARM request budget (~{} s)",
-                wait.as_secs().max(1)
-            ))
-            .await;
-        let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
+    let progress = Progress {
+        bus: bus.clone(),
+        cmd: cmd.clone(),
+        trace,
+        last: std::sync::Mutex::new(String::new()),
+    };
+    if defer_for_budget(handler.as_ref(), &msg, &cmd, &progress).await {
         return;
     }
-    let span = info_span!(
+    let span = step_span(&cmd, &trace, delivered);
+    // A child of the coordinator's transition that sent the command.
+    hypersaga_telemetry::otel::adopt(&span, &trace);
+    async move {
+        let started = std::time::Instant::now();
+        let beat = Duration::from_millis(cmd.lease_ms.max(300) / 3).min(ack_wait / 3);
+        let result = tokio::select! {
+            r = guard.scope(handler.run(&cmd, &progress)) => r,
+            () = heartbeat(&msg, &sagas, &cmd, &progress, beat) => {
+                warn!("the saga took this step back (lease lost); stopping the handler");
+                tracing::Span::current().record("outcome", "lease_lost");
+                let _ = msg.ack().await;
+                return;
+            }
+        };
+        // A refused mutation means the handler's answer is not the saga's to hear.
+        if let Some(refused) = guard.refusal() {
+            tracing::Span::current().record("outcome", "fenced");
+            hand_back(&msg, &cmd, &refused).await;
+            return;
+        }
+        let outcome = outcome_of(result);
+        metrics::histogram!(
+            "hypersaga_step_attempt_seconds",
+            "step" => cmd.step.clone(),
+            "action" => cmd.action.as_str(),
+            "outcome" => outcome_label(&outcome),
+        )
+        .record(started.elapsed().as_secs_f64());
+        report(&bus, &msg, &cmd, &trace, outcome).await;
+    }
+    .instrument(span)
+    .await
+}
+
+/// The delivered command, or `None` when it was turned away: a body that does not decode, or
+/// one that disagrees with the subject it came on (the subject is what permissions vouch
+/// for), is dead-lettered.
+async fn read_command(
+    bus: &Bus,
+    msg: &async_nats::jetstream::Message,
+    trace: &hypersaga_telemetry::TraceParent,
+) -> Option<Arc<StepCommand>> {
+    let cmd: StepCommand = match serde_json::from_slice(&msg.payload) {
+        Ok(c) => c,
+        Err(e) => {
+            reject_undecodable(bus, msg, trace, &e).await;
+            return None;
+        }
+    };
+    let Some((tenant, _, service)) = bus.subjects().address(&msg.subject) else {
+        return Some(Arc::new(cmd));
+    };
+    if tenant == cmd.tenant.as_str() && service == cmd.service() {
+        return Some(Arc::new(cmd));
+    }
+    let reason = format!(
+        "a command for tenant {:?}, step {:?} sent as {:?}",
+        cmd.tenant.as_str(),
+        cmd.step,
+        msg.subject.as_str()
+    );
+    warn!(subject = %msg.subject, %reason, "command refused unread; dead-lettered");
+    let role = hypersaga_bus::Role::Worker(service.to_owned());
+    match bus
+        .dead_letter(&role, &msg.subject, msg.payload.clone(), &reason)
+        .await
+    {
+        Ok(()) => {
+            let _ = msg.ack_with(AckKind::Term).await;
+        }
+        Err(e) => {
+            warn!(error = %e, "could not dead-letter a refused command; retrying later");
+            let _ = msg
+                .ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
+                .await;
+        }
+    }
+    None
+}
+
+/// Whether the command is held back until its `not_before` (a retry's backoff, a re-check's
+/// spacing): JetStream keeps the timer, by a NAK with that delay.
+async fn hold_back(msg: &async_nats::jetstream::Message, cmd: &StepCommand) -> bool {
+    let now = OffsetDateTime::now_utc();
+    let Some(not_before) = cmd.not_before.filter(|t| *t > now) else {
+        return false;
+    };
+    let wait = (not_before - now)
+        .try_into()
+        .unwrap_or(Duration::from_secs(1));
+    let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
+    true
+}
+
+/// Whether the subscription's ARM request budget defers the command: it comes back well
+/// within its lease, and a heartbeat with the reason keeps the step ours meanwhile.
+async fn defer_for_budget(
+    handler: &dyn StepHandler,
+    msg: &async_nats::jetstream::Message,
+    cmd: &StepCommand,
+    progress: &Progress,
+) -> bool {
+    let Some(wait) = handler.defer(cmd).await else {
+        return false;
+    };
+    let wait = wait.min(Duration::from_millis(cmd.lease_ms / 2).max(Duration::from_millis(100)));
+    progress
+        .note(format!(
+            "waiting for the subscription's ARM request budget (~{} s)",
+            wait.as_secs().max(1)
+        ))
+        .await;
+    let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
+    true
+}
+
+/// The span of one attempt of one step, with every field the logs and traces are searched by.
+fn step_span(
+    cmd: &StepCommand,
+    trace: &hypersaga_telemetry::TraceParent,
+    delivered: Option<i64>,
+) -> tracing::Span {
+    info_span!(
         "step",
         tenant = %cmd.tenant,
         cluster = %cmd.cluster,
@@ -336,84 +413,96 @@ async fn handle(
         outcome = field::Empty,
         otel.name = %format_args!("{} {}", cmd.step, cmd.action.as_str()),
         otel.kind = "consumer",
-    );
-    // A child of the coordinator's transition that sent the command.
-    hypersaga_telemetry::otel::adopt(&span, &trace);
-    async move {
-        let progress = Progress { bus: bus.clone(), cmd: cmd.clone(), trace, last: std::sync::Mutex::new(String::new()) };
-        // While the handler works: keep the command ours in JetStream, renew the coordinator's
-        // lease, and stop if the saga has taken the step back (our lease is lost).
-        let beat = Duration::from_millis(cmd.lease_ms.max(300) / 3).min(ack_wait / 3);
-        let heartbeat = async {
-            let mut tick = tokio::time::interval(beat);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                let _ = msg.ack_with(AckKind::Progress).await;
-                if let Ok(fence::Verdict::MovedOn) = fence::check(&sagas, &cmd).await {
-                    return;
-                }
-                progress.heartbeat().await;
-            }
-        };
-        let started = std::time::Instant::now();
-        let result = tokio::select! {
-            r = guard.scope(handler.run(&cmd, &progress)) => r,
-            () = heartbeat => {
-                warn!("the saga took this step back (lease lost); stopping the handler");
-                tracing::Span::current().record("outcome", "lease_lost");
-                let _ = msg.ack().await;
-                return;
-            }
-        };
-        // A refused mutation means the handler's answer is not the saga's to hear.
-        if let Some(refused) = guard.refusal() {
-            tracing::Span::current().record("outcome", "fenced");
-            hand_back(&msg, &cmd, &refused).await;
+    )
+}
+
+/// While the handler works: keeps the command ours in JetStream, renews the coordinator's
+/// lease every `beat`, and returns once the saga has taken the step back (the lease is lost).
+async fn heartbeat(
+    msg: &async_nats::jetstream::Message,
+    sagas: &kv::Store,
+    cmd: &StepCommand,
+    progress: &Progress,
+    beat: Duration,
+) {
+    let mut tick = tokio::time::interval(beat);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let _ = msg.ack_with(AckKind::Progress).await;
+        if let Ok(fence::Verdict::MovedOn) = fence::check(sagas, cmd).await {
             return;
         }
-        let outcome = match result {
-            Ok(StepResult::Done(outputs)) => {
-                tracing::Span::current().record("outcome", "succeeded");
-                info!("step succeeded");
-                Outcome::Succeeded { outputs }
-            }
-            Ok(StepResult::Wait { message, recheck_after, memo }) => {
-                tracing::Span::current().record("outcome", "waiting");
-                info!(%message, recheck_after_ms = recheck_after.as_millis() as u64, "step waiting");
-                Outcome::Waiting { message, recheck_after_ms: u64::try_from(recheck_after.as_millis()).unwrap_or(u64::MAX), memo }
-            }
-            Err(error) => {
-                let span = tracing::Span::current();
-                span.record("outcome", if error.throttled { "throttled" } else if error.is_retryable() { "retryable" } else { "terminal" });
-                hypersaga_telemetry::mark_error(&span, &error.info.code, &error.info.message);
-                warn!(%error, retryable = error.is_retryable(), throttled = error.throttled, "step failed");
-                Outcome::Failed { error }
-            }
-        };
-        metrics::histogram!(
-            "hypersaga_step_attempt_seconds",
-            "step" => cmd.step.clone(),
-            "action" => cmd.action.as_str(),
-            "outcome" => outcome_label(&outcome),
-        )
-        .record(started.elapsed().as_secs_f64());
-        let event = StepEvent::new(&cmd, outcome);
-        let subject = bus.subjects().evt(&cmd.tenant, cmd.service());
-        if let Err(e) = bus.publish_json(&subject, &event.msg_id(), &trace, &event).await {
-            warn!(error = %e, "could not publish result; command will be redelivered");
-            let _ = msg.ack_with(AckKind::Nak(Some(Duration::from_secs(1)))).await;
-            return;
+        progress.heartbeat().await;
+    }
+}
+
+/// What the handler's answer tells the saga, recorded on the step's span.
+fn outcome_of(result: Result<StepResult, StepError>) -> Outcome {
+    let span = tracing::Span::current();
+    match result {
+        Ok(StepResult::Done(outputs)) => {
+            span.record("outcome", "succeeded");
+            info!("step succeeded");
+            Outcome::Succeeded { outputs }
         }
-        // Not waited on: an ack lost on the way only means a redelivery after the ack wait,
-        // which the fence turns away once the saga has applied the result (and which the
-        // idempotent handler makes harmless before that).
-        if let Err(e) = msg.ack().await {
-            warn!(error = %e, "ack failed; a redelivery will be fenced off");
+        Ok(StepResult::Wait {
+            message,
+            recheck_after,
+            memo,
+        }) => {
+            span.record("outcome", "waiting");
+            let recheck_after_ms = u64::try_from(recheck_after.as_millis()).unwrap_or(u64::MAX);
+            info!(%message, recheck_after_ms, "step waiting");
+            Outcome::Waiting {
+                message,
+                recheck_after_ms,
+                memo,
+            }
+        }
+        Err(error) => {
+            let class = if error.throttled {
+                "throttled"
+            } else if error.is_retryable() {
+                "retryable"
+            } else {
+                "terminal"
+            };
+            span.record("outcome", class);
+            hypersaga_telemetry::mark_error(&span, &error.info.code, &error.info.message);
+            warn!(%error, retryable = error.is_retryable(), throttled = error.throttled, "step failed");
+            Outcome::Failed { error }
         }
     }
-    .instrument(span)
-    .await
+}
+
+/// Publishes the step's result, then acknowledges the command: a result that cannot be
+/// published leaves the command to be delivered again.
+async fn report(
+    bus: &Bus,
+    msg: &async_nats::jetstream::Message,
+    cmd: &StepCommand,
+    trace: &hypersaga_telemetry::TraceParent,
+    outcome: Outcome,
+) {
+    let event = StepEvent::new(cmd, outcome);
+    let subject = bus.subjects().evt(&cmd.tenant, cmd.service());
+    if let Err(e) = bus
+        .publish_json(&subject, &event.msg_id(), trace, &event)
+        .await
+    {
+        warn!(error = %e, "could not publish result; command will be redelivered");
+        let _ = msg
+            .ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
+            .await;
+        return;
+    }
+    // Not waited on: an ack lost on the way only means a redelivery after the ack wait, which
+    // the fence turns away once the saga has applied the result (and which the idempotent
+    // handler makes harmless before that).
+    if let Err(e) = msg.ack().await {
+        warn!(error = %e, "ack failed; a redelivery will be fenced off");
+    }
 }
 
 /// A command the fence refused, before it ran or at one of its changes: dropped when the saga
