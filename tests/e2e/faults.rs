@@ -388,27 +388,27 @@ async fn a_region_and_a_vm_size_azure_does_not_have_fail_the_create_with_azures_
         "nothing of the cluster: {left:#?}"
     );
 
-    // The size: CAPZ finds it in no Resource SKUs list and fails the Machine for good, so the
-    // node pool step fails at once with CAPZ's words and the create compensates.
+    // The size: the node pool step looks it up in the region's Resource SKUs before it applies
+    // anything (the list CAPZ would find it missing from later), fails at once with what the
+    // list says, and the create compensates.
     assert_eq!(phase(&zed), "failed", "{zed:#?}");
     let error = zed.status.clone().expect("status").error.expect("error");
     assert_eq!(
         (error.step.as_str(), error.code.as_str()),
-        ("nodepool.workers", "InvalidConfiguration"),
+        ("nodepool.workers", "SkuNotAvailable"),
         "{error:?}"
     );
     assert!(
-        error.message.contains(
-            "resource sku with name 'Standard_Z99s_v9' and category 'virtualMachines' not found \
-             in location 'eastus'"
-        ),
+        error
+            .message
+            .contains("VM size \"Standard_Z99s_v9\" not found in Resource SKUs"),
         "{error:?}"
     );
     assert!(!error.retryable, "{error:?}");
     let op = operation(&system, "acme", &zed_op).await;
     assert_eq!(
         op.error.map(|e| (e.step, e.code)),
-        Some(("nodepool.workers".into(), "InvalidConfiguration".into()))
+        Some(("nodepool.workers".into(), "SkuNotAvailable".into()))
     );
     let s = steps(&zed);
     assert_eq!(s["nodepool.workers"].0, "compensated", "{s:?}");

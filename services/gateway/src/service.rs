@@ -422,12 +422,7 @@ impl ClusterService for Gateway {
         let span = tracing::Span::current();
         span.record("tenant", tenant.id.as_str());
         let mut converted = Vec::new();
-        let spec = req.spec.map(|s| {
-            let mut spec = spec_from_pb(s, &mut converted);
-            // Each pool runs the control plane's release unless it says otherwise.
-            spec.pin_pool_releases();
-            spec
-        });
+        let spec = req.spec.map(|s| spec_from_pb(s, &mut converted));
         let mut checks = Checks::new();
         checks.extend(converted);
         checks.request_id("request_id", req.request_id.trim());
@@ -437,11 +432,14 @@ impl ClusterService for Gateway {
         }
         checks.done()?;
         // A missing spec is one of the violations above.
-        let Some(spec) = spec else {
+        let Some(mut spec) = spec else {
             return Err(Status::invalid_argument(
                 "invalid request: spec: is required",
             ));
         };
+        // Each pool runs the control plane's release unless it says otherwise (checked as
+        // sent, above, so a bad release is named once, where the caller wrote it).
+        spec.pin_pool_releases();
         fits_a_record(&spec)?;
         span.record("cluster", req.name.as_str());
         let request_id = Some(req.request_id.trim().to_owned()).filter(|r| !r.is_empty());

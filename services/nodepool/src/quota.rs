@@ -64,7 +64,8 @@ fn compute_error(e: ComputeError, target: &str) -> StepError {
     match e {
         ComputeError::Arm(e) => step_error(e),
         other => {
-            let code = "VmSizeNotAvailable";
+            // Azure's own code for a size a region does not offer the subscription.
+            let code = "SkuNotAvailable";
             let message = other.to_string();
             match other.kind() {
                 ErrorKind::Terminal => StepError::terminal(code, message),
