@@ -13,6 +13,10 @@ pub struct Config {
     /// Time from "HostedCluster available" (or a replica change) to the NodePool's nodes
     /// being ready. Real: 6–9 min after `Available` (row 13d).
     pub node_pool_ready_after: Duration,
+    /// Time a control-plane upgrade (a new `spec.release.image` HyperShift accepts) rolls
+    /// before its `status.version.history` entry is `Completed`, given ready nodes. Real:
+    /// 15–30 min and more (ARO-HCP #4658).
+    pub control_plane_upgrade_after: Duration,
     /// Time the operator's finalizer holds a deleted object (row 13e: ~11 min real). A
     /// HostedCluster also waits for its NodePools to go.
     pub deletion_after: Duration,
@@ -47,6 +51,7 @@ impl Default for Config {
             token: "hypersaga-dev-token".into(),
             hosted_cluster_available_after: Duration::from_secs(5),
             node_pool_ready_after: Duration::from_secs(5),
+            control_plane_upgrade_after: Duration::from_secs(8),
             deletion_after: Duration::from_secs(3),
             watch_history: 1000,
             bookmark_interval: Duration::from_secs(5),
@@ -65,6 +70,7 @@ impl Config {
             token: token.into(),
             hosted_cluster_available_after: delay,
             node_pool_ready_after: delay,
+            control_plane_upgrade_after: delay,
             deletion_after: delay,
             bookmark_interval: Duration::from_millis(500),
             ..Self::default()

@@ -454,7 +454,7 @@ async fn describe_shows_what_the_operator_did() {
     // A release HyperShift refuses is a warning.
     let mut old = hc_manifest("old", "clusters");
     old["spec"]["release"]["image"] =
-        json!("quay.io/openshift-release-dev/ocp-release:4.10.0-x86_64");
+        json!("quay.io/openshift-release-dev/ocp-release:4.13.0-x86_64");
     k.ok(&[
         "apply",
         "--server-side",

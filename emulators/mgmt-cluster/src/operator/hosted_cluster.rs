@@ -1,20 +1,28 @@
-//! The HostedCluster controller: input checks, the control plane's namespace and endpoint,
-//! and `status.version`.
+//! The HostedCluster controller: input checks, the control plane's namespace, endpoint and
+//! kubeconfig, its availability, and its release rollouts (install and upgrades).
+//!
+//! Timing: a new cluster is `Available` `hosted_cluster_available_after` after it is first
+//! seen; an accepted upgrade rolls for `control_plane_upgrade_after`. Either rollout is
+//! `Completed` in `status.version.history` only once its time is up and the cluster has
+//! ready nodes (the CVO finishes on workers: with none, HyperShift's upgrade never ends).
+//! Control-plane pods restart over the first half of a rollout: `Degraded=True`
+//! (`UnavailableReplicas`) meanwhile. NodePools are not touched by any of it.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use hypersaga_hypershift::release_version;
-
-use super::cluster_version::set_version;
+use super::cluster_version::{
+    Cvo, complete, completed_version, desire, desired_image, newest_completed, set_cvo_conditions,
+};
 use super::conditions::{conditions_mut, set_condition, set_unknown};
-use super::release::check_release;
+use super::hc_inputs::{blocking_condition, check_pull_secret, check_release, ensure_namespace};
 use super::{
-    Deadline, MANAGER, Operator, ensure_finalizer, ns_name, record_condition_events,
+    Deadline, MANAGER, Operator, Track, ensure_finalizer, ns_name, record_condition_events,
     remove_finalizer_after, uid, write_status,
 };
 use crate::Shared;
+use crate::config::Config;
 use crate::faults::{Fault, FaultKind};
 use crate::kinds::{HOSTED_CLUSTERS, NODE_POOLS, SECRETS};
 use crate::meta::{is_deleting, meta_str};
@@ -38,6 +46,36 @@ const REFUSALS: [&str; 5] = [
 /// management cluster's own rule).
 const KAS_PORT: i64 = 7443;
 
+/// Which rollout a release is: the first one, or an upgrade of a running control plane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RolloutKind {
+    Install,
+    Upgrade,
+}
+
+/// The release being rolled out, since when.
+#[derive(Clone, Debug)]
+pub(super) struct Rollout {
+    pub image: String,
+    pub since: Instant,
+    pub kind: RolloutKind,
+}
+
+impl Rollout {
+    fn duration(&self, cfg: &Config) -> Duration {
+        match self.kind {
+            RolloutKind::Install => cfg.hosted_cluster_available_after,
+            RolloutKind::Upgrade => cfg.control_plane_upgrade_after,
+        }
+    }
+}
+
+fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
+    obj.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
 impl Operator {
     pub(super) fn hosted_cluster(
         &mut self,
@@ -49,58 +87,19 @@ impl Operator {
         deadline: &mut Deadline,
     ) {
         let store = &shared.store;
+        let cfg = &shared.config;
         let (ns, name) = ns_name(hc);
         let track = self.tracks.entry(uid(hc)).or_default();
-        let cfg = &shared.config;
         if is_deleting(hc) {
-            let since = *track.deleting_since.get_or_insert(now);
-            let mut own_pools = 0;
-            for np in pools.iter().filter(|np| {
-                meta_str(np, "namespace") == Some(ns)
-                    && np.pointer("/spec/clusterName").and_then(Value::as_str) == Some(name)
-            }) {
-                own_pools += 1;
-                let _ = store.delete(
-                    NODE_POOLS,
-                    ns,
-                    meta_str(np, "name").unwrap_or_default(),
-                    false,
-                );
-            }
-            if own_pools == 0 {
-                // The control plane goes with its namespace, then the finalizer.
-                if now >= since + cfg.deletion_after {
-                    let cp_namespace = format!("{ns}-{name}").replace('.', "-");
-                    let _ = store.delete(crate::kinds::NAMESPACES, "", &cp_namespace, false);
-                }
-                remove_finalizer_after(
-                    store,
-                    HOSTED_CLUSTERS,
-                    hc,
-                    since + cfg.deletion_after,
-                    now,
-                    deadline,
-                );
-            }
+            delete_hosted_cluster(store, cfg, hc, pools, track, now, deadline);
             return;
         }
         if ensure_finalizer(store, HOSTED_CLUSTERS, hc) {
             return; // the write wakes us again
         }
-        let image = hc
-            .pointer("/spec/release/image")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let image = text(hc, "/spec/release/image").to_owned();
         let first_seen = *track.first_seen.get_or_insert(now);
-        if track.rollout.as_ref().is_none_or(|(i, _)| *i != image) {
-            track.rollout = Some((image.clone(), now));
-        }
-        let rollout_started = track.rollout.as_ref().map_or(now, |(_, t)| *t);
         let available_at = first_seen + cfg.hosted_cluster_available_after;
-        // Control-plane pods start over the first half of the wait: HyperShift reports
-        // `Degraded=True` (`UnavailableReplicas`) meanwhile, on every create and rollout.
-        let started_at = rollout_started.max(first_seen) + cfg.hosted_cluster_available_after / 2;
         let fault = faults
             .iter()
             .find(|f| f.matches(FaultKind::HostedCluster, name));
@@ -108,10 +107,13 @@ impl Operator {
             .pointer("/metadata/generation")
             .and_then(Value::as_i64)
             .unwrap_or(1);
-        let version = release_version(&image).unwrap_or_default();
         let config_problem = self.workers.signing_key_problem(store, hc);
 
         let mut status = hc.get("status").cloned().unwrap_or_else(|| json!({}));
+        // A control plane that was deployed keeps running whatever HyperShift refuses later.
+        let deployed = track.deployed || status.get("controlPlaneEndpoint").is_some();
+        let release_check = check_pull_secret(store, ns, hc)
+            .and_then(|()| check_release(hc, &status).map_err(|why| ("InvalidImage", why)));
         let conds = conditions_mut(&mut status);
         // The input checks come first and are True or False from the first pass.
         set_condition(
@@ -140,9 +142,7 @@ impl Operator {
                 generation,
             ),
         }
-        match check_pull_secret(store, ns, hc)
-            .and_then(|()| check_release(&image).map_err(|why| ("InvalidImage", why)))
-        {
+        match release_check {
             Ok(()) => set_condition(
                 conds,
                 "ValidReleaseImage",
@@ -189,14 +189,13 @@ impl Operator {
                 );
             })
         });
-        let available = blocked.is_none() && now >= available_at;
-        let rolled_out = available
-            && now >= rollout_started + cfg.hosted_cluster_available_after
-            && nodes_ready(hc, pools);
-        match &blocked {
-            Some(why) => {
+        // An injected fault takes the whole control plane down, deployed or not; a refused
+        // input of a running cluster (a release it may not move to) leaves it running.
+        let running = deployed && fault.is_none();
+        if let Some(why) = &blocked {
+            set_condition(conds, "Progressing", false, "Blocked", why, generation);
+            if !running {
                 // Nothing is deployed: the reconcile stops until the input changes.
-                set_condition(conds, "Progressing", false, "Blocked", why, generation);
                 set_condition(
                     conds,
                     "Available",
@@ -211,62 +210,131 @@ impl Operator {
                     "The hosted control plane is not found",
                     generation,
                 );
-            }
-            None => {
-                // HyperShift's own spelling of the reason.
-                set_condition(
-                    conds,
-                    "ReconciliationSucceeded",
-                    true,
-                    "ReconciliatonSucceeded",
-                    "Reconciliation completed successfully",
-                    generation,
-                );
-                let (reason, message) = if available {
-                    ("AsExpected", "The hosted control plane is available")
-                } else {
-                    (
-                        "WaitingForAvailable",
-                        "Waiting for hosted control plane to be healthy",
-                    )
-                };
-                set_condition(conds, "Available", available, reason, message, generation);
-                if now < started_at {
-                    set_condition(
-                        conds,
-                        "Degraded",
-                        true,
-                        "UnavailableReplicas",
-                        "kube-apiserver deployment has 2 unavailable replicas",
-                        generation,
-                    );
-                    deadline.at(started_at);
-                } else {
-                    set_condition(
-                        conds,
-                        "Degraded",
-                        false,
-                        "AsExpected",
-                        "The hosted cluster is not degraded",
+                set_cvo_conditions(conds, &Cvo::NotFound, generation);
+                if !deployed {
+                    // Before there is a control plane HyperShift bootstraps the version.
+                    let version = hypersaga_hypershift::release_version(&image);
+                    desire(
+                        &mut status,
+                        &image,
+                        version.as_deref().unwrap_or_default(),
                         generation,
                     );
                 }
-                // The desired image is the spec's from the first pass, so HyperShift's
-                // Progressing is False during an install.
-                set_condition(
-                    conds,
-                    "Progressing",
-                    false,
-                    "AsExpected",
-                    "HostedCluster is at expected version",
-                    generation,
-                );
-                if !available {
-                    deadline.at(available_at);
-                }
+                self.finish(store, hc, status, fault);
+                return;
             }
+        } else {
+            track.deployed = true;
+            // HyperShift's own spelling of the reason.
+            set_condition(
+                conds,
+                "ReconciliationSucceeded",
+                true,
+                "ReconciliatonSucceeded",
+                "Reconciliation completed successfully",
+                generation,
+            );
+            // The desired release follows the spec's in the same pass, so HyperShift's
+            // Progressing is False during an install and an upgrade alike.
+            set_condition(
+                conds,
+                "Progressing",
+                false,
+                "AsExpected",
+                "HostedCluster is at expected version",
+                generation,
+            );
         }
-        set_version(&mut status, &image, &version, rolled_out, generation);
+        let available = now >= available_at;
+        let (reason, message) = if available {
+            ("AsExpected", "The hosted control plane is available")
+        } else {
+            (
+                "WaitingForAvailable",
+                "Waiting for hosted control plane to be healthy",
+            )
+        };
+        set_condition(conds, "Available", available, reason, message, generation);
+        if !available {
+            deadline.at(available_at);
+        }
+
+        // The release: accepted unless refused, rolled out, completed on nodes.
+        let track = self.tracks.entry(uid(hc)).or_default();
+        if blocked.is_none() && track.rollout.as_ref().is_none_or(|r| r.image != image) {
+            track.rollout = Some(Rollout {
+                image: image.clone(),
+                since: now,
+                kind: if deployed {
+                    RolloutKind::Upgrade
+                } else {
+                    RolloutKind::Install
+                },
+            });
+        }
+        let rollout = track.rollout.clone().unwrap_or_else(|| Rollout {
+            image: desired_image(&status).unwrap_or(&image).to_owned(),
+            since: first_seen,
+            kind: RolloutKind::Install,
+        });
+        if blocked.is_none() {
+            let version = hypersaga_hypershift::release_version(&image).unwrap_or_default();
+            desire(&mut status, &image, &version, generation);
+        }
+        let duration = rollout.duration(cfg);
+        // Control-plane pods restart over the first half of a rollout.
+        let settled_at = rollout.since + duration / 2;
+        let conds = conditions_mut(&mut status);
+        if now < settled_at {
+            set_condition(
+                conds,
+                "Degraded",
+                true,
+                "UnavailableReplicas",
+                "kube-apiserver deployment has 2 unavailable replicas",
+                generation,
+            );
+            deadline.at(settled_at);
+        } else {
+            set_condition(
+                conds,
+                "Degraded",
+                false,
+                "AsExpected",
+                "The hosted cluster is not degraded",
+                generation,
+            );
+        }
+        let done_at = rollout.since + duration;
+        if available && now >= done_at && nodes_ready(hc, pools) {
+            complete(&mut status);
+        } else if now < done_at {
+            deadline.at(done_at);
+        }
+        let desired = (
+            desired_image(&status).unwrap_or_default().to_owned(),
+            status
+                .pointer("/version/desired/version")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        );
+        let done = completed_version(&status);
+        let cvo = if !available {
+            Cvo::NotFound
+        } else if newest_completed(&status) {
+            Cvo::Done {
+                image: &desired.0,
+                version: &desired.1,
+            }
+        } else {
+            Cvo::Working {
+                desired: (&desired.0, &desired.1),
+                done: done.as_deref(),
+            }
+        };
+        set_cvo_conditions(conditions_mut(&mut status), &cvo, generation);
         if available {
             let host = endpoint_ip(ns, name);
             status["controlPlaneEndpoint"] = json!({"host": host, "port": KAS_PORT});
@@ -274,6 +342,11 @@ impl Operator {
             ensure_kubeconfig_secret(store, ns, &secret, &host);
             status["kubeconfig"] = json!({"name": secret});
         }
+        self.finish(store, hc, status, fault);
+    }
+
+    /// Writes the HostedCluster's status and records its condition changes.
+    fn finish(&self, store: &Store, hc: &Value, status: Value, fault: Option<&Fault>) {
         let conditions = status.get("conditions").cloned();
         if write_status(store, HOSTED_CLUSTERS, hc, status) {
             let mut warn = REFUSALS.to_vec();
@@ -283,70 +356,48 @@ impl Operator {
     }
 }
 
-/// HyperShift reads the pull secret before it looks the release up (`validateReleaseImage`):
-/// a missing secret is reason `SecretNotFound`, one without `.dockerconfigjson` `InvalidImage`,
-/// each in HyperShift's words. Checked on every pass, so a secret put in place later clears it.
-fn check_pull_secret(store: &Store, ns: &str, hc: &Value) -> Result<(), (&'static str, String)> {
-    let name = hc
-        .pointer("/spec/pullSecret/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let Ok(secret) = store.get(SECRETS, ns, name) else {
-        return Err((
-            "SecretNotFound",
-            format!("failed to get pull secret: secrets \"{name}\" not found"),
-        ));
-    };
-    let has_key = ["data", "stringData"]
+/// A deleted HostedCluster: its NodePools go first, then its control plane's namespace,
+/// then the finalizer.
+fn delete_hosted_cluster(
+    store: &Store,
+    cfg: &Config,
+    hc: &Value,
+    pools: &[Value],
+    track: &mut Track,
+    now: Instant,
+    deadline: &mut Deadline,
+) {
+    let (ns, name) = ns_name(hc);
+    let since = *track.deleting_since.get_or_insert(now);
+    let mut own_pools = 0;
+    for np in pools
         .iter()
-        .any(|field| secret[*field].get(".dockerconfigjson").is_some());
-    if has_key {
-        Ok(())
-    } else {
-        Err((
-            "InvalidImage",
-            "expected .dockerconfigjson key in pull secret".to_owned(),
-        ))
+        .filter(|np| meta_str(np, "namespace") == Some(ns) && text(np, "/spec/clusterName") == name)
+    {
+        own_pools += 1;
+        let _ = store.delete(
+            NODE_POOLS,
+            ns,
+            meta_str(np, "name").unwrap_or_default(),
+            false,
+        );
     }
-}
-
-/// The first input condition that is False, as HyperShift's Progressing words it then.
-fn blocking_condition(conds: &[Value]) -> Option<String> {
-    [
-        "SupportedHostedCluster",
-        "ValidConfiguration",
-        "ValidReleaseImage",
-        "PlatformCredentialsFound",
-    ]
-    .iter()
-    .find_map(|t| {
-        let c = conds
-            .iter()
-            .find(|c| c["type"] == *t && c["status"] == "False")?;
-        Some(format!(
-            "{t} condition is false: {}",
-            c["message"].as_str().unwrap_or_default()
-        ))
-    })
-}
-
-/// Creates the control plane's namespace unless it exists; refused as kube-apiserver refuses
-/// a name over 63 characters.
-fn ensure_namespace(store: &Store, name: &str) -> Result<(), String> {
-    if store.get(crate::kinds::NAMESPACES, "", name).is_ok() {
-        return Ok(());
+    if own_pools > 0 {
+        return;
     }
-    if name.len() > 63 {
-        return Err(format!(
-            "failed to ensure control plane namespace: Namespace \"{name}\" is invalid: \
-             metadata.name: Invalid value: \"{name}\": must be no more than 63 characters"
-        ));
+    // The control plane goes with its namespace, then the finalizer.
+    if now >= since + cfg.deletion_after {
+        let cp_namespace = format!("{ns}-{name}").replace('.', "-");
+        let _ = store.delete(crate::kinds::NAMESPACES, "", &cp_namespace, false);
     }
-    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-    registry::prepare_create(crate::kinds::NAMESPACES, "", ns, MANAGER)
-        .and_then(|ns| store.create(crate::kinds::NAMESPACES, "", ns, false))
-        .map(|_| ())
-        .map_err(|e| format!("failed to ensure control plane namespace: {e}"))
+    remove_finalizer_after(
+        store,
+        HOSTED_CLUSTERS,
+        hc,
+        since + cfg.deletion_after,
+        now,
+        deadline,
+    );
 }
 
 /// Whether every NodePool of `hc` has its replicas as ready nodes, and there is at least one

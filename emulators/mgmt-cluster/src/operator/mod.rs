@@ -25,6 +25,7 @@ use crate::{Shared, lock};
 
 mod cluster_version;
 mod conditions;
+mod hc_inputs;
 mod hosted_cluster;
 mod node_pool;
 mod release;
@@ -66,8 +67,11 @@ pub(crate) async fn run(
 
 #[derive(Default)]
 struct Track {
-    /// When the current release rollout started (HostedCluster) and for which image.
-    rollout: Option<(String, Instant)>,
+    /// HostedCluster: the release rollout in progress or last done.
+    rollout: Option<hosted_cluster::Rollout>,
+    /// HostedCluster: its control plane has been deployed (it keeps running whatever input
+    /// HyperShift refuses later).
+    deployed: bool,
     first_seen: Option<Instant>,
     /// NodePool: replica target being converged and since when.
     scale: Option<(i64, Instant)>,
