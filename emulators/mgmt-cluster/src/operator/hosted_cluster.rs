@@ -400,33 +400,29 @@ fn delete_hosted_cluster(
     );
 }
 
-/// Whether every NodePool of `hc` has its replicas as ready nodes, and there is at least one
-/// node: the guest cluster's version rollout completes only on nodes.
+/// Whether every NodePool of `hc` is `Ready` and there is at least one node: the guest
+/// cluster's version rollout completes only on nodes (with none, HyperShift's upgrade never
+/// completes: openshift/hypershift#1577).
 fn nodes_ready(hc: &Value, pools: &[Value]) -> bool {
     let (ns, name) = ns_name(hc);
     let mine: Vec<&Value> = pools
         .iter()
-        .filter(|np| {
-            meta_str(np, "namespace") == Some(ns)
-                && np.pointer("/spec/clusterName").and_then(Value::as_str) == Some(name)
-        })
+        .filter(|np| meta_str(np, "namespace") == Some(ns) && text(np, "/spec/clusterName") == name)
         .collect();
-    let wanted = |np: &Value| {
-        np.pointer("/spec/replicas")
+    let nodes = |np: &Value| {
+        np.pointer("/status/replicas")
             .and_then(Value::as_i64)
             .unwrap_or(0)
     };
     let ready = |np: &Value| {
-        np.pointer("/status/replicas").and_then(Value::as_i64) == Some(wanted(np))
-            && np
-                .pointer("/status/conditions")
-                .and_then(Value::as_array)
-                .is_some_and(|cs| {
-                    cs.iter()
-                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
-                })
+        np.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
+            })
     };
-    mine.iter().map(|np| wanted(np)).sum::<i64>() > 0 && mine.iter().all(|np| ready(np))
+    mine.iter().map(|np| nodes(np)).sum::<i64>() > 0 && mine.iter().all(|np| ready(np))
 }
 
 /// A stable private address per cluster, like the internal LB IP the real one gets.

@@ -28,6 +28,8 @@ mod conditions;
 mod hc_inputs;
 mod hosted_cluster;
 mod node_pool;
+mod np_conditions;
+mod np_spec;
 mod release;
 
 /// The field manager of the simulated operator's writes: controller-runtime clients default
@@ -73,8 +75,6 @@ struct Track {
     /// HyperShift refuses later).
     deployed: bool,
     first_seen: Option<Instant>,
-    /// NodePool: replica target being converged and since when.
-    scale: Option<(i64, Instant)>,
     deleting_since: Option<Instant>,
 }
 

@@ -22,6 +22,9 @@ const MIN_RELEASE: Version = Version::new(4, 8, 0);
 const SDN_MAX_MINOR: u64 = 10;
 /// `v5MinorOffset`: 5.0 is 4.23.
 const V5_MINOR_OFFSET: u64 = 23;
+/// `ValidateVersionSkew`'s `maxAllowedDiff`: NodePools may be up to 3 minors behind.
+const MAX_SKEW: u64 = 3;
+
 /// A release's `major.minor.patch` (blang/semver's core; the emulator reads versions from
 /// image tags, which carry no pre-release part).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -78,6 +81,15 @@ impl Version {
 impl fmt::Display for Version {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// `denormalizeFromV4`: a normalized minor back to how a release is named.
+fn denormalized(minor: u64) -> (u64, u64) {
+    if minor >= V5_MINOR_OFFSET {
+        (5, minor - V5_MINOR_OFFSET)
+    } else {
+        (4, minor)
     }
 }
 
@@ -173,6 +185,28 @@ pub(super) fn check(
     Ok(())
 }
 
+/// `ValidateVersionSkew(hostedCluster, nodePool)`: a NodePool may not be newer than the
+/// control plane, nor more than three minors behind it.
+pub(super) fn check_skew(control_plane: Version, node_pool: Version) -> Result<(), String> {
+    let hc = control_plane.normalized()?;
+    let np = node_pool.normalized()?;
+    if np > hc {
+        return Err(format!(
+            "NodePool version {node_pool} cannot be higher than the HostedCluster version \
+             {control_plane}"
+        ));
+    }
+    if hc.minor.saturating_sub(np.minor) > MAX_SKEW {
+        let (min_major, min_minor) = denormalized(hc.minor.saturating_sub(MAX_SKEW));
+        return Err(format!(
+            "NodePool minor version {}.{} is less than {min_major}.{min_minor}, which is the \
+             minimum NodePool version compatible with the {}.{} HostedCluster",
+            node_pool.major, node_pool.minor, control_plane.major, control_plane.minor
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,6 +267,36 @@ mod tests {
             )
         );
         assert_eq!(check(v("4.19.9"), None, v("4.19.4"), &AZURE_OVN), Ok(()));
+    }
+
+    #[test]
+    fn skew_is_n_minus_3_and_never_ahead() {
+        assert_eq!(check_skew(v("4.19.0"), v("4.16.5")), Ok(()));
+        assert_eq!(
+            check_skew(v("4.19.0"), v("4.15.5")),
+            Err(
+                "NodePool minor version 4.15 is less than 4.16, which is the minimum NodePool \
+                 version compatible with the 4.19 HostedCluster"
+                    .into()
+            )
+        );
+        assert_eq!(
+            check_skew(v("4.19.0"), v("4.19.1")),
+            Err(
+                "NodePool version 4.19.1 cannot be higher than the HostedCluster version 4.19.0"
+                    .into()
+            )
+        );
+        // 5.0 is 4.23: a 4.20 pool is within three minors of it.
+        assert_eq!(check_skew(v("5.0.0"), v("4.20.0")), Ok(()));
+        assert_eq!(
+            check_skew(v("5.1.0"), v("4.20.0")),
+            Err(
+                "NodePool minor version 4.20 is less than 4.21, which is the minimum NodePool \
+                 version compatible with the 5.1 HostedCluster"
+                    .into()
+            )
+        );
     }
 
     #[test]
