@@ -10,8 +10,9 @@ pub struct Config {
     /// Time from HostedCluster creation (or a release change) to `Available=True`.
     /// Real self-managed Azure: 3–6 min, up to 20–30 (reference latencies row 13a).
     pub hosted_cluster_available_after: Duration,
-    /// Time from "HostedCluster available" (or a replica change) to the NodePool's nodes
-    /// being ready. Real: 6–9 min after `Available` (row 13d).
+    /// Time from a Machine's infrastructure running (its VM, with Azure; its creation,
+    /// without) to its node being ready: the per-machine time scaling and rollouts wait for.
+    /// Real: a new pool's nodes are ready 6–9 min after `Available` (row 13d).
     pub node_pool_ready_after: Duration,
     /// Time a control-plane upgrade (a new `spec.release.image` HyperShift accepts) rolls
     /// before its `status.version.history` entry is `Completed`, given ready nodes. Real:
@@ -27,8 +28,9 @@ pub struct Config {
     /// Namespaces that exist from the start (`default`, `kube-system`, …).
     pub initial_namespaces: Vec<String>,
     /// Where the simulated CAPZ creates an Azure NodePool's worker VMs, as the cluster's
-    /// `nodePoolManagement` workload identity. `None`: nodes come up after
-    /// `node_pool_ready_after` with nothing made in any cloud (tests of the Kubernetes API).
+    /// `nodePoolManagement` workload identity. `None`: Machines get emulated infrastructure
+    /// at once and their nodes come up after `node_pool_ready_after`, with nothing made in
+    /// any cloud (tests of the Kubernetes API).
     pub azure: Option<AzureEndpoints>,
 }
 

@@ -11,7 +11,8 @@
 //! structural schemas that prune, default and validate (module `schema`), `fieldValidation`, and
 //! `dryRun`. It moves HostedCluster/NodePool conditions the way HyperShift does, after
 //! configurable delays, with injectable failures, and records core/v1 Events about what it
-//! does. Unmodified `kubectl` works against it: aggregated discovery, server-side tables with
+//! does; day 2 too — scaling, autoscaling, Replace rollouts under Cluster API's
+//! MachineDeployment, control-plane upgrades, version skew (the crate's `README.md`). Unmodified `kubectl` works against it: aggregated discovery, server-side tables with
 //! HyperShift's printer columns, protobuf request bodies from client-go's clientsets, and
 //! OpenAPI v3 and v2 generated from the same schemas (`explain`, client-side validation of
 //! older kubectl). `hypersaga dev` runs it; so do tests.
