@@ -868,7 +868,7 @@ async fn workers_are_made_one_machine_at_a_time_and_a_replace_rollout_surges_bef
     .await
     .expect("watch");
 
-    // Scale up: the two Machines are made together; CAPZ makes their NICs and VMs one
+    // Scale up: the two new Machines are made together; CAPZ makes their NICs and VMs one
     // machine after the other.
     nps.patch(
         "demo-workers",

@@ -2,8 +2,9 @@
 //!
 //! One task serves every object: it wakes on each store change or at the earliest pending
 //! deadline, and reconciles level-triggered from the stored objects plus a little private
-//! timing state (when it first saw each object, when a rollout or scale started, when a
-//! deletion began). It writes only what differs, so its own writes settle in one extra pass.
+//! state (when it first saw each object, when a control-plane rollout started, when a
+//! deletion began, and each NodePool's MachineDeployment, which is not served). It writes
+//! only what differs, so its own writes settle in one extra pass.
 
 use std::collections::HashMap;
 use std::future::Future;
