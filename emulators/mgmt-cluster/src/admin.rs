@@ -1,7 +1,8 @@
 //! Admin API (plain HTTP, no auth): fault injection (`/faults` for objects the simulated
-//! operator fails, `/faults/api` for errors the Kubernetes API answers), object dump and
-//! request counts for tests
-//! and the CLI. Separate from the Kubernetes API so no Kubernetes client can reach it by accident.
+//! operator fails, `/faults/api` for errors the Kubernetes API answers), the simulated
+//! workload of autoscaled NodePools (`/nodepools/{namespace}/{name}/demand`), object dump
+//! and request counts for tests and the CLI. Separate from the Kubernetes API so no
+//! Kubernetes client can reach it by accident.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -22,6 +23,11 @@ pub(crate) fn router(emu: Emulator) -> Router {
             "/faults/objects/{name_contains}",
             axum::routing::delete(remove_faults),
         )
+        .route(
+            "/nodepools/{namespace}/{name}/demand",
+            axum::routing::put(set_demand).delete(clear_demand),
+        )
+        .route("/demand", get(demands))
         .route("/objects", get(objects))
         .route("/requests", get(requests))
         .with_state(emu)
@@ -66,6 +72,39 @@ async fn remove_faults(
 async fn clear_faults(State(emu): State<Emulator>) -> StatusCode {
     emu.clear_faults();
     StatusCode::NO_CONTENT
+}
+
+/// The body of `PUT /nodepools/{namespace}/{name}/demand`.
+#[derive(serde::Deserialize, serde::Serialize)]
+struct Demand {
+    /// Nodes the pool's pending workload needs.
+    nodes: u32,
+}
+
+/// Sets a NodePool's simulated workload: `200` with it.
+async fn set_demand(
+    State(emu): State<Emulator>,
+    axum::extract::Path((namespace, name)): axum::extract::Path<(String, String)>,
+    Json(demand): Json<Demand>,
+) -> Json<Demand> {
+    emu.set_node_pool_demand(&namespace, &name, demand.nodes);
+    Json(demand)
+}
+
+/// Forgets a NodePool's simulated workload: `204`, or `404` when it had none.
+async fn clear_demand(
+    State(emu): State<Emulator>,
+    axum::extract::Path((namespace, name)): axum::extract::Path<(String, String)>,
+) -> StatusCode {
+    if emu.clear_node_pool_demand(&namespace, &name) {
+        StatusCode::NO_CONTENT
+    } else {
+        StatusCode::NOT_FOUND
+    }
+}
+
+async fn demands(State(emu): State<Emulator>) -> Json<std::collections::BTreeMap<String, i64>> {
+    Json(emu.node_pool_demands())
 }
 
 async fn objects(State(emu): State<Emulator>) -> Json<Vec<serde_json::Value>> {

@@ -107,6 +107,52 @@ impl AdminClient {
         Self::check(resp).await.map(drop)
     }
 
+    /// Sets the simulated workload of NodePool `namespace/name` to `nodes` nodes: the
+    /// cluster-autoscaler of an autoscaled pool sizes it to that within `spec.autoScaling`
+    /// (`PUT /nodepools/{namespace}/{name}/demand`).
+    pub async fn set_node_pool_demand(
+        &self,
+        namespace: &str,
+        name: &str,
+        nodes: u32,
+    ) -> Result<(), AdminError> {
+        let resp = self
+            .http
+            .put(format!("{}/nodepools/{namespace}/{name}/demand", self.base))
+            .json(&serde_json::json!({ "nodes": nodes }))
+            .send()
+            .await?;
+        Self::check(resp).await.map(drop)
+    }
+
+    /// Forgets NodePool `namespace/name`'s simulated workload; answers whether it had one
+    /// (`DELETE /nodepools/{namespace}/{name}/demand`).
+    pub async fn clear_node_pool_demand(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<bool, AdminError> {
+        let resp = self
+            .http
+            .delete(format!("{}/nodepools/{namespace}/{name}/demand", self.base))
+            .send()
+            .await?;
+        if resp.status() == reqwest::StatusCode::NOT_FOUND {
+            return Ok(false);
+        }
+        Self::check(resp).await.map(|_| true)
+    }
+
+    /// The simulated workloads in force, in nodes, by `<namespace>/<name>` (`GET /demand`).
+    pub async fn node_pool_demands(&self) -> Result<BTreeMap<String, i64>, AdminError> {
+        let resp = self
+            .http
+            .get(format!("{}/demand", self.base))
+            .send()
+            .await?;
+        Ok(Self::check(resp).await?.json().await?)
+    }
+
     /// Every stored object as JSON.
     pub async fn objects(&self) -> Result<Vec<Value>, AdminError> {
         let resp = self

@@ -10,9 +10,14 @@ pub struct Config {
     /// Time from HostedCluster creation (or a release change) to `Available=True`.
     /// Real self-managed Azure: 3–6 min, up to 20–30 (reference latencies row 13a).
     pub hosted_cluster_available_after: Duration,
-    /// Time from "HostedCluster available" (or a replica change) to the NodePool's nodes
-    /// being ready. Real: 6–9 min after `Available` (row 13d).
+    /// Time from a Machine's infrastructure running (its VM, with Azure; its creation,
+    /// without) to its node being ready: the per-machine time scaling and rollouts wait for.
+    /// Real: a new pool's nodes are ready 6–9 min after `Available` (row 13d).
     pub node_pool_ready_after: Duration,
+    /// Time a control-plane upgrade (a new `spec.release.image` HyperShift accepts) rolls
+    /// before its `status.version.history` entry is `Completed`, given ready nodes. Real:
+    /// 15–30 min and more (ARO-HCP #4658).
+    pub control_plane_upgrade_after: Duration,
     /// Time the operator's finalizer holds a deleted object (row 13e: ~11 min real). A
     /// HostedCluster also waits for its NodePools to go.
     pub deletion_after: Duration,
@@ -23,8 +28,9 @@ pub struct Config {
     /// Namespaces that exist from the start (`default`, `kube-system`, …).
     pub initial_namespaces: Vec<String>,
     /// Where the simulated CAPZ creates an Azure NodePool's worker VMs, as the cluster's
-    /// `nodePoolManagement` workload identity. `None`: nodes come up after
-    /// `node_pool_ready_after` with nothing made in any cloud (tests of the Kubernetes API).
+    /// `nodePoolManagement` workload identity. `None`: Machines get emulated infrastructure
+    /// at once and their nodes come up after `node_pool_ready_after`, with nothing made in
+    /// any cloud (tests of the Kubernetes API).
     pub azure: Option<AzureEndpoints>,
 }
 
@@ -47,6 +53,7 @@ impl Default for Config {
             token: "hypersaga-dev-token".into(),
             hosted_cluster_available_after: Duration::from_secs(5),
             node_pool_ready_after: Duration::from_secs(5),
+            control_plane_upgrade_after: Duration::from_secs(8),
             deletion_after: Duration::from_secs(3),
             watch_history: 1000,
             bookmark_interval: Duration::from_secs(5),
@@ -65,6 +72,7 @@ impl Config {
             token: token.into(),
             hosted_cluster_available_after: delay,
             node_pool_ready_after: delay,
+            control_plane_upgrade_after: delay,
             deletion_after: delay,
             bookmark_interval: Duration::from_millis(500),
             ..Self::default()

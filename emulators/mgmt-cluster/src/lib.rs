@@ -11,7 +11,8 @@
 //! structural schemas that prune, default and validate (module `schema`), `fieldValidation`, and
 //! `dryRun`. It moves HostedCluster/NodePool conditions the way HyperShift does, after
 //! configurable delays, with injectable failures, and records core/v1 Events about what it
-//! does. Unmodified `kubectl` works against it: aggregated discovery, server-side tables with
+//! does; day 2 too — scaling, autoscaling, Replace rollouts under Cluster API's
+//! MachineDeployment, control-plane upgrades, version skew (the crate's `README.md`). Unmodified `kubectl` works against it: aggregated discovery, server-side tables with
 //! HyperShift's printer columns, protobuf request bodies from client-go's clientsets, and
 //! OpenAPI v3 and v2 generated from the same schemas (`explain`, client-side validation of
 //! older kubectl). `hypersaga dev` runs it; so do tests.
@@ -70,6 +71,8 @@ pub(crate) struct Shared {
     pub(crate) faults: Mutex<Vec<Fault>>,
     pub(crate) api_faults: Mutex<Vec<InstalledApiFault>>,
     pub(crate) requests: Mutex<BTreeMap<String, u64>>,
+    /// Simulated workload of autoscaled NodePools, in nodes, by `<namespace>/<name>`.
+    pub(crate) demand: Mutex<BTreeMap<String, i64>>,
     operator_started: AtomicBool,
 }
 
@@ -93,6 +96,7 @@ impl Emulator {
                 faults: Mutex::new(Vec::new()),
                 api_faults: Mutex::new(Vec::new()),
                 requests: Mutex::new(BTreeMap::new()),
+                demand: Mutex::new(BTreeMap::new()),
                 operator_started: AtomicBool::new(false),
             }),
         }
@@ -221,6 +225,30 @@ impl Emulator {
     /// The active faults.
     pub fn faults(&self) -> Vec<Fault> {
         lock(&self.shared.faults).clone()
+    }
+
+    /// Sets the simulated workload of NodePool `namespace/name` to `nodes` nodes (same as
+    /// `PUT /nodepools/{namespace}/{name}/demand`): the cluster-autoscaler of an autoscaled
+    /// pool sizes it to that, within `spec.autoScaling`. A pool with fixed replicas ignores it.
+    pub fn set_node_pool_demand(&self, namespace: &str, name: &str, nodes: u32) {
+        lock(&self.shared.demand).insert(format!("{namespace}/{name}"), i64::from(nodes));
+        self.shared.store.changed.notify_one();
+    }
+
+    /// Forgets NodePool `namespace/name`'s simulated workload (same as
+    /// `DELETE /nodepools/{namespace}/{name}/demand`): its autoscaler then leaves its size
+    /// alone, within bounds. Answers whether there was one.
+    pub fn clear_node_pool_demand(&self, namespace: &str, name: &str) -> bool {
+        let removed = lock(&self.shared.demand)
+            .remove(&format!("{namespace}/{name}"))
+            .is_some();
+        self.shared.store.changed.notify_one();
+        removed
+    }
+
+    /// The simulated workloads in force, in nodes, by `<namespace>/<name>`.
+    pub fn node_pool_demands(&self) -> BTreeMap<String, i64> {
+        lock(&self.shared.demand).clone()
     }
 
     pub(crate) fn shared(&self) -> &Shared {

@@ -74,11 +74,19 @@ async fn invalid_hosted_cluster_is_422_with_field_causes() {
     // Expected from HyperShift's CRD (`services` +required; `subnetID` minLength 1; a
     // workload identity `clientID` is 36 characters matching a UUID pattern) worded as
     // kube-apiserver's `kubeOpenAPIResultToFieldErrors` words kube-openapi's findings.
-    // An empty `location` is valid: HyperShift gives it no minimum length.
+    // An empty `location` is valid: HyperShift gives it no minimum length. The missing
+    // `services` keeps the CEL rules from running, which kube-apiserver notes last
+    // (`hasBlockingErr`), with no field.
     let wi = "spec.platform.azure.azureAuthenticationConfig.workloadIdentities.disk.clientID";
     assert_eq!(
         causes,
         [
+            (
+                String::new(),
+                "Invalid value: \"null\": some validation rules were not checked because the \
+                 object was invalid; correct the existing errors to complete validation"
+                    .to_owned()
+            ),
             (
                 wi.to_owned(),
                 format!("Invalid value: \"\": {wi} in body should be at least 36 chars long")

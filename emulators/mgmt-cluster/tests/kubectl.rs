@@ -378,9 +378,11 @@ async fn hosted_clusters_and_node_pools_print_their_crd_columns() {
             "MESSAGE"
         ]
     );
+    // AUTOSCALING and UPDATINGVERSION are the operator's conditions (empty columns are
+    // gone from the whitespace split: no autorepair, config or message).
     assert_eq!(
         row(&pools, "demo-workers")[1..],
-        ["demo", "2", "2", "4.19.0"]
+        ["demo", "2", "2", "False", "4.19.0", "False"]
     );
 
     let json: Value = serde_json::from_str(
@@ -454,7 +456,7 @@ async fn describe_shows_what_the_operator_did() {
     // A release HyperShift refuses is a warning.
     let mut old = hc_manifest("old", "clusters");
     old["spec"]["release"]["image"] =
-        json!("quay.io/openshift-release-dev/ocp-release:4.10.0-x86_64");
+        json!("quay.io/openshift-release-dev/ocp-release:4.13.0-x86_64");
     k.ok(&[
         "apply",
         "--server-side",

@@ -45,8 +45,13 @@ fn condition_types(hc: &HostedCluster) -> Vec<String> {
 }
 
 /// Conditions written by the simulated operator, which these tests leave alone.
-const OPERATOR_CONDITIONS: [&str; 8] = [
+const OPERATOR_CONDITIONS: [&str; 13] = [
     "Available",
+    "ClusterVersionAvailable",
+    "ClusterVersionProgressing",
+    "ClusterVersionReleaseAccepted",
+    "ClusterVersionSucceeding",
+    "ClusterVersionUpgradeable",
     "Degraded",
     "PlatformCredentialsFound",
     "Progressing",

@@ -6,6 +6,8 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Json;
@@ -826,4 +828,183 @@ async fn a_resource_sku_list_arm_refuses_is_listed_again_and_the_worker_is_made_
         .position(|r| r.method == "PUT" && r.path.contains(&name))
         .expect("a worker's PUT");
     assert!(first_served < first_write, "{:#?}", stats.recent);
+}
+
+/// The index in `recent` of the first request of `method` whose path ends with `tail`.
+fn first(recent: &[hypersaga_emulator_arm::RequestRecord], method: &str, tail: &str) -> usize {
+    recent
+        .iter()
+        .position(|r| r.method == method && r.path.ends_with(tail))
+        .unwrap_or_else(|| panic!("no {method} …{tail} in {recent:#?}"))
+}
+
+#[tokio::test]
+async fn workers_are_made_one_machine_at_a_time_and_a_replace_rollout_surges_before_it_deletes() {
+    let arm = Arm::start().await;
+    let key = SigningKey::generate().expect("key");
+    let (iss, _issuer) = issuer(&key).await;
+    let cloud = cloud(&arm, &iss).await;
+    let h = management(&arm).await;
+    namespace(&h.client, "clusters").await;
+    signing_key_secret(&h, "demosa-token-issuer-key", &key).await;
+    pull_secret(&h.client, "clusters", "demo").await;
+    let hcs: Api<HostedCluster> = Api::namespaced(h.client.clone(), "clusters");
+    hcs.create(
+        &PostParams::default(),
+        &demo_cluster(&cloud, &iss, "demosa-token-issuer-key"),
+    )
+    .await
+    .expect("hc");
+    let nps: Api<NodePool> = Api::namespaced(h.client.clone(), "clusters");
+    nps.create(&PostParams::default(), &workers_pool(&cloud, 1))
+        .await
+        .expect("np");
+    within(
+        "one node",
+        await_condition(nps.clone(), "demo-workers", |o: Option<&NodePool>| {
+            o.is_some_and(|np| np.ready_replicas() == 1 && np.is_ready())
+        }),
+    )
+    .await
+    .expect("watch");
+
+    // Scale up: the two new Machines are made together; CAPZ makes their NICs and VMs one
+    // machine after the other.
+    nps.patch(
+        "demo-workers",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 3}})),
+    )
+    .await
+    .expect("scale");
+    within(
+        "three nodes",
+        await_condition(nps.clone(), "demo-workers", |o: Option<&NodePool>| {
+            o.is_some_and(|np| np.ready_replicas() == 3 && np.is_ready())
+        }),
+    )
+    .await
+    .expect("watch");
+    let recent = arm.admin.requests().await.expect("requests").recent;
+    let ms = machines(&h);
+    let mut made: Vec<(usize, usize, usize)> = ms
+        .iter()
+        .map(|m| {
+            let name = m["metadata"]["name"].as_str().expect("name");
+            (
+                first(&recent, "PUT", &format!("/networkInterfaces/{name}-nic")),
+                first(&recent, "PUT", &format!("/virtualMachines/{name}")),
+                recent
+                    .iter()
+                    .rposition(|r| r.path.contains(&format!("/virtualMachines/{name}")))
+                    .expect("VM requests"),
+            )
+        })
+        .collect();
+    made.sort();
+    for pair in made.windows(2) {
+        assert!(
+            pair[0].2 < pair[1].0,
+            "a machine's NIC before the previous one's VM was done: {made:?}"
+        );
+    }
+    let vms_before: Vec<String> = arm
+        .workers()
+        .await
+        .into_iter()
+        .filter(|w| w.starts_with("Microsoft.Compute/virtualMachines"))
+        .collect();
+    assert_eq!(vms_before.len(), 3);
+
+    // Replace rollout to a new z-stream: a new Machine (and VM) is ready before an old one
+    // is deleted, ready nodes never fall below three, and the version moves at the end.
+    let watching = Arc::new(AtomicBool::new(true));
+    let fewest = Arc::new(AtomicUsize::new(usize::MAX));
+    let sampler = {
+        let (emulator, watching, fewest) = (h.emulator.clone(), watching.clone(), fewest.clone());
+        tokio::spawn(async move {
+            while watching.load(Ordering::SeqCst) {
+                let ready = emulator
+                    .objects()
+                    .into_iter()
+                    .filter(|o| {
+                        o["kind"] == "Machine"
+                            && o["metadata"]["deletionTimestamp"].is_null()
+                            && condition(o, "NodeHealthy")["status"] == "True"
+                    })
+                    .count();
+                fewest.fetch_min(ready, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    };
+    let upgraded = "quay.io/openshift-release-dev/ocp-release:4.19.3-x86_64";
+    nps.patch(
+        "demo-workers",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"release": {"image": upgraded}}})),
+    )
+    .await
+    .expect("upgrade");
+    let np = within(
+        "the rollout",
+        await_condition(nps.clone(), "demo-workers", |o: Option<&NodePool>| {
+            o.and_then(|np| np.status.as_ref())
+                .is_some_and(|s| s.version.as_deref() == Some("4.19.3"))
+        }),
+    )
+    .await
+    .expect("watch")
+    .expect("np");
+    watching.store(false, Ordering::SeqCst);
+    sampler.await.expect("sampler");
+    assert!(
+        fewest.load(Ordering::SeqCst) >= 3,
+        "ready nodes fell below 3"
+    );
+    assert_eq!(np.ready_replicas(), 3);
+    eventually(&h, "the old machines to go", || machines(&h).len() == 3).await;
+    let new: Vec<String> = machines(&h)
+        .iter()
+        .map(|m| m["metadata"]["name"].as_str().expect("name").to_owned())
+        .collect();
+    let mut expected = Vec::new();
+    for name in &new {
+        assert!(
+            !vms_before
+                .iter()
+                .any(|vm| vm.ends_with(&format!(" {name}"))),
+            "{name} is an old VM"
+        );
+        expected.push(format!("Microsoft.Compute/disks {name}_OSDisk"));
+        expected.push(format!("Microsoft.Compute/virtualMachines {name}"));
+        expected.push(format!("Microsoft.Network/networkInterfaces {name}-nic"));
+    }
+    expected.sort();
+    within("the old VMs, NICs and disks to go", async {
+        while arm.workers().await != expected {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    // Azure saw each new VM made before the first old one was deleted.
+    let recent = arm.admin.requests().await.expect("requests").recent;
+    let first_delete = recent
+        .iter()
+        .position(|r| {
+            r.method == "DELETE"
+                && vms_before.iter().any(|vm| {
+                    r.path.ends_with(&format!(
+                        "/virtualMachines/{}",
+                        vm.rsplit(' ').next().unwrap_or_default()
+                    ))
+                })
+        })
+        .expect("an old VM deleted");
+    let first_new = new
+        .iter()
+        .map(|name| first(&recent, "PUT", &format!("/virtualMachines/{name}")))
+        .min()
+        .expect("a new VM");
+    assert!(first_new < first_delete, "{recent:#?}");
 }

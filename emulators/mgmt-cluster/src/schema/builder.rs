@@ -149,6 +149,12 @@ impl Node {
         self
     }
 
+    /// Several `x-kubernetes-validations` rules, in order.
+    pub fn rules(mut self, rules: impl IntoIterator<Item = Rule>) -> Self {
+        self.rules.extend(rules);
+        self
+    }
+
     pub fn nullable(mut self) -> Self {
         self.nullable = true;
         self

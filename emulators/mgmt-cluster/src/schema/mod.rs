@@ -11,6 +11,7 @@
 //! top-level fields HyperShift has are present as [`any`] subtrees, so they are accepted and
 //! merged but not validated inside.
 
+mod azure_ids;
 mod builder;
 mod core;
 pub mod docs;

@@ -8,9 +8,13 @@
 use serde_json::{Value, json};
 
 use super::Node;
+use super::azure_ids;
 use super::builder::*;
 use super::meta::envelope;
-use super::rules::{forbidden_unless, holds, immutable, not_both, required_iff};
+use super::rules::{
+    Outcome, evaluates, field, forbidden_unless, holds, immutable, kept_once_set, matches,
+    not_both, only_with, required_iff,
+};
 use super::shared::release;
 
 pub fn node_pool() -> Node {
@@ -45,26 +49,140 @@ fn spec() -> Node {
             string()
                 .min_len(1)
                 .max_len(253)
-                .rule(immutable("ClusterName is immutable")),
+                .rule(immutable("ClusterName is immutable"))
+                .rule(matches(
+                    "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+                    "clusterName must consist of lowercase alphanumeric characters or '-', \
+                     start and end with an alphanumeric character, and be between 1 and 253 \
+                     characters",
+                )),
         ),
         ("config", atomic_list(any()).max_items(10)),
         ("management", management()),
         ("nodeDrainTimeout", string()),
         ("nodeLabels", map_of(string())),
         ("nodeVolumeDetachTimeout", string()),
-        ("pausedUntil", string().min_len(1).max_len(35)),
+        (
+            "pausedUntil",
+            string().min_len(1).max_len(35).rule(holds(
+                "PausedUntil must be a date in RFC3339 format or 'True', 'true', 'False' or \
+                 'false'",
+                paused_until,
+            )),
+        ),
         ("platform", platform()),
         ("release", release()),
         ("replicas", integer()),
-        ("taints", atomic_list(any()).max_items(50)),
+        ("taints", atomic_list(taint()).max_items(50)),
         ("tuningConfig", atomic_list(any()).max_items(10)),
     ])
     .require(&["clusterName", "management", "platform", "release"])
+    // The spec's rules in the CRD's order (the AWS-only Windows rule is not modelled).
+    .rule(kept_once_set("arch", "Arch is required once set"))
+    .rule(evaluates(
+        "Setting Arch to arm64 is only supported for AWS, Azure, Agent, GCP and None",
+        arm64_platform,
+    ))
     .rule(not_both(
         "replicas",
         "autoScaling",
         "Both replicas or autoScaling should not be set",
     ))
+    .rule(evaluates(
+        "s390x is only supported on KubeVirt platform",
+        s390x_platform,
+    ))
+    .rule(evaluates(
+        "Scale-from-zero (autoScaling.min=0) is currently only supported for AWS and Azure \
+         platforms",
+        scale_from_zero,
+    ))
+}
+
+/// `self.arch != 'arm64' || has(self.platform.aws) || has(self.platform.azure) ||
+/// has(self.platform.agent) || self.platform.type == 'GCP' || self.platform.type == 'None'`.
+fn arm64_platform(spec: &Value) -> Outcome {
+    if field(spec, "arch")?.as_str() != Some("arm64") {
+        return Ok(true);
+    }
+    let platform = field(spec, "platform")?;
+    if ["aws", "azure", "agent"]
+        .iter()
+        .any(|p| platform.get(*p).is_some())
+    {
+        return Ok(true);
+    }
+    Ok(matches!(
+        field(platform, "type")?.as_str(),
+        Some("GCP" | "None")
+    ))
+}
+
+/// `self.arch != 's390x' || has(self.platform.kubevirt)`.
+fn s390x_platform(spec: &Value) -> Outcome {
+    Ok(field(spec, "arch")?.as_str() != Some("s390x")
+        || field(spec, "platform")?.get("kubevirt").is_some())
+}
+
+/// `!has(self.autoScaling) || self.autoScaling.min > 0 || self.platform.type == 'AWS' ||
+/// self.platform.type == 'Azure'`.
+fn scale_from_zero(spec: &Value) -> Outcome {
+    let Some(auto) = spec.get("autoScaling") else {
+        return Ok(true);
+    };
+    if field(auto, "min")?.as_i64().is_some_and(|m| m > 0) {
+        return Ok(true);
+    }
+    let platform = field(field(spec, "platform")?, "type")?;
+    Ok(matches!(platform.as_str(), Some("AWS" | "Azure")))
+}
+
+/// `self.matches('^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}.*$') || self in ['true', 'false',
+/// 'True', 'False']`.
+fn paused_until(v: &Value) -> bool {
+    let s = v.as_str().unwrap_or_default();
+    let b = s.as_bytes();
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    let date = digits(0..4)
+        && b.get(4) == Some(&b'-')
+        && digits(5..7)
+        && b.get(7) == Some(&b'-')
+        && digits(8..10)
+        && b.get(10) == Some(&b'T')
+        && digits(11..13)
+        && b.get(13) == Some(&b':')
+        && digits(14..16)
+        && b.get(16) == Some(&b':')
+        && digits(17..19);
+    date || matches!(s, "true" | "false" | "True" | "False")
+}
+
+/// `Taint`: a node taint without `timeAdded`, validated as upstream validates taints.
+fn taint() -> Node {
+    object([
+        (
+            "effect",
+            string().one_of(&["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+        ),
+        (
+            "key",
+            string().min_len(1).max_len(253).rule(matches(
+                r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$",
+                "key must be a qualified name with an optional subdomain prefix e.g. \
+                 example.com/MyName",
+            )),
+        ),
+        (
+            "value",
+            string().max_len(253).rule(matches(
+                "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$",
+                "Value must start and end with alphanumeric characters and can only contain \
+                 '-', '_', '.' in the middle",
+            )),
+        ),
+    ])
+    .require(&["effect", "key"])
 }
 
 fn management() -> Node {
@@ -83,6 +201,12 @@ fn management() -> Node {
                 ),
                 ("strategy", string().one_of(&["RollingUpdate", "OnDelete"])),
             ])
+            .rule(only_with(
+                "rollingUpdate",
+                "strategy",
+                "RollingUpdate",
+                "The 'rollingUpdate' field can only be set when 'strategy' is 'RollingUpdate'",
+            ))
             .default(json!({
                 "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
                 "strategy": "RollingUpdate"
@@ -96,6 +220,12 @@ fn management() -> Node {
         ),
     ])
     .require(&["upgradeType"])
+    .rule(only_with(
+        "inPlace",
+        "upgradeType",
+        "InPlace",
+        "The 'inPlace' field can only be set when 'upgradeType' is 'InPlace'",
+    ))
 }
 
 fn platform() -> Node {
@@ -118,6 +248,9 @@ fn platform() -> Node {
     ])
     .require(&["type"])
 }
+
+/// The fields of a marketplace image HyperShift wants all or none of.
+const MARKETPLACE_IMAGE: [&str; 4] = ["publisher", "offer", "sku", "version"];
 
 /// `AzureNodePoolPlatform` (`azure.go`, reference §5.2).
 fn azure() -> Node {
@@ -149,7 +282,24 @@ fn azure() -> Node {
                         .pattern(r"^[0-9]+\.[0-9]+\.[0-9]+$|^latest$"),
                 ),
             ])
-            .min_properties(1),
+            .min_properties(1)
+            .rule(holds(
+                "must specify imageGeneration or must specify publisher, offer, sku and version",
+                |m| {
+                    m.get("imageGeneration").is_some()
+                        || MARKETPLACE_IMAGE.iter().all(|k| m.get(*k).is_some())
+                },
+            ))
+            .rule(holds(
+                "publisher, offer, sku and version must either be all set, or all omitted",
+                |m| {
+                    let set = MARKETPLACE_IMAGE
+                        .iter()
+                        .filter(|k| m.get(**k).is_some())
+                        .count();
+                    set == 0 || set == MARKETPLACE_IMAGE.len()
+                },
+            )),
         ),
         ("imageID", string().max_len(255)),
         ("type", string().one_of(&["ImageID", "AzureMarketplace"])),
@@ -187,10 +337,27 @@ fn azure() -> Node {
                 ),
                 (
                     "userManaged",
-                    object([("storageAccountURI", string().max_len(1024))])
-                        .require(&["storageAccountURI"]),
+                    object([(
+                        "storageAccountURI",
+                        string().max_len(1024).rule(holds(
+                            "storageAccountURI must be a valid HTTPS URL",
+                            |v| {
+                                url::Url::parse(v.as_str().unwrap_or_default())
+                                    .is_ok_and(|u| u.scheme() == "https")
+                            },
+                        )),
+                    )])
+                    .require(&["storageAccountURI"]),
                 ),
-            ]),
+            ])
+            .rule(evaluates(
+                "userManaged is required when storageAccountType is UserManaged, and forbidden \
+                 otherwise",
+                |d| {
+                    let user_managed = field(d, "storageAccountType")?.as_str() == Some("UserManaged");
+                    Ok(user_managed == d.get("userManaged").is_some())
+                },
+            )),
         ),
         (
             "encryptionAtHost",
@@ -211,7 +378,13 @@ fn azure() -> Node {
                         "StandardSSD_LRS",
                     ]),
                 ),
-                ("encryptionSetID", string().min_len(1).max_len(285)),
+                (
+                    "encryptionSetID",
+                    string()
+                        .min_len(1)
+                        .max_len(285)
+                        .rules(azure_ids::encryption_set_id()),
+                ),
                 ("persistence", string().one_of(&["Persistent", "Ephemeral"])),
                 ("sizeGiB", integer().minimum(16).maximum(32767)),
             ]),
@@ -221,6 +394,7 @@ fn azure() -> Node {
             string()
                 .min_len(1)
                 .max_len(355)
+                .rules(azure_ids::subnet_id())
                 .rule(immutable("SubnetID is immutable")),
         ),
         (

@@ -4,15 +4,25 @@ use serde_json::json;
 
 use super::Node;
 use super::builder::*;
+use super::rules::matches;
 
 /// `corev1.LocalObjectReference`: `+structType=atomic`, `name` defaulted to `""`.
 pub fn local_object_reference() -> Node {
     object([("name", string().default(json!("")))]).atomic()
 }
 
-/// `Release` (`hostedcluster_types.go`): `image` 1–253 chars, required.
+/// `Release` (`hostedcluster_types.go`): `image` 1–253 chars, required, a word character
+/// first and no white space (`^(\w+\S+)$`, RE2's ASCII classes spelt out).
 pub fn release() -> Node {
-    object([("image", string().min_len(1).max_len(253))]).require(&["image"])
+    object([(
+        "image",
+        string().min_len(1).max_len(253).rule(matches(
+            "^[0-9A-Za-z_]+[^\t\n\x0C\r ]+$",
+            "Image must start with a word character (letters, digits, or underscores) and \
+             contain no white spaces",
+        )),
+    )])
+    .require(&["image"])
 }
 
 /// `metav1.Condition` (`k8s.io/apimachinery/pkg/apis/meta/v1/types.go`) as its CRD schema

@@ -1,6 +1,7 @@
-//! Cluster API's side of a NodePool: one `Machine` per replica in the control plane's
-//! namespace, its status as CAPI and CAPZ set it, and the NodePool conditions HyperShift
-//! derives from the Machines.
+//! Cluster API's side of a NodePool: its `Machine`s in the control plane's namespace, as a
+//! MachineSet makes them (labels and annotations from HyperShift's MachineDeployment
+//! template) and as HyperShift updates them in place, their status as CAPI and CAPZ set it,
+//! and the NodePool conditions HyperShift derives from them.
 //!
 //! Machines are named as CAPI names them under HyperShift: the MachineDeployment is the
 //! NodePool's name, its MachineSet `<deployment>-<5 random>` (`computeNewMachineSetName`),
@@ -24,8 +25,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
+use super::deployment::InPlace;
 use super::pool::Report;
 use crate::kinds::MACHINES;
 use crate::meta::{finalizers, is_deleting, meta_str, now_rfc3339, set_finalizers};
@@ -52,19 +53,13 @@ const END_OF_GLOBAL_MESSAGE: &str = "... message truncated\n";
 /// `isSetupCounterCondMessage`: CAPI's step counters say nothing.
 const COUNTER_SUFFIX: &str = " completed";
 
-fn suffix_from(bytes: &[u8]) -> String {
+/// Five characters of apimachinery's alphabet from `bytes`.
+pub fn suffix_from(bytes: &[u8]) -> String {
     bytes
         .iter()
         .take(5)
         .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
         .collect()
-}
-
-/// The MachineSet of a NodePool: one per NodePool here (no rollouts are simulated), its
-/// random suffix fixed by the NodePool's uid.
-pub fn machine_set_name(np_name: &str, np_uid: &str) -> String {
-    let digest = Sha256::digest(np_uid.as_bytes());
-    format!("{np_name}-{}", suffix_from(&digest))
 }
 
 fn machine_name(machine_set: &str) -> String {
@@ -105,7 +100,46 @@ pub struct NewMachine<'a> {
     pub machine_set: &'a str,
     /// The CAPI cluster: the infra id.
     pub cluster: &'a str,
-    pub version: Option<&'a str>,
+    /// CAPI's `machine-template-hash` of the MachineSet.
+    pub template_hash: u32,
+    /// The release version HyperShift puts in the template (`spec.version` and the
+    /// `hypershift.openshift.io/release-version` annotation).
+    pub version: &'a str,
+    /// `spec.platform.type` of the NodePool.
+    pub platform: &'a str,
+    pub in_place: &'a InPlace,
+}
+
+/// HyperShift's label prefix for node labels it manages (`labelManagedPrefix`).
+const LABEL_MANAGED_PREFIX: &str = "managed.hypershift.openshift.io";
+/// The label HyperShift puts on AWS and Azure Machines for the global pull secret
+/// DaemonSet (`globalPSNodeLabel`).
+const GLOBAL_PS_LABEL: &str = "hypershift.openshift.io/nodepool-globalps-enabled";
+/// The annotation holding the NodePool's taints as JSON (`nodePoolAnnotationTaints`).
+pub const TAINTS_ANNOTATION: &str = "hypershift.openshift.io/nodePoolTaints";
+/// `NodePoolReleaseVersionAnnotation`, from the MachineDeployment template.
+pub const RELEASE_VERSION_ANNOTATION: &str = "hypershift.openshift.io/release-version";
+/// The label of a Machine's MachineSet template (`MachineTemplateHashLabel`).
+pub const TEMPLATE_HASH_LABEL: &str = "machine-template-hash";
+/// The label naming a Machine's MachineSet.
+pub const SET_NAME_LABEL: &str = "cluster.x-k8s.io/set-name";
+
+/// The labels HyperShift puts on every Machine of a NodePool
+/// (`propagateLabelsAndTaintsToMachines`): its node labels under the managed prefix, and
+/// the global pull secret's on AWS and Azure.
+fn managed_labels(platform: &str, in_place: &InPlace) -> Vec<(String, String)> {
+    let mut labels: Vec<(String, String)> = in_place
+        .labels
+        .iter()
+        .map(|(k, v)| (format!("{LABEL_MANAGED_PREFIX}.{k}"), v.clone()))
+        .collect();
+    if matches!(platform, "AWS" | "Azure") {
+        labels.push((
+            format!("{LABEL_MANAGED_PREFIX}.{GLOBAL_PS_LABEL}"),
+            "true".into(),
+        ));
+    }
+    labels
 }
 
 /// Creates one Machine, as a MachineSet scaling up does.
@@ -120,9 +154,17 @@ pub fn create(store: &Store, new: &NewMachine<'_>) -> Result<String, String> {
             "name": name,
             "namespace": new.namespace,
         },
+        "version": new.version,
     });
-    if let Some(v) = new.version {
-        spec["version"] = json!(v);
+    set_timeouts(&mut spec, new.in_place);
+    let mut labels = json!({
+        "cluster.x-k8s.io/cluster-name": new.cluster,
+        "cluster.x-k8s.io/deployment-name": new.np_name,
+        SET_NAME_LABEL: new.machine_set,
+        TEMPLATE_HASH_LABEL: new.template_hash.to_string(),
+    });
+    for (k, v) in managed_labels(new.platform, new.in_place) {
+        labels[k] = json!(v);
     }
     let machine = json!({
         "apiVersion": "cluster.x-k8s.io/v1beta1",
@@ -130,12 +172,12 @@ pub fn create(store: &Store, new: &NewMachine<'_>) -> Result<String, String> {
         "metadata": {
             "name": name,
             "namespace": new.namespace,
-            "labels": {
-                "cluster.x-k8s.io/cluster-name": new.cluster,
-                "cluster.x-k8s.io/deployment-name": new.np_name,
-                "cluster.x-k8s.io/set-name": new.machine_set,
+            "labels": labels,
+            "annotations": {
+                NODE_POOL_ANNOTATION: new.np_key,
+                RELEASE_VERSION_ANNOTATION: new.version,
+                TAINTS_ANNOTATION: new.in_place.taints,
             },
-            "annotations": {NODE_POOL_ANNOTATION: new.np_key},
             "finalizers": [FINALIZER],
         },
         "spec": spec,
@@ -144,6 +186,51 @@ pub fn create(store: &Store, new: &NewMachine<'_>) -> Result<String, String> {
         .and_then(|m| store.create(MACHINES, new.namespace, m, false))
         .map(|_| name)
         .map_err(|e| e.to_string())
+}
+
+/// `nodeDrainTimeout` and `nodeVolumeDetachTimeout` of a Machine's spec.
+fn set_timeouts(spec: &mut Value, in_place: &InPlace) {
+    let Some(map) = spec.as_object_mut() else {
+        return;
+    };
+    for (field, value) in [
+        ("nodeDrainTimeout", &in_place.node_drain_timeout),
+        (
+            "nodeVolumeDetachTimeout",
+            &in_place.node_volume_detach_timeout,
+        ),
+    ] {
+        match value {
+            Some(v) => map.insert(field.to_owned(), json!(v)),
+            None => map.remove(field),
+        };
+    }
+}
+
+/// Writes what changes in place on an existing Machine: the managed labels and taints
+/// annotation HyperShift patches (labels are added or updated, never removed), and the
+/// drain and detach timeouts CAPI propagates from the MachineDeployment's template.
+pub fn propagate(store: &Store, machine: &Value, platform: &str, in_place: &InPlace) {
+    let mut next = machine.clone();
+    for (k, v) in managed_labels(platform, in_place) {
+        next["metadata"]["labels"][k] = json!(v);
+    }
+    next["metadata"]["annotations"][TAINTS_ANNOTATION] = json!(in_place.taints);
+    set_timeouts(&mut next["spec"], in_place);
+    if next == *machine {
+        return;
+    }
+    let (ns, name) = ns_name(machine);
+    let written = store.update(MACHINES, ns, name, false, |cur| {
+        let mut desired = cur.clone();
+        desired["metadata"]["labels"] = next["metadata"]["labels"].clone();
+        desired["metadata"]["annotations"] = next["metadata"]["annotations"].clone();
+        desired["spec"] = next["spec"].clone();
+        registry::prepare_update(MACHINES, cur, desired, Scope::Main, MANAGER)
+    });
+    if let Err(e) = written {
+        tracing::debug!(error = %e, machine = name, "machine not updated in place");
+    }
 }
 
 /// Marks a Machine deleted (its finalizer keeps it until its VM is gone).
@@ -259,6 +346,7 @@ pub fn observe(
     }) && !deleting;
 
     if let Some((vm, _)) = provisioned
+        && !vm.provider_id.is_empty()
         && machine.pointer("/spec/providerID").and_then(Value::as_str) != Some(&vm.provider_id)
     {
         let (ns, name) = ns_name(machine);
@@ -449,10 +537,11 @@ fn aggregate(
 /// A NodePool condition: (`True`?, reason, message).
 pub type PoolCondition = (bool, String, String);
 
-/// `setAllMachinesReadyCondition`.
-pub fn all_machines_ready(machines: &[Value], replicas: i64) -> PoolCondition {
+/// `setAllMachinesReadyCondition`; `no_replicas` is `spec.replicas: 0` (not an autoscaled
+/// pool at zero, which HyperShift reports as having no Machines).
+pub fn all_machines_ready(machines: &[Value], no_replicas: bool) -> PoolCondition {
     if machines.is_empty() {
-        return if replicas == 0 {
+        return if no_replicas {
             (
                 true,
                 "AsExpected".into(),
@@ -509,9 +598,9 @@ pub fn all_machines_ready(machines: &[Value], replicas: i64) -> PoolCondition {
 }
 
 /// `setAllNodesHealthyCondition`.
-pub fn all_nodes_healthy(machines: &[Value], replicas: i64) -> PoolCondition {
+pub fn all_nodes_healthy(machines: &[Value], no_replicas: bool) -> PoolCondition {
     if machines.is_empty() {
-        return if replicas == 0 {
+        return if no_replicas {
             (
                 true,
                 "AsExpected".into(),
@@ -575,8 +664,7 @@ mod tests {
 
     #[test]
     fn names_are_capis() {
-        let ms = machine_set_name("demo-workers", "uid-1");
-        assert_eq!(ms, machine_set_name("demo-workers", "uid-1"));
+        let ms = format!("demo-workers-{}", suffix_from(b"uid-1"));
         let suffix = ms.strip_prefix("demo-workers-").expect("prefix");
         assert_eq!(suffix.len(), 5);
         assert!(suffix.bytes().all(|b| ALPHABET.contains(&b)), "{suffix}");
@@ -602,7 +690,7 @@ mod tests {
                 {"type": "InfrastructureReady", "status": "True"},
             ]),
         );
-        let (ok, reason, message) = all_machines_ready(&[failing, waiting], 2);
+        let (ok, reason, message) = all_machines_ready(&[failing, waiting], false);
         assert!(!ok);
         assert_eq!(reason, "Failed,WaitingForNodeRef");
         assert_eq!(
@@ -620,7 +708,7 @@ mod tests {
                 {"type": "InfrastructureReady", "status": "False", "reason": "Creating", "message": "interfaces creating or updating"},
             ]),
         );
-        let (_, reason, message) = all_machines_ready(std::slice::from_ref(&creating), 1);
+        let (_, reason, message) = all_machines_ready(std::slice::from_ref(&creating), false);
         assert_eq!(reason, "Creating");
         assert_eq!(
             message,
@@ -628,11 +716,11 @@ mod tests {
         );
         let ready = machine("w-1", json!([{"type": "Ready", "status": "True"}]));
         assert_eq!(
-            all_machines_ready(&[ready], 1),
+            all_machines_ready(&[ready], false),
             (true, "AsExpected".into(), "All is well".into())
         );
         assert_eq!(
-            all_machines_ready(&[], 2),
+            all_machines_ready(&[], false),
             (false, "NotFound".into(), "No Machines are created".into())
         );
     }

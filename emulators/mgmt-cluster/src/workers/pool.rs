@@ -27,13 +27,14 @@ pub struct Order {
     pub machine: String,
     /// The Machine is being deleted: remove its resources.
     pub delete: bool,
+    /// Where and what its resources are (its MachineSet's template).
+    pub template: Template,
 }
 
 /// Everything the task needs, as the operator last saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
     pub identity: Identity,
-    pub template: Template,
     /// Deletions first, then creations oldest first.
     pub orders: Vec<Order>,
 }
@@ -91,7 +92,7 @@ struct State {
 
 /// What the task does next.
 enum Next {
-    Work(Box<(Identity, Template, Order)>),
+    Work(Box<(Identity, Order)>),
     WaitUntil(Instant),
     Stop,
 }
@@ -115,11 +116,7 @@ impl State {
                     earliest = Some(earliest.map_or(*at, |e| e.min(*at)));
                 }
                 _ => {
-                    return Next::Work(Box::new((
-                        plan.identity.clone(),
-                        plan.template.clone(),
-                        order.clone(),
-                    )));
+                    return Next::Work(Box::new((plan.identity.clone(), order.clone())));
                 }
             }
         }
@@ -205,7 +202,7 @@ async fn run(
             }
             next
         };
-        let (identity, template, order) = match next {
+        let (identity, order) = match next {
             Next::Stop => return,
             Next::WaitUntil(at) => {
                 tokio::select! {
@@ -225,7 +222,7 @@ async fn run(
         let machine = order.machine.as_str();
         let outcome = if order.delete {
             set(&state, &changed, machine, Report::Deleting);
-            match machines::delete(session, &template, machine).await {
+            match machines::delete(session, &order.template, machine).await {
                 Ok(()) => Ok(Report::Deleted),
                 Err(f) => Err(Report::DeleteFailed(f)),
             }
@@ -233,7 +230,7 @@ async fn run(
             let progress = |service| {
                 set(&state, &changed, machine, Report::Creating { service });
             };
-            match machines::create(session, &template, machine, progress).await {
+            match machines::create(session, &order.template, machine, progress).await {
                 Ok(vm) => Ok(Report::Provisioned {
                     vm,
                     at: Instant::now(),

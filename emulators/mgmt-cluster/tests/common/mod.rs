@@ -158,7 +158,7 @@ pub fn node_pool(name: &str, ns: &str, cluster: &str, replicas: i32) -> NodePool
                         ..Default::default()
                     },
                     os_disk: AzureNodePoolOsDisk { size_gib: 120, disk_storage_account_type: Some("Premium_LRS".into()), ..Default::default() },
-                    subnet_id: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/default".into(),
+                    subnet_id: "/subscriptions/11111111-1111-1111-1111-111111111111/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default".into(),
                     ..Default::default()
                 }),
             },
