@@ -667,3 +667,197 @@ async fn a_scale_pauses_and_resumes_survives_kill_9_and_a_delete_supersedes_it()
             .is_none()
     );
 }
+
+/// An upgrade of the control plane of `cluster` to `image`, against `etag` (empty: none).
+fn upgrade(cluster: &str, image: &str, etag: &str) -> pb::UpdateClusterRequest {
+    pb::UpdateClusterRequest {
+        cluster: Some(pb::Cluster {
+            name: cluster.into(),
+            etag: etag.into(),
+            spec: Some(pb::ClusterSpec {
+                release_image: image.into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        update_mask: mask(&["spec.release_image"]),
+        request_id: uuid::Uuid::new_v4().to_string(),
+    }
+}
+
+/// Polls the operation until `step` runs.
+async fn step_running(system: &System, id: &str, step: &str) {
+    let mut c = system.client("acme").await;
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let op = c
+            .get_operation(pb::GetOperationRequest { id: id.into() })
+            .await
+            .expect("get operation")
+            .into_inner();
+        if op
+            .steps
+            .iter()
+            .any(|s| s.id == step && s.state == pb::StepState::Running as i32)
+        {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{step} never ran: {op:#?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_control_plane_then_a_pool_upgrade_with_hypershifts_rules_through_kill_9_and_a_delete_supersedes_an_upgrade()
+ {
+    let system = System::start().await;
+    let mut c = system.client("acme").await;
+    system.create("acme", "upgrader", 2).await;
+    let ready = system.watch_to_end("acme", "upgrader").await;
+    assert_eq!(phase(&ready), "ready", "{ready:#?}");
+    let old_vms = vms(&system, "upgrader", "workers").await;
+    let next = RELEASE.replace("4.21.0", "4.22.0");
+
+    // Down is refused before anything is written.
+    let down = c
+        .update_cluster(upgrade(
+            "upgrader",
+            &RELEASE.replace("4.21.0", "4.20.5"),
+            "",
+        ))
+        .await
+        .expect_err("a downgrade");
+    assert_eq!(violations(&down), ["cluster.spec.release_image"]);
+
+    // The control plane to the next minor, through a kill -9 of the coordinator and the
+    // controlplane service while the rollout is awaited: the version history completes, the
+    // pools stay where they were.
+    let op = c
+        .update_cluster(upgrade("upgrader", &next, &ready.etag))
+        .await
+        .expect("upgrade")
+        .into_inner();
+    assert_eq!(op.kind, pb::OperationKind::UpdateCluster as i32);
+    step_running(&system, &op.id, "controlplane.rollout").await;
+    system.kill9("coordinator-0");
+    system.kill9("controlplane-0");
+    let done = ended(&system, &op.id).await;
+    assert!(succeeded(&done), "{done:#?}");
+    let cluster = system
+        .wait_until("acme", "upgrader", "ready after the upgrade", |c| {
+            phase(c) == "ready"
+        })
+        .await;
+    let status = cluster.status.clone().expect("status");
+    let cp = status.control_plane.clone().expect("control plane");
+    assert_eq!(cp.version, "4.22.0", "{cp:#?}");
+    assert_eq!(
+        (cp.history[0].version.as_str(), cp.history[0].state.as_str()),
+        ("4.22.0", "Completed"),
+        "{cp:#?}"
+    );
+    assert!(cp.history.iter().any(|h| h.version == "4.21.0"), "{cp:#?}");
+    let spec = cluster.spec.clone().expect("spec");
+    assert_eq!(spec.release_image, next);
+    assert_eq!(spec.node_pools[0].release_image, RELEASE, "the pool stays");
+    let np = node_pool_object(&system, "upgrader", "workers")
+        .await
+        .expect("NodePool");
+    assert_eq!(np["spec"]["release"]["image"], RELEASE);
+    assert_eq!(vms(&system, "upgrader", "workers").await, old_vms);
+
+    // The pool: every VM replaced, one new one ready before an old one goes, so the ready
+    // nodes never fall below two; through a kill -9 of the nodepool service mid-roll.
+    let update_release = pb::NodePoolSpec {
+        release_image: next.clone(),
+        ..Default::default()
+    };
+    let op = c
+        .update_node_pool(update(
+            "upgrader",
+            "workers",
+            update_release,
+            &["spec.release_image"],
+            "",
+        ))
+        .await
+        .expect("pool upgrade")
+        .into_inner();
+    let mut lowest = i64::MAX;
+    let mut killed = false;
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        if let Some(np) = node_pool_object(&system, "upgrader", "workers").await
+            && np["spec"]["release"]["image"] == next.as_str()
+        {
+            lowest = lowest.min(np["status"]["replicas"].as_i64().unwrap_or(0));
+            if !killed {
+                system.kill9("nodepool-0");
+                killed = true;
+            }
+        }
+        let op = c
+            .get_operation(pb::GetOperationRequest { id: op.id.clone() })
+            .await
+            .expect("get operation")
+            .into_inner();
+        if op.state == pb::OperationState::Succeeded as i32 {
+            break;
+        }
+        assert!(
+            op.state != pb::OperationState::Failed as i32 && Instant::now() < deadline,
+            "{op:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(killed, "the roll was seen");
+    assert_eq!(lowest, 2, "ready nodes never fell below the desired two");
+    let new_vms = vms(&system, "upgrader", "workers").await;
+    assert_eq!(new_vms.len(), 2, "{new_vms:?}");
+    assert!(
+        new_vms.keys().all(|n| !old_vms.contains_key(n)),
+        "every VM replaced: {old_vms:?} → {new_vms:?}"
+    );
+    let pool = pool(&system, "upgrader", "workers").await;
+    assert_eq!(pool.status.expect("status").version, "4.22.0");
+
+    // A delete during an upgrade (its HostedCluster write held by the management cluster)
+    // supersedes it and removes everything.
+    system
+        .mgmt_admin()
+        .add_api_fault(&hypersaga_emulator_mgmt::ApiFault {
+            verb: "patch".into(),
+            resource: "hostedclusters".into(),
+            name_contains: Some("upgrader".into()),
+            status: 503,
+            message: Some("injected".into()),
+            retry_after_secs: None,
+            count: None,
+        })
+        .await
+        .expect("api fault");
+    let op = c
+        .update_cluster(upgrade(
+            "upgrader",
+            &RELEASE.replace("4.21.0", "4.22.1"),
+            "",
+        ))
+        .await
+        .expect("z-stream upgrade")
+        .into_inner();
+    step_running(&system, &op.id, "controlplane.hostedcluster").await;
+    system.delete("acme", "upgrader").await;
+    system.mgmt_admin().clear_faults().await.expect("clear");
+    let deleted = system.watch_to_end("acme", "upgrader").await;
+    assert_eq!(phase(&deleted), "deleted", "{deleted:#?}");
+    let superseded = ended(&system, &op.id).await;
+    assert_eq!(superseded.state, pb::OperationState::Failed as i32);
+    assert!(vms(&system, "upgrader", "workers").await.is_empty());
+    let objects = system.mgmt_admin().objects().await.expect("objects");
+    assert!(
+        objects
+            .iter()
+            .all(|o| o["kind"] != "HostedCluster" && o["kind"] != "NodePool"),
+        "nothing left on the management cluster"
+    );
+}
