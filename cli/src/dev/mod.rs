@@ -132,6 +132,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         hosted_cluster_available_after: timings.hosted_cluster_available_after,
         node_pool_ready_after: timings.node_pool_ready_after,
         deletion_after: timings.deletion_after,
+        control_plane_upgrade_after: timings.control_plane_upgrade_after,
         // CAPZ makes the workers in the ARM emulator, as the node-pool-management identity.
         azure: Some(hypersaga_emulator_mgmt::AzureEndpoints {
             arm_url: arm_url.clone(),

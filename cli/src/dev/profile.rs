@@ -16,9 +16,10 @@ pub enum Profile {
     /// Near-zero delays and quick retries, for tests.
     Fast,
     /// As long as Azure and HyperShift take at p50 (docs/reference/azure-latencies.md, time scale 1.0): ARM's
-    /// latency model unscaled, the HostedCluster `Available` after 5 min, nodes ready 7 min
-    /// later, deletion 11 min; LROs polled when Azure's `Retry-After` says (every 0.5 s where
-    /// it says nothing, as private DNS). A create takes about 13 minutes.
+    /// latency model unscaled, the HostedCluster `Available` after 5 min, each node ready 7 min
+    /// after its machine, deletion 11 min, a control-plane upgrade 20 min; LROs polled when
+    /// Azure's `Retry-After` says (every 0.5 s where it says nothing, as private DNS). A create
+    /// takes about 13 minutes.
     Real,
 }
 
@@ -32,6 +33,11 @@ mod real {
     pub const NODE_POOL_READY: Duration = Duration::from_secs(420);
     /// Row 13e: HostedCluster deletion, ~11 min (SLO panel: < 720 s).
     pub const DELETION: Duration = Duration::from_secs(660);
+    /// A control-plane upgrade until the version history says `Completed`: the hosted
+    /// cluster's ClusterVersion finishes once its operators have rolled, which ARO-HCP's
+    /// tracker puts at tens of minutes ("upgrades can exceed 30 min", ARO-HCP #4658). No p50
+    /// is published; 20 minutes is taken.
+    pub const CONTROL_PLANE_UPGRADE: Duration = Duration::from_secs(1_200);
 }
 
 pub struct Timings {
@@ -39,6 +45,8 @@ pub struct Timings {
     pub hosted_cluster_available_after: Duration,
     pub node_pool_ready_after: Duration,
     pub deletion_after: Duration,
+    /// A control-plane upgrade's rollout, until its history entry is `Completed`.
+    pub control_plane_upgrade_after: Duration,
     pub lro_poll_interval_ms: u64,
     /// How often a HostedCluster or NodePool still coming up is looked at again.
     pub kube_recheck_interval_ms: u64,
@@ -54,6 +62,7 @@ impl Profile {
                 hosted_cluster_available_after: Duration::from_secs(6),
                 node_pool_ready_after: Duration::from_secs(5),
                 deletion_after: Duration::from_secs(2),
+                control_plane_upgrade_after: Duration::from_secs(8),
                 lro_poll_interval_ms: 500,
                 kube_recheck_interval_ms: 1_000,
                 coordinator: CoordinatorConfig {
@@ -77,6 +86,7 @@ impl Profile {
                 hosted_cluster_available_after: Duration::from_millis(300),
                 node_pool_ready_after: Duration::from_millis(300),
                 deletion_after: Duration::from_millis(200),
+                control_plane_upgrade_after: Duration::from_millis(300),
                 lro_poll_interval_ms: 50,
                 kube_recheck_interval_ms: 100,
                 coordinator: CoordinatorConfig {
@@ -102,6 +112,7 @@ impl Profile {
                 hosted_cluster_available_after: real::HOSTED_CLUSTER_AVAILABLE,
                 node_pool_ready_after: real::NODE_POOL_READY,
                 deletion_after: real::DELETION,
+                control_plane_upgrade_after: real::CONTROL_PLANE_UPGRADE,
                 // Only where Azure sends no `Retry-After` (private DNS): its SDKs then wait
                 // 30 s, which puts up to 30 s on each of the zone and the link, the create's
                 // critical path. Twice a second costs one cluster ~130 polls over the two,
