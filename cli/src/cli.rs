@@ -36,10 +36,11 @@ pub enum Command {
     Dev(DevArgs),
     /// Run one service (for containers and Kubernetes).
     Serve(ServeArgs),
-    /// Create, inspect, watch and delete clusters.
+    /// Create, inspect, watch, upgrade and delete clusters.
     #[command(subcommand)]
     Cluster(commands::cluster::ClusterCommand),
-    /// Inspect operations (the sagas behind create and delete), and unstick paused ones.
+    /// Inspect operations (the sagas behind creates, deletes, upgrades and node pool
+    /// changes), and unstick paused ones.
     ///
     /// An operation pauses, rather than failing or tearing down what it made, when a step's
     /// retries run out, a step passes its deadline, or the service owning a step stops
@@ -264,6 +265,14 @@ mod tests {
                 &["cluster", "watch", "demo"],
                 &["cluster", "create", "demo", "--wait"],
                 &["cluster", "delete", "demo"],
+                &[
+                    "cluster",
+                    "upgrade",
+                    "demo",
+                    "--release-image",
+                    "r:4.22.0",
+                    "--wait",
+                ],
                 &["operation", "get", "op-1"],
                 &["operation", "list", "--state", "paused"],
                 &["operation", "resume", "op-1"],
