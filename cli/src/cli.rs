@@ -15,7 +15,8 @@ use crate::serve::{self, ServeArgs};
 /// as sagas over NATS JetStream.
 ///
 /// Start the whole system locally with `hypersaga dev`, then use the client commands
-/// (`cluster`, `operation`, `audit`, `emulator`), which read the endpoints file `dev` writes.
+/// (`cluster`, `nodepool`, `operation`, `audit`, `emulator`), which read the endpoints file
+/// `dev` writes.
 #[derive(Parser, Debug)]
 #[command(
     name = "hypersaga",
@@ -39,6 +40,13 @@ pub enum Command {
     /// Create, inspect, watch, upgrade and delete clusters.
     #[command(subcommand)]
     Cluster(commands::cluster::ClusterCommand),
+    /// Add, inspect, scale, change and delete a cluster's node pools.
+    ///
+    /// Each change is one operation on the cluster: the cluster must be ready, and one
+    /// operation runs at a time (another is refused, naming the one running). `--wait`
+    /// follows it, step by step, to its outcome; a failed change leaves the cluster ready.
+    #[command(subcommand)]
+    Nodepool(commands::nodepool::NodePoolCommand),
     /// Inspect operations (the sagas behind creates, deletes, upgrades and node pool
     /// changes), and unstick paused ones.
     ///
@@ -180,6 +188,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dev(args) => dev::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Cluster(c) => commands::cluster::run(c).await,
+        Command::Nodepool(c) => commands::nodepool::run(c).await,
         Command::Operation(c) => commands::operation::run(c).await,
         Command::Audit(c) => commands::audit::run(c).await,
         Command::Bus(c) => commands::bus::run(c).await,
@@ -273,6 +282,30 @@ mod tests {
                     "r:4.22.0",
                     "--wait",
                 ],
+                &[
+                    "nodepool",
+                    "create",
+                    "demo",
+                    "gpu",
+                    "--vm-size",
+                    "S",
+                    "--replicas",
+                    "1",
+                ],
+                &["nodepool", "get", "demo", "gpu"],
+                &["nodepool", "list", "demo"],
+                &[
+                    "nodepool", "scale", "demo", "gpu", "--min", "1", "--max", "2",
+                ],
+                &[
+                    "nodepool",
+                    "update",
+                    "demo",
+                    "gpu",
+                    "--clear-labels",
+                    "--wait",
+                ],
+                &["nodepool", "delete", "demo", "gpu", "--wait"],
                 &["operation", "get", "op-1"],
                 &["operation", "list", "--state", "paused"],
                 &["operation", "resume", "op-1"],

@@ -387,6 +387,14 @@ impl<'a> Follow<'a> {
         }
     }
 
+    /// Operation `op`, which the command started on node pool `pool` of `cluster`.
+    pub fn pool(cluster: &'a str, pool: &'a str, op: &pb::Operation) -> Self {
+        Self {
+            pool: Some(pool),
+            ..Self::cluster(cluster, op)
+        }
+    }
+
     fn deleting(self) -> Self {
         Self {
             deleting: true,
@@ -689,6 +697,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(Follow::cluster("demo", &op).name_line(), "cluster/demo");
+        assert_eq!(Follow::pool("demo", "gpu", &op).name_line(), "nodepool/gpu");
         assert_eq!(Follow::watch("demo").operation, None);
         assert_eq!(
             Follow::cluster("demo", &op).operation.as_deref(),

@@ -5,6 +5,7 @@ pub mod bus;
 pub mod cluster;
 pub mod completion;
 pub mod emulator;
+pub mod nodepool;
 pub mod operation;
 pub mod token;
 
