@@ -687,11 +687,14 @@ fn step_line(st: &pb::Step, before: Option<&Shown>) -> String {
         .last_error
         .as_ref()
         .map(|e| format!("{}: {}", e.code, e.message));
+    // A deadline's error quotes the step's last message: said once.
+    let mut message_said = false;
     match (state.as_str(), error) {
         ("failed", Some(e)) => {
             if st.attempts > 1 {
                 line.push_str(&format!(" (attempt {})", st.attempts));
             }
+            message_said = e.contains(&st.message);
             line.push_str(&format!(" — {e}"));
         }
         ("running" | "compensating", Some(e)) if st.attempts > 1 && new_attempt => {
@@ -702,7 +705,7 @@ fn step_line(st: &pb::Step, before: Option<&Shown>) -> String {
         }
         _ => {}
     }
-    if !st.message.is_empty() {
+    if !st.message.is_empty() && !message_said {
         line.push_str(&format!(" — {}", st.message));
     }
     line
@@ -1331,5 +1334,33 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("\n  - update_mask: spec.vm_size"), "{text}");
+    }
+
+    #[test]
+    fn a_failed_steps_message_is_not_repeated_when_its_error_quotes_it() {
+        let mut st = step(
+            "controlplane.rollout",
+            pb::StepState::Failed,
+            1,
+            Some("StepDeadlineExceeded"),
+        );
+        st.message = "waiting for release 4.22.0".into();
+        if let Some(e) = st.last_error.as_mut() {
+            e.message = "did not finish within 120 s; last: waiting for release 4.22.0".into();
+        }
+        let line = step_line(&st, None);
+        assert_eq!(
+            line.matches("waiting for release 4.22.0").count(),
+            1,
+            "{line}"
+        );
+        if let Some(e) = st.last_error.as_mut() {
+            e.message = "gone".into();
+        }
+        let line = step_line(&st, None);
+        assert!(
+            line.ends_with("StepDeadlineExceeded: gone — waiting for release 4.22.0"),
+            "{line}"
+        );
     }
 }
