@@ -112,7 +112,7 @@ pub struct ClientArgs {
     #[arg(long, global = true, env = "HYPERSAGA_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Output format: text, json, yaml, wide (tables with more columns) or name
-    /// (`cluster/<name>`, one per line).
+    /// (`cluster/<name>`, `nodepool/<name>` or `operation/<id>`, one per line).
     #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = Output::Text)]
     pub output: Output,
     /// Tables without their header line (text and wide output).
