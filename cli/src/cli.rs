@@ -15,7 +15,8 @@ use crate::serve::{self, ServeArgs};
 /// as sagas over NATS JetStream.
 ///
 /// Start the whole system locally with `hypersaga dev`, then use the client commands
-/// (`cluster`, `operation`, `audit`, `emulator`), which read the endpoints file `dev` writes.
+/// (`cluster`, `nodepool`, `operation`, `audit`, `emulator`), which read the endpoints file
+/// `dev` writes.
 #[derive(Parser, Debug)]
 #[command(
     name = "hypersaga",
@@ -36,10 +37,18 @@ pub enum Command {
     Dev(DevArgs),
     /// Run one service (for containers and Kubernetes).
     Serve(ServeArgs),
-    /// Create, inspect, watch and delete clusters.
+    /// Create, inspect, watch, upgrade and delete clusters.
     #[command(subcommand)]
     Cluster(commands::cluster::ClusterCommand),
-    /// Inspect operations (the sagas behind create and delete), and unstick paused ones.
+    /// Add, inspect, scale, change and delete a cluster's node pools.
+    ///
+    /// Each change is one operation on the cluster: the cluster must be ready, and one
+    /// operation runs at a time (another is refused, naming the one running). `--wait`
+    /// follows it, step by step, to its outcome; a failed change leaves the cluster ready.
+    #[command(subcommand)]
+    Nodepool(commands::nodepool::NodePoolCommand),
+    /// Inspect operations (the sagas behind creates, deletes, upgrades and node pool
+    /// changes), and unstick paused ones.
     ///
     /// An operation pauses, rather than failing or tearing down what it made, when a step's
     /// retries run out, a step passes its deadline, or the service owning a step stops
@@ -103,7 +112,7 @@ pub struct ClientArgs {
     #[arg(long, global = true, env = "HYPERSAGA_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Output format: text, json, yaml, wide (tables with more columns) or name
-    /// (`cluster/<name>`, one per line).
+    /// (`cluster/<name>`, `nodepool/<name>` or `operation/<id>`, one per line).
     #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = Output::Text)]
     pub output: Output,
     /// Tables without their header line (text and wide output).
@@ -179,6 +188,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dev(args) => dev::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Cluster(c) => commands::cluster::run(c).await,
+        Command::Nodepool(c) => commands::nodepool::run(c).await,
         Command::Operation(c) => commands::operation::run(c).await,
         Command::Audit(c) => commands::audit::run(c).await,
         Command::Bus(c) => commands::bus::run(c).await,
@@ -264,6 +274,38 @@ mod tests {
                 &["cluster", "watch", "demo"],
                 &["cluster", "create", "demo", "--wait"],
                 &["cluster", "delete", "demo"],
+                &[
+                    "cluster",
+                    "upgrade",
+                    "demo",
+                    "--release-image",
+                    "r:4.22.0",
+                    "--wait",
+                ],
+                &[
+                    "nodepool",
+                    "create",
+                    "demo",
+                    "gpu",
+                    "--vm-size",
+                    "S",
+                    "--replicas",
+                    "1",
+                ],
+                &["nodepool", "get", "demo", "gpu"],
+                &["nodepool", "list", "demo"],
+                &[
+                    "nodepool", "scale", "demo", "gpu", "--min", "1", "--max", "2",
+                ],
+                &[
+                    "nodepool",
+                    "update",
+                    "demo",
+                    "gpu",
+                    "--clear-labels",
+                    "--wait",
+                ],
+                &["nodepool", "delete", "demo", "gpu", "--wait"],
                 &["operation", "get", "op-1"],
                 &["operation", "list", "--state", "paused"],
                 &["operation", "resume", "op-1"],

@@ -1,6 +1,11 @@
 //! What the CLI prints: human tables and progress by default; `-o json` and `-o yaml` (the
 //! same document), `-o wide` (tables with more columns), `-o name` (`cluster/<name>`, one per
-//! line, as kubectl prints them) for the commands that show clusters and operations.
+//! line, as kubectl prints them) for the commands that show clusters, node pools and
+//! operations.
+
+pub mod nodepool;
+
+pub use nodepool::{nodepool_json, nodepool_name, nodepool_text, nodepools_table};
 
 use std::collections::BTreeMap;
 
@@ -31,7 +36,8 @@ pub enum Output {
     Yaml,
     /// Tables with more columns (location, node pools, the current operation, times).
     Wide,
-    /// `cluster/<name>` or `operation/<id>`, one per line, for `xargs` and loops.
+    /// `cluster/<name>`, `nodepool/<name>` or `operation/<id>`, one per line, for `xargs`
+    /// and loops.
     Name,
 }
 
@@ -122,10 +128,70 @@ pub fn op_state(s: i32) -> String {
         .unwrap_or_else(|_| s.to_string())
 }
 
+/// An operation's kind as the API's error messages and records name it: `create`,
+/// `delete`, `update_cluster`, `create_node_pool`, `update_node_pool`, `delete_node_pool`.
 pub fn op_kind(k: i32) -> String {
     pb::OperationKind::try_from(k)
         .map(|k| enum_name(k.as_str_name(), "OPERATION_KIND_"))
         .unwrap_or_else(|_| k.to_string())
+}
+
+/// The kind, with the node pool a node-pool operation acts on: `update_node_pool gpu`.
+pub fn op_kind_and_pool(op: &pb::Operation) -> String {
+    if op.node_pool.is_empty() {
+        op_kind(op.kind)
+    } else {
+        format!("{} {}", op_kind(op.kind), op.node_pool)
+    }
+}
+
+/// Whether an operation changes a living cluster (an upgrade, a node pool's creation, change
+/// or deletion), rather than creating or deleting the cluster.
+pub fn is_day2(op: &pb::Operation) -> bool {
+    matches!(
+        pb::OperationKind::try_from(op.kind),
+        Ok(pb::OperationKind::UpdateCluster
+            | pb::OperationKind::CreateNodePool
+            | pb::OperationKind::UpdateNodePool
+            | pb::OperationKind::DeleteNodePool)
+    )
+}
+
+/// What a day-2 operation does, for people: its subject, the noun of the change, and what the
+/// subject is once it succeeded (`None` for creates and deletes of the cluster).
+struct Change {
+    subject: String,
+    noun: &'static str,
+    done: &'static str,
+}
+
+fn change(op: &pb::Operation, cluster: &str) -> Option<Change> {
+    let pool = |noun, done| Change {
+        subject: format!("Node pool {} of cluster {cluster}", op.node_pool),
+        noun,
+        done,
+    };
+    match pb::OperationKind::try_from(op.kind).ok()? {
+        pb::OperationKind::UpdateCluster => Some(Change {
+            subject: format!("The control plane of cluster {cluster}"),
+            noun: "upgrade",
+            done: "upgraded",
+        }),
+        pb::OperationKind::CreateNodePool => Some(pool("creation", "created")),
+        pb::OperationKind::UpdateNodePool => Some(pool("update", "updated")),
+        pb::OperationKind::DeleteNodePool => Some(pool("deletion", "deleted")),
+        _ => None,
+    }
+}
+
+/// What a running day-2 operation is doing, for a watch line: `update of node pool gpu`.
+fn change_phrase(op: &pb::Operation) -> Option<String> {
+    let c = change(op, "")?;
+    Some(if op.node_pool.is_empty() {
+        format!("{} of the control plane", c.noun)
+    } else {
+        format!("{} of node pool {}", c.noun, op.node_pool)
+    })
 }
 
 fn time(t: &Option<prost_types::Timestamp>) -> Value {
@@ -163,6 +229,7 @@ pub fn operation_json(o: &pb::Operation) -> Value {
         "end_time": time(&o.end_time),
         "deadline": time(&o.deadline),
         "request_id": o.request_id,
+        "node_pool": o.node_pool,
         "error": error_json(&o.error),
         "pause": o.pause.as_ref().map(|p| json!({
             "since": time(&p.since),
@@ -198,7 +265,7 @@ pub fn cluster_json(c: &pb::Cluster) -> Value {
             "location": spec.location,
             "base_domain": spec.base_domain,
             "release_image": spec.release_image,
-            "node_pools": spec.node_pools.iter().map(|p| json!({"name": p.name, "replicas": p.replicas, "vm_size": p.vm_size})).collect::<Vec<_>>(),
+            "node_pools": spec.node_pools.iter().map(nodepool::nodepool_spec_json).collect::<Vec<_>>(),
             "network": {"vnet_cidr": net.vnet_cidr, "subnet_cidr": net.subnet_cidr, "vnet_id": net.vnet_id, "subnet_id": net.subnet_id, "nsg_id": net.nsg_id},
         },
         "status": {
@@ -209,6 +276,8 @@ pub fn cluster_json(c: &pb::Cluster) -> Value {
             "resources": resources,
             "error": error_json(&status.error),
             "operation": status.operation.as_ref().map(operation_json).unwrap_or(Value::Null),
+            "control_plane": nodepool::control_plane_json(&status.control_plane),
+            "node_pools": status.node_pools.iter().map(nodepool_json).collect::<Vec<_>>(),
         },
     })
 }
@@ -234,7 +303,7 @@ pub fn clusters_table(clusters: &[pb::Cluster], wide: bool) -> Table {
             let op = s
                 .operation
                 .as_ref()
-                .map(|o| format!("{} {} {}", o.id, op_kind(o.kind), op_state(o.state)))
+                .map(|o| format!("{} {} {}", o.id, op_kind_and_pool(o), op_state(o.state)))
                 .unwrap_or_default();
             row.extend([
                 spec.location.clone(),
@@ -283,6 +352,7 @@ pub fn cluster_text(c: &pb::Cluster) -> String {
             }
         ));
     }
+    out.push_str(&nodepool::cluster_versions_text(c));
     if let Some(op) = &s.operation {
         out.push_str(&operation_text(op));
     }
@@ -300,18 +370,19 @@ pub fn operation_text(op: &pb::Operation) -> String {
     let mut out = format!(
         "Operation: {} ({}) {}\n",
         op.id,
-        op_kind(op.kind),
+        op_kind_and_pool(op),
         op_state(op.state)
     );
     if let Some(p) = &op.pause {
         out.push_str(&format!("  {}\n", pause_text(p)));
         out.push_str(&format!("  paused steps: {}\n", p.steps.join(", ")));
-        // What an operator may do next; compensation applies to creates only.
+        // What an operator may do next; compensation applies to creates (of a cluster or a
+        // node pool) only.
         let mut next = vec![
             format!("resume {}", op.id),
             format!("retry-step {} STEP", op.id),
         ];
-        if op_kind(op.kind) == "create" {
+        if matches!(op_kind(op.kind).as_str(), "create" | "create_node_pool") {
             next.push(format!("compensate {}", op.id));
         }
         next.push(format!("abandon {}", op.id));
@@ -369,11 +440,11 @@ pub fn pause_text(p: &pb::PauseDetail) -> String {
 }
 
 /// A table of operations; DETAIL says why one is paused or failed; `wide` adds when it
-/// ended, its steps done and its request id.
+/// ended, its steps done, its request id and the node pool it acts on.
 pub fn operations_table(ops: &[pb::Operation], wide: bool) -> Table {
     let mut headers = vec!["ID", "CLUSTER", "KIND", "STATE", "STARTED"];
     if wide {
-        headers.extend(["ENDED", "STEPS", "REQUEST ID"]);
+        headers.extend(["ENDED", "STEPS", "REQUEST ID", "NODE POOL"]);
     }
     headers.push("DETAIL");
     let mut table = Table::new(headers);
@@ -400,7 +471,12 @@ pub fn operations_table(ops: &[pb::Operation], wide: bool) -> Table {
             } else {
                 String::new()
             };
-            row.extend([ended, format!("{done}/{total}"), o.request_id.clone()]);
+            row.extend([
+                ended,
+                format!("{done}/{total}"),
+                o.request_id.clone(),
+                o.node_pool.clone(),
+            ]);
         }
         row.push(detail);
         table.row(row);
@@ -439,6 +515,41 @@ pub fn outcome(c: &pb::Cluster) -> String {
         format!("{done}/{total} steps done{took}")
     });
     let steps = steps.unwrap_or_else(|| "no operation".to_owned());
+    if let Some(op) = &s.operation
+        && let Some(ch) = change(op, &c.name)
+    {
+        let why = op
+            .error
+            .as_ref()
+            .or(s.error.as_ref())
+            .map(|e| format!(": {}: {}: {}", e.step, e.code, e.message))
+            .unwrap_or_default();
+        let cluster_is = format!("cluster {} is {}", c.name, phase(s.phase));
+        return match op_state(op.state).as_str() {
+            "succeeded" => {
+                let version = s
+                    .control_plane
+                    .as_ref()
+                    .map(|cp| cp.version.as_str())
+                    .unwrap_or_default();
+                let to =
+                    if op.kind == pb::OperationKind::UpdateCluster as i32 && !version.is_empty() {
+                        format!(" to {version}")
+                    } else {
+                        String::new()
+                    };
+                format!("{} is {}{to} ({steps}).", ch.subject, ch.done)
+            }
+            "failed" => format!(
+                "{}: {} failed{why} ({steps}); {cluster_is}.",
+                ch.subject, ch.noun
+            ),
+            other => format!(
+                "{}: {} is {other} ({steps}); {cluster_is}.",
+                ch.subject, ch.noun
+            ),
+        };
+    }
     match phase(s.phase).as_str() {
         "failed" => {
             let why = s
@@ -500,7 +611,15 @@ impl Progress {
         let first = self.seen.is_empty();
         let phase_line = (s.phase != self.phase).then(|| {
             self.phase = s.phase;
-            format!("{stamp} cluster {} is {}", c.name, phase(s.phase))
+            // A change of a living cluster says what changes: `is updating: update of node
+            // pool gpu (operation op-…)`.
+            let doing = s
+                .operation
+                .as_ref()
+                .filter(|_| !terminal_phase(s.phase))
+                .and_then(|op| Some(format!(": {} (operation {})", change_phrase(op)?, op.id)))
+                .unwrap_or_default();
+            format!("{stamp} cluster {} is {}{doing}", c.name, phase(s.phase))
         });
         let mut lines = Vec::new();
         if let Some(line) = phase_line.as_ref().filter(|_| !terminal_phase(s.phase)) {
@@ -568,11 +687,14 @@ fn step_line(st: &pb::Step, before: Option<&Shown>) -> String {
         .last_error
         .as_ref()
         .map(|e| format!("{}: {}", e.code, e.message));
+    // A deadline's error quotes the step's last message: said once.
+    let mut message_said = false;
     match (state.as_str(), error) {
         ("failed", Some(e)) => {
             if st.attempts > 1 {
                 line.push_str(&format!(" (attempt {})", st.attempts));
             }
+            message_said = e.contains(&st.message);
             line.push_str(&format!(" — {e}"));
         }
         ("running" | "compensating", Some(e)) if st.attempts > 1 && new_attempt => {
@@ -583,7 +705,7 @@ fn step_line(st: &pb::Step, before: Option<&Shown>) -> String {
         }
         _ => {}
     }
-    if !st.message.is_empty() {
+    if !st.message.is_empty() && !message_said {
         line.push_str(&format!(" — {}", st.message));
     }
     line
@@ -602,6 +724,19 @@ pub fn status_text(status: &tonic::Status) -> String {
     // The machine-readable reason (e.g. `OperationNotPaused`), for scripts that grep stderr.
     if let Some(info) = status.get_details_error_info() {
         out.push_str(&format!(" [{}]", info.reason));
+        // One change at a time per cluster: name the one in the way, and how to see it.
+        if info.reason == "OperationRunning"
+            && let Some(op) = info.metadata.get("operation")
+        {
+            let kind = info
+                .metadata
+                .get("kind")
+                .map(|k| format!(" ({k})"))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "\n  running: operation {op}{kind}; see it with `hypersaga operation get {op}`, and try again once it has ended"
+            ));
+        }
     }
     out
 }
@@ -889,5 +1024,343 @@ mod tests {
         assert_eq!(Output::Text.document(&value).unwrap(), None);
         assert_eq!(cluster_name("demo"), "cluster/demo");
         assert_eq!(operation_name("op-1"), "operation/op-1");
+    }
+
+    fn day2(kind: pb::OperationKind, pool: &str, state: pb::OperationState) -> pb::Cluster {
+        let mut c = cluster("demo", pb::ClusterPhase::Updating, 2);
+        if let Some(s) = c.status.as_mut() {
+            s.operation = Some(pb::Operation {
+                id: "op-2".into(),
+                cluster: "demo".into(),
+                kind: kind as i32,
+                state: state as i32,
+                node_pool: pool.into(),
+                start_time: ts(1_800_000_000),
+                steps: vec![step(
+                    &format!("nodepool.{pool}"),
+                    pb::StepState::Running,
+                    1,
+                    None,
+                )],
+                ..Default::default()
+            });
+            s.control_plane = Some(pb::ControlPlaneStatus {
+                version: "4.22.0".into(),
+                history: vec![
+                    pb::VersionHistoryEntry {
+                        version: "4.22.0".into(),
+                        image: "quay.io/openshift-release-dev/ocp-release:4.22.0-multi".into(),
+                        state: "Completed".into(),
+                        start_time: ts(1_800_000_000),
+                        completion_time: ts(1_800_001_200),
+                    },
+                    pb::VersionHistoryEntry {
+                        version: "4.21.0".into(),
+                        image: "quay.io/openshift-release-dev/ocp-release:4.21.0-multi".into(),
+                        state: "Completed".into(),
+                        start_time: ts(1_790_000_000),
+                        completion_time: ts(1_790_001_500),
+                    },
+                ],
+            });
+            s.node_pools = vec![nodepool::tests::pool("workers", "Ready")];
+        }
+        c
+    }
+
+    /// Ends `c`'s operation as `state`, the cluster `phase`, after 95 s, every step in `step`.
+    fn ended(mut c: pb::Cluster, state: pb::OperationState, step: pb::StepState) -> pb::Cluster {
+        if let Some(s) = c.status.as_mut() {
+            s.phase = pb::ClusterPhase::Ready as i32;
+            if let Some(op) = s.operation.as_mut() {
+                op.state = state as i32;
+                op.end_time = ts(1_800_000_095);
+                for st in &mut op.steps {
+                    st.state = step as i32;
+                }
+                if state == pb::OperationState::Failed {
+                    op.error = Some(pb::ErrorDetail {
+                        code: "QuotaExceeded".into(),
+                        message: "not enough vCPUs".into(),
+                        step: op.steps[0].id.clone(),
+                        ..Default::default()
+                    });
+                }
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn cluster_get_shows_the_control_planes_history_and_each_pools_desired_ready_and_version() {
+        let c = day2(
+            pb::OperationKind::UpdateNodePool,
+            "workers",
+            pb::OperationState::Running,
+        );
+        let text = cluster_text(&c);
+        let lines: Vec<&str> = text.lines().collect();
+        let at = |prefix: &str| {
+            lines
+                .iter()
+                .position(|l| l.starts_with(prefix))
+                .unwrap_or_else(|| panic!("no line {prefix:?} in:\n{text}"))
+        };
+        let cp = at("Control plane: 4.22.0");
+        assert_eq!(
+            lines[cp + 1].split_whitespace().collect::<Vec<_>>(),
+            ["VERSION", "STATE", "STARTED", "COMPLETED"],
+            "{text}"
+        );
+        assert_eq!(
+            lines[cp + 2].split_whitespace().collect::<Vec<_>>(),
+            [
+                "4.22.0",
+                "Completed",
+                "2027-01-15T08:00:00Z",
+                "2027-01-15T08:20:00Z"
+            ],
+            "newest first: {text}"
+        );
+        assert!(lines[cp + 3].trim_start().starts_with("4.21.0"), "{text}");
+        let pools = at("Node pools:");
+        assert_eq!(
+            lines[pools + 1].split_whitespace().collect::<Vec<_>>(),
+            [
+                "NAME", "STATE", "DESIRED", "READY", "SIZE", "VM", "SIZE", "VERSION"
+            ],
+            "{text}"
+        );
+        assert_eq!(
+            lines[pools + 2].split_whitespace().collect::<Vec<_>>(),
+            [
+                "workers",
+                "Ready",
+                "3",
+                "2",
+                "3",
+                "Standard_D8s_v5",
+                "4.21.0"
+            ],
+            "{text}"
+        );
+        assert!(
+            text.contains("Operation: op-2 (update_node_pool workers) running"),
+            "{text}"
+        );
+
+        let doc = cluster_json(&c);
+        let status = &doc["status"];
+        assert_eq!(status["phase"], "updating");
+        assert_eq!(status["control_plane"]["version"], "4.22.0");
+        assert_eq!(status["control_plane"]["history"][1]["version"], "4.21.0");
+        assert_eq!(
+            status["control_plane"]["history"][0]["completion_time"],
+            "2027-01-15T08:20:00Z"
+        );
+        assert_eq!(status["node_pools"][0]["name"], "workers");
+        assert_eq!(status["node_pools"][0]["status"]["desired_replicas"], 3);
+        assert_eq!(status["node_pools"][0]["status"]["ready_replicas"], 2);
+        assert_eq!(status["node_pools"][0]["status"]["version"], "4.21.0");
+        assert_eq!(status["operation"]["kind"], "update_node_pool");
+        assert_eq!(status["operation"]["node_pool"], "workers");
+        assert_eq!(doc["spec"]["node_pools"][0]["vm_size"], "Standard_D4s_v5");
+        assert_eq!(doc["spec"]["node_pools"][0]["replicas"], 2);
+        let yaml = Output::Yaml.document(&doc).unwrap().unwrap();
+        assert_eq!(serde_norway::from_str::<Value>(&yaml).unwrap(), doc);
+    }
+
+    #[test]
+    fn a_cluster_without_pools_in_its_status_shows_its_specs() {
+        let c = cluster("demo", pb::ClusterPhase::Ready, 2);
+        let text = cluster_text(&c);
+        assert!(text.contains("Control plane: not rolled out yet"), "{text}");
+        assert!(text.contains("workers"), "{text}");
+    }
+
+    #[test]
+    fn day2_kinds_and_the_updating_phase_read_as_words_everywhere() {
+        use pb::OperationKind as K;
+        for (kind, name) in [
+            (K::UpdateCluster, "update_cluster"),
+            (K::CreateNodePool, "create_node_pool"),
+            (K::UpdateNodePool, "update_node_pool"),
+            (K::DeleteNodePool, "delete_node_pool"),
+        ] {
+            assert_eq!(op_kind(kind as i32), name);
+        }
+        assert_eq!(phase(pb::ClusterPhase::Updating as i32), "updating");
+        let c = day2(K::CreateNodePool, "gpu", pb::OperationState::Running);
+        let op = c.status.as_ref().and_then(|s| s.operation.clone()).unwrap();
+        let table = clusters_table(std::slice::from_ref(&c), true).render(false);
+        assert!(
+            table.contains("op-2 create_node_pool gpu running"),
+            "{table}"
+        );
+        assert!(table.contains("updating"), "{table}");
+        let ops = operations_table(std::slice::from_ref(&op), true).render(true);
+        assert!(ops.contains("NODE POOL"), "{ops}");
+        let row = ops.lines().nth(1).unwrap_or_default();
+        assert!(
+            row.contains(" create_node_pool ") && row.contains(" gpu"),
+            "{ops}"
+        );
+        assert_eq!(operation_json(&op)["kind"], "create_node_pool");
+        // A paused pool creation can be compensated, like a cluster's.
+        let mut paused = op.clone();
+        paused.state = pb::OperationState::Paused as i32;
+        paused.pause = paused_create().pause;
+        assert!(operation_text(&paused).contains("compensate op-2"));
+
+        let mut progress = Progress::default();
+        let lines = progress.changes(&c);
+        assert!(
+            lines[0]
+                .ends_with("cluster demo is updating: creation of node pool gpu (operation op-2)"),
+            "{lines:?}"
+        );
+        let lines = progress.changes(&ended(
+            c,
+            pb::OperationState::Succeeded,
+            pb::StepState::Succeeded,
+        ));
+        assert!(
+            lines[0].ends_with("nodepool.gpu                   succeeded"),
+            "{lines:?}"
+        );
+        assert!(lines[1].ends_with("cluster demo is ready"), "{lines:?}");
+        let up = day2(K::UpdateCluster, "", pb::OperationState::Running);
+        let lines = Progress::default().changes(&up);
+        assert!(
+            lines[0].ends_with("is updating: upgrade of the control plane (operation op-2)"),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn a_day2_outcome_says_what_changed_and_that_a_failure_leaves_the_cluster_ready() {
+        use pb::OperationKind as K;
+        use pb::OperationState::{Failed, Succeeded};
+        use pb::StepState;
+        let done = |kind, pool| {
+            outcome(&ended(
+                day2(kind, pool, pb::OperationState::Running),
+                Succeeded,
+                StepState::Succeeded,
+            ))
+        };
+        assert_eq!(
+            done(K::CreateNodePool, "gpu"),
+            "Node pool gpu of cluster demo is created (1/1 steps done in 1m35s)."
+        );
+        assert_eq!(
+            done(K::UpdateNodePool, "gpu"),
+            "Node pool gpu of cluster demo is updated (1/1 steps done in 1m35s)."
+        );
+        assert_eq!(
+            done(K::DeleteNodePool, "gpu"),
+            "Node pool gpu of cluster demo is deleted (1/1 steps done in 1m35s)."
+        );
+        assert_eq!(
+            done(K::UpdateCluster, ""),
+            "The control plane of cluster demo is upgraded to 4.22.0 (1/1 steps done in 1m35s)."
+        );
+        let failed = outcome(&ended(
+            day2(K::UpdateNodePool, "gpu", pb::OperationState::Running),
+            Failed,
+            StepState::Failed,
+        ));
+        assert_eq!(
+            failed,
+            "Node pool gpu of cluster demo: update failed: nodepool.gpu: QuotaExceeded: not enough vCPUs (0/1 steps done in 1m35s); cluster demo is ready."
+        );
+        // A cluster's own create keeps its words.
+        let mut ready = creating(
+            pb::ClusterPhase::Ready,
+            vec![step("network.vnet", StepState::Succeeded, 1, None)],
+        );
+        if let Some(op) = ready.status.as_mut().and_then(|s| s.operation.as_mut()) {
+            op.end_time = ts(1_800_000_010);
+        }
+        assert_eq!(
+            outcome(&ready),
+            "Cluster demo is ready (1/1 steps done in 10s)."
+        );
+    }
+
+    #[test]
+    fn a_refusal_names_each_field_and_the_operation_in_the_way() {
+        use std::collections::HashMap;
+        use tonic_types::{ErrorDetails, StatusExt};
+        let busy = tonic::Status::with_error_details(
+            tonic::Code::FailedPrecondition,
+            "cluster \"demo\" is busy with update_node_pool operation op-9 (Running)",
+            ErrorDetails::with_error_info(
+                "OperationRunning",
+                "hypersaga.io",
+                HashMap::from([
+                    ("operation".to_owned(), "op-9".to_owned()),
+                    ("kind".to_owned(), "update_node_pool".to_owned()),
+                ]),
+            ),
+        );
+        let text = status_text(&busy);
+        assert!(text.contains("[OperationRunning]"), "{text}");
+        assert!(
+            text.contains(
+                "running: operation op-9 (update_node_pool); see it with `hypersaga operation get op-9`"
+            ),
+            "{text}"
+        );
+        let bad = tonic::Status::with_error_details(
+            tonic::Code::InvalidArgument,
+            "invalid",
+            ErrorDetails::with_bad_request(vec![
+                tonic_types::FieldViolation::new(
+                    "node_pool.spec.release_image",
+                    "4.23.0 is newer than the control plane's 4.22.0",
+                ),
+                tonic_types::FieldViolation::new(
+                    "update_mask",
+                    "spec.vm_size cannot change once the pool exists: create a new pool instead",
+                ),
+            ]),
+        );
+        let text = status_text(&bad);
+        assert!(
+            text.contains(
+                "\n  - node_pool.spec.release_image: 4.23.0 is newer than the control plane's 4.22.0"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("\n  - update_mask: spec.vm_size"), "{text}");
+    }
+
+    #[test]
+    fn a_failed_steps_message_is_not_repeated_when_its_error_quotes_it() {
+        let mut st = step(
+            "controlplane.rollout",
+            pb::StepState::Failed,
+            1,
+            Some("StepDeadlineExceeded"),
+        );
+        st.message = "waiting for release 4.22.0".into();
+        if let Some(e) = st.last_error.as_mut() {
+            e.message = "did not finish within 120 s; last: waiting for release 4.22.0".into();
+        }
+        let line = step_line(&st, None);
+        assert_eq!(
+            line.matches("waiting for release 4.22.0").count(),
+            1,
+            "{line}"
+        );
+        if let Some(e) = st.last_error.as_mut() {
+            e.message = "gone".into();
+        }
+        let line = step_line(&st, None);
+        assert!(
+            line.ends_with("StepDeadlineExceeded: gone — waiting for release 4.22.0"),
+            "{line}"
+        );
     }
 }

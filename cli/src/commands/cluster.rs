@@ -51,6 +51,20 @@ pub enum ClusterCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Upgrade the control plane to a new OpenShift release; node pools keep theirs.
+    ///
+    /// The control plane moves to a later patch or the next minor at most, never down.
+    /// No node pool may be left more than three minors behind the new release: upgrade such
+    /// a pool first (`hypersaga nodepool update CLUSTER POOL --release-image …`). Pools are
+    /// never upgraded by this command; each is upgraded on its own afterwards, never past the
+    /// control plane. The cluster must be ready, with no other operation running.
+    ///
+    /// Answers at once with the operation; `--wait` follows it to the end. A failed upgrade
+    /// stops where it is and the cluster stays ready on what it runs.
+    ///
+    /// Example: hypersaga cluster upgrade demo --release-image
+    /// quay.io/openshift-release-dev/ocp-release:4.22.0-multi --wait
+    Upgrade(UpgradeArgs),
     /// Stream a cluster's changes until its operation ends (ready, deleted or failed).
     Watch {
         /// The cluster's name.
@@ -58,6 +72,48 @@ pub enum ClusterCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
+}
+
+#[derive(Args, Debug)]
+pub struct UpgradeArgs {
+    /// The cluster's name.
+    pub name: String,
+    /// The OpenShift release image to move the control plane to; its tag states the version
+    /// (`…/ocp-release:4.22.0-multi`, a digest may follow the tag).
+    #[arg(long)]
+    pub release_image: String,
+    /// Upgrade only if the cluster is still as last read: its etag, from `cluster get -o
+    /// json` (ABORTED, exit 1, if it has changed since) [default: no check].
+    #[arg(long)]
+    pub etag: Option<String>,
+    /// Idempotency key: retrying with the same key returns the same operation
+    /// [default: random].
+    #[arg(long)]
+    pub request_id: Option<String>,
+    /// Follow the upgrade, showing each step, until it has succeeded or failed.
+    #[arg(long)]
+    pub wait: bool,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `cluster upgrade`'s request: the new release under `update_mask` `spec.release_image`.
+pub fn upgrade_request(a: &UpgradeArgs, request_id: String) -> pb::UpdateClusterRequest {
+    pb::UpdateClusterRequest {
+        cluster: Some(pb::Cluster {
+            name: a.name.clone(),
+            etag: super::etag(a.etag.as_deref()),
+            spec: Some(pb::ClusterSpec {
+                release_image: a.release_image.trim().to_owned(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        update_mask: Some(prost_types::FieldMask {
+            paths: vec!["spec.release_image".to_owned()],
+        }),
+        request_id,
+    }
 }
 
 #[derive(Args, Debug)]
@@ -170,17 +226,42 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
             if matches!(client.output, Output::Text | Output::Wide) {
                 outln!("Deleting cluster {name} (operation {}).", op.id)?;
             }
+            let end = Follow::cluster(&name, &op).deleting();
             if wait {
-                return follow(&client, c, &name, true).await;
+                return follow(&client, c, &end).await;
             }
-            accepted(&client, &name, &op)?;
+            accepted(&client, &end, &op)?;
             Ok(ExitCode::SUCCESS)
         }
+        ClusterCommand::Upgrade(a) => upgrade(a).await,
         ClusterCommand::Watch { name, client } => {
             let c = client.client().await?;
-            follow(&client, c, &name, false).await
+            follow(&client, c, &Follow::watch(&name)).await
         }
     }
+}
+
+async fn upgrade(a: UpgradeArgs) -> anyhow::Result<ExitCode> {
+    let mut c = a.client.client().await?;
+    let req = upgrade_request(&a, super::request_id_or_new(a.request_id.clone()));
+    let op = match c.update_cluster(req).await {
+        Ok(r) => r.into_inner(),
+        Err(s) => return fail(&a.client, s),
+    };
+    if matches!(a.client.output, Output::Text | Output::Wide) {
+        outln!(
+            "Upgrading the control plane of cluster {} to {} (operation {}).",
+            a.name,
+            a.release_image.trim(),
+            op.id
+        )?;
+    }
+    let end = Follow::cluster(&a.name, &op);
+    if a.wait {
+        return follow(&a.client, c, &end).await;
+    }
+    accepted(&a.client, &end, &op)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Prints clusters as `-o` asks: `one` is `cluster get` (details for people, one document for
@@ -214,13 +295,17 @@ fn print_clusters(list: &[pb::Cluster], client: &ClientArgs, one: bool) -> anyho
     Ok(())
 }
 
-/// What a create or delete without `--wait` prints once the API accepted it: the operation
-/// for scripts, the cluster's name for `-o name` (text was said before).
-fn accepted(client: &ClientArgs, name: &str, op: &pb::Operation) -> anyhow::Result<()> {
+/// What a mutating command without `--wait` prints once the API accepted it: the operation
+/// for scripts, the name of what it changes for `-o name` (text was said before).
+pub(crate) fn accepted(
+    client: &ClientArgs,
+    end: &Follow<'_>,
+    op: &pb::Operation,
+) -> anyhow::Result<()> {
     if let Some(doc) = client.output.document(&output::operation_json(op))? {
         out!("{doc}")?;
     } else if client.output == Output::Name {
-        outln!("{}", output::cluster_name(name))?;
+        outln!("{}", end.name_line())?;
     }
     Ok(())
 }
@@ -260,11 +345,70 @@ async fn create(a: CreateArgs) -> anyhow::Result<ExitCode> {
     if matches!(a.client.output, Output::Text | Output::Wide) {
         outln!("Creating cluster {} (operation {}).", a.name, op.id)?;
     }
+    let end = Follow::cluster(&a.name, &op);
     if a.wait {
-        return follow(&a.client, c, &a.name, false).await;
+        return follow(&a.client, c, &end).await;
     }
-    accepted(&a.client, &a.name, &op)?;
+    accepted(&a.client, &end, &op)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `--wait` or `watch` follows, and what it ends with.
+#[derive(Clone, Debug)]
+pub(crate) struct Follow<'a> {
+    /// The cluster whose stream is followed.
+    pub cluster: &'a str,
+    /// The operation the command started: its outcome is the command's (`None` for `cluster
+    /// watch`: the cluster's current operation).
+    pub operation: Option<String>,
+    /// The node pool the operation acts on: the end shows it rather than the whole cluster,
+    /// and `-o name` names it.
+    pub pool: Option<&'a str>,
+    /// A cluster's deletion: the cluster going away is the end.
+    pub deleting: bool,
+}
+
+impl<'a> Follow<'a> {
+    /// `cluster watch`: whatever the cluster is doing.
+    pub fn watch(cluster: &'a str) -> Self {
+        Self {
+            cluster,
+            operation: None,
+            pool: None,
+            deleting: false,
+        }
+    }
+
+    /// Operation `op`, which the command started on `cluster`.
+    pub fn cluster(cluster: &'a str, op: &pb::Operation) -> Self {
+        Self {
+            operation: Some(op.id.clone()),
+            ..Self::watch(cluster)
+        }
+    }
+
+    /// Operation `op`, which the command started on node pool `pool` of `cluster`.
+    pub fn pool(cluster: &'a str, pool: &'a str, op: &pb::Operation) -> Self {
+        Self {
+            pool: Some(pool),
+            ..Self::cluster(cluster, op)
+        }
+    }
+
+    fn deleting(self) -> Self {
+        Self {
+            deleting: true,
+            ..self
+        }
+    }
+
+    /// What `-o name` prints: `cluster/<name>` or `nodepool/<name>`.
+    fn name_line(&self) -> String {
+        match self.pool {
+            Some(pool) => output::nodepool_name(pool),
+            None => output::cluster_name(self.cluster),
+        }
+    }
 }
 
 /// Whether a watch that failed so may come back: the connection, not the API, failed (the
@@ -293,7 +437,8 @@ fn lost_because(args: &ClientArgs, status: &tonic::Status) -> String {
 }
 
 /// Streams the cluster until its operation ends, printing progress; the exit code says how
-/// it ended ([`crate::exit`]: 0 ready or deleted, 10 failed).
+/// it ended ([`crate::exit`]: 0 ready or deleted, 10 failed — the cluster, or the operation
+/// followed: a failed change of a living cluster leaves it ready).
 ///
 /// A stream that breaks, or ends before the operation did (the gateway restarting, a
 /// connection reset), is opened again with exponential backoff for up to
@@ -302,14 +447,13 @@ fn lost_because(args: &ClientArgs, status: &tonic::Status) -> String {
 /// meanwhile are shown once, as they are now.
 ///
 /// Ends as soon as stdout's reader goes away (`| head`), without waiting for a line to print.
-async fn follow(
+pub(crate) async fn follow(
     args: &ClientArgs,
     client: crate::client::Client,
-    name: &str,
-    deleting: bool,
+    end: &Follow<'_>,
 ) -> anyhow::Result<ExitCode> {
     tokio::select! {
-        done = follow_to_the_end(args, client, name, deleting) => done,
+        done = follow_to_the_end(args, client, end) => done,
         () = crate::console::stdout_closed() => Err(crate::console::OutputError::Closed.into()),
     }
 }
@@ -317,10 +461,10 @@ async fn follow(
 async fn follow_to_the_end(
     args: &ClientArgs,
     mut client: crate::client::Client,
-    name: &str,
-    deleting: bool,
+    end: &Follow<'_>,
 ) -> anyhow::Result<ExitCode> {
     use backon::BackoffBuilder;
+    let name = end.cluster;
     let format = args.output;
     let bound = Duration::from_secs(args.reconnect_timeout);
     let mut progress = output::Progress::default();
@@ -352,14 +496,14 @@ async fn follow_to_the_end(
             .await;
         let mut stream = match opened {
             Ok(r) => r.into_inner(),
-            Err(s) if deleting && s.code() == tonic::Code::NotFound => {
+            Err(s) if end.deleting && s.code() == tonic::Code::NotFound => {
                 if lost.is_some() {
                     errln!("Reconnected: cluster {name} is gone.");
                 }
                 if matches!(format, Output::Text | Output::Wide) {
                     outln!("Cluster {name} is deleted.")?;
                 } else if format == Output::Name {
-                    outln!("{}", output::cluster_name(name))?;
+                    outln!("{}", end.name_line())?;
                 }
                 return Ok(ExitCode::SUCCESS);
             }
@@ -396,11 +540,17 @@ async fn follow_to_the_end(
         match (phase.as_deref(), broke) {
             // The API ends a watch when the operation has ended.
             (Some(done @ ("ready" | "deleted" | "failed")), None) => {
-                let Some(last) = last else {
+                let Some(mut last) = last else {
                     return Ok(ExitCode::from(exit::ERROR));
                 };
-                show_end(format, name, &last)?;
-                return Ok(ExitCode::from(if done == "failed" {
+                the_operation_followed(&mut client, end, &mut last).await;
+                show_end(format, end, &last)?;
+                let op_failed = last
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.operation.as_ref())
+                    .is_some_and(|op| op.state == pb::OperationState::Failed as i32);
+                return Ok(ExitCode::from(if done == "failed" || op_failed {
                     exit::OPERATION_FAILED
                 } else {
                     exit::OK
@@ -446,17 +596,112 @@ fn show_change(
     Ok(())
 }
 
-/// What a follow ends with: for people, the cluster as it ended, then one line with the
-/// outcome; for `-o name`, the name.
-fn show_end(format: Output, name: &str, last: &pb::Cluster) -> anyhow::Result<()> {
+/// Puts the operation `end` follows in `last`, if another has taken its place by the end (a
+/// cluster's deletion superseding it): its outcome, not the other's, is the command's.
+async fn the_operation_followed(
+    client: &mut crate::client::Client,
+    end: &Follow<'_>,
+    last: &mut pb::Cluster,
+) {
+    let Some(id) = &end.operation else {
+        return;
+    };
+    let Some(status) = last.status.as_mut() else {
+        return;
+    };
+    if status.operation.as_ref().is_some_and(|op| op.id == *id) {
+        return;
+    }
+    let asked = client
+        .get_operation(pb::GetOperationRequest { id: id.clone() })
+        .await;
+    if let Ok(op) = asked {
+        status.operation = Some(op.into_inner());
+    }
+}
+
+/// What a follow ends with: for people, the cluster (or the node pool the operation acted
+/// on, while it exists) as it ended, then one line with the outcome; for `-o name`, the name.
+fn show_end(format: Output, end: &Follow<'_>, last: &pb::Cluster) -> anyhow::Result<()> {
     match format {
         Output::Text | Output::Wide => {
             outln!()?;
-            out!("{}", output::cluster_text(last))?;
+            match end.pool {
+                Some(pool) => {
+                    let pools = last.status.as_ref().map(|s| s.node_pools.as_slice());
+                    let found = pools
+                        .unwrap_or_default()
+                        .iter()
+                        .find(|p| p.spec.as_ref().is_some_and(|s| s.name == pool));
+                    if let Some(p) = found {
+                        out!("{}", output::nodepool_text(p))?;
+                    }
+                }
+                None => out!("{}", output::cluster_text(last))?,
+            }
             outln!("{}", output::outcome(last))?;
         }
-        Output::Name => outln!("{}", output::cluster_name(name))?,
+        Output::Name => outln!("{}", end.name_line())?,
         Output::Json | Output::Yaml => {}
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn upgrade_args(extra: &[&str]) -> UpgradeArgs {
+        let mut argv = vec!["hypersaga", "cluster", "upgrade", "demo"];
+        argv.extend_from_slice(extra);
+        match Cli::try_parse_from(argv).map(|c| c.command) {
+            Ok(Command::Cluster(ClusterCommand::Upgrade(a))) => a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_upgrade_names_the_release_image_in_its_mask_and_sends_an_etag_only_when_given() {
+        let image = "quay.io/openshift-release-dev/ocp-release:4.22.0-multi";
+        let req = upgrade_request(&upgrade_args(&["--release-image", image]), "r-1".into());
+        let cluster = req.cluster.unwrap_or_default();
+        assert_eq!(cluster.name, "demo");
+        assert_eq!(cluster.etag, "", "no --etag, no check");
+        assert_eq!(cluster.spec.unwrap_or_default().release_image, image);
+        assert_eq!(
+            req.update_mask.map(|m| m.paths),
+            Some(vec!["spec.release_image".to_owned()])
+        );
+        assert_eq!(req.request_id, "r-1");
+
+        let a = upgrade_args(&["--release-image", image, "--etag", "7", "--wait"]);
+        assert!(a.wait);
+        let req = upgrade_request(&a, "r-2".into());
+        assert_eq!(req.cluster.unwrap_or_default().etag, "\"7\"");
+
+        let missing = Cli::try_parse_from(["hypersaga", "cluster", "upgrade", "demo"]);
+        assert_eq!(
+            missing.map(|_| ()).map_err(|e| e.kind()),
+            Err(clap::error::ErrorKind::MissingRequiredArgument),
+            "the release is required"
+        );
+    }
+
+    #[test]
+    fn name_output_names_what_the_command_changed() {
+        let op = pb::Operation {
+            id: "op-1".into(),
+            ..Default::default()
+        };
+        assert_eq!(Follow::cluster("demo", &op).name_line(), "cluster/demo");
+        assert_eq!(Follow::pool("demo", "gpu", &op).name_line(), "nodepool/gpu");
+        assert_eq!(Follow::watch("demo").operation, None);
+        assert_eq!(
+            Follow::cluster("demo", &op).operation.as_deref(),
+            Some("op-1")
+        );
+    }
 }

@@ -5,6 +5,7 @@ pub mod bus;
 pub mod cluster;
 pub mod completion;
 pub mod emulator;
+pub mod nodepool;
 pub mod operation;
 pub mod token;
 
@@ -34,5 +35,35 @@ fn failure(client: &crate::cli::ClientArgs, status: &tonic::Status) -> (String, 
             crate::output::status_text(status),
             crate::exit::for_status(status.code()),
         ),
+    }
+}
+
+/// Request ids make a retried call apply once; a fresh one per invocation by default.
+pub(crate) fn request_id_or_new(request_id: Option<String>) -> String {
+    request_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+}
+
+/// `--etag` as the API compares it: an etag is quoted (`"0123abcd"`, as `get -o json` shows
+/// it), and shells eat the quotes of `--etag "0123abcd"`, so a bare one is quoted again.
+/// Absent or blank: none, which the API takes as "no check".
+pub(crate) fn etag(given: Option<&str>) -> String {
+    match given.map(str::trim) {
+        None | Some("") => String::new(),
+        Some(e) if e.starts_with('"') || e.starts_with("W/\"") => e.to_owned(),
+        Some(e) => format!("\"{e}\""),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_etag_is_sent_quoted_whether_or_not_the_shell_kept_its_quotes() {
+        assert_eq!(etag(None), "");
+        assert_eq!(etag(Some("  ")), "");
+        assert_eq!(etag(Some("0123abcd")), "\"0123abcd\"");
+        assert_eq!(etag(Some("\"0123abcd\"")), "\"0123abcd\"");
+        assert_eq!(etag(Some("7")), "\"7\"");
     }
 }

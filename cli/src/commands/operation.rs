@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand, ValueEnum};
 use hypersaga_api::v1 as pb;
 
-use super::fail;
+use super::{fail, request_id_or_new};
 use crate::cli::ClientArgs;
 use crate::output::{self, Output};
 use crate::{errln, out, outln};
@@ -61,14 +61,15 @@ pub enum OperationCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
-    /// Give up on a paused create: undo what it made.
+    /// Give up on a paused create (of a cluster or a node pool): undo what it made.
     ///
     /// The create turns around as if it had failed: what it made is undone in reverse
     /// dependency order (workload identities are kept, as always), and the cluster ends
-    /// failed.
+    /// failed; a node pool's creation removes the pool, and the cluster stays ready.
     ///
-    /// Applies only to a paused create that is not already compensating; a paused delete
-    /// can be resumed or abandoned (FAILED_PRECONDITION otherwise).
+    /// Applies only to a paused create that is not already compensating; a paused delete,
+    /// upgrade or node pool change can be resumed or abandoned (FAILED_PRECONDITION
+    /// otherwise).
     Compensate {
         /// The operation (op-…).
         id: String,
@@ -257,11 +258,6 @@ async fn list(a: ListArgs) -> anyhow::Result<ExitCode> {
         errln!("(more operations: add --all, or a larger --page-size)");
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Request ids make a retried call apply once; a fresh one per invocation by default.
-fn request_id_or_new(request_id: Option<String>) -> String {
-    request_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
 }
 
 fn paused_steps(op: &pb::Operation) -> String {
