@@ -356,7 +356,7 @@ pub fn node_pool_to_pb(r: &ClusterRecord, p: &NodePoolSpec) -> pb::NodePool {
             .filter(|_| touched && op.state == OperationState::Failed)
             .map(error_to_pb),
     };
-    let etag = pool_etag(p, owned);
+    let etag = pool_etag(p);
     pb::NodePool {
         cluster: r.name.clone(),
         spec: Some(pool_to_pb(p)),
@@ -365,15 +365,12 @@ pub fn node_pool_to_pb(r: &ClusterRecord, p: &NodePoolSpec) -> pb::NodePool {
     }
 }
 
-/// A pool's etag: a digest of its spec and of what was last observed of it, so it changes
-/// whenever either does, and not when another pool changes.
-pub fn pool_etag(
-    p: &NodePoolSpec,
-    owned: Option<&std::collections::BTreeMap<String, serde_json::Value>>,
-) -> String {
+/// A pool's etag: a digest of its spec, so it changes whenever the spec does (a change
+/// someone else made), and neither when another pool changes nor while a rollout moves the
+/// pool's status on.
+pub fn pool_etag(p: &NodePoolSpec) -> String {
     let mut h = Sha256::new();
     h.update(serde_json::to_vec(p).unwrap_or_default());
-    h.update(serde_json::to_vec(&owned).unwrap_or_default());
     let digest = h.finalize();
     let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
     format!("\"{hex}\"")
