@@ -861,3 +861,96 @@ async fn the_control_plane_then_a_pool_upgrade_with_hypershifts_rules_through_ki
         "nothing left on the management cluster"
     );
 }
+
+#[tokio::test]
+async fn the_command_line_adds_scales_lists_upgrades_and_removes_as_a_user_would() {
+    let system = System::start().await;
+    system.create("acme", "cli", 1).await;
+    let ready = system.watch_to_end("acme", "cli").await;
+    assert_eq!(phase(&ready), "ready", "{ready:#?}");
+    let run = |args: &[&str]| {
+        let out = hypersaga(&system, args);
+        (out.status.code(), text(&out))
+    };
+
+    let (code, out) = run(&[
+        "nodepool",
+        "create",
+        "cli",
+        "gpu",
+        "--vm-size",
+        "Standard_D8s_v5",
+        "--replicas",
+        "1",
+        "--label",
+        "tier=gpu",
+        "--taint",
+        "nvidia.com/gpu=present:NoSchedule",
+        "--wait",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out) = run(&[
+        "nodepool",
+        "scale",
+        "cli",
+        "gpu",
+        "--replicas",
+        "2",
+        "--wait",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out) = run(&["nodepool", "list", "cli", "-o", "json"]);
+    assert_eq!(code, Some(0), "{out}");
+    let pools: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let gpu = pools
+        .as_array()
+        .and_then(|a| a.iter().find(|p| p["spec"]["name"] == "gpu"))
+        .unwrap_or_else(|| panic!("{pools:#}"));
+    assert_eq!(gpu["status"]["ready_replicas"], 2, "{gpu:#}");
+    assert_eq!(vms(&system, "cli", "gpu").await.len(), 2);
+
+    // A rule broken is refused before anything is written, exit 2, with its field path.
+    let (code, out) = run(&[
+        "cluster",
+        "upgrade",
+        "cli",
+        "--release-image",
+        &RELEASE.replace("4.21.0", "4.23.0"),
+    ]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("cluster.spec.release_image"), "{out}");
+
+    let next = RELEASE.replace("4.21.0", "4.22.0");
+    let (code, out) = run(&[
+        "cluster",
+        "upgrade",
+        "cli",
+        "--release-image",
+        &next,
+        "--wait",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out) = run(&["cluster", "get", "cli", "-o", "json"]);
+    assert_eq!(code, Some(0), "{out}");
+    let cluster: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(
+        cluster["status"]["control_plane"]["version"], "4.22.0",
+        "{cluster:#}"
+    );
+
+    let (code, out) = run(&[
+        "nodepool",
+        "update",
+        "cli",
+        "gpu",
+        "--release-image",
+        &next,
+        "--wait",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out) = run(&["nodepool", "delete", "cli", "gpu", "--wait"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(vms(&system, "cli", "gpu").await.is_empty());
+    let (code, out) = run(&["nodepool", "get", "cli", "gpu"]);
+    assert_eq!(code, Some(3), "not found: {out}");
+}
