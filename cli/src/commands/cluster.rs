@@ -175,7 +175,7 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
             let mut c = client.client().await?;
             match c.get_cluster(pb::GetClusterRequest { name }).await {
                 Ok(r) => {
-                    print_clusters(&[r.into_inner()], &client, true)?;
+                    super::print_objects(&[r.into_inner()], &client, true, &super::CLUSTERS)?;
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(s) => fail(&client, s),
@@ -200,7 +200,7 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
                     break;
                 }
             }
-            print_clusters(&list, &client, false)?;
+            super::print_objects(&list, &client, false, &super::CLUSTERS)?;
             Ok(ExitCode::SUCCESS)
         }
         ClusterCommand::Delete {
@@ -262,37 +262,6 @@ async fn upgrade(a: UpgradeArgs) -> anyhow::Result<ExitCode> {
     }
     accepted(&a.client, &end, &op)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Prints clusters as `-o` asks: `one` is `cluster get` (details for people, one document for
-/// scripts), otherwise a list.
-fn print_clusters(list: &[pb::Cluster], client: &ClientArgs, one: bool) -> anyhow::Result<()> {
-    let value = if one {
-        list.first().map(output::cluster_json).unwrap_or_default()
-    } else {
-        serde_json::Value::from(list.iter().map(output::cluster_json).collect::<Vec<_>>())
-    };
-    if let Some(doc) = client.output.document(&value)? {
-        out!("{doc}")?;
-        return Ok(());
-    }
-    match client.output {
-        Output::Text if one => {
-            for c in list {
-                out!("{}", output::cluster_text(c))?;
-            }
-        }
-        Output::Name => {
-            for c in list {
-                outln!("{}", output::cluster_name(&c.name))?;
-            }
-        }
-        wide => out!(
-            "{}",
-            output::clusters_table(list, wide == Output::Wide).render(!client.no_headers)
-        )?,
-    }
-    Ok(())
 }
 
 /// What a mutating command without `--wait` prints once the API accepted it: the operation

@@ -11,6 +11,8 @@ pub mod token;
 
 use std::process::ExitCode;
 
+use crate::output::{self, Output, Table};
+
 /// Prints a failed call for people and turns it into the process exit code
 /// ([`crate::exit`]). A failure of the connection rather than an answer of the API (tonic
 /// reports both as a status) says what to do about the connection, and exits 7.
@@ -53,6 +55,75 @@ pub(crate) fn etag(given: Option<&str>) -> String {
         Some(e) => format!("\"{e}\""),
     }
 }
+
+/// How `-o` shows one kind of object: as a document, a detail view, a `kind/name` line, or a
+/// table row.
+pub(crate) struct Shown<T> {
+    pub json: fn(&T) -> serde_json::Value,
+    pub text: fn(&T) -> String,
+    pub name: fn(&T) -> String,
+    pub table: fn(&[T], bool) -> Table,
+}
+
+/// Prints `items` as `-o` asks: `one` is a `get` (details for people, one document for
+/// scripts), otherwise a list.
+pub(crate) fn print_objects<T>(
+    items: &[T],
+    client: &crate::cli::ClientArgs,
+    one: bool,
+    how: &Shown<T>,
+) -> anyhow::Result<()> {
+    let value = if one {
+        items.first().map(how.json).unwrap_or_default()
+    } else {
+        serde_json::Value::from(items.iter().map(how.json).collect::<Vec<_>>())
+    };
+    if let Some(doc) = client.output.document(&value)? {
+        crate::out!("{doc}")?;
+        return Ok(());
+    }
+    match client.output {
+        Output::Text if one => {
+            for item in items {
+                crate::out!("{}", (how.text)(item))?;
+            }
+        }
+        Output::Name => {
+            for item in items {
+                crate::outln!("{}", (how.name)(item))?;
+            }
+        }
+        wide => crate::out!(
+            "{}",
+            (how.table)(items, wide == Output::Wide).render(!client.no_headers)
+        )?,
+    }
+    Ok(())
+}
+
+/// Clusters as `-o` shows them.
+pub(crate) const CLUSTERS: Shown<hypersaga_api::v1::Cluster> = Shown {
+    json: output::cluster_json,
+    text: output::cluster_text,
+    name: |c| output::cluster_name(&c.name),
+    table: output::clusters_table,
+};
+
+/// Operations as `-o` shows them.
+pub(crate) const OPERATIONS: Shown<hypersaga_api::v1::Operation> = Shown {
+    json: output::operation_json,
+    text: output::operation_text,
+    name: |o| output::operation_name(&o.id),
+    table: output::operations_table,
+};
+
+/// Node pools as `-o` shows them.
+pub(crate) const NODE_POOLS: Shown<hypersaga_api::v1::NodePool> = Shown {
+    json: output::nodepool_json,
+    text: output::nodepool_text,
+    name: |p| output::nodepool_name(p.spec.as_ref().map(|s| s.name.as_str()).unwrap_or_default()),
+    table: output::nodepools_table,
+};
 
 #[cfg(test)]
 mod tests {

@@ -12,8 +12,8 @@ use super::cluster::{Follow, accepted, follow};
 use super::{fail, request_id_or_new};
 use crate::cli::ClientArgs;
 use crate::exit::Usage;
-use crate::output::{self, Output};
-use crate::{out, outln};
+use crate::outln;
+use crate::output::Output;
 
 /// What `hypersaga nodepool` can do.
 #[derive(Subcommand, Debug)]
@@ -514,7 +514,7 @@ pub async fn run(cmd: NodePoolCommand) -> anyhow::Result<ExitCode> {
                 .await
             {
                 Ok(r) => {
-                    print_pools(&[r.into_inner()], &client, true)?;
+                    super::print_objects(&[r.into_inner()], &client, true, &super::NODE_POOLS)?;
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(s) => fail(&client, s),
@@ -544,7 +544,7 @@ pub async fn run(cmd: NodePoolCommand) -> anyhow::Result<ExitCode> {
                     break;
                 }
             }
-            print_pools(&pools, &client, false)?;
+            super::print_objects(&pools, &client, false, &super::NODE_POOLS)?;
             Ok(ExitCode::SUCCESS)
         }
         NodePoolCommand::Scale(a) => {
@@ -608,38 +608,6 @@ async fn changed(
     }
     accepted(client, &end, &op)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Prints pools as `-o` asks: `one` is `nodepool get` (details for people, one document
-/// for scripts), otherwise a list.
-fn print_pools(pools: &[pb::NodePool], client: &ClientArgs, one: bool) -> anyhow::Result<()> {
-    let value = if one {
-        pools.first().map(output::nodepool_json).unwrap_or_default()
-    } else {
-        serde_json::Value::from(pools.iter().map(output::nodepool_json).collect::<Vec<_>>())
-    };
-    if let Some(doc) = client.output.document(&value)? {
-        out!("{doc}")?;
-        return Ok(());
-    }
-    match client.output {
-        Output::Text if one => {
-            for p in pools {
-                out!("{}", output::nodepool_text(p))?;
-            }
-        }
-        Output::Name => {
-            for p in pools {
-                let name = p.spec.as_ref().map(|s| s.name.as_str()).unwrap_or_default();
-                outln!("{}", output::nodepool_name(name))?;
-            }
-        }
-        wide => out!(
-            "{}",
-            output::nodepools_table(pools, wide == Output::Wide).render(!client.no_headers)
-        )?,
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -146,7 +146,7 @@ pub async fn run(cmd: OperationCommand) -> anyhow::Result<ExitCode> {
             let mut c = client.client().await?;
             match c.get_operation(pb::GetOperationRequest { id }).await {
                 Ok(r) => {
-                    print_operations(&[r.into_inner()], &client, true)?;
+                    super::print_objects(&[r.into_inner()], &client, true, &super::OPERATIONS)?;
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(s) => fail(&client, s),
@@ -252,7 +252,7 @@ async fn list(a: ListArgs) -> anyhow::Result<ExitCode> {
             break;
         }
     }
-    print_operations(&operations, &a.client, false)?;
+    super::print_objects(&operations, &a.client, false, &super::OPERATIONS)?;
     // On stderr, so that `-o json` stays one document.
     if !page_token.is_empty() {
         errln!("(more operations: add --all, or a larger --page-size)");
@@ -288,35 +288,4 @@ fn called(
         outln!("Follow it with: hypersaga cluster watch {}", op.cluster)?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Prints operations as `-o` asks: `one` is `operation get` (details for people, one
-/// document for scripts), otherwise a list.
-fn print_operations(ops: &[pb::Operation], client: &ClientArgs, one: bool) -> anyhow::Result<()> {
-    let value = if one {
-        ops.first().map(output::operation_json).unwrap_or_default()
-    } else {
-        serde_json::Value::from(ops.iter().map(output::operation_json).collect::<Vec<_>>())
-    };
-    if let Some(doc) = client.output.document(&value)? {
-        out!("{doc}")?;
-        return Ok(());
-    }
-    match client.output {
-        Output::Text if one => {
-            for o in ops {
-                out!("{}", output::operation_text(o))?;
-            }
-        }
-        Output::Name => {
-            for o in ops {
-                outln!("{}", output::operation_name(&o.id))?;
-            }
-        }
-        wide => out!(
-            "{}",
-            output::operations_table(ops, wide == Output::Wide).render(!client.no_headers)
-        )?,
-    }
-    Ok(())
 }
