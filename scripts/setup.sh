@@ -27,6 +27,7 @@ AZURE_SDKS=(
   azure-mgmt-privatedns==2.0.0
   azure-mgmt-authorization==4.0.0
   azure-mgmt-resource==26.0.0
+  azure-mgmt-compute==39.0.0
   azure-core==1.41.0
   msal==1.39.0
 )

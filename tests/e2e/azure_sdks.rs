@@ -1,13 +1,12 @@
 //! Microsoft's own Python clients, unmodified, against the ARM + Entra emulator: after two
 //! creates, `azure-identity`'s `ClientSecretCredential` and the newest `azure-mgmt-resource`,
-//! `-network`, `-msi`, `-privatedns` and `-authorization` (`tests/python/azure_sdk_reads.py`,
+//! `-network`, `-msi`, `-privatedns`, `-authorization` and `-compute` (`tests/python/azure_sdk_reads.py`,
 //! installed into `.venv` by `scripts/setup.sh`) list and read exactly what ARM holds.
 //!
 //! Two clusters rather than one: their 36 role assignments overflow the emulator's page of 20,
 //! so the authorization client follows a `nextLink`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 
 use hypersaga_model::identities::{ROLE_GRANTS, WORKLOAD_IDENTITIES};
 use serde_json::Value;
@@ -15,54 +14,6 @@ use serde_json::Value;
 use crate::support::*;
 
 const CLUSTERS: [&str; 2] = ["alpha", "beta"];
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_owned()
-}
-
-/// Runs the script as the tenant's app registration; its JSON on success.
-async fn sdk_reads(system: &System, tenant: &str) -> Value {
-    let python = repo().join(".venv/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/setup.sh",
-        python.display()
-    );
-    let t = system.endpoints.tenant(Some(tenant)).expect("tenant");
-    let ca = system.endpoints.ca_bundle.display().to_string();
-    let run = tokio::process::Command::new(&python)
-        .arg(repo().join("tests/python/azure_sdk_reads.py"))
-        .args(["--arm-url", &system.endpoints.arm_url])
-        .args(["--authority", &system.endpoints.entra_url])
-        .args(["--ca-bundle", &ca])
-        .args(["--tenant-id", &t.azure_tenant_id])
-        .args(["--client-id", &t.client_id])
-        .args(["--subscription-id", &t.subscription_id])
-        // The secret stays off the command line; the CA too for anything reading the env.
-        .env("AZURE_CLIENT_SECRET", &t.client_secret)
-        .env("REQUESTS_CA_BUNDLE", &ca)
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(TIMEOUT, run)
-        .await
-        .expect("the SDKs finish in time")
-        .expect("run python");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "the Azure SDKs failed ({}):\n{stderr}",
-        out.status
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}):\n{}\n{stderr}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
-}
 
 fn s(v: &Value) -> String {
     v.as_str().unwrap_or_default().to_owned()
@@ -98,7 +49,7 @@ async fn microsofts_python_sdks_read_what_a_create_made() {
         infra.insert(name, done.status.expect("status").infra_id);
     }
 
-    let found = sdk_reads(&system, "acme").await;
+    let found = azure_sdk_reads(&system, "acme").await;
     assert_eq!(found["subscriptionId"], sub.as_str());
     let inventory = system.inventory("acme").await;
     let of_type = |t: &str| -> Vec<Value> {

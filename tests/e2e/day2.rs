@@ -255,6 +255,31 @@ async fn node_pools_are_created_scaled_autoscaled_and_deleted_beside_an_untouche
     let big = vms(&system, "living", "big").await;
     assert_eq!(big.len(), 3, "{big:?}");
     assert!(big.values().all(|s| s == "Standard_D8s_v5"), "{big:?}");
+    // As Microsoft's compute SDK reads them: the same three, with their disks, and the vCPUs
+    // they hold in the region's usages (2 × 4 of the first pool, 3 × 8 of this one).
+    let found = azure_sdk_reads(&system, "acme").await;
+    let sdk_vms: BTreeMap<String, String> = found["compute"]["virtualMachines"]
+        .as_array()
+        .expect("virtual machines")
+        .iter()
+        .filter(|v| {
+            v["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("living-big-"))
+        })
+        .map(|v| {
+            (
+                v["name"].as_str().unwrap_or_default().to_owned(),
+                v["vmSize"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(sdk_vms, big, "{found:#}");
+    let family = found["compute"]["usages"]
+        .as_array()
+        .and_then(|u| u.iter().find(|u| u["name"] == "standardDSv5Family"))
+        .unwrap_or_else(|| panic!("{found:#}"));
+    assert_eq!(family["currentValue"], 2 * 4 + 3 * 8, "{family:#}");
     let np = node_pool_object(&system, "living", "big")
         .await
         .expect("NodePool");

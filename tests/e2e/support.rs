@@ -474,3 +474,52 @@ fn tail(path: &std::path::Path, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_owned()
+}
+
+/// Runs `tests/python/azure_sdk_reads.py` (Microsoft's own Python clients) as the tenant's
+/// app registration; its JSON on success.
+pub async fn azure_sdk_reads(system: &System, tenant: &str) -> Value {
+    let python = repo().join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/setup.sh",
+        python.display()
+    );
+    let t = system.endpoints.tenant(Some(tenant)).expect("tenant");
+    let ca = system.endpoints.ca_bundle.display().to_string();
+    let run = tokio::process::Command::new(&python)
+        .arg(repo().join("tests/python/azure_sdk_reads.py"))
+        .args(["--arm-url", &system.endpoints.arm_url])
+        .args(["--authority", &system.endpoints.entra_url])
+        .args(["--ca-bundle", &ca])
+        .args(["--tenant-id", &t.azure_tenant_id])
+        .args(["--client-id", &t.client_id])
+        .args(["--subscription-id", &t.subscription_id])
+        // The secret stays off the command line; the CA too for anything reading the env.
+        .env("AZURE_CLIENT_SECRET", &t.client_secret)
+        .env("REQUESTS_CA_BUNDLE", &ca)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(TIMEOUT, run)
+        .await
+        .expect("the SDKs finish in time")
+        .expect("run python");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the Azure SDKs failed ({}):\n{stderr}",
+        out.status
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}):\n{}\n{stderr}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}

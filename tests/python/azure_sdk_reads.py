@@ -2,8 +2,8 @@
 """Lists and reads, with Microsoft's own Python clients, what a create left in ARM.
 
 Run against the ARM + Entra emulator (or Azure): `azure-identity`'s `ClientSecretCredential`
-gets the token, and the newest `azure-mgmt-resource`, `-network`, `-msi`, `-privatedns` and
-`-authorization` clients list and read, each with its default api-version:
+gets the token, and the newest `azure-mgmt-resource`, `-network`, `-msi`, `-privatedns`,
+`-authorization` and `-compute` clients list and read, each with its default api-version:
 
 - resource groups;
 - virtual networks, their subnets, network security groups, public IP addresses and load
@@ -11,7 +11,9 @@ gets the token, and the newest `azure-mgmt-resource`, `-network`, `-msi`, `-priv
 - user-assigned identities and their federated identity credentials;
 - private DNS zones and their virtual network links;
 - role assignments at the subscription's scope and at each resource group's, and the role
-  definitions they reference.
+  definitions they reference;
+- virtual machines and managed disks (the node pools' workers, as CAPZ makes them), and the
+  Compute usages (vCPU quota) of --location.
 
 Every list is followed by a read of each item by name (or id), which must answer the same
 resource. Prints one JSON document of what it found on stdout; any SDK exception is printed
@@ -38,6 +40,7 @@ import traceback
 
 from azure.identity import ClientSecretCredential
 from azure.mgmt.authorization import AuthorizationManagementClient
+from azure.mgmt.compute import ComputeManagementClient
 from azure.mgmt.msi import ManagedServiceIdentityClient
 from azure.mgmt.network import NetworkManagementClient
 from azure.mgmt.privatedns import PrivateDnsManagementClient
@@ -60,6 +63,7 @@ def settings(argv):
     p.add_argument("--client-id", default=env("AZURE_CLIENT_ID"))
     p.add_argument("--client-secret", default=env("AZURE_CLIENT_SECRET"))
     p.add_argument("--subscription-id", default=env("AZURE_SUBSCRIPTION_ID"))
+    p.add_argument("--location", default=env("AZURE_LOCATION", "eastus"))
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args(argv)
     missing = [
@@ -362,6 +366,51 @@ def read_authorization(auth, groups):
     }
 
 
+def read_compute(compute, location):
+    """Every VM and managed disk, each read again by name, and the region's usages."""
+    vms = []
+    for listed in compute.virtual_machines.list_all():
+        touch(listed)
+        rg = group_of(listed.id)
+        vm = same(listed, compute.virtual_machines.get(rg, listed.name), "virtual machine")
+        vms.append(
+            {
+                "id": vm.id,
+                "name": vm.name,
+                "resourceGroup": rg,
+                "vmSize": vm.hardware_profile.vm_size if vm.hardware_profile else None,
+                "osDisk": sub_id(vm.storage_profile.os_disk.managed_disk)
+                if vm.storage_profile and vm.storage_profile.os_disk
+                and vm.storage_profile.os_disk.managed_disk
+                else None,
+                "networkInterfaces": [
+                    n.id for n in (vm.network_profile.network_interfaces or [])
+                ]
+                if vm.network_profile
+                else [],
+            }
+        )
+    disks = []
+    for listed in compute.disks.list():
+        touch(listed)
+        rg = group_of(listed.id)
+        disk = same(listed, compute.disks.get(rg, listed.name), "disk")
+        disks.append({"id": disk.id, "name": disk.name, "sizeGiB": disk.disk_size_gb})
+    usages = []
+    for usage in compute.usage.list(location):
+        touch(usage)
+        usages.append(
+            {
+                "name": usage.name.value,
+                "localizedName": usage.name.localized_value,
+                "currentValue": usage.current_value,
+                "limit": usage.limit,
+                "unit": usage.unit,
+            }
+        )
+    return {"virtualMachines": vms, "disks": disks, "usages": usages}
+
+
 def run(args):
     transport = {"connection_verify": args.ca_bundle} if args.ca_bundle else {}
     credential = ClientSecretCredential(
@@ -385,6 +434,7 @@ def run(args):
     msi = ManagedServiceIdentityClient(**client)
     dns = PrivateDnsManagementClient(**client)
     auth = AuthorizationManagementClient(**client)
+    compute = ComputeManagementClient(**client)
 
     groups = read_resource_groups(resources)
     return {
@@ -394,6 +444,7 @@ def run(args):
         "identities": read_identities(msi),
         "privateDnsZones": read_private_dns(dns),
         "roleAssignments": read_authorization(auth, [g["name"] for g in groups]),
+        "compute": read_compute(compute, args.location),
     }
 
 
