@@ -27,11 +27,11 @@ const ROLES: [&str; 7] = [
     "nodepool",
 ];
 /// The roles that call Azure (ARM, Entra ID, blob storage).
-const AZURE_ROLES: [&str; 4] = ["identity", "network", "dns", "controlplane"];
+const AZURE_ROLES: [&str; 5] = ["identity", "network", "dns", "controlplane", "nodepool"];
 /// The roles that act on the management cluster.
 const KUBE_ROLES: [&str; 2] = ["controlplane", "nodepool"];
 /// The roles whose configuration holds the tenants' client secrets (their Secret's config.json).
-const CLIENT_SECRET_ROLES: [&str; 3] = ["identity", "network", "dns"];
+const CLIENT_SECRET_ROLES: [&str; 4] = ["identity", "network", "dns", "nodepool"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -293,7 +293,7 @@ fn check_role(r: &Rendered, role: &str) {
             "blob-account-key".into(),
             "signing-keys-account-key".into(),
         ]),
-        "network" | "dns" => expected.extend(["config.json".into()]),
+        "network" | "dns" | "nodepool" => expected.extend(["config.json".into()]),
         "controlplane" => {
             expected.extend(["signing-keys-account-key".into(), "pull-secret".into()])
         }
@@ -791,7 +791,8 @@ fn the_mgmt_kubeconfig_component_points_controlplane_and_nodepool_at_a_kubeconfi
 }
 
 /// The Secrets `create-secrets.sh` makes hold exactly what the production overlay reads, and
-/// the configuration it gives identity, network and dns loads, with the client secrets.
+/// the configuration it gives identity, network, dns and nodepool loads, with the client
+/// secrets.
 #[test]
 fn create_secrets_makes_the_secrets_the_manifests_read() {
     let dir = tempfile::tempdir().unwrap();
@@ -909,12 +910,15 @@ fn create_secrets_makes_the_secrets_the_manifests_read() {
         data("hypersaga-identity", "config.json"),
     )
     .unwrap();
-    let with_secret: Value =
-        serde_json::from_str(&data("hypersaga-network", "config.json")).unwrap();
-    assert_eq!(
-        with_secret["tenants"][0]["azure"]["client_secret"],
-        "s3cr\"et~"
-    );
+    for role in ["network", "nodepool"] {
+        let with_secret: Value =
+            serde_json::from_str(&data(&format!("hypersaga-{role}"), "config.json")).unwrap();
+        assert_eq!(
+            with_secret["tenants"][0]["azure"]["client_secret"],
+            "s3cr\"et~",
+            "{role}"
+        );
+    }
     let loaded: Value = serde_json::from_str(&run(hypersaga()
         .env_clear()
         .env("HYPERSAGA_BLOB__ACCOUNT_KEY", "a2V5")

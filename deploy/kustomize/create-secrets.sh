@@ -99,7 +99,7 @@ for id in $(jq -r '.tenants[].id' "$tmp/config.json"); do
   mv "$tmp/merged.json" "$tmp/secrets.json"
 done
 
-# The configuration of identity, network and dns: the same, with the client secrets.
+# The configuration of identity, network, dns and nodepool: the same, with the client secrets.
 jq --slurpfile s "$tmp/secrets.json" \
   '.tenants |= map(.azure.client_secret = $s[0][.id])' "$tmp/config.json" > "$tmp/config-with-secrets.json"
 
@@ -131,4 +131,4 @@ kube=()
 secret hypersaga-controlplane "$(seed controlplane)" \
   --from-file="signing-keys-account-key=$tmp/signing-keys-account-key" \
   --from-file="pull-secret=$tmp/pull-secret" "${kube[@]}"
-secret hypersaga-nodepool "$(seed nodepool)" "${kube[@]}"
+secret hypersaga-nodepool "$(seed nodepool)" --from-file="config.json=$tmp/config-with-secrets.json" "${kube[@]}"

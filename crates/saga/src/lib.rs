@@ -33,7 +33,9 @@ mod transitions;
 pub use operator::Refusal;
 pub use plan::{Retain, StepDef, UndoPolicy, create_plan};
 pub use retry::RetryPolicy;
-pub use saga::{Applied, Effect, NewSaga, Pause, SAGA_VERSION, Saga, StepRecord, StepWait, Timing};
+pub use saga::{
+    Applied, Effect, Links, NewSaga, Pause, SAGA_VERSION, Saga, StepRecord, StepWait, Timing,
+};
 pub use steps_view::StepsView;
 pub use stored::StoredOperation;
 

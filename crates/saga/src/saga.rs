@@ -258,15 +258,9 @@ pub struct Saga {
     pub outbox: Vec<Effect>,
     #[serde(default)]
     pub deadline_passed: bool,
-    /// The delete that superseded this create: it stops at the next safe point, then wakes it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub superseded_by: Option<String>,
-    /// The create this delete waits for before it starts (set while that create stops).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub after: Option<String>,
-    /// For a delete: the operation whose outputs it started from (the cluster's create).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub previous: Option<String>,
+    /// How this operation stands to the cluster's others (a delete superseding one).
+    #[serde(flatten)]
+    pub links: Links,
     /// The due time of the timer last put in the outbox.
     #[serde(
         default,
@@ -282,6 +276,23 @@ pub struct Saga {
     /// The pool a node-pool operation acts on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_pool: Option<String>,
+}
+
+/// How an operation stands to the cluster's other operations: only a delete and the
+/// operation it supersedes have any of these.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Links {
+    /// The delete that superseded this operation: it stops at the next safe point, then
+    /// wakes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
+    /// The operation this delete waits for before it starts (set while that one stops).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// The operation whose outputs it started from, for a record written before the cluster
+    /// record held what the cluster owns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<String>,
 }
 
 /// Inputs to create a saga.
@@ -384,9 +395,10 @@ impl Saga {
             seq: 0,
             outbox: Vec::new(),
             deadline_passed: false,
-            superseded_by: None,
-            after: n.after,
-            previous: None,
+            links: Links {
+                after: n.after,
+                ..Links::default()
+            },
             scheduled: None,
             trace_parent: None,
             node_pool: n.node_pool,
@@ -500,9 +512,10 @@ impl Saga {
             seq: 0,
             outbox: Vec::new(),
             deadline_passed: false,
-            superseded_by: Some(self.id.clone()),
-            after: None,
-            previous: None,
+            links: Links {
+                superseded_by: Some(self.id.clone()),
+                ..Links::default()
+            },
             scheduled: None,
             trace_parent: None,
             node_pool: None,

@@ -1024,7 +1024,7 @@ fn once_a_timer_has_fired_the_next_tick_arms_one_whatever_was_recorded() {
 #[test]
 fn a_delete_waiting_for_its_create_looks_again_every_30_s() {
     let mut d = saga(OperationKind::Delete);
-    d.after = Some("op-create".into());
+    d.links.after = Some("op-create".into());
     let look = t0() + Duration::seconds(30);
     assert_eq!(d.next_due(), Some(look));
     assert_eq!(
@@ -1060,7 +1060,7 @@ fn a_create_superseded_before_it_was_built_is_recorded_finished_and_never_runs()
         ("op-create", OperationKind::Create)
     );
     assert_eq!(c.state, OperationState::Failed);
-    assert_eq!(c.superseded_by.as_deref(), Some("op-delete"));
+    assert_eq!(c.links.superseded_by.as_deref(), Some("op-delete"));
     assert_eq!(
         c.error.as_ref().map(|e| e.code.as_str()),
         Some("Superseded")
@@ -1167,7 +1167,7 @@ fn a_superseded_create_cancels_its_waits_lets_running_steps_report_then_wakes_th
 
     // The delete waited; released, it takes over what the create made and starts.
     let mut d = saga(OperationKind::Delete);
-    d.after = Some("op1".into());
+    d.links.after = Some("op1".into());
     assert_eq!(
         d.advance(t0()),
         Applied::Ignored("waiting for the superseded operation to stop")

@@ -38,12 +38,16 @@ impl Saga {
                 Direction::Forward => self.pause.is_none() && self.state == OperationState::Running,
                 // A delete's deadline runs once it has started: while it waits for the
                 // operation it superseded, that one's step deadlines bound the wait.
-                Direction::Backward => self.after.is_none(),
+                Direction::Backward => self.links.after.is_none(),
             };
         let operation = operation_deadline_applies.then_some(self.deadline);
         // A delete waiting for a superseded create looks again now and then, should the
         // create's wake-up be lost.
-        let waiting = self.after.as_ref().map(|_| self.updated_at + LOOK_AGAIN);
+        let waiting = self
+            .links
+            .after
+            .as_ref()
+            .map(|_| self.updated_at + LOOK_AGAIN);
         steps.chain(operation).chain(waiting).min()
     }
 
@@ -85,7 +89,7 @@ impl Saga {
         }
         let before = self.seq;
         // `updated_at`, set below, is what the next look again counts from.
-        let mut changed = self.after.is_some() && self.updated_at + LOOK_AGAIN <= now;
+        let mut changed = self.links.after.is_some() && self.updated_at + LOOK_AGAIN <= now;
         for i in 0..self.steps.len() {
             let s = &self.steps[i];
             if !s.in_flight() {
@@ -122,7 +126,9 @@ impl Saga {
                 s.lease_expiries += 1;
                 let service = s.service().to_owned();
                 // A superseded saga sends nothing more: a silent step just stops.
-                if s.lease_expiries >= LEASE_EXPIRIES_BEFORE_PAUSE || self.superseded_by.is_some() {
+                if s.lease_expiries >= LEASE_EXPIRIES_BEFORE_PAUSE
+                    || self.links.superseded_by.is_some()
+                {
                     let info = ErrorInfo {
                         code: "LeaseExpired".into(),
                         message: format!(
@@ -153,7 +159,7 @@ impl Saga {
         if !self.deadline_passed
             && now >= self.deadline
             && (self.pause.is_none() || behaviour.direction == Direction::Backward)
-            && self.after.is_none()
+            && self.links.after.is_none()
         {
             self.deadline_passed = true;
             let info = ErrorInfo {
@@ -210,7 +216,7 @@ impl Saga {
         );
         // Forward work being compensated is undone rather than awaited; a superseded saga
         // just stops.
-        if action == Action::Do && self.backward() || self.superseded_by.is_some() {
+        if action == Action::Do && self.backward() || self.links.superseded_by.is_some() {
             return;
         }
         self.pause_step(i, info.clone(), now);

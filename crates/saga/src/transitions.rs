@@ -36,11 +36,11 @@ impl Saga {
         if self.pause.is_some() {
             return Applied::Ignored("saga is paused");
         }
-        if self.after.is_some() {
+        if self.links.after.is_some() {
             return Applied::Ignored("waiting for the superseded operation to stop");
         }
         let before = self.seq;
-        if let Some(by) = self.superseded_by.clone() {
+        if let Some(by) = self.links.superseded_by.clone() {
             // Dispatch nothing more; end once every running step has reported.
             if !self.steps.iter().any(StepRecord::in_flight) {
                 if self.error.is_none() {
@@ -213,10 +213,10 @@ impl Saga {
                 return Applied::Changed;
             }
             // A superseded saga waits for nothing more: the wait ends here.
-            Outcome::Waiting { .. } if self.superseded_by.is_some() => {
+            Outcome::Waiting { .. } if self.links.superseded_by.is_some() => {
                 let s = &mut self.steps[i];
                 s.end_failed(now);
-                let by = self.superseded_by.clone();
+                let by = self.links.superseded_by.clone();
                 self.audit("step.cancelled", Some(i), json!({ "by": by }), now);
             }
             Outcome::Waiting {
@@ -278,7 +278,7 @@ impl Saga {
     /// - anything else (retries exhausted, an undo that cannot finish): pause with the reason.
     pub(crate) fn on_failure(&mut self, i: usize, error: &StepError, now: OffsetDateTime) {
         let backward = self.backward();
-        let stopping = self.superseded_by.is_some();
+        let stopping = self.links.superseded_by.is_some();
         let s = &mut self.steps[i];
         s.last_error = Some(error.clone());
         s.wait = None;
@@ -474,7 +474,7 @@ impl Saga {
         }
         let b = kinds::behaviour(self.kind);
         let kind = match state {
-            _ if self.superseded_by.is_some() => "operation.superseded",
+            _ if self.links.superseded_by.is_some() => "operation.superseded",
             OperationState::Succeeded => b.succeeded_event,
             _ => b.failed_event,
         };
@@ -491,7 +491,7 @@ impl Saga {
         let detail =
             json!({ "error": self.error, "not_undone": leftovers, "resources": self.resources() });
         self.audit(kind, None, detail, now);
-        if let Some(by) = self.superseded_by.clone() {
+        if let Some(by) = self.links.superseded_by.clone() {
             self.outbox.push(Effect::Wake { saga_id: by });
         }
     }
@@ -501,10 +501,10 @@ impl Saga {
     /// dropped by its fence), steps running now report first — the next safe point — and
     /// then the saga ends and wakes the delete, which removes everything.
     pub fn supersede(&mut self, by: &str, now: OffsetDateTime) -> Applied {
-        if self.state.is_terminal() || self.superseded_by.is_some() {
+        if self.state.is_terminal() || self.links.superseded_by.is_some() {
             return Applied::Ignored("finished or already superseded");
         }
-        self.superseded_by = Some(by.to_owned());
+        self.links.superseded_by = Some(by.to_owned());
         self.pause = None;
         self.audit("operation.superseding", None, json!({ "by": by }), now);
         for i in 0..self.steps.len() {
@@ -529,7 +529,7 @@ impl Saga {
         if self.state.is_terminal() {
             return Applied::Ignored("saga is finished");
         }
-        let Some(create) = self.after.take() else {
+        let Some(create) = self.links.after.take() else {
             return Applied::Ignored("not waiting");
         };
         for (step, out) in outputs {

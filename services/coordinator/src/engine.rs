@@ -221,7 +221,9 @@ impl Engine {
                 _ => OffsetDateTime::now_utc(),
             };
             let applied = match input {
-                Input::Wake if saga.after.is_some() => self.after_create(&mut saga, now).await?,
+                Input::Wake if saga.links.after.is_some() => {
+                    self.after_create(&mut saga, now).await?
+                }
                 Input::Supersede { by } => saga.supersede(by, now),
                 Input::Wake => saga.advance(now),
                 Input::Event(ev) => saga.apply(ev, now),
@@ -401,7 +403,7 @@ impl Engine {
         ended(saga);
         if let Some(ttl) = history {
             // The create (superseded or not) is history too.
-            for op in saga.previous.iter().chain(&saga.after) {
+            for op in saga.links.previous.iter().chain(&saga.links.after) {
                 self.expire(&hypersaga_bus::subjects::saga_key(&saga.tenant, op), ttl)
                     .await;
             }
@@ -429,7 +431,7 @@ impl Engine {
     /// tells the create (again — idempotent) to stop at its next safe point; the create wakes
     /// it when it has.
     async fn after_create(&self, saga: &mut Saga, now: OffsetDateTime) -> Result<Applied> {
-        let Some(create) = saga.after.clone() else {
+        let Some(create) = saga.links.after.clone() else {
             return Ok(Applied::Ignored("not waiting"));
         };
         let create_key = hypersaga_bus::subjects::saga_key(&saga.tenant, &create);

@@ -1303,7 +1303,7 @@ async fn a_create_superseded_before_any_coordinator_built_it_never_runs() {
     let saga = saga_of(&bus, &create)
         .await
         .expect("the create's key is taken");
-    assert!(saga.is_finished() && saga.superseded_by.is_some());
+    assert!(saga.is_finished() && saga.links.superseded_by.is_some());
     let late = bus
         .sagas()
         .await

@@ -101,8 +101,8 @@ impl Engine {
         // armed to look again, should the create's wake-up be lost); so does a saga no slot
         // keeps (nothing would clear its outbox later).
         let now = OffsetDateTime::now_utc();
-        let advanced = kept && saga.after.is_none() && saga.advance(now) == Applied::Changed;
-        if advanced || saga.after.is_some() {
+        let advanced = kept && saga.links.after.is_none() && saga.advance(now) == Applied::Changed;
+        if advanced || saga.links.after.is_some() {
             saga.reschedule(now);
         }
         let bytes = serde_json::to_vec(&saga).map_err(|source| Error::Decode {
@@ -346,7 +346,7 @@ fn build_saga(
         },
         op.started_at,
     );
-    saga.previous = previous_operation(rec).map(str::to_owned);
+    saga.links.previous = previous_operation(rec).map(str::to_owned);
     if let Some(e) = unplannable {
         warn!(operation = %op.id, error = %e, "the record's operation cannot be planned");
         saga.fail_unplannable(&e.to_string(), op.started_at);
