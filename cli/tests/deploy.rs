@@ -914,8 +914,7 @@ fn create_secrets_makes_the_secrets_the_manifests_read() {
         let with_secret: Value =
             serde_json::from_str(&data(&format!("hypersaga-{role}"), "config.json")).unwrap();
         assert_eq!(
-            with_secret["tenants"][0]["azure"]["client_secret"],
-            "s3cr\"et~",
+            with_secret["tenants"][0]["azure"]["client_secret"], "s3cr\"et~",
             "{role}"
         );
     }
