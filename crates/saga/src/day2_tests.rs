@@ -161,3 +161,17 @@ fn what_a_day2_step_makes_replaces_what_the_cluster_owned() {
         Some("np")
     );
 }
+
+#[test]
+fn what_an_operation_started_from_and_did_not_touch_stays_owned() {
+    // A record written before it kept what the cluster owns: the saga started from the
+    // create's outputs, and the record learns them from it.
+    let mut s = day2(OperationKind::UpdateNodePool);
+    s.context.outputs.insert(
+        "network.vnet".into(),
+        BTreeMap::from([("vnet_id".to_owned(), json!("v"))]),
+    );
+    let mut owned = BTreeMap::new();
+    s.owned_after(&mut owned);
+    assert_eq!(owned["network.vnet"]["vnet_id"], "v");
+}

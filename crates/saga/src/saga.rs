@@ -566,7 +566,16 @@ impl Saga {
     /// What this operation leaves the cluster owning, from what it owned before (`owned`, by
     /// step id): a step done forward adds (or replaces) its outputs; a step undone takes them
     /// away. Steps that did not end either way leave what was there.
+    ///
+    /// What the operation started from and has no step of is carried over as well: a cluster
+    /// whose record was written before it kept what the cluster owns gets it here, from the
+    /// saga that started from its previous operation's outputs.
     pub fn owned_after(&self, owned: &mut BTreeMap<String, hypersaga_bus::Outputs>) {
+        for (step, outputs) in &self.context.outputs {
+            if self.step_index(step).is_none() {
+                owned.entry(step.clone()).or_insert_with(|| outputs.clone());
+            }
+        }
         for s in &self.steps {
             match (s.state, s.action) {
                 (StepState::Succeeded, Action::Do) | (StepState::Kept, Action::Do) => {
