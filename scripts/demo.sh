@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (idempotently), starts the whole system locally with `hypersaga dev`, and runs a demo
-# cluster's life through the CLI: create (showing each step) → ready → delete → deleted.
+# cluster's life through the CLI: create (showing each step) → ready → a second node pool,
+# scaled → the control plane and then a pool upgraded → delete → deleted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -31,10 +32,21 @@ echo; echo "==> hypersaga cluster create demo --wait"
 "$hs" cluster create demo --node-pool-replicas 2 --wait
 echo; echo "==> hypersaga cluster list"
 "$hs" cluster list
+next=quay.io/openshift-release-dev/ocp-release:4.22.0-multi
+echo; echo "==> hypersaga nodepool create demo gpu --vm-size Standard_D8s_v5 --replicas 1 --wait"
+"$hs" nodepool create demo gpu --vm-size Standard_D8s_v5 --replicas 1 --wait
+echo; echo "==> hypersaga nodepool scale demo gpu --replicas 2 --wait"
+"$hs" nodepool scale demo gpu --replicas 2 --wait
+echo; echo "==> hypersaga cluster upgrade demo --release-image $next --wait"
+"$hs" cluster upgrade demo --release-image "$next" --wait
+echo; echo "==> hypersaga nodepool update demo workers --release-image $next --wait (every VM replaced, one at a time)"
+"$hs" nodepool update demo workers --release-image "$next" --wait
+echo; echo "==> hypersaga nodepool list demo"
+"$hs" nodepool list demo
 echo; echo "==> hypersaga emulator requests (what was asked of Azure)"
 "$hs" emulator requests
 echo; echo "==> hypersaga cluster delete demo --wait"
 "$hs" cluster delete demo --wait
 echo; echo "==> hypersaga audit tail --cluster demo --from-start (first 12 of the public audit events)"
 "$hs" audit tail --cluster demo --from-start --count 12
-echo; echo "demo finished: the cluster was created, became ready and was deleted."
+echo; echo "demo finished: the cluster was created, became ready, got a second node pool, was upgraded, and was deleted."

@@ -324,13 +324,25 @@ pub fn node_pool_to_pb(r: &ClusterRecord, p: &NodePoolSpec) -> pb::NodePool {
     let touched =
         op.steps.iter().any(|s| s.id == step) || op.node_pool.as_deref() == Some(p.name.as_str());
     let running = touched && !op.state.is_terminal();
-    let state = match (running, op.kind, owned.is_some()) {
-        (true, OperationKind::Delete | OperationKind::DeleteNodePool, _) => "Deleting",
-        (true, _, false) => "Creating",
-        (true, _, true) => "Updating",
-        (false, _, _) if touched && op.state == OperationState::Failed => "Failed",
-        (false, _, true) => "Ready",
-        (false, _, false) => "Failed",
+    let removing = matches!(
+        op.kind,
+        OperationKind::Delete | OperationKind::DeleteNodePool
+    );
+    let state = if running {
+        match (removing, owned.is_some()) {
+            (true, _) => "Deleting",
+            (false, true) => "Updating",
+            (false, false) => "Creating",
+        }
+    } else if touched && removing && op.state == OperationState::Succeeded {
+        "Deleted"
+    } else if touched && op.state == OperationState::Failed {
+        "Failed"
+    } else if owned.is_some() {
+        "Ready"
+    } else {
+        // Nothing made of it yet, and nothing running on it.
+        "Pending"
     };
     let status = pb::NodePoolStatus {
         state: state.to_owned(),

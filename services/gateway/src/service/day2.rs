@@ -679,6 +679,38 @@ mod tests {
     }
 
     #[test]
+    fn a_pools_state_says_what_its_last_operation_did_to_it() {
+        let state =
+            |rec: &ClusterRecord| node_pool_of(rec, "workers").unwrap().status.unwrap().state;
+        let mut rec = record(&format!("{R}4.22.0"), &[("workers", &format!("{R}4.22.0"))]);
+        assert_eq!(
+            state(&rec),
+            "Pending",
+            "nothing made of it, nothing running"
+        );
+        rec.owned
+            .insert("nodepool.workers".into(), Default::default());
+        assert_eq!(state(&rec), "Ready");
+        rec.operation.kind = OperationKind::UpdateNodePool;
+        rec.operation.node_pool = Some("workers".into());
+        rec.operation.state = hypersaga_model::record::OperationState::Running;
+        assert_eq!(state(&rec), "Updating");
+        rec.operation.state = hypersaga_model::record::OperationState::Failed;
+        assert_eq!(state(&rec), "Failed");
+        rec.operation.kind = OperationKind::Delete;
+        rec.operation.node_pool = None;
+        rec.operation.state = hypersaga_model::record::OperationState::Running;
+        rec.operation.steps = serde_json::from_value(serde_json::json!([{
+            "id": "nodepool.workers", "service": "nodepool", "state": "compensated", "attempts": 1
+        }]))
+        .unwrap();
+        assert_eq!(state(&rec), "Deleting");
+        rec.operation.state = hypersaga_model::record::OperationState::Succeeded;
+        rec.owned.clear();
+        assert_eq!(state(&rec), "Deleted");
+    }
+
+    #[test]
     fn a_stale_etag_is_aborted() {
         let rec = record(&format!("{R}4.22.0"), &[("workers", &format!("{R}4.22.0"))]);
         assert!(check_etag(&rec, 7, Some(&Etag::Cluster("\"7\"".into()))).is_ok());
