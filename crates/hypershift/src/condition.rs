@@ -54,6 +54,12 @@ pub mod conditions {
     pub const READY: &str = "Ready";
     pub const ALL_MACHINES_READY: &str = "AllMachinesReady";
     pub const ALL_NODES_HEALTHY: &str = "AllNodesHealthy";
+    /// A NodePool's release is one HyperShift takes (`False`: it does not roll the pool).
+    pub const VALID_RELEASE_IMAGE: &str = "ValidReleaseImage";
+    /// A NodePool's version rollout; `False` with reason [`INPLACE_UPGRADE_FAILED`] when an
+    /// in-place upgrade cannot go on.
+    pub const UPDATING_VERSION: &str = "UpdatingVersion";
+    pub const INPLACE_UPGRADE_FAILED: &str = "InplaceUpgradeFailed";
 }
 
 /// Finds the condition of `type_` in a list.

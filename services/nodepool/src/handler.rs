@@ -360,6 +360,30 @@ impl Want {
     }
 }
 
+/// HyperShift refusing the pool as it is asked for, for the generation applied: a release it
+/// does not take (`ValidReleaseImage=False`: it rolls nothing until the spec changes), or an
+/// in-place upgrade that cannot go on. Waiting cannot clear either: terminal, with HyperShift's
+/// words.
+fn refusal(
+    np: &NodePool,
+    current: &dyn Fn(&&hypersaga_hypershift::Condition) -> bool,
+) -> Option<StepError> {
+    let says = |type_: &str| np.condition(type_).filter(current);
+    let refused = says(conditions::VALID_RELEASE_IMAGE)
+        .filter(|c| c.status == "False")
+        .or_else(|| {
+            says(conditions::UPDATING_VERSION)
+                .filter(|c| c.status == "False" && c.reason == conditions::INPLACE_UPGRADE_FAILED)
+        })?;
+    Some(StepError::terminal(
+        "NodePoolInvalid",
+        format!(
+            "HyperShift refuses the NodePool: {}=False ({}): {}",
+            refused.type_, refused.reason, refused.message
+        ),
+    ))
+}
+
 /// Done when the ready nodes are what the spec wants (`status.replicas` within the bounds),
 /// `Ready=True` observed for the generation we applied (so a scale is not mistaken for done by
 /// the previous size's `Ready`), and `status.version` is the release's version, which
@@ -388,12 +412,16 @@ fn check_ready(
     if want.max == 0 {
         return Check::Done((0, version));
     }
-    let current = np.ready_replicas();
-    let ready = np.condition(conditions::READY);
-    let fresh = ready.is_some_and(|c| {
+    let current_for = |c: &&hypersaga_hypershift::Condition| {
         c.observed_generation
             .is_none_or(|g| applied_generation.is_none_or(|a| g >= a))
-    });
+    };
+    if let Some(refused) = refusal(np, &current_for) {
+        return Check::Fail(refused.with_target(what));
+    }
+    let current = np.ready_replicas();
+    let ready = np.condition(conditions::READY);
+    let fresh = ready.is_some_and(|c| current_for(&c));
     let counted = (want.min..=want.max).contains(&current);
     let rolled_out = want.version.as_ref().is_none_or(|v| *v == version);
     if counted && rolled_out && fresh && ready.is_some_and(|c| c.is_true()) {

@@ -388,3 +388,62 @@ async fn a_pool_beyond_the_vcpu_quota_is_refused_with_the_arithmetic_before_anyt
         .await
         .expect("two fit");
 }
+
+#[tokio::test]
+async fn a_release_hypershift_refuses_fails_the_step_at_once_with_its_words() {
+    hypersaga_devca::install_crypto_provider();
+    let mgmt = mgmt(DELAY).await;
+    let arm = TestArm::start().await;
+    let handler = NodePoolHandler::new(&with_arm(config(&mgmt, None, &["acme"]), &arm))
+        .await
+        .expect("handler");
+    let mut pool = pool("inplace", 1);
+    pool.upgrade_type = hypersaga_model::UpgradeType::InPlace;
+    let cmd = command(
+        "acme",
+        "demo",
+        StepId::node_pool("inplace"),
+        Action::Do,
+        vec![pool.clone()],
+    );
+    hosted_cluster(&mgmt, &cmd).await;
+    within("made", drive(&handler, &cmd, &Collect::default()))
+        .await
+        .expect("the pool is made");
+
+    // A minor above the control plane's: HyperShift rolls nothing (ValidReleaseImage=False).
+    let mut newer = pool.clone();
+    newer.release_image = IMAGE.replace("4.19.0", "4.20.0");
+    let cmd = command(
+        "acme",
+        "demo",
+        StepId::node_pool("inplace"),
+        Action::Do,
+        vec![newer],
+    );
+    let err = within("newer", drive(&handler, &cmd, &Collect::default()))
+        .await
+        .expect_err("refused");
+    assert!(!err.is_retryable(), "{err}");
+    assert_eq!(err.info.code, "NodePoolInvalid");
+    assert!(
+        err.info.message.contains("ValidReleaseImage=False"),
+        "{err}"
+    );
+
+    // A patch in place: the emulator cannot upgrade in place, and says so as HyperShift does.
+    let mut patch = pool;
+    patch.release_image = IMAGE.replace("4.19.0", "4.19.1");
+    let cmd = command(
+        "acme",
+        "demo",
+        StepId::node_pool("inplace"),
+        Action::Do,
+        vec![patch],
+    );
+    let err = within("in place", drive(&handler, &cmd, &Collect::default()))
+        .await
+        .expect_err("refused");
+    assert_eq!(err.info.code, "NodePoolInvalid", "{err}");
+    assert!(err.info.message.contains("InplaceUpgradeFailed"), "{err}");
+}
