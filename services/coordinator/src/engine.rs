@@ -213,53 +213,19 @@ impl Engine {
             let earlier_outbox = std::mem::take(&mut saga.outbox);
             let shown = saga.visible_state();
 
-            let now = match input {
-                // The server fired the timer when it was due by its clock: when this one is
-                // behind, what the timer was armed for is judged due all the same (else nothing
-                // would be due, and the timer armed again for a time already past).
-                Input::Timer { fired_at } => OffsetDateTime::now_utc().max(*fired_at),
-                _ => OffsetDateTime::now_utc(),
-            };
-            let applied = match input {
-                Input::Wake if saga.links.after.is_some() => {
-                    self.after_create(&mut saga, now).await?
-                }
-                Input::Supersede { by } => saga.supersede(by, now),
-                Input::Wake => saga.advance(now),
-                Input::Event(ev) => saga.apply(ev, now),
-                Input::Tick | Input::Timer { .. } => {
-                    if matches!(input, Input::Timer { .. }) {
-                        saga.timer_fired();
-                    }
-                    match self.after_create(&mut saga, now).await? {
-                        Applied::Changed => Applied::Changed,
-                        _ => self.tick(&mut saga, now, from_copy).await,
-                    }
-                }
-                Input::Operate(call) => match saga.operate(call, now) {
-                    Ok(applied) => applied,
-                    Err(_) if from_copy => continue,
-                    Err(refusal) => {
-                        // The gateway checks first; this is a race with another transition.
-                        info!(action = call.action.as_str(), actor = %call.actor, %refusal, "operator call refused");
-                        saga.outbox = earlier_outbox;
-                        let known = Known::published(saga, revision, cluster);
-                        return self.settle(key, slot, kept, repaired, known, seen).await;
-                    }
-                },
-            };
-            match applied {
-                Applied::Changed => {}
+            let now = input_time(input);
+            match self.apply_input(&mut saga, input, now, from_copy).await? {
+                Verdict::Changed => {}
                 // The copy may be older than what makes the input apply: ask the bucket.
-                Applied::Ignored(_) | Applied::Ahead if from_copy => continue,
-                Applied::Ignored(why) => {
+                Verdict::Unchanged(_) | Verdict::Ahead if from_copy => continue,
+                Verdict::Unchanged(why) => {
                     debug!(why, "nothing to do");
                     saga.outbox = earlier_outbox;
                     let known = Known::published(saga, revision, cluster);
                     return self.settle(key, slot, kept, repaired, known, seen).await;
                 }
                 // The record we read lags the event (a replica behind its leader): retry later.
-                Applied::Ahead => {
+                Verdict::Ahead => {
                     return Err(Error::Behind {
                         key: key.to_owned(),
                     });
@@ -308,6 +274,48 @@ impl Engine {
         Err(Error::Contended {
             key: key.to_owned(),
             tries: MAX_CAS_TRIES,
+        })
+    }
+
+    /// Applies `input` to `saga` (one transition, pure but for a superseded operation's read
+    /// and a tick's look at the workers): whether it changed anything. An operator call the
+    /// saga refuses is a race with another transition (the gateway checked first): nothing to
+    /// do, unless the copy it was judged on is older than the bucket.
+    async fn apply_input(
+        &self,
+        saga: &mut Saga,
+        input: &Input,
+        now: OffsetDateTime,
+        from_copy: bool,
+    ) -> Result<Verdict> {
+        let applied = match input {
+            Input::Wake if saga.links.after.is_some() => self.after_create(saga, now).await?,
+            Input::Supersede { by } => saga.supersede(by, now),
+            Input::Wake => saga.advance(now),
+            Input::Event(ev) => saga.apply(ev, now),
+            Input::Tick | Input::Timer { .. } => {
+                if matches!(input, Input::Timer { .. }) {
+                    saga.timer_fired();
+                }
+                match self.after_create(saga, now).await? {
+                    Applied::Changed => Applied::Changed,
+                    _ => self.tick(saga, now, from_copy).await,
+                }
+            }
+            Input::Operate(call) => match saga.operate(call, now) {
+                Ok(applied) => applied,
+                Err(refusal) => {
+                    if !from_copy {
+                        info!(action = call.action.as_str(), actor = %call.actor, %refusal, "operator call refused");
+                    }
+                    Applied::Ignored("operator call refused")
+                }
+            },
+        };
+        Ok(match applied {
+            Applied::Changed => Verdict::Changed,
+            Applied::Ignored(why) => Verdict::Unchanged(why),
+            Applied::Ahead => Verdict::Ahead,
         })
     }
 
@@ -950,6 +958,25 @@ fn record_end(saga: &Saga) {
 /// but as history.
 fn cluster_gone(saga: &Saga) -> bool {
     saga.kind == OperationKind::Delete && saga.state == OperationState::Succeeded
+}
+
+/// What one input did to a saga.
+enum Verdict {
+    Changed,
+    /// Nothing to do (a duplicate, a stale report, an early timer, a refused call).
+    Unchanged(&'static str),
+    /// The input is newer than the record read: a replica that lags.
+    Ahead,
+}
+
+/// When an input is applied. The server fired a timer when it was due by its clock: when this
+/// one is behind, what the timer was armed for is judged due all the same (else nothing would
+/// be due, and the timer armed again for a time already past).
+fn input_time(input: &Input) -> OffsetDateTime {
+    match input {
+        Input::Timer { fired_at } => OffsetDateTime::now_utc().max(*fired_at),
+        _ => OffsetDateTime::now_utc(),
+    }
 }
 
 /// The saga as stored; one that does not encode is a bug to report, not a conflict to retry.
