@@ -182,24 +182,22 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
             }
         }
         ClusterCommand::List { page_size, client } => {
-            let mut c = client.client().await?;
-            let mut list = Vec::new();
-            let mut page_token = String::new();
-            loop {
-                let req = pb::ListClustersRequest {
-                    page_size: page_size.unwrap_or(0),
-                    page_token,
-                };
-                let page = match c.list_clusters(req).await {
-                    Ok(r) => r.into_inner(),
-                    Err(s) => return fail(&client, s),
-                };
-                list.extend(page.clusters);
-                page_token = page.next_page_token;
-                if page_token.is_empty() {
-                    break;
+            let c = client.client().await?;
+            let pages = super::all_pages(|page_token| {
+                let mut c = c.clone();
+                async move {
+                    let req = pb::ListClustersRequest {
+                        page_size: page_size.unwrap_or(0),
+                        page_token,
+                    };
+                    let page = c.list_clusters(req).await?.into_inner();
+                    Ok((page.clusters, page.next_page_token))
                 }
-            }
+            });
+            let list = match pages.await {
+                Ok(list) => list,
+                Err(s) => return fail(&client, s),
+            };
             super::print_objects(&list, &client, false, &super::CLUSTERS)?;
             Ok(ExitCode::SUCCESS)
         }

@@ -125,6 +125,26 @@ pub(crate) const NODE_POOLS: Shown<hypersaga_api::v1::NodePool> = Shown {
     table: output::nodepools_table,
 };
 
+/// Every page of a list call, in order: `page` asks for the page after `token` (empty: the
+/// first) and answers its items and the next token (empty on the last page).
+pub(crate) async fn all_pages<T, Fut>(
+    mut page: impl FnMut(String) -> Fut,
+) -> Result<Vec<T>, tonic::Status>
+where
+    Fut: std::future::Future<Output = Result<(Vec<T>, String), tonic::Status>>,
+{
+    let mut items = Vec::new();
+    let mut token = String::new();
+    loop {
+        let (more, next) = page(token).await?;
+        items.extend(more);
+        if next.is_empty() {
+            return Ok(items);
+        }
+        token = next;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -525,25 +525,23 @@ pub async fn run(cmd: NodePoolCommand) -> anyhow::Result<ExitCode> {
             page_size,
             client,
         } => {
-            let mut c = client.client().await?;
-            let mut pools = Vec::new();
-            let mut page_token = String::new();
-            loop {
-                let req = pb::ListNodePoolsRequest {
-                    cluster: cluster.clone(),
-                    page_size: page_size.unwrap_or(0),
-                    page_token,
-                };
-                let page = match c.list_node_pools(req).await {
-                    Ok(r) => r.into_inner(),
-                    Err(s) => return fail(&client, s),
-                };
-                pools.extend(page.node_pools);
-                page_token = page.next_page_token;
-                if page_token.is_empty() {
-                    break;
+            let c = client.client().await?;
+            let pages = super::all_pages(|page_token| {
+                let (mut c, cluster) = (c.clone(), cluster.clone());
+                async move {
+                    let req = pb::ListNodePoolsRequest {
+                        cluster,
+                        page_size: page_size.unwrap_or(0),
+                        page_token,
+                    };
+                    let page = c.list_node_pools(req).await?.into_inner();
+                    Ok((page.node_pools, page.next_page_token))
                 }
-            }
+            });
+            let pools = match pages.await {
+                Ok(pools) => pools,
+                Err(s) => return fail(&client, s),
+            };
             super::print_objects(&pools, &client, false, &super::NODE_POOLS)?;
             Ok(ExitCode::SUCCESS)
         }
