@@ -37,6 +37,10 @@ pub struct Endpoints {
     /// name (`coordinator-0`), e.g. `http://127.0.0.1:40123`.
     #[serde(default)]
     pub health: std::collections::BTreeMap<String, String>,
+    /// A token of the platform's admin (`hypersaga tenant …`): the admin API's, never a
+    /// tenant's.
+    #[serde(default)]
+    pub admin_token: Option<String>,
 }
 
 /// Why the endpoints file could not be used.

@@ -2,9 +2,14 @@
 //! descriptor set for gRPC server reflection.
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
-    let file = root.join("hypersaga/v1/clusters.proto");
-    println!("cargo:rerun-if-changed={}", file.display());
-    let fds = protox::compile([&file], [&root])?;
+    let files = [
+        root.join("hypersaga/v1/clusters.proto"),
+        root.join("hypersaga/v1/admin.proto"),
+    ];
+    for file in &files {
+        println!("cargo:rerun-if-changed={}", file.display());
+    }
+    let fds = protox::compile(&files, [&root])?;
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
     std::fs::write(
         out.join("hypersaga_descriptor.bin"),

@@ -334,7 +334,7 @@ fn bench_config(nats_url: &str, max_m: usize, resync_secs: u64) -> anyhow::Resul
             tenant_id: "bench".into(),
             subscription_id: "bench".into(),
             client_id: "bench".into(),
-            client_secret: Secret::new("bench"),
+            client_secret: Some(Secret::new("bench")),
         },
     }];
     // Every saga in flight may have an event being applied at once.

@@ -211,6 +211,7 @@ fn placeholder_endpoints() -> Endpoints {
         tenants: Vec::new(),
         state_dir: PathBuf::new(),
         health: Default::default(),
+        admin_token: None,
     }
 }
 

@@ -199,7 +199,7 @@ fn bench_config(nats_url: &str, waiting: u32) -> anyhow::Result<Config> {
             tenant_id: "bench".into(),
             subscription_id: "bench".into(),
             client_id: "bench".into(),
-            client_secret: Secret::new("bench"),
+            client_secret: Some(Secret::new("bench")),
         },
     }];
     // About slots, not admission: the tenant may have every cluster of the bench at once.

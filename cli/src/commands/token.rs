@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use hypersaga_config::TokenDigest;
-use rand::Rng;
 
 use crate::output::Format;
 
@@ -41,11 +40,4 @@ pub fn run(cmd: TokenCommand) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `<prefix>_<64 hex digits>`: 256 random bits.
-pub fn new_token(prefix: &str) -> String {
-    let mut rng = rand::rng();
-    let hex: String = (0..32)
-        .map(|_| format!("{:02x}", rng.random::<u8>()))
-        .collect();
-    format!("{prefix}_{hex}")
-}
+pub use hypersaga_config::new_token;

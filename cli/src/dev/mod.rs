@@ -162,6 +162,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     TcpListener::bind(grpc).with_context(|| {
         format!("cannot listen on {grpc} for the gRPC API (another `hypersaga dev`?); pass --grpc-listen 127.0.0.1:0 for a free port")
     })?;
+    let admin_token = crate::commands::token::new_token("hsadmin");
     let config = Config {
         nats: NatsConfig {
             url: nats.url(),
@@ -181,7 +182,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
                         tenant_id: t.azure_tenant_id.clone(),
                         subscription_id: t.subscription_id.clone(),
                         client_id: t.client_id.clone(),
-                        client_secret: Secret::new(t.client_secret.clone()),
+                        client_secret: Some(Secret::new(t.client_secret.clone())),
                     },
                 })
             })
@@ -225,6 +226,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             // A test bed for fleets: the benches burst hundreds of calls per tenant.
             requests_per_sec_per_tenant: 2_000,
             request_burst_per_tenant: 10_000,
+            admins: vec![hypersaga_config::AdminConfig {
+                name: "dev".into(),
+                tokens: vec![TokenDigest::of(&admin_token)],
+            }],
             ..GatewayConfig::default()
         },
         coordinator: timings.coordinator,
@@ -242,6 +247,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         },
         // One host, many roles: each child gets its own probe port (`--health-listen`).
         health: Default::default(),
+        federation: Default::default(),
     };
     config.validate()?;
     world::make_public_zones(&config)
@@ -298,6 +304,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         tenants,
         state_dir: absolute(&state),
         health,
+        admin_token: Some(admin_token.clone()),
     };
     let ready = wait_for_gateway(&endpoints, &shutdown).await;
     if ready {
@@ -525,6 +532,7 @@ mod tests {
             tenants: vec![new_tenant("acme")],
             state_dir: state_dir.to_owned(),
             health: Default::default(),
+            admin_token: None,
         }
     }
 

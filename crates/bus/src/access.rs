@@ -23,10 +23,9 @@ use std::fmt::Write as _;
 
 use hypersaga_model::TenantId;
 
-use crate::subjects::worker_consumer;
 use crate::topology::{
     ACTIVE_BUCKET, AUDIT_STREAM, BUDGETS_BUCKET, CLUSTERS_BUCKET, CMD_STREAM, EVT_STREAM,
-    SAGAS_BUCKET,
+    SAGAS_BUCKET, TENANTS_BUCKET,
 };
 
 /// The services that run steps (each a worker role of its own).
@@ -82,7 +81,7 @@ impl Role {
 
     /// What this role may publish and subscribe to, on a bus with subject prefix `prefix`
     /// serving `tenants`.
-    pub fn permissions(&self, prefix: &str, tenants: &[TenantId]) -> Permissions {
+    pub fn permissions(&self, prefix: &str, _tenants: &[TenantId]) -> Permissions {
         let p = prefix;
         let mut perms = Permissions {
             publish: Vec::new(),
@@ -107,25 +106,20 @@ impl Role {
                 // Following the active index and listing every bucket in the resync: ordered
                 // consumers, whose flow-control replies go to `$JS.FC.<stream>.…`. Without
                 // them the server stops pushing after a few MB, and the watch stalls.
-                perms.flow_control([ACTIVE_BUCKET, SAGAS_BUCKET, CLUSTERS_BUCKET]);
+                perms.flow_control([ACTIVE_BUCKET, SAGAS_BUCKET, CLUSTERS_BUCKET, TENANTS_BUCKET]);
             }
             Role::Gateway => {
                 perms.publish.extend([
                     format!("{p}.*.saga.start"),
                     format!("{p}.*.saga.operate"),
                     format!("$KV.{CLUSTERS_BUCKET}.>"),
+                    // The admin API onboards, suspends and removes tenants, and audits it.
+                    format!("$KV.{TENANTS_BUCKET}.>"),
+                    format!("{p}.*.audit.{}", crate::subjects::TENANT_AUDIT_TOKEN),
                 ]);
                 // Listing and watching records: ordered consumers, with flow control.
-                perms.flow_control([CLUSTERS_BUCKET, SAGAS_BUCKET, ACTIVE_BUCKET]);
-                for bucket in [CLUSTERS_BUCKET, SAGAS_BUCKET, ACTIVE_BUCKET] {
-                    perms.read_bucket(bucket);
-                    let stream = format!("KV_{bucket}");
-                    perms.publish.extend([
-                        format!("$JS.API.CONSUMER.CREATE.{stream}"),
-                        format!("$JS.API.CONSUMER.CREATE.{stream}.>"),
-                        format!("$JS.API.CONSUMER.DELETE.{stream}.*"),
-                        format!("$JS.API.CONSUMER.INFO.{stream}.*"),
-                    ]);
+                for bucket in [CLUSTERS_BUCKET, SAGAS_BUCKET, ACTIVE_BUCKET, TENANTS_BUCKET] {
+                    perms.follow_bucket(bucket);
                 }
                 perms.topology_info();
             }
@@ -137,21 +131,21 @@ impl Role {
                 ]);
                 // A doorbell: the core subscription that says a tenant's queue has work.
                 perms.subscribe.push(format!("{p}.*.cmd.{service}"));
-                for tenant in tenants {
-                    let consumer = worker_consumer(service, tenant);
-                    perms.publish.extend([
-                        format!("$JS.API.CONSUMER.CREATE.{CMD_STREAM}.{consumer}"),
-                        format!(
-                            "$JS.API.CONSUMER.CREATE.{CMD_STREAM}.{consumer}.{p}.{tenant}.cmd.{service}"
-                        ),
-                        format!("$JS.API.CONSUMER.DURABLE.CREATE.{CMD_STREAM}.{consumer}"),
-                        format!("$JS.API.CONSUMER.INFO.{CMD_STREAM}.{consumer}"),
-                        format!("$JS.API.CONSUMER.MSG.NEXT.{CMD_STREAM}.{consumer}"),
-                        format!("$JS.ACK.{CMD_STREAM}.{consumer}.>"),
-                    ]);
-                }
+                // Its queues, one durable consumer per tenant (`worker_consumer`), made when a
+                // tenant first has work: any name, but only over its own service's commands.
+                // Names cannot be bounded by a wildcard (NATS matches whole tokens), so a
+                // worker role could read another service's queue by name; the filter is what
+                // a permission can hold.
+                perms.publish.extend([
+                    format!("$JS.API.CONSUMER.CREATE.{CMD_STREAM}.*.{p}.*.cmd.{service}"),
+                    format!("$JS.API.CONSUMER.INFO.{CMD_STREAM}.*"),
+                    format!("$JS.API.CONSUMER.MSG.NEXT.{CMD_STREAM}.*"),
+                    format!("$JS.ACK.{CMD_STREAM}.*.>"),
+                ]);
                 // The fence: is the saga still at this command?
                 perms.read_bucket(SAGAS_BUCKET);
+                // Which tenant is whose, live: its Azure principal and subscription.
+                perms.follow_bucket(TENANTS_BUCKET);
                 perms.read_bucket(BUDGETS_BUCKET);
                 perms.topology_info();
             }
@@ -185,6 +179,20 @@ impl Permissions {
             format!("$JS.API.DIRECT.GET.{stream}.>"),
             format!("$JS.API.DIRECT.GET.{stream}"),
             format!("$JS.API.STREAM.MSG.GET.{stream}"),
+        ]);
+    }
+
+    /// Reads of a KV bucket, and listing and watching it: ordered consumers on its stream,
+    /// with their flow control.
+    fn follow_bucket(&mut self, bucket: &str) {
+        self.read_bucket(bucket);
+        self.flow_control([bucket]);
+        let stream = format!("KV_{bucket}");
+        self.publish.extend([
+            format!("$JS.API.CONSUMER.CREATE.{stream}"),
+            format!("$JS.API.CONSUMER.CREATE.{stream}.>"),
+            format!("$JS.API.CONSUMER.DELETE.{stream}.*"),
+            format!("$JS.API.CONSUMER.INFO.{stream}.*"),
         ]);
     }
 
@@ -310,10 +318,15 @@ mod tests {
             "$JS.FC.KV_hcp_active.>".to_owned(),
             "$JS.FC.KV_hcp_clusters.>".to_owned(),
             "$JS.FC.KV_hcp_sagas.>".to_owned(),
+            "$JS.FC.KV_hcp_tenants.>".to_owned(),
         ];
         assert_eq!(fc(Role::Coordinator), kv);
         assert_eq!(fc(Role::Gateway), kv);
-        assert!(fc(Role::Worker("dns".into())).is_empty());
+        // Workers follow the tenants, and list nothing else.
+        assert_eq!(
+            fc(Role::Worker("dns".into())),
+            vec!["$JS.FC.KV_hcp_tenants.>".to_owned()]
+        );
         assert_eq!(
             fc(Role::Audit(None)),
             vec![format!("$JS.FC.{AUDIT_STREAM}.>")]

@@ -9,6 +9,7 @@
 //! | `<p>.<tenant>.audit.<cluster>` | `HCP_AUDIT` (limits, long retention) | public lifecycle events |
 //! | KV `hcp_sagas`, `hcp_clusters` | JetStream KV | saga state; cluster records |
 //! | KV `hcp_active` | JetStream KV | keys of unfinished sagas (the resync's work list) |
+//! | KV `hcp_tenants` | JetStream KV | onboarded tenants, followed live by every role |
 #![forbid(unsafe_code)]
 // `StepError` is large by design (it keeps Azure's code, message, target and `Retry-After`).
 #![allow(clippy::result_large_err)]
@@ -32,7 +33,7 @@ pub use steps::*;
 pub use subjects::Subjects;
 pub use topology::{
     ACTIVE_BUCKET, AUDIT_STREAM, BUDGETS_BUCKET, CLUSTERS_BUCKET, CMD_STREAM, DEAD_STREAM,
-    DEDUP_WINDOW, EVT_STREAM, SAGAS_BUCKET,
+    DEDUP_WINDOW, EVT_STREAM, SAGAS_BUCKET, TENANTS_BUCKET,
 };
 
 /// Errors talking to NATS.
@@ -178,6 +179,14 @@ impl Bus {
     }
 
     /// The cluster records bucket.
+    /// The onboarded tenants, by id.
+    pub async fn tenants(&self) -> Result<kv::Store> {
+        self.js
+            .get_key_value(TENANTS_BUCKET)
+            .await
+            .map_err(|e| Error::js("open KV hcp_tenants", e))
+    }
+
     pub async fn clusters(&self) -> Result<kv::Store> {
         self.js
             .get_key_value(CLUSTERS_BUCKET)

@@ -83,6 +83,12 @@ impl Subjects {
         format!("{}.{tenant}.audit.{cluster}", self.prefix)
     }
 
+    /// Audit events about the tenant itself (onboarded, suspended, …), not one of its
+    /// clusters: `_tenant` is no cluster name.
+    pub fn tenant_audit(&self, tenant: &TenantId) -> String {
+        self.audit(tenant, TENANT_AUDIT_TOKEN)
+    }
+
     /// Audit events of every cluster of one tenant, or of all tenants.
     pub fn audit_filter(&self, tenant: Option<&TenantId>) -> String {
         match tenant {
@@ -97,6 +103,9 @@ impl Subjects {
 pub fn worker_consumer(service: &str, tenant: &TenantId) -> String {
     format!("svc-{service}-{tenant}")
 }
+
+/// The last token of a tenant's own audit events (`<p>.<tenant>.audit._tenant`).
+pub const TENANT_AUDIT_TOKEN: &str = "_tenant";
 
 /// KV key of a cluster record.
 pub fn cluster_key(tenant: &TenantId, name: &str) -> String {

@@ -22,6 +22,9 @@ pub const DEAD_STREAM: &str = "HCP_DEAD";
 /// The shared Azure budgets (`hypersaga-pacer`). Made here with the rest, so that the workers,
 /// which pace themselves through it, need no right to create buckets.
 pub const BUDGETS_BUCKET: &str = "hcp_budgets";
+/// The onboarded tenants (`hypersaga-tenants`): written by the gateway's admin API, followed
+/// live by every role.
+pub const TENANTS_BUCKET: &str = "hcp_tenants";
 
 /// How long a `Nats-Msg-Id` is remembered. JetStream's default; larger windows cost memory.
 pub const DEDUP_WINDOW: Duration = Duration::from_secs(120);
@@ -84,6 +87,7 @@ pub(crate) async fn ensure(js: &jetstream::Context, s: &Subjects, replicas: usiz
         (CLUSTERS_BUCKET, 5),
         (ACTIVE_BUCKET, 1),
         (BUDGETS_BUCKET, 1),
+        (TENANTS_BUCKET, 5),
     ] {
         if js.get_key_value(bucket).await.is_err() {
             let created = js
@@ -167,8 +171,14 @@ pub fn stream_names() -> Vec<String> {
         .map(str::to_owned)
         .into_iter()
         .chain(
-            [SAGAS_BUCKET, CLUSTERS_BUCKET, ACTIVE_BUCKET, BUDGETS_BUCKET]
-                .map(|b| format!("KV_{b}")),
+            [
+                SAGAS_BUCKET,
+                CLUSTERS_BUCKET,
+                ACTIVE_BUCKET,
+                BUDGETS_BUCKET,
+                TENANTS_BUCKET,
+            ]
+            .map(|b| format!("KV_{b}")),
         )
         .collect()
 }

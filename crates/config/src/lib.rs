@@ -20,7 +20,7 @@ use hypersaga_model::TenantId;
 use serde::{Deserialize, Serialize};
 
 pub use secret::Secret;
-pub use token::TokenDigest;
+pub use token::{TokenDigest, new_token};
 pub use validate::{Problem, Problems, Role};
 
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +60,45 @@ pub struct Config {
     pub log: LogConfig,
     pub health: HealthConfig,
     pub quotas: QuotasConfig,
+    pub federation: FederationConfig,
+}
+
+/// hypersaga's own OIDC issuer, which each tenant's Entra trusts through a federated
+/// credential on the application the tenant registered: the roles that call Azure present a
+/// client assertion signed with this key instead of any secret of the tenant's.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FederationConfig {
+    /// The issuer URL: its `/.well-known/openid-configuration` and key set are served there
+    /// (`hypersaga issuer publish` writes them). Empty: tenants without a configured client
+    /// secret cannot be reached.
+    pub issuer: String,
+    /// PEM private key (RSA) the assertions are signed with; read by the roles that call
+    /// Azure.
+    pub signing_key_file: Option<PathBuf>,
+    /// `aud` of the assertions: Entra's token exchange audience.
+    pub audience: String,
+}
+
+impl Default for FederationConfig {
+    fn default() -> Self {
+        Self {
+            issuer: String::new(),
+            signing_key_file: None,
+            audience: FEDERATION_AUDIENCE.into(),
+        }
+    }
+}
+
+/// The audience Entra expects of a federated credential in public Azure.
+pub const FEDERATION_AUDIENCE: &str = "api://AzureADTokenExchange";
+
+impl FederationConfig {
+    /// The subject a tenant's federated credential must name: one per tenant, so one tenant's
+    /// credential never lets hypersaga act as another's.
+    pub fn subject(tenant: &TenantId) -> String {
+        format!("hypersaga:tenant:{tenant}")
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -91,8 +130,9 @@ impl Default for NatsConfig {
     }
 }
 
-/// One tenant: the bearer tokens its callers present (by digest), and the Azure principal and
-/// subscription its clusters are built in.
+/// A tenant declared in the configuration (the others are onboarded through the admin API and
+/// kept on the bus): the bearer tokens its callers present (by digest), and the Azure
+/// application and subscription its clusters are built in.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TenantConfig {
@@ -109,7 +149,11 @@ pub struct TenantAzure {
     pub tenant_id: String,
     pub subscription_id: String,
     pub client_id: String,
-    pub client_secret: Secret,
+    /// A long-lived client secret: only where a user explicitly configures one (each role
+    /// warns at start). Unset, hypersaga reaches the tenant through workload identity
+    /// federation and holds no secret of the tenant's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<Secret>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -234,6 +278,19 @@ pub struct GatewayConfig {
     /// calls are refused `RESOURCE_EXHAUSTED`. 0: no limit.
     pub requests_per_sec_per_tenant: u32,
     pub request_burst_per_tenant: u32,
+    /// Who may call the admin API (`hypersaga.v1.AdminService`: onboard, suspend and remove
+    /// tenants). Their tokens are never a tenant's; none listed, the admin API refuses every
+    /// call.
+    pub admins: Vec<AdminConfig>,
+}
+
+/// One admin of the platform: a name (the actor audited for everything it does) and the
+/// digests of its bearer tokens.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdminConfig {
+    pub name: String,
+    pub tokens: Vec<TokenDigest>,
 }
 
 /// The gateway's certificate, and optionally the CA of client certificates it accepts.
@@ -261,6 +318,7 @@ impl Default for GatewayConfig {
             keepalive_timeout_s: 10,
             requests_per_sec_per_tenant: 50,
             request_burst_per_tenant: 200,
+            admins: Vec::new(),
         }
     }
 }
@@ -508,7 +566,7 @@ impl Config {
                     tenant_id: String::new(),
                     subscription_id: String::new(),
                     client_id: String::new(),
-                    client_secret: Secret::new(""),
+                    client_secret: Some(Secret::new("")),
                 },
             }],
             azure: AzureConfig {
@@ -528,10 +586,19 @@ impl Config {
                     client_ca_file: Some(PathBuf::new()),
                     require_client_cert: false,
                 }),
+                admins: vec![AdminConfig {
+                    name: "sample".into(),
+                    tokens: vec![TokenDigest::of("0123456789abcdef-admin")],
+                }],
                 ..GatewayConfig::default()
             },
             health: HealthConfig {
                 listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+            },
+            federation: FederationConfig {
+                issuer: "https://issuer.example".into(),
+                signing_key_file: Some(PathBuf::new()),
+                ..FederationConfig::default()
             },
             quotas: QuotasConfig {
                 tenants: BTreeMap::from([(
@@ -547,8 +614,9 @@ impl Config {
         }
     }
 
-    /// The tenant a bearer token belongs to. Every digest is compared, each in constant time,
-    /// so how long this takes says nothing about which tenant or token came close.
+    /// The tenant a bearer token belongs to, among the configured ones. Every digest is
+    /// compared, each in constant time, so how long this takes says nothing about which
+    /// tenant or token came close.
     pub fn tenant_by_token(&self, token: &str) -> Option<&TenantConfig> {
         let mut found = None;
         for tenant in &self.tenants {
@@ -559,6 +627,28 @@ impl Config {
             }
         }
         found
+    }
+
+    /// The admin a bearer token belongs to, compared as [`Config::tenant_by_token`] does.
+    pub fn admin_by_token(&self, token: &str) -> Option<&AdminConfig> {
+        let mut found = None;
+        for admin in &self.gateway.admins {
+            for digest in &admin.tokens {
+                if digest.matches(token) && found.is_none() {
+                    found = Some(admin);
+                }
+            }
+        }
+        found
+    }
+
+    /// The configured tenants whose Azure access is a client secret (each role warns at start).
+    pub fn tenants_with_client_secrets(&self) -> Vec<&TenantId> {
+        self.tenants
+            .iter()
+            .filter(|t| t.azure.client_secret.is_some())
+            .map(|t| &t.id)
+            .collect()
     }
 
     pub fn tenant(&self, id: &TenantId) -> Option<&TenantConfig> {
@@ -740,7 +830,7 @@ max_clusters = 3
                 tenant_id: "t".into(),
                 subscription_id: "s".into(),
                 client_id: "c".into(),
-                client_secret: Secret::new("x"),
+                client_secret: Some(Secret::new("x")),
             },
         };
         let tokenless = TenantConfig {
@@ -905,7 +995,10 @@ client_secret = "from-the-file"
             Some(PathBuf::from("/tls/key.pem"))
         );
         assert_eq!(c.tenants.len(), 2);
-        assert_eq!(c.tenants[0].azure.client_secret.expose(), "from-a-secret");
+        assert_eq!(
+            c.tenants[0].azure.client_secret.as_ref().unwrap().expose(),
+            "from-a-secret"
+        );
         assert_eq!(
             c.tenants[0].azure.subscription_id, "s",
             "the rest of the file's tenant stays"
@@ -994,6 +1087,8 @@ client_secret = "from-the-file"
             "tenants[].tokens[]",
             "quotas.tenants.<key>.max_clusters",
             "gateway.tls.client_ca_file",
+            "gateway.admins[].tokens[]",
+            "federation.signing_key_file",
             "health.listen",
         ] {
             assert!(settings.iter().any(|x| x == s), "{s} not in {settings:?}");
@@ -1020,7 +1115,6 @@ client_secret = "from-the-file"
             "nats.credentials_dir: cannot read /nonexistent/bus/gateway.nk",
             "gateway.tls.cert_file: cannot read /nonexistent/cert.pem",
             "gateway.tls.key_file: cannot read /nonexistent/key.pem",
-            "tenants: none configured: the gateway role serves tenants",
         ] {
             assert!(said.contains(expected), "missing {expected:?} in:\n{said}");
         }

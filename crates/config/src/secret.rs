@@ -29,7 +29,9 @@ pub(crate) fn redact(value: &mut serde_json::Value, config: &crate::Config) {
         config.signing_keys.account_key.expose(),
     ];
     for t in &config.tenants {
-        secrets.push(t.azure.client_secret.expose());
+        if let Some(secret) = &t.azure.client_secret {
+            secrets.push(secret.expose());
+        }
     }
     if let Some(p) = &config.kube.pull_secret {
         secrets.push(p.expose());

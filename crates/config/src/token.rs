@@ -9,6 +9,16 @@ use sha2::{Digest, Sha256};
 
 const SCHEME: &str = "sha256:";
 
+/// A new bearer token, `<prefix>_<64 hex digits>`: 256 random bits.
+pub fn new_token(prefix: &str) -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    let hex: String = (0..32)
+        .map(|_| format!("{:02x}", rng.random::<u8>()))
+        .collect();
+    format!("{prefix}_{hex}")
+}
+
 /// `sha256:<64 hex digits>` of a bearer token.
 #[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]

@@ -198,7 +198,32 @@ impl Config {
                 }
             }
         }
-        c.out
+        let mut out = c.out;
+        let mut c = Check::new("gateway.admins");
+        for (i, admin) in self.gateway.admins.iter().enumerate() {
+            if admin.name.trim().is_empty() {
+                c.bad(
+                    &format!("[{i}].name"),
+                    "empty: every admin action is audited with it",
+                );
+            }
+            if admin.tokens.is_empty() {
+                c.bad(
+                    &format!("[{i}].tokens"),
+                    "at least one token digest is required (`hypersaga token new`)",
+                );
+            }
+            for (j, digest) in admin.tokens.iter().enumerate() {
+                if !tokens.insert(digest) {
+                    c.bad(
+                        &format!("[{i}].tokens[{j}]"),
+                        "the same token is listed twice (here, for another admin or for a tenant)",
+                    );
+                }
+            }
+        }
+        out.extend(c.out);
+        out
     }
 }
 
@@ -593,10 +618,6 @@ impl Role {
             Role::Nodepool => "nodepool",
         }
     }
-
-    fn serves_tenants(self) -> bool {
-        !matches!(self, Role::Coordinator)
-    }
 }
 
 impl Config {
@@ -668,12 +689,6 @@ impl Config {
             if let Some(ca) = &tls.client_ca_file {
                 file("gateway.tls.client_ca_file", ca);
             }
-        }
-        if role.serves_tenants() && self.tenants.is_empty() {
-            out.push(Problem::new(
-                "tenants",
-                format!("none configured: the {} role serves tenants", role.name()),
-            ));
         }
         if matches!(role, Role::Identity | Role::Controlplane) && self.blob.endpoint.is_empty() {
             out.push(Problem::new(

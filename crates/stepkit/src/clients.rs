@@ -9,6 +9,7 @@ use hypersaga_bus::StepError;
 use hypersaga_bus::{Action, StepCommand};
 use hypersaga_config::{Config, TenantAzure};
 use hypersaga_model::TenantId;
+use hypersaga_tenants::Directory;
 use url::Url;
 
 use crate::Error;
@@ -37,17 +38,18 @@ impl TenantArm {
     }
 }
 
-/// Per-tenant ARM clients. Each tenant has its own service principal and subscription, so
-/// each gets its own client (its own token cache); clients are built on the first step of a
-/// tenant and reused, since building one per step would fetch a token per step.
+/// Per-tenant ARM clients. Each tenant has its own application and subscription, so each gets
+/// its own client (its own token cache); clients are built on the first step of a tenant and
+/// reused, since building one per step would fetch a token per step. Tenants are read live
+/// from the [`Directory`]: a client is built again when its tenant's Azure access changes.
 pub struct ArmClients {
     resource_manager_url: Url,
     authority_host: Url,
     ca_bundle_pem: Option<String>,
     lro_poll_interval: Duration,
     lro_timeout: Duration,
-    tenants: HashMap<TenantId, TenantAzure>,
-    cache: Mutex<HashMap<TenantId, TenantArm>>,
+    tenants: Directory,
+    cache: Mutex<HashMap<TenantId, (Access, TenantArm)>>,
     budgets: Option<Budgets>,
 }
 
@@ -55,7 +57,7 @@ impl std::fmt::Debug for ArmClients {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ArmClients")
             .field("resource_manager_url", &self.resource_manager_url.as_str())
-            .field("tenants", &self.tenants.len())
+            .field("tenants", &self.tenants)
             .finish_non_exhaustive()
     }
 }
@@ -88,14 +90,22 @@ impl ArmClients {
             // A zero interval would make the client refuse to build; 1 ms is "as fast as ARM allows".
             lro_poll_interval: Duration::from_millis(config.azure.lro_poll_interval_ms.max(1)),
             lro_timeout: Duration::from_secs(config.azure.lro_timeout_s),
-            tenants: config
-                .tenants
-                .iter()
-                .map(|t| (t.id.clone(), t.azure.clone()))
-                .collect(),
+            tenants: Directory::configured(config),
             cache: Mutex::new(HashMap::new()),
             budgets: None,
         })
+    }
+
+    /// Serves the tenants of `directory` (the live one the service follows) instead of the
+    /// configured ones only.
+    pub fn with_tenants(mut self, directory: Directory) -> Self {
+        self.tenants = directory;
+        self
+    }
+
+    /// The tenants served.
+    pub fn tenants(&self) -> &Directory {
+        &self.tenants
     }
 
     /// Paces every client's requests through the shared `budgets` (none: unpaced).
@@ -110,7 +120,8 @@ impl ArmClients {
     /// running it, so no slot waits on the budget.
     pub async fn defer(&self, cmd: &StepCommand) -> Option<Duration> {
         let budgets = self.budgets.as_ref()?;
-        let azure = self.tenants.get(&cmd.tenant)?;
+        let tenant = self.tenants.get(&cmd.tenant)?;
+        let azure = &tenant.config.azure;
         // A re-check polls (reads); a first attempt writes or deletes.
         let class = match cmd.action {
             _ if cmd.is_recheck() => RequestClass::Read,
@@ -122,20 +133,24 @@ impl ArmClients {
             .await
     }
 
-    /// The client of `tenant`. A tenant missing from the configuration is terminal
+    /// The client of `tenant`. A tenant unknown here (never onboarded, or removed) is terminal
     /// (`TenantNotConfigured`): retrying cannot make it appear.
     pub fn tenant(&self, tenant: &TenantId) -> Result<TenantArm, StepError> {
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(t) = cache.get(tenant) {
-            return Ok(t.clone());
-        }
-        let Some(azure) = self.tenants.get(tenant) else {
+        let Some(record) = self.tenants.get(tenant) else {
             return Err(StepError::terminal(
                 "TenantNotConfigured",
-                format!("tenant {tenant} has no Azure service principal configured"),
+                format!("tenant {tenant} is not onboarded (or was removed)"),
             )
             .with_target("tenants"));
         };
+        let azure = &record.config.azure;
+        let access = Access::of(azure);
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((held, arm)) = cache.get(tenant)
+            && *held == access
+        {
+            return Ok(arm.clone());
+        }
         let gate = self
             .budgets
             .as_ref()
@@ -149,11 +164,7 @@ impl ArmClients {
                 resource_manager_url: self.resource_manager_url.clone(),
                 authority_host: self.authority_host.clone(),
                 ca_bundle_pem: self.ca_bundle_pem.clone(),
-                credential: CredentialConfig::ClientSecret {
-                    tenant_id: azure.tenant_id.clone(),
-                    client_id: azure.client_id.clone(),
-                    client_secret: Secret::new(azure.client_secret.expose().to_owned()),
-                },
+                credential: self.credential(tenant, azure)?,
                 lro_poll_interval: self.lro_poll_interval,
                 lro_timeout: self.lro_timeout,
             },
@@ -164,8 +175,48 @@ impl ArmClients {
             client,
             subscription_id: azure.subscription_id.clone(),
         };
-        cache.insert(tenant.clone(), arm.clone());
+        cache.insert(tenant.clone(), (access, arm.clone()));
         Ok(arm)
+    }
+
+    /// How hypersaga authenticates to `tenant`'s directory.
+    fn credential(
+        &self,
+        tenant: &TenantId,
+        azure: &TenantAzure,
+    ) -> Result<CredentialConfig, StepError> {
+        match &azure.client_secret {
+            Some(secret) => Ok(CredentialConfig::ClientSecret {
+                tenant_id: azure.tenant_id.clone(),
+                client_id: azure.client_id.clone(),
+                client_secret: Secret::new(secret.expose().to_owned()),
+            }),
+            None => Err(StepError::terminal(
+                "FederationNotConfigured",
+                format!("tenant {tenant} has no client secret, and this service has no workload identity federation issuer configured"),
+            )
+            .with_target("federation")),
+        }
+    }
+}
+
+/// What a tenant's client was built from: a change of any of it builds a new one.
+#[derive(Clone, PartialEq, Eq)]
+struct Access {
+    tenant_id: String,
+    subscription_id: String,
+    client_id: String,
+    secret: Option<String>,
+}
+
+impl Access {
+    fn of(azure: &TenantAzure) -> Self {
+        Self {
+            tenant_id: azure.tenant_id.clone(),
+            subscription_id: azure.subscription_id.clone(),
+            client_id: azure.client_id.clone(),
+            secret: azure.client_secret.as_ref().map(|s| s.expose().to_owned()),
+        }
     }
 }
 
@@ -184,7 +235,7 @@ mod tests {
                     tenant_id: "t".into(),
                     subscription_id: "sub-1".into(),
                     client_id: "c".into(),
-                    client_secret: ConfigSecret::new("s"),
+                    client_secret: Some(ConfigSecret::new("s")),
                 },
             }],
             ..Config::default()

@@ -47,7 +47,7 @@ pub use fencing::fenced;
 pub use flow::{ArmStep, Halt, Ops, conclude, drive};
 pub use notes::{LogNotes, Notes};
 pub use pacing::Budgets;
-pub use service::{budgets, connect, run_service};
+pub use service::{budgets, connect, run_service, tenants};
 pub use tags::{CLUSTER_TAG, SAGA_TAG, TENANT_TAG, tags};
 
 pub use hypersaga_bus::{Action, Outputs, StepCommand, StepError, StepId, StepOutputs};

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use hypersaga_bus::Bus;
 use hypersaga_config::Config;
+use hypersaga_tenants::Directory;
 use hypersaga_worker::{StepHandler, WorkerOptions};
 use tokio_util::sync::CancellationToken;
 
@@ -38,17 +39,35 @@ pub async fn budgets(bus: &Bus, config: &Config) -> Result<Option<Budgets>, Erro
     ))
 }
 
-/// Runs `handler` on the service's commands until `shutdown`.
+/// The tenants the service serves, followed live on `bus` until `shutdown`. Warns of every
+/// configured tenant whose Azure access is a client secret.
+pub async fn tenants(
+    bus: &Bus,
+    config: &Config,
+    shutdown: CancellationToken,
+) -> Result<Directory, Error> {
+    for tenant in config.tenants_with_client_secrets() {
+        tracing::warn!(%tenant, "this tenant's Azure access is a long-lived client secret in the configuration; onboard it with workload identity federation instead (`hypersaga tenant add`)");
+    }
+    let store = bus.tenants().await?;
+    Directory::follow(config, store, shutdown)
+        .await
+        .map_err(|e| Error::Config(format!("tenants: {e}")))
+}
+
+/// Runs `handler` on the service's commands until `shutdown`: the queues of the tenants in
+/// `tenants` now are opened at once, any other's from its first command.
 pub async fn run_service(
     config: &Config,
     service: &str,
     bus: Bus,
     handler: Arc<dyn StepHandler>,
+    tenants: &Directory,
     shutdown: CancellationToken,
 ) -> Result<(), Error> {
     let opts = WorkerOptions {
         service: service.to_owned(),
-        tenants: config.tenants.iter().map(|t| t.id.clone()).collect(),
+        tenants: tenants.ids(),
         concurrency: config.worker.concurrency.max(1),
         ack_wait: Duration::from_secs(config.worker.ack_wait_s.max(1)),
         drain_grace: DRAIN_GRACE,

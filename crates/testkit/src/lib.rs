@@ -109,7 +109,7 @@ impl TestArm {
                 tenant_id: AZURE_TENANT.into(),
                 subscription_id: SUBSCRIPTION.into(),
                 client_id: CLIENT_ID.into(),
-                client_secret: Secret::new(CLIENT_SECRET),
+                client_secret: Some(Secret::new(CLIENT_SECRET)),
             },
         }];
         if let Some(az) = blob {

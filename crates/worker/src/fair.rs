@@ -7,8 +7,11 @@
 //! a sweep every second (a retry held back with NAK-delay comes due without a new publish). A
 //! fetch that finds nothing clears the tenant until the next ring or sweep, so idle tenants
 //! cost nothing.
+//!
+//! Tenants are live data: a replica opens the queues of the tenants known when it starts, and
+//! that of any other tenant whose command rings its doorbell (one onboarded since).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use async_nats::jetstream::Message;
@@ -21,6 +24,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
 use crate::{Error, Result};
+
+fn consumer_error(consumer: &str, e: &dyn std::fmt::Display) -> Error {
+    Error::Consumer {
+        consumer: consumer.to_owned(),
+        message: e.to_string(),
+    }
+}
 
 /// How often every tenant is looked at again, for commands that came due without a publish.
 const SWEEP: Duration = Duration::from_secs(1);
@@ -37,8 +47,15 @@ const AFTER_RING: [Duration; 3] = [
 ];
 
 pub(crate) struct TenantQueues {
+    stream: async_nats::jetstream::stream::Stream,
+    bus: Bus,
+    service: String,
+    ack_wait: Duration,
     queues: Vec<Consumer<pull::Config>>,
     index: HashMap<String, usize>,
+    /// Tenants whose commands rang the doorbell before this replica had a queue for them
+    /// (onboarded since it started): their queues are opened before the next fetch.
+    unopened: HashSet<String>,
     ready: Vec<bool>,
     /// Per tenant: when to look again after a ring found nothing, and how many such looks
     /// were taken since its last ring.
@@ -50,74 +67,105 @@ pub(crate) struct TenantQueues {
 }
 
 impl TenantQueues {
-    /// Creates (or finds) each tenant's durable consumer for `service`.
+    /// Creates (or finds) the durable consumer for `service` of each tenant known now; a
+    /// tenant onboarded later gets its own when its first command rings.
     pub async fn open(
         bus: &Bus,
         service: &str,
         tenants: &[TenantId],
         ack_wait: Duration,
     ) -> Result<Self> {
-        let err = |consumer: &str, e: &dyn std::fmt::Display| Error::Consumer {
-            consumer: consumer.to_owned(),
-            message: e.to_string(),
-        };
         let stream = bus
             .jetstream()
             .get_stream(CMD_STREAM)
             .await
-            .map_err(|e| err(service, &e))?;
-        let mut queues = Vec::with_capacity(tenants.len());
-        let mut index = HashMap::new();
-        for tenant in tenants {
-            let name = hypersaga_bus::subjects::worker_consumer(service, tenant);
-            let consumer = stream
-                .get_or_create_consumer(
-                    &name,
-                    pull::Config {
-                        durable_name: Some(name.clone()),
-                        filter_subject: bus.subjects().cmd(tenant, service),
-                        ack_policy: AckPolicy::Explicit,
-                        ack_wait,
-                        // Attempts are counted and bounded by the coordinator, not by redelivery.
-                        max_deliver: -1,
-                        // Work is bounded by the replicas' slots; the server-side cap is shared by
-                        // all replicas and holds NAK-delayed retries too, so keep it out of the way.
-                        max_ack_pending: 10_000,
-                        ..Default::default()
-                    },
-                )
-                .await
-                .map_err(|e| err(&name, &e))?;
-            index.insert(tenant.to_string(), queues.len());
-            queues.push(consumer);
-        }
+            .map_err(|e| consumer_error(service, &e))?;
         let doorbell = bus
             .client()
             .subscribe(bus.subjects().cmd_filter(service))
             .await
-            .map_err(|e| err(service, &e))?;
-        let n = queues.len();
-        Ok(Self {
-            queues,
-            index,
-            ready: vec![true; n],
-            again_at: vec![None; n],
-            misses: vec![AFTER_RING.len(); n],
+            .map_err(|e| consumer_error(service, &e))?;
+        let mut queues = Self {
+            stream,
+            bus: bus.clone(),
+            service: service.to_owned(),
+            ack_wait,
+            queues: Vec::with_capacity(tenants.len()),
+            index: HashMap::new(),
+            unopened: HashSet::new(),
+            ready: Vec::new(),
+            again_at: Vec::new(),
+            misses: Vec::new(),
             next: 0,
             doorbell,
             swept: Instant::now(),
-        })
+        };
+        for tenant in tenants {
+            queues.add(tenant).await?;
+        }
+        // Known at start: looked at by the sweep, not chased as if they had just rung.
+        queues.misses.fill(AFTER_RING.len());
+        Ok(queues)
+    }
+
+    /// Opens `tenant`'s queue (its durable consumer of this service's commands), ready to be
+    /// looked at.
+    async fn add(&mut self, tenant: &TenantId) -> Result<()> {
+        if self.index.contains_key(tenant.as_str()) {
+            return Ok(());
+        }
+        let name = hypersaga_bus::subjects::worker_consumer(&self.service, tenant);
+        let consumer = self
+            .stream
+            .get_or_create_consumer(
+                &name,
+                pull::Config {
+                    durable_name: Some(name.clone()),
+                    filter_subject: self.bus.subjects().cmd(tenant, &self.service),
+                    ack_policy: AckPolicy::Explicit,
+                    ack_wait: self.ack_wait,
+                    // Attempts are counted and bounded by the coordinator, not by redelivery.
+                    max_deliver: -1,
+                    // Work is bounded by the replicas' slots; the server-side cap is shared by
+                    // all replicas and holds NAK-delayed retries too, so keep it out of the way.
+                    max_ack_pending: 10_000,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| consumer_error(&name, &e))?;
+        self.index.insert(tenant.to_string(), self.queues.len());
+        self.queues.push(consumer);
+        self.ready.push(true);
+        self.again_at.push(None);
+        self.misses.push(0);
+        Ok(())
+    }
+
+    /// Opens the queues of tenants that rang without one. One that cannot be opened now is
+    /// tried again at its next ring (its commands wait in the stream meanwhile).
+    async fn open_rung(&mut self) {
+        for tenant in std::mem::take(&mut self.unopened) {
+            let Ok(id) = TenantId::new(tenant.clone()) else {
+                continue;
+            };
+            match self.add(&id).await {
+                Ok(()) => {
+                    tracing::info!(service = %self.service, tenant = %id, "serving a new tenant")
+                }
+                Err(e) => warn!(tenant = %id, error = %e, "cannot open a new tenant's queue yet"),
+            }
+        }
     }
 
     /// Up to `slots` commands (at least one), taken from tenants in turn; waits until one has
     /// a command. Empty on shutdown.
     pub async fn next(&mut self, slots: usize, shutdown: &CancellationToken) -> Vec<Message> {
-        if self.queues.is_empty() {
-            shutdown.cancelled().await;
-            return Vec::new();
-        }
         let slots = slots.max(1);
         loop {
+            if !self.unopened.is_empty() {
+                self.open_rung().await;
+            }
             if self.swept.elapsed() >= SWEEP {
                 self.ready.iter_mut().for_each(|r| *r = true);
                 self.swept = Instant::now();
@@ -183,12 +231,21 @@ impl TenantQueues {
         }
     }
 
-    /// Marks the tenant of `<p>.<tenant>.cmd.<service>` as having work.
+    /// Marks the tenant of `<p>.<tenant>.cmd.<service>` as having work (to be opened first,
+    /// if it has no queue here yet).
     fn ring(&mut self, subject: &str) {
-        if let Some(&i) = subject.split('.').nth(1).and_then(|t| self.index.get(t)) {
-            self.ready[i] = true;
-            self.again_at[i] = None;
-            self.misses[i] = 0;
+        let Some(tenant) = subject.split('.').nth(1) else {
+            return;
+        };
+        match self.index.get(tenant) {
+            Some(&i) => {
+                self.ready[i] = true;
+                self.again_at[i] = None;
+                self.misses[i] = 0;
+            }
+            None => {
+                self.unopened.insert(tenant.to_owned());
+            }
         }
     }
 

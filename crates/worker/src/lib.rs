@@ -100,7 +100,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub struct WorkerOptions {
     /// Service name: consumes `<p>.<tenant>.cmd.<service>`.
     pub service: String,
-    /// The tenants whose commands this worker takes, in turn (one consumer each).
+    /// The tenants known at start, whose queues are opened at once; a tenant onboarded later
+    /// is served from its first command. Commands are taken from tenants in turn (one consumer
+    /// each).
     pub tenants: Vec<hypersaga_model::TenantId>,
     /// Steps run at once by this replica.
     pub concurrency: usize,

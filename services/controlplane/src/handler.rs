@@ -48,7 +48,8 @@ const SERVICE_NETWORK: &str = "172.31.0.0/16";
 pub struct ControlPlaneHandler {
     client: kube::Client,
     keys: KeyStore,
-    config: Config,
+    /// The tenants served, live: a HostedCluster names its tenant's directory and subscription.
+    tenants: hypersaga_tenants::Directory,
     waits: Waits,
     /// The `.dockerconfigjson` every HostedCluster pulls its release with, checked at start.
     pull_secret: String,
@@ -82,10 +83,16 @@ impl ControlPlaneHandler {
         Ok(Self {
             client,
             keys,
-            config: config.clone(),
+            tenants: hypersaga_tenants::Directory::configured(config),
             waits: Waits::from_config(config, DEFAULT_AVAILABLE_TIMEOUT),
             pull_secret,
         })
+    }
+
+    /// Serves the live tenants (`hypersaga_stepkit::tenants`), not only the configured ones.
+    pub fn with_tenants(mut self, tenants: hypersaga_tenants::Directory) -> Self {
+        self.tenants = tenants;
+        self
     }
 
     /// Runs one attempt (or one re-check) of the step, reporting progress to `notes` (what
@@ -191,14 +198,14 @@ impl ControlPlaneHandler {
     ) -> Result<(), StepError> {
         let names = &cmd.context.names;
         let ns = names.namespace.as_str();
-        let tenant = self.config.tenant(&cmd.tenant).ok_or_else(|| {
+        let tenant = self.tenants.get(&cmd.tenant).ok_or_else(|| {
             StepError::terminal(
-                "UnknownTenant",
-                format!("tenant {} is not configured", cmd.tenant),
+                "TenantNotConfigured",
+                format!("tenant {} is not onboarded (or was removed)", cmd.tenant),
             )
         })?;
         // Everything we need is gathered before anything is written.
-        let inputs = Inputs::from_command(cmd, tenant)?;
+        let inputs = Inputs::from_command(cmd, &tenant.config)?;
         let key = self
             .keys
             .load(cmd.tenant.as_str())

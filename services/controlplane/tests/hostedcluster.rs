@@ -321,7 +321,7 @@ async fn missing_inputs_and_keys_are_classified() {
         .execute(&cmd, &Collect::default())
         .await
         .expect_err("unknown tenant");
-    assert_eq!(err.info.code, "UnknownTenant");
+    assert_eq!(err.info.code, "TenantNotConfigured");
 
     // Nothing was written by any of these.
     assert!(objects_in(&mgmt.emulator, &cmd.context.names.namespace).is_empty());

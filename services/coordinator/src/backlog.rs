@@ -31,7 +31,7 @@ const FRESH_FOR: Duration = Duration::from_secs(1);
 
 pub(crate) struct Backlogs {
     js: jetstream::Context,
-    tenants: Vec<TenantId>,
+    tenants: hypersaga_tenants::Directory,
     /// Per consumer: when it was read, and whether it was active.
     cache: Mutex<HashMap<String, (Instant, bool)>>,
     /// When the bus last failed to answer: a consumer that could not be read, the
@@ -40,7 +40,7 @@ pub(crate) struct Backlogs {
 }
 
 impl Backlogs {
-    pub fn new(js: jetstream::Context, tenants: Vec<TenantId>) -> Self {
+    pub fn new(js: jetstream::Context, tenants: hypersaga_tenants::Directory) -> Self {
         Self {
             js,
             tenants,
@@ -92,7 +92,8 @@ impl Backlogs {
     /// that does not exist as not. `tenant`'s own queue is looked at first: it is the
     /// likeliest to say yes.
     async fn busy(&self, service: &str, tenant: &TenantId, horizon: Duration) -> bool {
-        let others = self.tenants.iter().filter(|t| *t != tenant);
+        let all = self.tenants.ids();
+        let others = all.iter().filter(|t| *t != tenant);
         for t in std::iter::once(tenant).chain(others) {
             if self.active(service, t, horizon).await {
                 return true;
@@ -194,7 +195,21 @@ mod tests {
             .expect("nats-server");
         let client = async_nats::connect(nats.url()).await.expect("connect");
         let tenant = TenantId::new("acme").expect("tenant");
-        let backlogs = Backlogs::new(jetstream::new(client), vec![tenant.clone()]);
+        let config = hypersaga_config::Config {
+            tenants: vec![hypersaga_config::TenantConfig {
+                id: tenant.clone(),
+                tokens: vec![],
+                azure: hypersaga_config::TenantAzure {
+                    tenant_id: "t".into(),
+                    subscription_id: "s".into(),
+                    client_id: "c".into(),
+                    client_secret: None,
+                },
+            }],
+            ..Default::default()
+        };
+        let tenants = hypersaga_tenants::Directory::configured(&config);
+        let backlogs = Backlogs::new(jetstream::new(client), tenants);
         let services = vec!["identity".to_owned(), "network".to_owned()];
         let horizon = Duration::from_millis(300);
 

@@ -68,11 +68,16 @@ pub struct Engine {
 }
 
 impl Engine {
-    pub async fn new(bus: Bus, config: &hypersaga_config::Config) -> Result<Self> {
+    /// An engine serving `tenants` (followed live: whose workers' queues say a service is
+    /// alive).
+    pub async fn new(
+        bus: Bus,
+        config: &hypersaga_config::Config,
+        tenants: hypersaga_tenants::Directory,
+    ) -> Result<Self> {
         let sagas = bus.sagas().await?;
         let clusters = bus.clusters().await?;
         let active = bus.active().await?;
-        let tenants = config.tenants.iter().map(|t| t.id.clone()).collect();
         let backlogs = Backlogs::new(bus.jetstream().clone(), tenants);
         Ok(Self {
             bus,

@@ -109,7 +109,7 @@ impl Harness {
                 tenant_id: "t".into(),
                 subscription_id: "s".into(),
                 client_id: "c".into(),
-                client_secret: Secret::new("x"),
+                client_secret: Some(Secret::new("x")),
             },
         };
         config.tenants = vec![tenant("acme", TOKEN), tenant("globex", GLOBEX)];

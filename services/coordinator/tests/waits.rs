@@ -114,7 +114,7 @@ async fn hundreds_of_waiting_clusters_hold_no_worker_slot() {
             tenant_id: "t".into(),
             subscription_id: "s".into(),
             client_id: "c".into(),
-            client_secret: Secret::new("x"),
+            client_secret: Some(Secret::new("x")),
         },
     }];
     config.coordinator.concurrency = 64;

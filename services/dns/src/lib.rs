@@ -46,8 +46,13 @@ pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<(), Err
     let service = Service::Dns.as_str();
     let bus = hypersaga_stepkit::connect(config, service).await?;
     let budgets = hypersaga_stepkit::budgets(&bus, config).await?;
-    let handler = Arc::new(DnsHandler::new(config)?.with_budgets(budgets));
-    hypersaga_stepkit::run_service(config, service, bus, handler, shutdown).await?;
+    let tenants = hypersaga_stepkit::tenants(&bus, config, shutdown.clone()).await?;
+    let handler = Arc::new(
+        DnsHandler::new(config)?
+            .with_budgets(budgets)
+            .with_tenants(tenants.clone()),
+    );
+    hypersaga_stepkit::run_service(config, service, bus, handler, &tenants, shutdown).await?;
     Ok(())
 }
 
@@ -71,6 +76,12 @@ impl DnsHandler {
     /// Paces its ARM requests through the shared per-subscription budgets.
     pub fn with_budgets(mut self, budgets: Option<hypersaga_stepkit::Budgets>) -> Self {
         self.arm = self.arm.with_budgets(budgets);
+        self
+    }
+
+    /// Serves the live tenants (`hypersaga_stepkit::tenants`), not only the configured ones.
+    pub fn with_tenants(mut self, tenants: hypersaga_tenants::Directory) -> Self {
+        self.arm = self.arm.with_tenants(tenants);
         self
     }
 }

@@ -151,7 +151,7 @@ pub fn spec_to_pb(s: &ClusterSpec) -> pb::ClusterSpec {
     }
 }
 
-fn ts(t: OffsetDateTime) -> prost_types::Timestamp {
+pub(crate) fn ts(t: OffsetDateTime) -> prost_types::Timestamp {
     prost_types::Timestamp {
         seconds: t.unix_timestamp(),
         nanos: t.nanosecond() as i32,

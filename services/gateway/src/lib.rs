@@ -14,6 +14,7 @@ mod service;
 use std::net::TcpListener;
 use std::time::Duration;
 
+use hypersaga_api::v1::admin_service_server::AdminServiceServer;
 use hypersaga_api::v1::cluster_service_server::ClusterServiceServer;
 use hypersaga_bus::Bus;
 use hypersaga_config::Config;
@@ -21,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use tracing::info;
 
-pub use service::Gateway;
+pub use service::{Admin, Gateway};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -31,6 +32,8 @@ pub enum Error {
     Serve(#[from] tonic::transport::Error),
     #[error("reflection service failed to build")]
     Reflection(#[from] tonic_reflection::server::Error),
+    #[error("cannot follow the tenants: {0}")]
+    Tenants(String),
     #[error("cannot use listener")]
     Io(#[from] std::io::Error),
     #[error("cannot read TLS file {path}")]
@@ -51,7 +54,12 @@ pub async fn run(
 ) -> Result<()> {
     let settings = &config.gateway;
     let bus = Bus::connect_configured(&config.nats, &hypersaga_bus::Role::Gateway).await?;
-    let gateway = Gateway::new(config.clone(), bus).await?;
+    let tenants =
+        hypersaga_tenants::Directory::follow(config, bus.tenants().await?, shutdown.clone())
+            .await
+            .map_err(|e| Error::Tenants(e.to_string()))?;
+    let gateway = Gateway::new(config.clone(), bus, tenants.clone()).await?;
+    let admin = Admin::new(gateway.clone(), tenants).await?;
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<ClusterServiceServer<Gateway>>().await;
     listener.set_nonblocking(true)?;
@@ -66,7 +74,12 @@ pub async fn run(
     }
     let api =
         ClusterServiceServer::new(gateway).max_decoding_message_size(settings.max_message_bytes);
-    let mut routes = server.add_service(health_service).add_service(api);
+    let admin =
+        AdminServiceServer::new(admin).max_decoding_message_size(settings.max_message_bytes);
+    let mut routes = server
+        .add_service(health_service)
+        .add_service(api)
+        .add_service(admin);
     if settings.reflection {
         let reflection = || {
             tonic_reflection::server::Builder::configure()

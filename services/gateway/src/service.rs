@@ -6,6 +6,7 @@
 //! saga. A lost wake-up is repaired by the coordinator's resync, or at once by a retried
 //! request.
 
+mod admin;
 mod clusters;
 mod day2;
 mod limits;
@@ -30,16 +31,19 @@ use hypersaga_model::record::{
     CLUSTER_RECORD_VERSION, OperationIntent, OperationKind, OperationState, OperationView,
 };
 use hypersaga_model::{
-    ClusterPhase, ClusterRecord, ClusterSpec, validate, validate_create, validate_subscription,
+    ClusterPhase, ClusterRecord, ClusterSpec, TenantId, validate, validate_create,
+    validate_subscription,
 };
 use hypersaga_saga::StoredOperation;
 use hypersaga_saga::kinds::Direction;
 use hypersaga_telemetry::TraceParent;
+use hypersaga_tenants::{Directory, Suspension};
 use time::{Duration, OffsetDateTime};
 use tonic::{Request, Response, Status};
 use tonic_types::StatusExt;
 use tracing::{info, instrument, warn};
 
+pub use self::admin::Admin;
 use self::limits::Checks;
 use self::operator::CallRequest;
 use crate::convert::{self, cluster_to_pb, operation_to_pb, spec_from_pb};
@@ -53,16 +57,23 @@ pub struct Gateway {
     sagas: kv::Store,
     usage: std::sync::Arc<quota::UsageCache>,
     rate: Option<std::sync::Arc<rate::TenantRate>>,
+    /// The tenants served, live.
+    tenants: Directory,
 }
 
 impl Gateway {
-    pub async fn new(config: Config, bus: Bus) -> Result<Self, hypersaga_bus::Error> {
+    pub async fn new(
+        config: Config,
+        bus: Bus,
+        tenants: Directory,
+    ) -> Result<Self, hypersaga_bus::Error> {
         let clusters = bus.clusters().await?;
         let sagas = bus.sagas().await?;
         Ok(Self {
             bus,
             clusters,
             sagas,
+            tenants,
             rate: rate::TenantRate::from_config(&config.gateway).map(std::sync::Arc::new),
             usage: Default::default(),
             config,
@@ -70,40 +81,24 @@ impl Gateway {
     }
 
     /// The tenant of the caller's bearer token; a missing or unknown token is UNAUTHENTICATED,
-    /// and logged with the caller's address (never the token).
+    /// and logged with the caller's address (never the token). A suspended tenant is
+    /// PERMISSION_DENIED, naming the suspension.
     fn tenant<T>(&self, req: &Request<T>) -> Result<TenantConfig, Status> {
-        let refuse = |why: &'static str, status: Status| {
-            let peer = req.remote_addr().map(|a| a.to_string()).unwrap_or_default();
-            warn!(%peer, reason = why, "authentication failed");
-            metrics::counter!("hypersaga_gateway_auth_failures_total", "reason" => why)
-                .increment(1);
-            status
-        };
-        let header = req.metadata().get("authorization").ok_or_else(|| {
-            refuse(
-                "no token",
-                Status::unauthenticated("missing `authorization: Bearer <token>` metadata"),
+        let token = bearer_token(req)?;
+        let tenant = self.tenants.by_token(token).ok_or_else(|| {
+            refused(
+                req,
+                "unknown token",
+                Status::unauthenticated("unknown token"),
             )
         })?;
-        let token = header
-            .to_str()
-            .ok()
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .ok_or_else(|| {
-                refuse(
-                    "malformed",
-                    Status::unauthenticated("authorization metadata must be `Bearer <token>`"),
-                )
-            })?;
-        let tenant = self
-            .config
-            .tenant_by_token(token.trim())
-            .cloned()
-            .ok_or_else(|| refuse("unknown token", Status::unauthenticated("unknown token")))?;
-        if let Some(rate) = &self.rate {
-            rate.admit(&tenant.id)?;
+        if let Some(s) = &tenant.suspended {
+            return Err(refused(req, "suspended", suspended(tenant.id(), s)));
         }
-        Ok(tenant)
+        if let Some(rate) = &self.rate {
+            rate.admit(tenant.id())?;
+        }
+        Ok(tenant.config.clone())
     }
 
     async fn load_cluster(
@@ -390,6 +385,56 @@ fn new_operation_id() -> String {
 }
 
 /// KV keys accept `[-/_=.a-zA-Z0-9]`; anything else cannot name a stored object.
+/// Counts and logs a refused authentication, with the caller's address (never its token).
+fn refused<T>(req: &Request<T>, why: &'static str, status: Status) -> Status {
+    let peer = req.remote_addr().map(|a| a.to_string()).unwrap_or_default();
+    warn!(%peer, reason = why, "authentication failed");
+    metrics::counter!("hypersaga_gateway_auth_failures_total", "reason" => why).increment(1);
+    status
+}
+
+/// The bearer token of a call: UNAUTHENTICATED when missing or malformed.
+fn bearer_token<T>(req: &Request<T>) -> Result<&str, Status> {
+    let header = req.metadata().get("authorization").ok_or_else(|| {
+        refused(
+            req,
+            "no token",
+            Status::unauthenticated("missing `authorization: Bearer <token>` metadata"),
+        )
+    })?;
+    header
+        .to_str()
+        .ok()
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .map(str::trim)
+        .ok_or_else(|| {
+            refused(
+                req,
+                "malformed",
+                Status::unauthenticated("authorization metadata must be `Bearer <token>`"),
+            )
+        })
+}
+
+/// A suspended tenant's call: refused, naming why and by whom.
+fn suspended(tenant: &TenantId, s: &Suspension) -> Status {
+    Status::with_error_details(
+        tonic::Code::PermissionDenied,
+        format!(
+            "tenant {tenant} is suspended since {} by {}: {}",
+            s.at.format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default(),
+            s.by,
+            s.reason
+        ),
+        tonic_types::ErrorDetails::with_error_info(
+            "TenantSuspended",
+            operator::ERROR_DOMAIN,
+            std::collections::HashMap::from([("reason".to_owned(), s.reason.clone())]),
+        ),
+    )
+}
+
 fn valid_key_part(s: &str) -> bool {
     !s.is_empty()
         && s.bytes()

@@ -50,6 +50,12 @@ impl NodePoolHandler {
         })
     }
 
+    /// Serves the live tenants (`hypersaga_stepkit::tenants`), not only the configured ones.
+    pub fn with_tenants(mut self, tenants: hypersaga_tenants::Directory) -> Self {
+        self.arm = self.arm.with_tenants(tenants);
+        self
+    }
+
     /// Runs one attempt of the step, reporting progress to `notes` (what
     /// [`StepHandler::run`] does with the worker's [`Progress`]).
     pub async fn execute(

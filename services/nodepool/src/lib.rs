@@ -50,7 +50,12 @@ pub enum Error {
 /// ([`hypersaga_stepkit::run_service`]).
 pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<(), Error> {
     let bus = hypersaga_stepkit::connect(config, SERVICE).await?;
-    let handler = Arc::new(NodePoolHandler::new(config).await?);
-    hypersaga_stepkit::run_service(config, SERVICE, bus, handler, shutdown).await?;
+    let tenants = hypersaga_stepkit::tenants(&bus, config, shutdown.clone()).await?;
+    let handler = Arc::new(
+        NodePoolHandler::new(config)
+            .await?
+            .with_tenants(tenants.clone()),
+    );
+    hypersaga_stepkit::run_service(config, SERVICE, bus, handler, &tenants, shutdown).await?;
     Ok(())
 }

@@ -146,11 +146,13 @@ async fn serve_arm(a: ServeArmArgs) -> anyhow::Result<ExitCode> {
         principals: config
             .tenants
             .iter()
-            .map(|t| hypersaga_emulator_arm::Principal {
-                azure_tenant_id: t.azure.tenant_id.clone(),
-                client_id: t.azure.client_id.clone(),
-                client_secret: t.azure.client_secret.expose().to_owned(),
-                subscription_ids: vec![t.azure.subscription_id.clone()],
+            .filter_map(|t| {
+                Some(hypersaga_emulator_arm::Principal {
+                    azure_tenant_id: t.azure.tenant_id.clone(),
+                    client_id: t.azure.client_id.clone(),
+                    client_secret: t.azure.client_secret.as_ref()?.expose().to_owned(),
+                    subscription_ids: vec![t.azure.subscription_id.clone()],
+                })
             })
             .collect(),
         latency: a.tls.profile.timings().arm_latency,

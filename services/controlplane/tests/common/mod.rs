@@ -110,7 +110,7 @@ pub fn tenant_config(id: &str) -> TenantConfig {
             tenant_id: AZURE_TENANT.into(),
             subscription_id: SUBSCRIPTION.into(),
             client_id: "client".into(),
-            client_secret: Secret::new("secret"),
+            client_secret: Some(Secret::new("secret")),
         },
     }
 }
