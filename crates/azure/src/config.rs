@@ -41,6 +41,12 @@ impl ArmConfig {
     }
 }
 
+/// Makes client assertions: a fresh signed JWT each time Entra is asked for a token.
+pub trait AssertionSource: Send + Sync {
+    /// A new assertion, or why none can be made.
+    fn assertion(&self) -> Result<String, String>;
+}
+
 /// Where the ARM token comes from. An enum so workload identity (token file) and managed
 /// identity slot in as variants without changing callers.
 #[derive(Clone)]
@@ -54,6 +60,17 @@ pub enum CredentialConfig {
         client_id: String,
         /// The client secret; never logged (`Secret`'s `Debug` is redacted).
         client_secret: Secret,
+    },
+    /// Workload identity federation: an application in `tenant_id`'s directory that trusts an
+    /// issuer of the caller's, authenticated with a client assertion signed by that issuer
+    /// (`ClientAssertionCredential`). No secret is involved.
+    ClientAssertion {
+        /// The directory the application lives in.
+        tenant_id: String,
+        /// The application (client) id.
+        client_id: String,
+        /// Signs the assertions, one per token request.
+        assertion: Arc<dyn AssertionSource>,
     },
     /// An already-built credential, for callers that need one this enum does not model yet.
     /// Its HTTP transport (and so its CA trust) is the caller's business.
@@ -73,6 +90,15 @@ impl fmt::Debug for CredentialConfig {
                 .field("client_id", client_id)
                 .field("client_secret", &"<redacted>")
                 .finish(),
+            Self::ClientAssertion {
+                tenant_id,
+                client_id,
+                ..
+            } => f
+                .debug_struct("ClientAssertion")
+                .field("tenant_id", tenant_id)
+                .field("client_id", client_id)
+                .finish_non_exhaustive(),
             Self::Custom(_) => f.write_str("Custom(..)"),
         }
     }

@@ -40,7 +40,7 @@ pub use azure_core::credentials::{Secret, TokenCredential};
 pub use classify::{ErrorKind, classify, means_absent};
 pub use client::ArmClient;
 pub use compute::{ComputeError, QuotaError, Usage, Usages, VmDemand, VmSize, check_vcpu_quota};
-pub use config::{ArmConfig, CredentialConfig};
+pub use config::{ArmConfig, AssertionSource, CredentialConfig};
 pub use error::{ArmError, ArmErrorBody, Result};
 pub use gate::{Feedback, Gate, Hooks, MutationGuard, RequestClass};
 pub use ids::{IdError, ResourceId};

@@ -11,7 +11,10 @@ use std::time::Duration;
 use azure_core::cloud::{CloudConfiguration, CustomConfiguration};
 use azure_core::credentials::TokenCredential;
 use azure_core::http::{ClientOptions, RetryOptions, Transport};
-use azure_identity::{ClientSecretCredential, ClientSecretCredentialOptions};
+use azure_identity::{
+    ClientAssertion, ClientAssertionCredential, ClientAssertionCredentialOptions,
+    ClientSecretCredential, ClientSecretCredentialOptions,
+};
 
 use crate::config::{ArmConfig, CredentialConfig};
 use crate::error::{ArmError, Result};
@@ -62,14 +65,7 @@ pub(crate) fn credential(
             client_id,
             client_secret,
         } => {
-            let mut custom = CustomConfiguration::default();
-            custom.authority_host = config
-                .authority_host
-                .as_str()
-                .trim_end_matches('/')
-                .to_owned();
-            let mut client_options = client_options(http);
-            client_options.cloud = Some(Arc::new(CloudConfiguration::from(custom)));
+            let client_options = entra_options(config, http);
             let credential = ClientSecretCredential::new(
                 tenant_id,
                 client_id.clone(),
@@ -79,6 +75,56 @@ pub(crate) fn credential(
             .map_err(|e| ArmError::Config(format!("client secret credential: {e}")))?;
             Ok(credential)
         }
+        CredentialConfig::ClientAssertion {
+            tenant_id,
+            client_id,
+            assertion,
+        } => {
+            let credential = ClientAssertionCredential::new(
+                tenant_id.clone(),
+                client_id.clone(),
+                Assertions(assertion.clone()),
+                Some(ClientAssertionCredentialOptions {
+                    client_options: entra_options(config, http),
+                }),
+            )
+            .map_err(|e| ArmError::Config(format!("client assertion credential: {e}")))?;
+            Ok(credential)
+        }
         CredentialConfig::Custom(credential) => Ok(credential.clone()),
+    }
+}
+
+/// The client options of a credential that asks `config.authority_host` for tokens.
+fn entra_options(config: &ArmConfig, http: &reqwest::Client) -> ClientOptions {
+    let mut custom = CustomConfiguration::default();
+    custom.authority_host = config
+        .authority_host
+        .as_str()
+        .trim_end_matches('/')
+        .to_owned();
+    let mut client_options = client_options(http);
+    client_options.cloud = Some(Arc::new(CloudConfiguration::from(custom)));
+    client_options
+}
+
+/// An [`AssertionSource`] as `azure_identity` asks for assertions.
+struct Assertions(Arc<dyn crate::config::AssertionSource>);
+
+impl std::fmt::Debug for Assertions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Assertions(..)")
+    }
+}
+
+#[async_trait::async_trait]
+impl ClientAssertion for Assertions {
+    async fn secret(
+        &self,
+        _options: Option<azure_core::http::ClientMethodOptions<'_>>,
+    ) -> azure_core::Result<String> {
+        self.0.assertion().map_err(|e| {
+            azure_core::Error::with_message(azure_core::error::ErrorKind::Credential, e)
+        })
     }
 }

@@ -9,6 +9,9 @@
 //!   second storage account that serves nothing anonymously, so any replica can reload it
 //!   and nobody can read it without that account's credential.
 //!
+//! * [`AssertionSigner`] — hypersaga's own client assertions, which tenants' Entra directories
+//!   trust through federated credentials instead of any secret.
+//!
 //! Workload identity federation only works if the published `issuer` equals the token `iss`
 //! and each federated credential's `issuer` byte-for-byte, so everything here derives the
 //! issuer URL from one function ([`BlobPublisher::issuer_url`]).
@@ -17,6 +20,7 @@
 // `Error::Blob` keeps the SDK error by value; errors are rare next to a storage round trip.
 #![allow(clippy::result_large_err)]
 
+mod assertion;
 mod blob;
 mod der;
 mod documents;
@@ -24,6 +28,7 @@ mod error;
 mod key;
 mod pem;
 
+pub use assertion::AssertionSigner;
 pub use azure_core::credentials::Secret;
 pub use blob::{
     BlobConfig, BlobPublisher, KEY_BLOB, KeyStore, LEGACY_KEY_CONTAINER, Migration, legacy_key_blob,

@@ -4,11 +4,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hypersaga_azure::{ArmClient, ArmConfig, CredentialConfig, Hooks, RequestClass, Secret, ids};
+use hypersaga_azure::{
+    ArmClient, ArmConfig, AssertionSource, CredentialConfig, Hooks, RequestClass, Secret, ids,
+};
 use hypersaga_bus::StepError;
 use hypersaga_bus::{Action, StepCommand};
-use hypersaga_config::{Config, TenantAzure};
+use hypersaga_config::{Config, FederationConfig, TenantAzure};
 use hypersaga_model::TenantId;
+use hypersaga_oidc::{AssertionSigner, SigningKey};
 use hypersaga_tenants::Directory;
 use url::Url;
 
@@ -49,6 +52,9 @@ pub struct ArmClients {
     lro_poll_interval: Duration,
     lro_timeout: Duration,
     tenants: Directory,
+    /// hypersaga's own issuer, whose assertions tenants' applications trust (none: only
+    /// tenants with a configured client secret can be reached).
+    federation: Option<Arc<AssertionSigner>>,
     cache: Mutex<HashMap<TenantId, (Access, TenantArm)>>,
     budgets: Option<Budgets>,
 }
@@ -91,6 +97,7 @@ impl ArmClients {
             lro_poll_interval: Duration::from_millis(config.azure.lro_poll_interval_ms.max(1)),
             lro_timeout: Duration::from_secs(config.azure.lro_timeout_s),
             tenants: Directory::configured(config),
+            federation: federation(&config.federation)?,
             cache: Mutex::new(HashMap::new()),
             budgets: None,
         })
@@ -191,12 +198,61 @@ impl ArmClients {
                 client_id: azure.client_id.clone(),
                 client_secret: Secret::new(secret.expose().to_owned()),
             }),
-            None => Err(StepError::terminal(
-                "FederationNotConfigured",
-                format!("tenant {tenant} has no client secret, and this service has no workload identity federation issuer configured"),
-            )
-            .with_target("federation")),
+            None => match &self.federation {
+                Some(signer) => Ok(CredentialConfig::ClientAssertion {
+                    tenant_id: azure.tenant_id.clone(),
+                    client_id: azure.client_id.clone(),
+                    assertion: Arc::new(TenantAssertion {
+                        signer: signer.clone(),
+                        subject: FederationConfig::subject(tenant),
+                    }),
+                }),
+                None => Err(StepError::terminal(
+                    "FederationNotConfigured",
+                    format!("tenant {tenant} has no client secret, and this service has no workload identity federation issuer configured (federation.issuer, federation.signing_key_file)"),
+                )
+                .with_target("federation")),
+            },
         }
+    }
+}
+
+/// hypersaga's assertion signer, from `federation` (none when no key is configured).
+fn federation(federation: &FederationConfig) -> Result<Option<Arc<AssertionSigner>>, Error> {
+    let Some(path) = &federation.signing_key_file else {
+        return Ok(None);
+    };
+    let pem = std::fs::read_to_string(path).map_err(|e| {
+        Error::Config(format!(
+            "federation.signing_key_file: cannot read {}: {e}",
+            path.display()
+        ))
+    })?;
+    let key = SigningKey::from_private_key_pem(&pem)
+        .map_err(|e| Error::Config(format!("federation.signing_key_file: {e}")))?;
+    if federation.issuer.is_empty() {
+        return Err(Error::Config(
+            "federation.issuer: empty, but a signing key is configured: tenants' federated credentials trust an issuer URL".into(),
+        ));
+    }
+    Ok(Some(Arc::new(AssertionSigner::new(
+        key,
+        federation.issuer.clone(),
+        federation.audience.clone(),
+    ))))
+}
+
+/// Assertions for one tenant: hypersaga's issuer, the tenant's own subject.
+struct TenantAssertion {
+    signer: Arc<AssertionSigner>,
+    subject: String,
+}
+
+impl AssertionSource for TenantAssertion {
+    fn assertion(&self) -> Result<String, String> {
+        self.signer
+            .assertion(&self.subject)
+            .map_err(|e| format!("signing a client assertion: {e}"))
     }
 }
 

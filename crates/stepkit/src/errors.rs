@@ -17,11 +17,19 @@ pub fn step_error(e: ArmError) -> StepError {
         // A kind this crate does not know yet: let the retry budget decide.
         _ => true,
     };
-    let code = e
+    let mut code = e
         .code()
         .map(str::to_owned)
         .unwrap_or_else(|| fallback_code(&e));
-    let message = e.message();
+    let mut message = e.message();
+    if let ArmError::Credential { .. } = &e
+        && let Some(aadsts) = entra_code(&message)
+    {
+        if let Some(fix) = what_the_tenant_must_fix(&aadsts) {
+            message = format!("{message} — {fix}");
+        }
+        code = aadsts;
+    }
     let mut out = if retryable {
         StepError::retryable(code, message)
     } else {
@@ -39,6 +47,43 @@ pub fn step_error(e: ArmError) -> StepError {
         out.retry_after_ms.get_or_insert(1_000);
     }
     out
+}
+
+/// Entra's own code (`AADSTS70021`) in a token endpoint's answer.
+fn entra_code(message: &str) -> Option<String> {
+    let at = message.find("AADSTS")?;
+    let digits: String = message[at + 6..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    (!digits.is_empty()).then(|| format!("AADSTS{digits}"))
+}
+
+/// What the tenant must change in its directory when Entra refuses hypersaga's assertion
+/// (Entra's error reference), pointing at the onboarding instructions.
+fn what_the_tenant_must_fix(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "AADSTS70021" | "AADSTS700211" | "AADSTS700212" | "AADSTS700213" => {
+            "the tenant's application has no federated identity credential matching hypersaga's issuer, subject and audience: add the one `hypersaga tenant get <tenant>` (onboarding) names, exactly"
+        }
+        "AADSTS700016" => {
+            "no application with this client id in the tenant's directory: check the tenant's azure.client_id and azure.tenant_id (`hypersaga tenant update`)"
+        }
+        "AADSTS7000229" => {
+            "the tenant's application has no service principal in its directory: create one (an enterprise application) and grant it the onboarding's roles"
+        }
+        "AADSTS90002" => "no such Entra directory: check the tenant's azure.tenant_id",
+        "AADSTS700024" => {
+            "the assertion's time window was refused: check the clocks of hypersaga's hosts"
+        }
+        "AADSTS50027" | "AADSTS700027" | "AADSTS50013" => {
+            "the assertion's signature did not verify with hypersaga's published issuer keys: the issuer's key set must hold the signing key"
+        }
+        "AADSTS7000215" | "AADSTS7000222" => {
+            "the configured client secret is wrong or expired: use workload identity federation instead"
+        }
+        _ => return None,
+    })
 }
 
 /// ARM's "too many requests" (a spent budget), as opposed to a 429 that reports contention on
@@ -145,5 +190,26 @@ mod tests {
         });
         assert_eq!(e.info.code, "Http502");
         assert!(e.is_retryable());
+    }
+}
+
+#[cfg(test)]
+mod entra_tests {
+    use super::*;
+
+    #[test]
+    fn entra_codes_are_found_and_explained() {
+        assert_eq!(
+            entra_code("could not get an ARM token (HTTP 400): AADSTS70021: No matching federated identity record found").as_deref(),
+            Some("AADSTS70021")
+        );
+        assert_eq!(entra_code("no code here"), None);
+        assert_eq!(entra_code("AADSTS: nothing"), None);
+        assert!(
+            what_the_tenant_must_fix("AADSTS70021")
+                .unwrap()
+                .contains("federated identity credential")
+        );
+        assert!(what_the_tenant_must_fix("AADSTS1").is_none());
     }
 }
