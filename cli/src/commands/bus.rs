@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Subcommand;
-use hypersaga_bus::access;
+use hypersaga_bus::{access, callout};
 use hypersaga_model::TenantId;
 
 use crate::endpoints::write_private;
@@ -14,16 +14,18 @@ use crate::endpoints::write_private;
 #[derive(Subcommand, Debug)]
 pub enum BusCommand {
     /// Generate every role's nkey (`<role>.nk`: gateway, coordinator, each step service, the
-    /// platform's audit reader `audit`, and `audit-<tenant>` per tenant) and the server's
-    /// `authorization.conf` to `include` in nats-server's configuration. Mount each role's
-    /// file only into that role (the services read `<nats.credentials_dir>/<role>.nk`); hand a
-    /// tenant its `audit-<tenant>.nk`. Re-run to rotate, then restart the server and roles.
+    /// platform's audit reader `audit`, and `callout`, the auth callout service's), the
+    /// callout's issuer key (`callout-issuer.nk`) and the server's `authorization.conf` to
+    /// `include` in nats-server's configuration. Mount each role's file only into that role
+    /// (the services read `<nats.credentials_dir>/<role>.nk`; the gateway also `callout.nk`
+    /// and `callout-issuer.nk`). Tenants' audit readers are not here: they get a password at
+    /// onboarding, checked by the callout. Re-run to rotate, then restart the server and roles.
     Credentials {
         /// Where to write the seeds and `authorization.conf` (created, owner-only files).
         #[arg(long)]
         out: PathBuf,
-        /// A tenant served (repeat, or comma-separated): its workers' queues and its audit
-        /// reader are granted by name.
+        /// A tenant served (repeat, or comma-separated): its workers' queues are granted by
+        /// name.
         #[arg(long = "tenant", value_delimiter = ',', required = true)]
         tenants: Vec<String>,
         /// Subject prefix of the bus.
@@ -43,25 +45,29 @@ pub async fn run(cmd: BusCommand) -> anyhow::Result<ExitCode> {
         .enumerate()
         .map(|(i, t)| TenantId::new(t).with_context(|| format!("--tenant[{i}]")))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let users = write_credentials(&out, &tenants)?;
-    let block = access::authorization_block(&prefix, &tenants, &users);
+    let (users, issuer) = write_credentials(&out)?;
+    let block = access::authorization_block(&prefix, &tenants, &users, &issuer);
     let conf = out.join("authorization.conf");
     write_private(&conf, block.as_bytes())?;
     for (_, role) in &users {
         crate::outln!("{}", out.join(format!("{}.nk", role.name())).display())?;
     }
+    crate::outln!("{}", out.join(callout::ISSUER_FILE).display())?;
     crate::outln!("{}", conf.display())?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// New credentials for every role, each seed in `<dir>/<role>.nk` (owner-only); returns the
-/// users the server must know.
-pub fn write_credentials(
-    dir: &Path,
-    tenants: &[TenantId],
-) -> anyhow::Result<Vec<(String, access::Role)>> {
+/// New credentials for every role, each seed in `<dir>/<role>.nk`, and a new callout issuer,
+/// its seed in `<dir>/callout-issuer.nk` (owner-only); returns the users the server must know
+/// and the issuer's public key.
+pub fn write_credentials(dir: &Path) -> anyhow::Result<(Vec<(String, access::Role)>, String)> {
     std::fs::create_dir_all(dir)?;
-    let generated = access::generate(tenants).context("generating nkeys")?;
+    let issuer = callout::Issuer::generate();
+    write_private(
+        &dir.join(callout::ISSUER_FILE),
+        format!("{}\n", issuer.seed().context("encoding the issuer's seed")?).as_bytes(),
+    )?;
+    let generated = access::generate().context("generating nkeys")?;
     let mut users = Vec::with_capacity(generated.len());
     for c in generated {
         write_private(
@@ -70,5 +76,5 @@ pub fn write_credentials(
         )?;
         users.push((c.public_key, c.role));
     }
-    Ok(users)
+    Ok((users, issuer.public_key()))
 }

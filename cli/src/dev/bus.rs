@@ -13,7 +13,7 @@ use crate::commands::bus::write_credentials;
 
 /// What `hypersaga dev` hands out: where each role's seed is, and the server's configuration.
 pub struct ClosedBus {
-    /// `<role>.nk` for every role.
+    /// `<role>.nk` for every role, and the callout's `callout-issuer.nk`.
     pub credentials_dir: PathBuf,
     /// nats-server configuration: TLS and one user per role.
     pub server_config: String,
@@ -28,7 +28,7 @@ pub fn prepare(
     tls: &TlsFiles,
 ) -> anyhow::Result<ClosedBus> {
     let credentials_dir = state.join("bus").join("credentials");
-    let users = write_credentials(&credentials_dir, tenants)?;
+    let (users, issuer) = write_credentials(&credentials_dir)?;
     let logs = state.join("logs");
     std::fs::create_dir_all(&logs)?;
     let server_config = format!(
@@ -36,7 +36,7 @@ pub fn prepare(
         log = logs.join("nats-server.log"),
         cert = tls.cert_file,
         key = tls.key_file,
-        auth = access::authorization_block(prefix, tenants, &users),
+        auth = access::authorization_block(prefix, tenants, &users, &issuer),
     );
     Ok(ClosedBus {
         credentials_dir,

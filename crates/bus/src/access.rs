@@ -1,10 +1,21 @@
 //! Who may publish and subscribe what on the bus.
 //!
-//! Every process connects as one [`Role`] with its own nkey, and the server lets it publish and
-//! subscribe only what that role needs. The audit stream is meant for any subscriber, so
-//! readers of audit are their own role, one per tenant, allowed to read that tenant's audit
-//! events and nothing else: a reader who could publish could forge a step's failure and tear a
-//! cluster down.
+//! Every hypersaga process connects as one [`Role`] with its own nkey, and the server lets it
+//! publish and subscribe only what that role needs. These static users are written into the
+//! server's configuration ([`authorization_block`]) once, when the bus is set up.
+//!
+//! Tenants are live data, added and suspended without a restart of anything, so their audit
+//! readers are not in that configuration. A tenant's reader connects as user `audit-<tenant>`
+//! with the password it was issued at onboarding, and the server asks hypersaga whether to let
+//! it in: NATS *auth callout*. The server sends every connection that is not one of the static
+//! users (`auth_users`) to the callout service ([`crate::callout`]) in the system account, which
+//! checks the password against the tenant's live record and answers with a user JWT holding
+//! exactly [`Role::Audit`]`(Some(tenant))`'s permissions from this table, or a refusal. So the
+//! table stays the one source of what each reader may do, whichever way it connects.
+//!
+//! The audit stream is meant for any subscriber, so readers of audit are their own role, one
+//! per tenant, allowed to read that tenant's audit events and nothing else: a reader who could
+//! publish could forge a step's failure and tear a cluster down.
 //!
 //! Three things make per-role permissions hold on JetStream:
 //! - each role has its own inbox prefix (`_INBOX_<role>`), so replies to one role's requests
@@ -13,7 +24,8 @@
 //!   (`$JS.API.CONSUMER.CREATE.<stream>.<name>.<filter>`), so a permission on that subject
 //!   bounds what a consumer may see;
 //! - work-queue consumers are named per service and tenant and listed one by one, since NATS
-//!   wildcards match whole tokens only.
+//!   wildcards match whole tokens only. (So the workers' permissions still name the tenants,
+//!   and a new tenant's work queues need the configuration rendered again.)
 //!
 //! The server configuration is rendered from the same table ([`authorization_block`]), so what
 //! the code needs and what the server allows cannot drift apart unnoticed: `hypersaga dev`
@@ -41,7 +53,11 @@ pub enum Role {
     /// Runs the steps of one service.
     Worker(String),
     /// Reads the audit events of one tenant, or of every tenant (the platform team's reader).
+    /// A tenant's reader is not a static user: the callout grants it these permissions.
     Audit(Option<TenantId>),
+    /// Answers the server's auth callout requests and disconnects revoked tenant readers; a
+    /// user of the system account (where the server sends those requests), not of the bus.
+    Callout,
 }
 
 impl Role {
@@ -53,6 +69,7 @@ impl Role {
             Role::Worker(service) => service.clone(),
             Role::Audit(Some(tenant)) => format!("audit-{tenant}"),
             Role::Audit(None) => "audit".into(),
+            Role::Callout => "callout".into(),
         }
     }
 
@@ -66,8 +83,10 @@ impl Role {
         matches!(self, Role::Coordinator)
     }
 
-    /// Every role a system serving `tenants` runs, audit readers included.
-    pub fn all(tenants: &[TenantId]) -> Vec<Role> {
+    /// Every role with static credentials: hypersaga's processes, the platform's audit reader
+    /// and the callout service. (Tenants' readers get theirs at onboarding, through the
+    /// callout.)
+    pub fn all() -> Vec<Role> {
         let mut roles = vec![Role::Gateway, Role::Coordinator];
         roles.extend(
             WORKER_SERVICES
@@ -75,8 +94,13 @@ impl Role {
                 .map(|s| Role::Worker((*s).to_owned())),
         );
         roles.push(Role::Audit(None));
-        roles.extend(tenants.iter().cloned().map(|t| Role::Audit(Some(t))));
+        roles.push(Role::Callout);
         roles
+    }
+
+    /// Whether this role's user lives in the system account (the others are in the bus's).
+    pub fn in_system_account(&self) -> bool {
+        matches!(self, Role::Callout)
     }
 
     /// What this role may publish and subscribe to, on a bus with subject prefix `prefix`
@@ -86,6 +110,7 @@ impl Role {
         let mut perms = Permissions {
             publish: Vec::new(),
             subscribe: vec![format!("{}.>", self.inbox_prefix())],
+            allow_responses: false,
         };
         match self {
             Role::Coordinator => {
@@ -158,6 +183,20 @@ impl Role {
                     format!("$JS.FC.{AUDIT_STREAM}.>"),
                 ]);
             }
+            Role::Callout => {
+                // The server's requests; the answers go to each request's reply subject, which
+                // only a response permission allows (publishing to the system account's inboxes
+                // at large could answer the server's other internal requests).
+                perms
+                    .subscribe
+                    .push(crate::callout::AUTH_SUBJECT.to_owned());
+                perms.allow_responses = true;
+                // Revocation: find a tenant's connections on every server, and close them.
+                perms.publish.extend([
+                    crate::callout::CONNZ_SUBJECT.to_owned(),
+                    crate::callout::KICK_SUBJECTS.to_owned(),
+                ]);
+            }
         }
         perms
     }
@@ -168,6 +207,8 @@ impl Role {
 pub struct Permissions {
     pub publish: Vec<String>,
     pub subscribe: Vec<String>,
+    /// May also publish once to the reply subject of each request it receives.
+    pub allow_responses: bool,
 }
 
 impl Permissions {
@@ -212,30 +253,82 @@ impl Permissions {
     }
 }
 
-/// The `authorization { users = [...] }` block of a nats-server configuration: one user per
-/// `(nkey public key, role)`.
-pub fn authorization_block(prefix: &str, tenants: &[TenantId], users: &[(String, Role)]) -> String {
-    let list = |subjects: &[String]| {
-        subjects
-            .iter()
-            .map(|s| format!("\"{s}\""))
-            .collect::<Vec<_>>()
-            .join(", ")
+/// The name of the system account in the rendered configuration.
+pub const SYSTEM_ACCOUNT: &str = "SYS";
+
+/// The authentication part of a nats-server configuration, for a bus with subject prefix
+/// `prefix` serving `tenants` (the workers' queues are named per tenant): one nkey user per
+/// `(public key, role)` of `users` with that role's permissions, and the auth callout that
+/// lets tenants' readers in, answered by a user of the [`Role::Callout`] role and signed by
+/// the account key `issuer` (public, `A…`).
+///
+/// - The static users are `auth_users`: the server checks them itself and never asks the
+///   callout, so hypersaga keeps running when the callout does not.
+/// - The callout runs in the system account `SYS` (declared here, with the callout's user),
+///   which the server needs anyway to take the `KICK` and `CONNZ` requests of revocation.
+///   Its requests carry tenants' passwords; there, only the callout's user can see them,
+///   which is why they are not also encrypted (`xkey`).
+/// - Granted users are placed in the bus's account (`$G`, where JetStream is), which keeps
+///   JetStream as it is: a server-config system account does not count as an account of its
+///   own.
+pub fn authorization_block(
+    prefix: &str,
+    tenants: &[TenantId],
+    users: &[(String, Role)],
+    issuer: &str,
+) -> String {
+    let (system, bus): (Vec<_>, Vec<_>) =
+        users.iter().partition(|(_, role)| role.in_system_account());
+    let entries = |users: &[&(String, Role)], indent: &str| {
+        let mut out = String::new();
+        for (public_key, role) in users {
+            // Infallible: writing to a String.
+            let _ = writeln!(
+                out,
+                "{indent}# {}\n{indent}{{ nkey: \"{public_key}\", permissions: {} }}",
+                role.name(),
+                role.permissions(prefix, tenants).to_config(),
+            );
+        }
+        out
     };
-    let mut out = String::from("authorization {\n  users = [\n");
-    for (public_key, role) in users {
-        let perms = role.permissions(prefix, tenants);
-        // Infallible: writing to a String.
-        let _ = writeln!(
-            out,
-            "    # {}\n    {{ nkey: \"{public_key}\", permissions: {{ publish: {{ allow: [{}] }}, subscribe: {{ allow: [{}] }} }} }}",
-            role.name(),
-            list(&perms.publish),
-            list(&perms.subscribe),
-        );
+    let auth_users = users
+        .iter()
+        .map(|(public_key, _)| format!("\"{public_key}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "accounts {{\n  {SYSTEM_ACCOUNT} {{\n    users = [\n{system}    ]\n  }}\n}}\n\
+         system_account: {SYSTEM_ACCOUNT}\n\
+         authorization {{\n  users = [\n{bus}  ]\n  \
+         auth_callout {{\n    issuer: \"{issuer}\"\n    account: {SYSTEM_ACCOUNT}\n    \
+         auth_users: [{auth_users}]\n  }}\n}}\n",
+        system = entries(&system, "      "),
+        bus = entries(&bus, "    "),
+    )
+}
+
+impl Permissions {
+    /// As a user's `permissions` in nats-server's configuration syntax.
+    fn to_config(&self) -> String {
+        let list = |subjects: &[String]| {
+            subjects
+                .iter()
+                .map(|s| format!("\"{s}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let responses = if self.allow_responses {
+            ", allow_responses: true"
+        } else {
+            ""
+        };
+        format!(
+            "{{ publish: {{ allow: [{}] }}, subscribe: {{ allow: [{}] }}{responses} }}",
+            list(&self.publish),
+            list(&self.subscribe),
+        )
     }
-    out.push_str("  ]\n}\n");
-    out
 }
 
 /// A role's generated credentials.
@@ -247,9 +340,9 @@ pub struct Credentials {
     pub public_key: String,
 }
 
-/// New nkeys for every role of a system serving `tenants`.
-pub fn generate(tenants: &[TenantId]) -> Result<Vec<Credentials>, nkeys::error::Error> {
-    Role::all(tenants)
+/// New nkeys for every role with static credentials ([`Role::all`]).
+pub fn generate() -> Result<Vec<Credentials>, nkeys::error::Error> {
+    Role::all()
         .into_iter()
         .map(|role| {
             let pair = nkeys::KeyPair::new_user();
@@ -334,17 +427,66 @@ mod tests {
     }
 
     #[test]
-    fn the_server_block_names_each_user_once() {
+    fn the_server_block_names_each_static_user_once_and_lets_them_bypass_the_callout() {
         let users = vec![
             ("UKEY1".to_owned(), Role::Gateway),
-            (
-                "UKEY2".to_owned(),
-                Role::Audit(Some(TenantId::new("acme").unwrap())),
-            ),
+            ("UKEY2".to_owned(), Role::Audit(None)),
+            ("UKEY3".to_owned(), Role::Callout),
         ];
-        let block = authorization_block("hcp", &tenants(), &users);
-        assert_eq!(block.matches("nkey:").count(), 2);
-        assert!(block.contains("\"hcp.acme.audit.>\"") || block.contains("hcp.acme.audit.>"));
-        assert!(block.contains("_INBOX_audit-acme.>"));
+        let block = authorization_block("hcp", &tenants(), &users, "AISSUER");
+        assert_eq!(block.matches("nkey:").count(), 3);
+        assert!(block.contains("hcp.*.audit.>\""));
+        assert!(block.contains("auth_users: [\"UKEY1\", \"UKEY2\", \"UKEY3\"]"));
+        assert!(block.contains("issuer: \"AISSUER\""));
+        assert!(block.contains("account: SYS"));
+        assert!(block.contains("system_account: SYS"));
+        // No tenant's reader is a static user any more.
+        assert!(!block.contains("audit-acme"));
+    }
+
+    #[test]
+    fn only_the_callout_user_is_in_the_system_account_and_only_it_answers_requests() {
+        let users = vec![
+            ("UGATEWAY".to_owned(), Role::Gateway),
+            ("UCALLOUT".to_owned(), Role::Callout),
+        ];
+        let block = authorization_block("hcp", &tenants(), &users, "AISSUER");
+        let system = &block[..block.find("system_account").unwrap()];
+        assert!(system.contains("UCALLOUT") && !system.contains("UGATEWAY"));
+        let bus = &block[block.find("authorization {").unwrap()..];
+        let gateway_line = bus.lines().find(|l| l.contains("UGATEWAY")).unwrap();
+        assert!(!gateway_line.contains("allow_responses"));
+        assert!(!gateway_line.contains("$SYS.REQ.USER.AUTH"));
+
+        let callout = Role::Callout.permissions("hcp", &[]);
+        assert!(callout.allow_responses);
+        assert_eq!(
+            callout.subscribe,
+            vec![
+                "_INBOX_callout.>".to_owned(),
+                "$SYS.REQ.USER.AUTH".to_owned()
+            ]
+        );
+        assert_eq!(
+            callout.publish,
+            vec![
+                "$SYS.REQ.SERVER.PING.CONNZ".to_owned(),
+                "$SYS.REQ.SERVER.*.KICK".to_owned()
+            ]
+        );
+    }
+
+    #[test]
+    fn the_static_roles_are_hypersagas_own_and_no_tenants() {
+        let roles = Role::all();
+        assert!(roles.contains(&Role::Callout));
+        assert!(roles.contains(&Role::Audit(None)));
+        assert!(!roles.iter().any(|r| matches!(r, Role::Audit(Some(_)))));
+        let names: Vec<_> = generate()
+            .unwrap()
+            .into_iter()
+            .map(|c| c.role.name())
+            .collect();
+        assert_eq!(names.len(), roles.len());
     }
 }

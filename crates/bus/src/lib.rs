@@ -15,6 +15,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod access;
+pub mod callout;
 pub mod envelope;
 pub mod steps;
 pub mod subjects;
@@ -120,7 +121,7 @@ impl Bus {
             // Shown from zero: the first dead letter is then an increase a rule can see.
             metrics::counter!("hypersaga_dead_letters_total", "role" => role.name()).increment(0);
         }
-        if role.owns_topology() || access.nkey_seed.is_none() {
+        if role.owns_topology() || access.is_open() {
             topology::ensure(&bus.js, &bus.subjects, replicas).await?;
         } else {
             topology::wait_for(&bus.js).await?;
@@ -340,6 +341,10 @@ pub async fn client_as(url: &str, role: &Role, access: &Access) -> Result<async_
     if let Some(seed) = &access.nkey_seed {
         options = options.nkey(seed.clone());
     }
+    if let Some(password) = &access.password {
+        // A tenant's reader: the callout knows it by its role's name.
+        options = options.user_and_password(role.name(), password.clone());
+    }
     if let Some(ca) = &access.ca_file {
         options = options.add_root_certificates(ca.clone()).require_tls(true);
     }
@@ -390,6 +395,9 @@ fn servers(url: &str) -> Result<Vec<async_nats::ServerAddr>> {
 pub struct Access {
     /// The role's nkey seed (`S…`); `None` on an open bus.
     pub nkey_seed: Option<String>,
+    /// A tenant reader's password (issued at onboarding; the callout checks it), sent with the
+    /// role's name as user.
+    pub password: Option<String>,
     /// CA bundle that signed the server's certificate; set, the connection requires TLS.
     pub ca_file: Option<std::path::PathBuf>,
 }
@@ -399,35 +407,49 @@ impl std::fmt::Debug for Access {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Access")
             .field("nkey_seed", &self.nkey_seed.as_ref().map(|_| "<redacted>"))
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
             .field("ca_file", &self.ca_file)
             .finish()
     }
 }
 
 impl Access {
-    /// The credentials of `role` kept in `dir` (`<dir>/<role>.nk`, as `hypersaga dev` and the
-    /// deployment's per-role Secret lay them out); none without a directory.
+    /// The credentials of `role` kept in `dir`, as `hypersaga dev` and the deployment's
+    /// per-role Secret lay them out: `<dir>/<role>.nk`, an nkey seed, for hypersaga's roles;
+    /// `<dir>/audit-<tenant>.secret`, the password issued at onboarding, for a tenant's reader.
+    /// None without a directory.
     pub fn for_role(
         dir: Option<&std::path::Path>,
         role: &Role,
         ca_file: Option<&std::path::Path>,
     ) -> Result<Self> {
-        let nkey_seed = match dir {
-            None => None,
-            Some(dir) => {
-                let path = dir.join(format!("{}.nk", role.name()));
-                let seed = std::fs::read_to_string(&path).map_err(|source| Error::Credentials {
-                    role: role.name(),
-                    path,
-                    source,
-                })?;
-                Some(seed.trim().to_owned())
-            }
-        };
-        Ok(Self {
-            nkey_seed,
+        let mut access = Self {
             ca_file: ca_file.map(ToOwned::to_owned),
-        })
+            ..Self::default()
+        };
+        let Some(dir) = dir else {
+            return Ok(access);
+        };
+        let tenant_reader = matches!(role, Role::Audit(Some(_)));
+        let extension = if tenant_reader { "secret" } else { "nk" };
+        let path = dir.join(format!("{}.{extension}", role.name()));
+        let text = std::fs::read_to_string(&path).map_err(|source| Error::Credentials {
+            role: role.name(),
+            path,
+            source,
+        })?;
+        let text = Some(text.trim().to_owned());
+        if tenant_reader {
+            access.password = text;
+        } else {
+            access.nkey_seed = text;
+        }
+        Ok(access)
+    }
+
+    /// Whether the bus is open (no credentials at all).
+    pub fn is_open(&self) -> bool {
+        self.nkey_seed.is_none() && self.password.is_none()
     }
 }
 

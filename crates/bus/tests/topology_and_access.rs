@@ -41,12 +41,13 @@ async fn an_existing_stream_is_brought_to_this_versions_configuration() {
 async fn a_role_waits_for_the_coordinator_and_may_do_only_what_it_is_granted() {
     let dir = tempfile::tempdir().unwrap();
     let tenants = vec![TenantId::new("acme").unwrap()];
-    let creds = access::generate(&tenants).unwrap();
+    let creds = access::generate().unwrap();
     let users: Vec<(String, Role)> = creds
         .iter()
         .map(|c| (c.public_key.clone(), c.role.clone()))
         .collect();
-    let config = access::authorization_block("hcp", &tenants, &users);
+    let issuer = hypersaga_bus::callout::Issuer::generate().public_key();
+    let config = access::authorization_block("hcp", &tenants, &users, &issuer);
     let nats = NatsServer::start_with_config(dir.path(), &config)
         .await
         .expect("nats-server");
@@ -55,7 +56,7 @@ async fn a_role_waits_for_the_coordinator_and_may_do_only_what_it_is_granted() {
             .iter()
             .find(|c| &c.role == role)
             .map(|c| c.seed.clone()),
-        ca_file: None,
+        ..Access::default()
     };
 
     // A worker started before the coordinator waits for the streams instead of failing.
@@ -125,12 +126,13 @@ async fn listings_and_watches_keep_up_past_flow_control_on_the_closed_bus() {
 
     let dir = tempfile::tempdir().unwrap();
     let tenants = vec![TenantId::new("acme").unwrap()];
-    let creds = access::generate(&tenants).unwrap();
+    let creds = access::generate().unwrap();
     let users: Vec<(String, Role)> = creds
         .iter()
         .map(|c| (c.public_key.clone(), c.role.clone()))
         .collect();
-    let config = access::authorization_block("hcp", &tenants, &users);
+    let issuer = hypersaga_bus::callout::Issuer::generate().public_key();
+    let config = access::authorization_block("hcp", &tenants, &users, &issuer);
     let nats = NatsServer::start_with_config(dir.path(), &config)
         .await
         .expect("nats-server");
@@ -140,7 +142,7 @@ async fn listings_and_watches_keep_up_past_flow_control_on_the_closed_bus() {
                 .iter()
                 .find(|c| c.role == role)
                 .map(|c| c.seed.clone()),
-            ca_file: None,
+            ..Access::default()
         };
         let url = nats.url().to_owned();
         async move {
