@@ -21,7 +21,8 @@ use crate::endpoints::Endpoints;
 pub struct AuditAccess {
     pub nats_url: String,
     pub prefix: String,
-    /// Directory of the roles' seeds (`audit-<tenant>.nk`, `audit.nk`); `None` on an open bus.
+    /// Directory of the bus credentials (`audit-<tenant>.secret`, `audit.nk`); `None` on an
+    /// open bus.
     pub credentials_dir: Option<PathBuf>,
     /// CA of the server's certificate; `None` without TLS.
     pub ca_file: Option<PathBuf>,
@@ -117,9 +118,9 @@ pub async fn open(
 
 /// Fails, naming the tenant, when `dir` holds no audit credentials for it: a tenant the bus
 /// does not know, not a missing file to go and find. The tenants it does know are those with
-/// an `audit-<tenant>.nk`.
+/// an `audit-<tenant>.secret` (the audit password `hypersaga tenant add` printed).
 fn known_tenant(dir: &std::path::Path, tenant: &TenantId, role: &Role) -> anyhow::Result<()> {
-    let file = dir.join(format!("{}.nk", role.name()));
+    let file = dir.join(format!("{}.secret", role.name()));
     if file.exists() {
         return Ok(());
     }
@@ -127,7 +128,7 @@ fn known_tenant(dir: &std::path::Path, tenant: &TenantId, role: &Role) -> anyhow
         .with_context(|| format!("cannot read the bus credentials in {}", dir.display()))?
         .filter_map(|e| {
             let name = e.ok()?.file_name().into_string().ok()?;
-            Some(name.strip_prefix("audit-")?.strip_suffix(".nk")?.to_owned())
+            Some(name.strip_prefix("audit-")?.strip_suffix(".secret")?.to_owned())
         })
         .collect();
     known.sort();

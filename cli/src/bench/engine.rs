@@ -330,6 +330,7 @@ fn bench_config(nats_url: &str, max_m: usize, resync_secs: u64) -> anyhow::Resul
     config.tenants = vec![TenantConfig {
         id: TenantId::new(TENANT)?,
         tokens: vec![hypersaga_config::TokenDigest::of("bench-token-0123456789")],
+        audit_credentials: Vec::new(),
         azure: TenantAzure {
             tenant_id: "bench".into(),
             subscription_id: "bench".into(),

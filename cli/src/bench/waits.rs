@@ -195,6 +195,7 @@ fn bench_config(nats_url: &str, waiting: u32) -> anyhow::Result<Config> {
     config.tenants = vec![TenantConfig {
         id: TenantId::new(TENANT)?,
         tokens: vec![hypersaga_config::TokenDigest::of(TOKEN)],
+        audit_credentials: Vec::new(),
         azure: TenantAzure {
             tenant_id: "bench".into(),
             subscription_id: "bench".into(),

@@ -7,7 +7,6 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Subcommand;
 use hypersaga_bus::{access, callout};
-use hypersaga_model::TenantId;
 
 use crate::endpoints::write_private;
 
@@ -24,10 +23,6 @@ pub enum BusCommand {
         /// Where to write the seeds and `authorization.conf` (created, owner-only files).
         #[arg(long)]
         out: PathBuf,
-        /// A tenant served (repeat, or comma-separated): its workers' queues are granted by
-        /// name.
-        #[arg(long = "tenant", value_delimiter = ',', required = true)]
-        tenants: Vec<String>,
         /// Subject prefix of the bus.
         #[arg(long, default_value = "hcp")]
         prefix: String,
@@ -35,18 +30,9 @@ pub enum BusCommand {
 }
 
 pub async fn run(cmd: BusCommand) -> anyhow::Result<ExitCode> {
-    let BusCommand::Credentials {
-        out,
-        tenants,
-        prefix,
-    } = cmd;
-    let tenants = tenants
-        .into_iter()
-        .enumerate()
-        .map(|(i, t)| TenantId::new(t).with_context(|| format!("--tenant[{i}]")))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let BusCommand::Credentials { out, prefix } = cmd;
     let (users, issuer) = write_credentials(&out)?;
-    let block = access::authorization_block(&prefix, &tenants, &users, &issuer);
+    let block = access::authorization_block(&prefix, &users, &issuer);
     let conf = out.join("authorization.conf");
     write_private(&conf, block.as_bytes())?;
     for (_, role) in &users {

@@ -6,7 +6,6 @@
 use std::path::{Path, PathBuf};
 
 use hypersaga_bus::access;
-use hypersaga_model::TenantId;
 
 use super::TlsFiles;
 use crate::commands::bus::write_credentials;
@@ -19,12 +18,30 @@ pub struct ClosedBus {
     pub server_config: String,
 }
 
+/// Gives each dev tenant's audit reader a password, kept in `<dir>/audit-<tenant>.secret`
+/// (where `hypersaga audit tail --tenant` finds it); answers them by tenant name, for their
+/// digests in the configuration.
+pub fn write_audit_passwords(
+    dir: &Path,
+    tenants: &[crate::endpoints::DevTenant],
+) -> anyhow::Result<std::collections::HashMap<String, String>> {
+    let mut passwords = std::collections::HashMap::new();
+    for t in tenants {
+        let password = hypersaga_config::new_token(&format!("audit_{}", t.name));
+        crate::endpoints::write_private(
+            &dir.join(format!("audit-{}.secret", t.name)),
+            format!("{password}\n").as_bytes(),
+        )?;
+        passwords.insert(t.name.clone(), password);
+    }
+    Ok(passwords)
+}
+
 /// Writes every role's seed under `<state>/bus/credentials` and renders the server's
 /// configuration, serving TLS with `tls` (certificate and key files).
 pub fn prepare(
     state: &Path,
     prefix: &str,
-    tenants: &[TenantId],
     tls: &TlsFiles,
 ) -> anyhow::Result<ClosedBus> {
     let credentials_dir = state.join("bus").join("credentials");
@@ -36,7 +53,7 @@ pub fn prepare(
         log = logs.join("nats-server.log"),
         cert = tls.cert_file,
         key = tls.key_file,
-        auth = access::authorization_block(prefix, tenants, &users, &issuer),
+        auth = access::authorization_block(prefix, &users, &issuer),
     );
     Ok(ClosedBus {
         credentials_dir,

@@ -84,12 +84,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     let cert = ca.issue_loopback_cert()?;
 
     let tenants: Vec<DevTenant> = TENANT_NAMES.iter().map(|n| new_tenant(n)).collect();
-    let tenant_ids = tenants
-        .iter()
-        .map(|t| TenantId::new(t.name.clone()))
-        .collect::<Result<Vec<_>, _>>()?;
     let tls = TlsFiles::write(&state.join("tls"), &cert)?;
-    let closed = bus::prepare(&state, BUS_PREFIX, &tenant_ids, &tls)?;
+    let closed = bus::prepare(&state, BUS_PREFIX, &tls)?;
+    let audit_passwords = bus::write_audit_passwords(&closed.credentials_dir, &tenants)?;
     let nats = start_nats(
         &state.join("nats"),
         args.nats_servers,
@@ -178,6 +175,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
                 Ok(TenantConfig {
                     id: TenantId::new(t.name.clone())?,
                     tokens: vec![TokenDigest::of(&t.token)],
+                    audit_credentials: audit_passwords
+                        .get(&t.name)
+                        .map(|p| vec![TokenDigest::of(p)])
+                        .unwrap_or_default(),
                     azure: TenantAzure {
                         tenant_id: t.azure_tenant_id.clone(),
                         subscription_id: t.subscription_id.clone(),

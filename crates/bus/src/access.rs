@@ -105,7 +105,7 @@ impl Role {
 
     /// What this role may publish and subscribe to, on a bus with subject prefix `prefix`
     /// serving `tenants`.
-    pub fn permissions(&self, prefix: &str, _tenants: &[TenantId]) -> Permissions {
+    pub fn permissions(&self, prefix: &str) -> Permissions {
         let p = prefix;
         let mut perms = Permissions {
             publish: Vec::new(),
@@ -273,7 +273,6 @@ pub const SYSTEM_ACCOUNT: &str = "SYS";
 ///   own.
 pub fn authorization_block(
     prefix: &str,
-    tenants: &[TenantId],
     users: &[(String, Role)],
     issuer: &str,
 ) -> String {
@@ -287,7 +286,7 @@ pub fn authorization_block(
                 out,
                 "{indent}# {}\n{indent}{{ nkey: \"{public_key}\", permissions: {} }}",
                 role.name(),
-                role.permissions(prefix, tenants).to_config(),
+                role.permissions(prefix).to_config(),
             );
         }
         out
@@ -359,17 +358,10 @@ pub fn generate() -> Result<Vec<Credentials>, nkeys::error::Error> {
 mod tests {
     use super::*;
 
-    fn tenants() -> Vec<TenantId> {
-        vec![
-            TenantId::new("acme").unwrap(),
-            TenantId::new("globex").unwrap(),
-        ]
-    }
-
     #[test]
     fn an_audit_reader_may_publish_nothing_but_its_own_audit_reads() {
         let perms =
-            Role::Audit(Some(TenantId::new("acme").unwrap())).permissions("hcp", &tenants());
+            Role::Audit(Some(TenantId::new("acme").unwrap())).permissions("hcp");
         for s in &perms.publish {
             assert!(s.starts_with("$JS."), "audit reader may publish {s}");
             assert!(!s.contains("globex"), "audit reader may touch globex: {s}");
@@ -379,7 +371,7 @@ mod tests {
 
     #[test]
     fn a_worker_publishes_only_its_own_events() {
-        let perms = Role::Worker("dns".into()).permissions("hcp", &tenants());
+        let perms = Role::Worker("dns".into()).permissions("hcp");
         let events: Vec<_> = perms
             .publish
             .iter()
@@ -399,7 +391,7 @@ mod tests {
     fn flow_control_is_granted_on_the_buckets_a_role_lists_and_no_other_stream() {
         let fc = |role: Role| -> Vec<String> {
             let mut fc: Vec<_> = role
-                .permissions("hcp", &tenants())
+                .permissions("hcp")
                 .publish
                 .into_iter()
                 .filter(|s| s.starts_with("$JS.FC."))
@@ -433,7 +425,7 @@ mod tests {
             ("UKEY2".to_owned(), Role::Audit(None)),
             ("UKEY3".to_owned(), Role::Callout),
         ];
-        let block = authorization_block("hcp", &tenants(), &users, "AISSUER");
+        let block = authorization_block("hcp", &users, "AISSUER");
         assert_eq!(block.matches("nkey:").count(), 3);
         assert!(block.contains("hcp.*.audit.>\""));
         assert!(block.contains("auth_users: [\"UKEY1\", \"UKEY2\", \"UKEY3\"]"));
@@ -450,7 +442,7 @@ mod tests {
             ("UGATEWAY".to_owned(), Role::Gateway),
             ("UCALLOUT".to_owned(), Role::Callout),
         ];
-        let block = authorization_block("hcp", &tenants(), &users, "AISSUER");
+        let block = authorization_block("hcp", &users, "AISSUER");
         let system = &block[..block.find("system_account").unwrap()];
         assert!(system.contains("UCALLOUT") && !system.contains("UGATEWAY"));
         let bus = &block[block.find("authorization {").unwrap()..];
@@ -458,7 +450,7 @@ mod tests {
         assert!(!gateway_line.contains("allow_responses"));
         assert!(!gateway_line.contains("$SYS.REQ.USER.AUTH"));
 
-        let callout = Role::Callout.permissions("hcp", &[]);
+        let callout = Role::Callout.permissions("hcp");
         assert!(callout.allow_responses);
         assert_eq!(
             callout.subscribe,

@@ -136,12 +136,7 @@ impl System {
             .map(|c| (c.public_key.clone(), c.role.clone()))
             .collect();
         let issuer = Issuer::generate();
-        let config = access::authorization_block(
-            PREFIX,
-            &[tenant("acme"), tenant("globex")],
-            &users,
-            &issuer.public_key(),
-        );
+        let config = access::authorization_block(PREFIX, &users, &issuer.public_key());
         let nats = NatsCluster::start_with_config(dir.path(), size, &config)
             .await
             .expect("nats-server");

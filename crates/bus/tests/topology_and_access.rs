@@ -6,7 +6,6 @@ use std::time::Duration;
 use async_nats::jetstream::stream;
 use hypersaga_bus::access::{self, Role};
 use hypersaga_bus::{AUDIT_STREAM, Access, Bus, DEAD_STREAM};
-use hypersaga_model::TenantId;
 use hypersaga_procs::NatsServer;
 
 #[tokio::test]
@@ -40,14 +39,13 @@ async fn an_existing_stream_is_brought_to_this_versions_configuration() {
 #[tokio::test]
 async fn a_role_waits_for_the_coordinator_and_may_do_only_what_it_is_granted() {
     let dir = tempfile::tempdir().unwrap();
-    let tenants = vec![TenantId::new("acme").unwrap()];
     let creds = access::generate().unwrap();
     let users: Vec<(String, Role)> = creds
         .iter()
         .map(|c| (c.public_key.clone(), c.role.clone()))
         .collect();
     let issuer = hypersaga_bus::callout::Issuer::generate().public_key();
-    let config = access::authorization_block("hcp", &tenants, &users, &issuer);
+    let config = access::authorization_block("hcp", &users, &issuer);
     let nats = NatsServer::start_with_config(dir.path(), &config)
         .await
         .expect("nats-server");
@@ -125,14 +123,13 @@ async fn listings_and_watches_keep_up_past_flow_control_on_the_closed_bus() {
     use hypersaga_bus::{ACTIVE_BUCKET, CLUSTERS_BUCKET, SAGAS_BUCKET};
 
     let dir = tempfile::tempdir().unwrap();
-    let tenants = vec![TenantId::new("acme").unwrap()];
     let creds = access::generate().unwrap();
     let users: Vec<(String, Role)> = creds
         .iter()
         .map(|c| (c.public_key.clone(), c.role.clone()))
         .collect();
     let issuer = hypersaga_bus::callout::Issuer::generate().public_key();
-    let config = access::authorization_block("hcp", &tenants, &users, &issuer);
+    let config = access::authorization_block("hcp", &users, &issuer);
     let nats = NatsServer::start_with_config(dir.path(), &config)
         .await
         .expect("nats-server");

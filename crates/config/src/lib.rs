@@ -139,6 +139,10 @@ pub struct TenantConfig {
     pub id: TenantId,
     /// Digests of the tokens that authenticate as this tenant; several during a rotation.
     pub tokens: Vec<TokenDigest>,
+    /// Digests of the passwords its audit readers connect to the bus with (user
+    /// `audit-<tenant>`), checked by the gateway's auth callout.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audit_credentials: Vec<TokenDigest>,
     pub azure: TenantAzure,
 }
 
@@ -562,6 +566,7 @@ impl Config {
             tenants: vec![TenantConfig {
                 id: TenantId::new("sample").expect("a valid tenant id"),
                 tokens: vec![digest],
+                audit_credentials: Vec::new(),
                 azure: TenantAzure {
                     tenant_id: String::new(),
                     subscription_id: String::new(),
@@ -826,6 +831,7 @@ max_clusters = 3
         let t = TenantConfig {
             id: TenantId::new("a").unwrap(),
             tokens: vec![TokenDigest::of("0123456789abcdef-a")],
+            audit_credentials: Vec::new(),
             azure: TenantAzure {
                 tenant_id: "t".into(),
                 subscription_id: "s".into(),
@@ -836,6 +842,7 @@ max_clusters = 3
         let tokenless = TenantConfig {
             id: TenantId::new("b").unwrap(),
             tokens: vec![],
+            audit_credentials: Vec::new(),
             ..t.clone()
         };
         c.tenants = vec![t.clone(), t, tokenless];

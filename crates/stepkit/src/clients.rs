@@ -287,6 +287,7 @@ mod tests {
             tenants: vec![TenantConfig {
                 id: TenantId::new("acme").expect("tenant"),
                 tokens: vec![hypersaga_config::TokenDigest::of("0123456789abcdef-acme")],
+                audit_credentials: Vec::new(),
                 azure: TenantAzure {
                     tenant_id: "t".into(),
                     subscription_id: "sub-1".into(),

@@ -46,7 +46,7 @@ impl Tenant {
     fn configured(config: &TenantConfig) -> Self {
         Self {
             config: config.clone(),
-            audit_credentials: Vec::new(),
+            audit_credentials: config.audit_credentials.clone(),
             suspended: None,
             source: Source::Configured,
         }
@@ -58,6 +58,7 @@ impl Tenant {
             config: TenantConfig {
                 id: record.id.clone(),
                 tokens: record.api_tokens.clone(),
+                audit_credentials: record.audit_credentials.clone(),
                 azure: TenantAzure {
                     tenant_id: record.azure.tenant_id.clone(),
                     subscription_id: record.azure.subscription_id.clone(),
@@ -318,6 +319,7 @@ mod tests {
             .map(|id| TenantConfig {
                 id: TenantId::new(*id).unwrap(),
                 tokens: vec![TokenDigest::of(&format!("token-{id}"))],
+                audit_credentials: Vec::new(),
                 azure: TenantAzure {
                     tenant_id: "t".into(),
                     subscription_id: "s".into(),

@@ -105,6 +105,7 @@ impl TestArm {
             tokens: vec![hypersaga_config::TokenDigest::of(
                 "0123456789abcdef-acme-token",
             )],
+            audit_credentials: Vec::new(),
             azure: TenantAzure {
                 tenant_id: AZURE_TENANT.into(),
                 subscription_id: SUBSCRIPTION.into(),

@@ -199,6 +199,7 @@ mod tests {
             tenants: vec![hypersaga_config::TenantConfig {
                 id: tenant.clone(),
                 tokens: vec![],
+                audit_credentials: Vec::new(),
                 azure: hypersaga_config::TenantAzure {
                     tenant_id: "t".into(),
                     subscription_id: "s".into(),

@@ -105,6 +105,7 @@ impl Harness {
         let tenant = |id: &str, token: &str| TenantConfig {
             id: TenantId::new(id).unwrap(),
             tokens: vec![hypersaga_config::TokenDigest::of(token)],
+            audit_credentials: Vec::new(),
             azure: TenantAzure {
                 tenant_id: "t".into(),
                 subscription_id: "s".into(),

@@ -110,6 +110,7 @@ async fn hundreds_of_waiting_clusters_hold_no_worker_slot() {
     config.tenants = vec![TenantConfig {
         id: TenantId::new("acme").unwrap(),
         tokens: vec![hypersaga_config::TokenDigest::of(TOKEN)],
+        audit_credentials: Vec::new(),
         azure: TenantAzure {
             tenant_id: "t".into(),
             subscription_id: "s".into(),

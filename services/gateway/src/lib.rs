@@ -7,6 +7,7 @@
 //! makes no call to Azure or the management cluster itself.
 #![forbid(unsafe_code)]
 
+mod audit_access;
 mod calls;
 mod convert;
 mod service;
@@ -32,6 +33,8 @@ pub enum Error {
     Serve(#[from] tonic::transport::Error),
     #[error("reflection service failed to build")]
     Reflection(#[from] tonic_reflection::server::Error),
+    #[error("auth callout: {0}")]
+    Callout(String),
     #[error("cannot follow the tenants: {0}")]
     Tenants(String),
     #[error("cannot use listener")]
@@ -59,7 +62,20 @@ pub async fn run(
             .await
             .map_err(|e| Error::Tenants(e.to_string()))?;
     let gateway = Gateway::new(config.clone(), bus, tenants.clone()).await?;
-    let admin = Admin::new(gateway.clone(), tenants).await?;
+    let admin = Admin::new(gateway.clone(), tenants.clone()).await?;
+    // Tenants' audit readers: let in by the callout, cut off as tenants change. A failure
+    // stops the gateway (readers would otherwise be refused unseen).
+    let callout = {
+        let (config, shutdown) = (config.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            let result = audit_access::run(&config, tenants, shutdown.clone()).await;
+            if let Err(e) = &result {
+                tracing::error!(error = %e, "the auth callout stopped; stopping the gateway");
+                shutdown.cancel();
+            }
+            result
+        })
+    };
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<ClusterServiceServer<Gateway>>().await;
     listener.set_nonblocking(true)?;
@@ -101,10 +117,14 @@ pub async fn run(
     routes
         .serve_with_incoming_shutdown(
             tokio_stream::wrappers::TcpListenerStream::new(listener),
-            shutdown.cancelled_owned(),
+            shutdown.clone().cancelled_owned(),
         )
         .await?;
-    Ok(())
+    shutdown.cancel();
+    match callout.await {
+        Ok(result) => result,
+        Err(e) => Err(Error::Callout(format!("task failed: {e}"))),
+    }
 }
 
 fn tls_config(tls: &hypersaga_config::GatewayTls) -> Result<ServerTlsConfig> {

@@ -62,7 +62,7 @@ impl Grant {
     /// A tenant's audit reader: exactly [`Role::Audit`]`(Some(tenant))`'s permissions on a bus
     /// with subject prefix `prefix`.
     pub fn audit_reader(tenant: TenantId, prefix: &str, valid_for: Duration) -> Self {
-        let permissions = Role::Audit(Some(tenant.clone())).permissions(prefix, &[]);
+        let permissions = Role::Audit(Some(tenant.clone())).permissions(prefix);
         Self {
             tenant,
             permissions,
@@ -124,7 +124,7 @@ mod tests {
         let grant = Grant::audit_reader(acme.clone(), "hcp", Duration::from_secs(60));
         assert_eq!(
             grant.permissions,
-            Role::Audit(Some(acme)).permissions("hcp", &[])
+            Role::Audit(Some(acme)).permissions("hcp")
         );
         assert_eq!(grant.user_name(), "audit-acme");
     }

@@ -106,6 +106,7 @@ pub fn tenant_config(id: &str) -> TenantConfig {
         tokens: vec![hypersaga_config::TokenDigest::of(&format!(
             "0123456789abcdef-{id}"
         ))],
+        audit_credentials: Vec::new(),
         azure: TenantAzure {
             tenant_id: AZURE_TENANT.into(),
             subscription_id: SUBSCRIPTION.into(),
