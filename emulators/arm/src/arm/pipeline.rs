@@ -96,7 +96,10 @@ async fn process(
     let sub = target.subscription();
     let class = OpClass::from_method(&parts.method);
     let region = emu.config().region.as_str();
-    let claims = match emu.authenticate(&parts.headers) {
+    let claims = match emu
+        .authenticate(&parts.headers)
+        .and_then(|c| emu.check_token_tenant(&c, sub).map(|()| c))
+    {
         Ok(c) => c,
         Err(e) => {
             let global = emu
