@@ -116,7 +116,11 @@ async fn process(
         principal: &claims.oid,
         region,
     };
-    let permission = crate::rbac::Request::new(&parts.method, target, parts.uri.path());
+    let permission = crate::rbac::Request::new(&parts.method, target, parts.uri.path()).with_body(
+        &parts.method,
+        target,
+        body,
+    );
     if let Err(e) = emu.authorize(&claims, &permission) {
         // Refused before reaching the buckets: report them, take nothing.
         *rate = RateHeaders::new(

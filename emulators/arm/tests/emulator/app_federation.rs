@@ -847,3 +847,133 @@ async fn new_principals_and_credentials_are_usable_once_entra_has_replicated_the
             .is_ok()
     );
 }
+
+/// `delegate-role-assignments-examples.md`'s "constrain roles" condition: Reader or
+/// Contributor, to service principals, and delete only those.
+fn constrain_roles_condition() -> String {
+    format!(
+        "((!(ActionMatches{{'Microsoft.Authorization/roleAssignments/write'}})) OR \
+         (@Request[Microsoft.Authorization/roleAssignments:RoleDefinitionId] \
+         ForAnyOfAnyValues:GuidEquals {{{READER}, {CONTRIBUTOR}}} AND \
+         @Request[Microsoft.Authorization/roleAssignments:PrincipalType] \
+         ForAnyOfAnyValues:StringEqualsIgnoreCase {{'ServicePrincipal'}})) AND \
+         ((!(ActionMatches{{'Microsoft.Authorization/roleAssignments/delete'}})) OR \
+         (@Resource[Microsoft.Authorization/roleAssignments:RoleDefinitionId] \
+         ForAnyOfAnyValues:GuidEquals {{{READER}, {CONTRIBUTOR}}}))"
+    )
+}
+
+#[tokio::test]
+async fn a_constrained_rbac_administrator_assigns_and_removes_only_what_its_condition_allows() {
+    let emu = spawn(config()).await;
+    let key = signing_key();
+    let issuer = Issuer::start(&[&key]).await;
+    let graph = Graph::admin(&emu).await;
+    let onboarded = onboard(&graph, &issuer.url).await;
+    // A workload whose principal hypersaga will grant roles to.
+    let workload = graph.register("workload").await;
+    let workload_principal = graph.service_principal(&workload).await;
+
+    // The administrator delegates: RBAC Administrator, constrained.
+    let delegation = format!(
+        "{}/providers/Microsoft.Authorization/roleAssignments/{}",
+        sub_scope(),
+        uuid::Uuid::new_v4()
+    );
+    let r = emu
+        .put(
+            &delegation,
+            AUTHZ,
+            json!({"properties": {
+                "roleDefinitionId": format!("/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/{RBAC_ADMINISTRATOR}"),
+                "principalId": onboarded.principal,
+                "principalType": "ServicePrincipal",
+                "condition": constrain_roles_condition(),
+                "conditionVersion": "2.0",
+            }}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let token = arm_token(
+        &emu,
+        &onboarded.app.app_id,
+        &assertion(&key, &issuer.url, ACME),
+    )
+    .await
+    .expect("token");
+    let assign = |role: &str, principal_type: Option<&str>| {
+        let mut props = json!({
+            "roleDefinitionId": format!("/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/{role}"),
+            "principalId": workload_principal,
+        });
+        if let Some(t) = principal_type {
+            props["principalType"] = json!(t);
+        }
+        let path = format!(
+            "{}/providers/Microsoft.Authorization/roleAssignments/{}",
+            sub_scope(),
+            uuid::Uuid::new_v4()
+        );
+        let token = token.clone();
+        let emu = &emu;
+        async move {
+            let r = emu
+                .call_as(
+                    &token,
+                    Method::PUT,
+                    &format!("{path}?api-version={AUTHZ}"),
+                    Some(json!({ "properties": props })),
+                )
+                .await;
+            (path, r)
+        }
+    };
+    let write = "Microsoft.Authorization/roleAssignments/write";
+
+    // Within the condition.
+    let (granted, r) = assign(CONTRIBUTOR, Some("ServicePrincipal")).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    // A role the condition does not list; a principal type it does not; none at all.
+    let (path, r) = assign(OWNER, Some("ServicePrincipal")).await;
+    assert_forbidden(&r, &onboarded.principal, write, &path);
+    let (path, r) = assign(READER, Some("User")).await;
+    assert_forbidden(&r, &onboarded.principal, write, &path);
+    let (path, r) = assign(READER, None).await;
+    assert_forbidden(&r, &onboarded.principal, write, &path);
+
+    // Deleting: an assignment of a listed role, yes; the administrator's Owner grant, no.
+    let owner = grant(&emu, &sub_scope(), OWNER, &workload_principal).await;
+    let r = emu
+        .call_as(
+            &token,
+            Method::DELETE,
+            &format!("{owner}?api-version={AUTHZ}"),
+            None,
+        )
+        .await;
+    assert_forbidden(
+        &r,
+        &onboarded.principal,
+        "Microsoft.Authorization/roleAssignments/delete",
+        &owner,
+    );
+    let r = emu
+        .call_as(
+            &token,
+            Method::DELETE,
+            &format!("{granted}?api-version={AUTHZ}"),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    // The condition constrains delegation only: reads are the role's.
+    let r = emu
+        .call_as(
+            &token,
+            Method::GET,
+            &format!("/subscriptions/{SUB}/resourcegroups?api-version={RES}"),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+}
