@@ -2,7 +2,9 @@
 //! refuses requests, `/faults/async` fails operations after acceptance; `DELETE /faults`
 //! clears both), request counts, a dump of every stored resource and role assignment, reset,
 //! deleting a role assignment behind the caller's back, and vCPU quota limits (`/quotas`: `PUT`
-//! one limit, `GET` those set, `DELETE` them all; see [`crate::quota`]). Used by tests,
+//! one limit, `GET` those set, `DELETE` them all; see [`crate::quota`]), and the directories'
+//! app registrations with their credentials and service principals (`GET
+//! /directory/applications[?tenant=…]`, as Graph made them, replicated or not). Used by tests,
 //! `hypersaga emulator …` and operators rehearsing failures.
 
 use axum::extract::{Query, State};
@@ -41,6 +43,7 @@ pub(crate) fn router(emu: Emulator) -> Router {
                 .put(set_quota_limit)
                 .delete(clear_quota_limits),
         )
+        .route("/directory/applications", get(applications))
         .route("/reset", post(reset))
         .with_state(emu)
 }
@@ -172,6 +175,18 @@ async fn list_quota_limits(
 async fn clear_quota_limits(State(emu): State<Emulator>) -> StatusCode {
     emu.lock().store.quota_mut().clear();
     StatusCode::NO_CONTENT
+}
+
+#[derive(Deserialize)]
+struct DirectoryQuery {
+    tenant: Option<String>,
+}
+
+/// Every app registration (optionally of one tenant), each with its federated identity
+/// credentials and its service principal in its own directory.
+async fn applications(State(emu): State<Emulator>, Query(q): Query<DirectoryQuery>) -> Response {
+    let st = emu.lock();
+    Json(st.store.directory().registrations(q.tenant.as_deref())).into_response()
 }
 
 async fn reset(State(emu): State<Emulator>) -> StatusCode {

@@ -23,6 +23,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use url::Url;
 
+use crate::directory::AppRegistration;
 use crate::faults::{AsyncFault, AsyncFaultSpec, Fault, FaultSpec};
 use crate::quota::QuotaLimit;
 use crate::requests::RequestStats;
@@ -182,6 +183,17 @@ impl AdminClient {
     pub async fn clear_quota_limits(&self) -> Result<()> {
         Self::check(self.http.delete(self.base.join("quotas")?).send().await?).await?;
         Ok(())
+    }
+
+    /// Every app registration made through Graph (optionally of one tenant), with its
+    /// federated identity credentials and its service principal, whether or not Entra has
+    /// replicated them yet.
+    pub async fn applications(&self, tenant: Option<&str>) -> Result<Vec<AppRegistration>> {
+        let mut url = self.base.join("directory/applications")?;
+        if let Some(t) = tenant {
+            url.query_pairs_mut().append_pair("tenant", t);
+        }
+        Self::json(self.http.get(url).send().await?).await
     }
 
     pub async fn reset(&self) -> Result<()> {

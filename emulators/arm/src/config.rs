@@ -12,7 +12,8 @@ use crate::throttle::ThrottleConfig;
 /// with no principals (every ARM call then answers 401).
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Service principals the Entra endpoint knows, and the subscriptions each may call.
+    /// Service principals the Entra endpoint knows, and the subscriptions each may call. Their
+    /// tenants are the only ones Entra has; each is its tenant's administrator in Graph.
     pub principals: Vec<Principal>,
     /// How long asynchronous operations take server-side.
     pub latency: LatencyModel,
@@ -31,10 +32,13 @@ pub struct Config {
     pub request_log_size: usize,
     /// `expires_in` of issued tokens (Entra answers 3599).
     pub token_lifetime_secs: u64,
-    /// How long a new managed identity's service principal takes to replicate through Entra,
-    /// before ARM's role-assignment check can find it (scaled by `latency`, so zero under
-    /// `LatencyModel::Zero`). Meanwhile a role assignment naming it without `principalType`
-    /// answers `400 PrincipalNotFound`; `principalType` makes ARM skip the lookup.
+    /// How long a new object takes to replicate through Entra (scaled by `latency`, so zero
+    /// under `LatencyModel::Zero`): a managed identity's or a Graph-made service principal,
+    /// before ARM's role-assignment check can find it (meanwhile a role assignment naming it
+    /// without `principalType` answers `400 PrincipalNotFound`; `principalType` makes ARM skip
+    /// the lookup) or the token endpoint can give it a token; a Graph-made app, before the
+    /// token endpoint knows it or Graph can make its service principal; a federated identity
+    /// credential, before it matches an assertion.
     pub principal_replication_delay: Duration,
     /// Least time a write to a type with `exclusive_parent_writes` (federated identity
     /// credentials) stays in flight. The window is otherwise the type's synchronous latency
@@ -104,7 +108,9 @@ impl Default for Config {
     }
 }
 
-/// A service principal (app registration + secret) and the subscriptions it has RBAC on.
+/// A service principal (app registration + secret) and the subscriptions it has RBAC on: the
+/// operator there (it may do anything in them), and its tenant's administrator in Graph (its
+/// Graph tokens carry `Application.ReadWrite.All`).
 #[derive(Clone, Serialize, Deserialize)]
 pub struct Principal {
     pub azure_tenant_id: String,

@@ -7,10 +7,17 @@
 //! `error_description`/`error_codes` on failure; Python's (MSAL underneath) first reads the
 //! tenant's OpenID configuration to find that endpoint. Both the configuration and the token
 //! endpoint refuse a tenant the emulator does not have, as Entra does. A user-assigned managed
-//! identity authenticates with a client assertion (workload identity federation, what
-//! `WorkloadIdentityCredential` sends): see [`exchange`]. The emulator signs its tokens itself
-//! (HS256 with a per-instance key) and ARM requests are verified against that key.
+//! identity, or an app registration made through Graph (`crate::graph`), authenticates with a
+//! client assertion (workload identity federation, what `WorkloadIdentityCredential` sends):
+//! see [`exchange`]. The emulator signs its tokens itself (HS256 with a per-instance key) and
+//! ARM and Graph requests are verified against that key, each refusing the other's audience.
+//!
+//! A token for Microsoft Graph (`https://graph.microsoft.com/.default`) carries Graph's
+//! audience, and, for a configured app registration only, the application permission its
+//! tenant admin consented to (`roles: ["Application.ReadWrite.All"]`): the configured
+//! principals play each tenant's administrator, who manages the directory's apps.
 
+mod apps;
 mod assertion;
 mod error;
 mod exchange;
@@ -47,6 +54,18 @@ pub struct Claims {
     pub tid: String,
     pub idtyp: String,
     pub ver: String,
+    /// Application permissions (app roles) granted to the client on the token's resource.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<String>,
+}
+
+/// Why an emulator-issued bearer token is not accepted, before its audience is looked at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TokenError {
+    #[error("the token has expired")]
+    Expired,
+    #[error("the token is not one this emulator signed")]
+    Invalid,
 }
 
 /// The signing key of one emulator instance.
@@ -80,6 +99,23 @@ const ARM_AUDIENCES: &[&str] = &[
     "https://management.azure.com/",
     "https://management.azure.com",
 ];
+
+/// The audiences Graph accepts: its identifier URI (with or without the trailing slash), or
+/// its well-known application id.
+const GRAPH_AUDIENCES: &[&str] = &[
+    "https://graph.microsoft.com",
+    "https://graph.microsoft.com/",
+    GRAPH_APP_ID,
+];
+
+/// Microsoft Graph's application (client) id, the same in every tenant.
+pub(crate) const GRAPH_APP_ID: &str = "00000003-0000-0000-c000-000000000000";
+
+/// The `aud` of Graph tokens asked for by identifier URI.
+pub(crate) const GRAPH_AUDIENCE: &str = "https://graph.microsoft.com";
+
+/// The application permission a tenant admin's app holds on Graph here.
+pub(crate) const APPLICATION_READ_WRITE_ALL: &str = "Application.ReadWrite.All";
 
 /// Who a token is issued to: the app (client) id, the object id of its service principal
 /// and the tenant.
@@ -140,38 +176,96 @@ async fn grant(emu: &Emulator, tenant: &str, body: &Bytes) -> Result<Response, E
         .and_then(|s| s.strip_suffix(".default"))
         .ok_or_else(|| EntraError::invalid_scope(scope))?;
 
-    let grantee = if let Some(assertion) = field("client_assertion") {
-        exchange::federated(
+    // Federated clients hold no Graph permission here; the configured ones are tenant admins.
+    let (grantee, roles) = if let Some(assertion) = field("client_assertion") {
+        let grantee = exchange::federated(
             emu,
             tenant,
             client_id,
             field("client_assertion_type"),
             assertion,
         )
-        .await?
+        .await?;
+        (grantee, Vec::new())
     } else {
-        let principal = emu
-            .principal(tenant, client_id)
-            .ok_or_else(|| EntraError::application_not_found(client_id, tenant))?;
+        let Some(principal) = emu.principal(tenant, client_id) else {
+            return Err(refuse_secret_of_unconfigured(
+                emu,
+                tenant,
+                client_id,
+                field("client_secret"),
+            ));
+        };
         let secret = field("client_secret").ok_or_else(EntraError::credential_required)?;
         if secret != principal.client_secret {
             return Err(EntraError::invalid_secret(client_id));
         }
-        Grantee {
+        let grantee = Grantee {
             app_id: principal.client_id.clone(),
             object_id: object_id(&principal.client_id),
             tenant_id: principal.azure_tenant_id.clone(),
-        }
+        };
+        (grantee, vec![APPLICATION_READ_WRITE_ALL.to_owned()])
     };
-    issue(emu, &grantee, resource)
+    issue(emu, &grantee, resource, roles)
 }
 
-/// The access token (ARM's v1 shape) and Entra's token response around it.
-fn issue(emu: &Emulator, who: &Grantee, resource: &str) -> Result<Response, EntraError> {
-    let aud = if resource.ends_with('/') {
+/// The refusal of a secret grant for a client that is no configured principal: an app
+/// registration made through Graph has no secret (the emulator has no `addPassword`), so any
+/// secret is wrong for it; anything else is an app the tenant does not have.
+fn refuse_secret_of_unconfigured(
+    emu: &Emulator,
+    tenant: &str,
+    client_id: &str,
+    secret: Option<&str>,
+) -> EntraError {
+    let now = OffsetDateTime::now_utc();
+    let registered = {
+        let mut st = emu.lock();
+        st.store.settle(now);
+        apps::find_app(st.store.directory(), tenant, client_id)
+    }
+    .is_some_and(|app| emu.replicated(app.created, now));
+    match (registered, secret) {
+        (false, _) => EntraError::application_not_found(client_id, tenant),
+        (true, None) => EntraError::credential_required(),
+        (true, Some(_)) => EntraError::invalid_secret(client_id),
+    }
+}
+
+/// The `aud` of a token for `resource`: Graph's own audience for Graph, else the resource
+/// with a trailing slash (ARM's v1 form, `https://management.azure.com/`).
+fn audience(resource: &str) -> String {
+    let bare = resource.trim_end_matches('/');
+    if bare.eq_ignore_ascii_case(GRAPH_AUDIENCE) {
+        GRAPH_AUDIENCE.to_owned()
+    } else if bare.eq_ignore_ascii_case(GRAPH_APP_ID) {
+        GRAPH_APP_ID.to_owned()
+    } else if resource.ends_with('/') {
         resource.to_owned()
     } else {
         format!("{resource}/")
+    }
+}
+
+/// Whether `aud` is Microsoft Graph's.
+pub(crate) fn is_graph_audience(aud: &str) -> bool {
+    GRAPH_AUDIENCES.contains(&aud)
+}
+
+/// The access token (ARM's v1 shape) and Entra's token response around it. `roles` reach
+/// Graph tokens only: ARM authorizes by role assignments, never by app roles.
+fn issue(
+    emu: &Emulator,
+    who: &Grantee,
+    resource: &str,
+    roles: Vec<String>,
+) -> Result<Response, EntraError> {
+    let aud = audience(resource);
+    let roles = if is_graph_audience(&aud) {
+        roles
+    } else {
+        Vec::new()
     };
     let now = OffsetDateTime::now_utc().unix_timestamp();
     let lifetime = emu.config().token_lifetime_secs as i64;
@@ -187,6 +281,7 @@ fn issue(emu: &Emulator, who: &Grantee, resource: &str) -> Result<Response, Entr
         tid: who.tenant_id.clone(),
         idtyp: "app".into(),
         ver: "1.0".into(),
+        roles,
     };
     let token = jsonwebtoken::encode(
         &Header::new(Algorithm::HS256),
@@ -244,6 +339,23 @@ fn www_authenticate(description: &str) -> String {
 }
 
 impl Emulator {
+    /// The claims of a bearer token this emulator signed, checked for signature and lifetime
+    /// (no leeway); the audience is the caller's to check.
+    pub(crate) fn decode_token(&self, token: &str) -> Result<Claims, TokenError> {
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.validate_aud = false;
+        validation.leeway = 0;
+        jsonwebtoken::decode::<Claims>(token, &self.inner.keys.decoding, &validation)
+            .map(|data| data.claims)
+            .map_err(|e| {
+                if matches!(e.kind(), jsonwebtoken::errors::ErrorKind::ExpiredSignature) {
+                    TokenError::Expired
+                } else {
+                    TokenError::Invalid
+                }
+            })
+    }
+
     /// Verifies the bearer token of an ARM request.
     pub(crate) fn authenticate(&self, headers: &HeaderMap) -> Result<Claims, ArmError> {
         let unauthorized = |code: &str, msg: &str, desc: &str| {
@@ -268,26 +380,18 @@ impl Emulator {
                     "The authentication failed because of invalid 'Authorization' header.",
                 )
             })?;
-        let mut validation = Validation::new(Algorithm::HS256);
-        validation.validate_aud = false;
-        validation.leeway = 0;
-        let data = jsonwebtoken::decode::<Claims>(token, &self.inner.keys.decoding, &validation)
-            .map_err(|e| {
-                if matches!(e.kind(), jsonwebtoken::errors::ErrorKind::ExpiredSignature) {
-                    unauthorized(
-                        "ExpiredAuthenticationToken",
-                        "The access token has expired.",
-                        "The access token has expired.",
-                    )
-                } else {
-                    unauthorized(
-                        "InvalidAuthenticationToken",
-                        "The access token is invalid.",
-                        "The access token is invalid.",
-                    )
-                }
-            })?;
-        let claims = data.claims;
+        let claims = self.decode_token(token).map_err(|e| match e {
+            TokenError::Expired => unauthorized(
+                "ExpiredAuthenticationToken",
+                "The access token has expired.",
+                "The access token has expired.",
+            ),
+            TokenError::Invalid => unauthorized(
+                "InvalidAuthenticationToken",
+                "The access token is invalid.",
+                "The access token is invalid.",
+            ),
+        })?;
         let loopback = claims.aud.starts_with("https://127.0.0.1")
             || claims.aud.starts_with("https://localhost");
         if !loopback && !ARM_AUDIENCES.contains(&claims.aud.as_str()) {
@@ -303,6 +407,36 @@ impl Emulator {
             ));
         }
         Ok(claims)
+    }
+
+    /// ARM's gateway check that a token comes from the directory that owns the subscription:
+    /// a token of another tenant is refused before any role assignment is read, whatever they
+    /// grant. Subscriptions no principal is configured for have no owner here, and are left to
+    /// the authorization that follows.
+    pub(crate) fn check_token_tenant(&self, claims: &Claims, sub: &str) -> Result<(), ArmError> {
+        let owner = self.tenant_of(sub);
+        if owner.is_empty() || owner.eq_ignore_ascii_case(&claims.tid) {
+            return Ok(());
+        }
+        let description = format!(
+            "The access token is from the wrong issuer 'https://sts.windows.net/{}/'. It must \
+             match the tenant 'https://sts.windows.net/{owner}/' associated with this \
+             subscription. Please use the authority (URL) 'https://login.windows.net/{owner}' to \
+             get the token. Note, if the subscription is transferred to another tenant there is \
+             no impact to the services, but information about new tenant could take time to \
+             propagate (up to an hour). If you just transferred your subscription and see this \
+             error message, please try back later.",
+            claims.tid
+        );
+        Err(ArmError::new(
+            StatusCode::UNAUTHORIZED,
+            "InvalidAuthenticationTokenTenant",
+            description,
+        )
+        .with_header(
+            "www-authenticate",
+            www_authenticate("The access token is from the wrong issuer."),
+        ))
     }
 
     /// Tenant that owns a subscription (the first principal configured for it).

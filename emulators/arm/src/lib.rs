@@ -9,12 +9,15 @@
 //! principal × region, plus a global per-subscription bucket) with its `x-ms-ratelimit-*` and
 //! `x-ms-routing-request-id` headers, a resource inventory, a client-credentials token endpoint
 //! that `azure_identity` accepts (secrets for the configured app registrations; for
-//! user-assigned identities, client assertions matched against their federated credentials and
-//! verified with the issuer's published keys), RBAC that authorizes those identities by their
-//! role assignments alone, vCPU quota per subscription, region and VM family with the Compute
-//! usage list and the compute resource provider's `409 OperationNotAllowed` for a VM beyond it
-//! ([`quota`]), and a plain-HTTP admin API (faults, request counts, state dump, role
-//! assignments, quota limits).
+//! user-assigned identities and for app registrations made through Graph, client assertions
+//! matched against their federated credentials and verified with the issuer's published keys),
+//! a Microsoft Graph subset (`/v1.0/applications`, their `federatedIdentityCredentials`,
+//! `/v1.0/servicePrincipals`) with which each tenant's administrator (its configured principal)
+//! manages its own directory ([`directory`]), RBAC that authorizes those identities and apps by
+//! their role assignments alone, vCPU quota per subscription, region and VM family with the
+//! Compute usage list and the compute resource provider's `409 OperationNotAllowed` for a VM
+//! beyond it ([`quota`]), and a plain-HTTP admin API (faults, request counts, state dump, role
+//! assignments, quota limits, app registrations).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -40,9 +43,11 @@ pub mod admin;
 pub mod admin_client;
 mod arm;
 pub mod config;
+pub mod directory;
 mod entra;
 pub mod errors;
 pub mod faults;
+mod graph;
 mod path;
 pub mod quota;
 mod rbac;
@@ -59,7 +64,7 @@ use axum::Router;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 
 /// How long ARM takes to answer a role-assignment write under the realistic latency model
 /// (benches compute critical paths from it).
@@ -120,11 +125,13 @@ impl Emulator {
         self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// ARM and Entra on one router (as on `management.azure.com` and `login.microsoftonline.com`
-    /// rolled into one host). Serve it over TLS: `azure_identity` and `azure_core` refuse
-    /// plain HTTP.
+    /// ARM, Entra and Graph on one router (as on `management.azure.com`,
+    /// `login.microsoftonline.com` and `graph.microsoft.com` rolled into one host: Graph's paths
+    /// start with `/v1.0/`, which no ARM or Entra path does). Serve it over TLS: `azure_identity`
+    /// and `azure_core` refuse plain HTTP.
     pub fn router(&self) -> Router {
         Router::new()
+            .route("/v1.0/{*path}", any(graph::handle))
             .route("/{tenant}/oauth2/v2.0/token", post(entra::token))
             .route(
                 "/{tenant}/v2.0/.well-known/openid-configuration",
@@ -165,8 +172,9 @@ impl Emulator {
         }
     }
 
-    /// Clears resources, operations, faults, request counts, throttle buckets and the quota
-    /// limits set through the admin API.
+    /// Clears resources, operations, faults, request counts, throttle buckets, the quota
+    /// limits set through the admin API, and every directory's app registrations and service
+    /// principals.
     pub fn reset(&self) {
         let mut st = self.lock();
         st.store.clear();

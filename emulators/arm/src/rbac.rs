@@ -7,10 +7,12 @@
 //! ARM authorizes: an assignment to the caller's object id, at the request's scope or one of
 //! its ancestors, whose role's `actions` match the action and whose `notActions` do not
 //! (`role-definitions.md` in MicrosoftDocs/azure-docs: `notActions` subtract from the same
-//! role's `actions` and deny nothing another assignment grants). A refusal is ARM's
+//! role's `actions` and deny nothing another assignment grants), and whose condition, if any,
+//! allows the role assignment being written or deleted ([`condition`]). A refusal is ARM's
 //! `403 AuthorizationFailed`.
 
 mod action;
+mod condition;
 mod permissions;
 
 use axum::http::StatusCode;
@@ -38,10 +40,15 @@ impl Emulator {
             let mut st = self.lock();
             st.store.settle(time::OffsetDateTime::now_utc());
             let scope = req.evaluated_scope(&st.store);
+            let deleted = req.deleted_assignment(&st.store);
+            let subject = permissions::Subject {
+                request: req.written_assignment.as_ref(),
+                resource: deleted.as_ref(),
+            };
             if req.within {
-                permissions::permits_within(&st.store, &claims.oid, &req.action, &scope)
+                permissions::permits_within(&st.store, &claims.oid, &req.action, &scope, subject)
             } else {
-                permissions::permits(&st.store, &claims.oid, &req.action, &scope)
+                permissions::permits(&st.store, &claims.oid, &req.action, &scope, subject)
             }
         };
         if allowed {

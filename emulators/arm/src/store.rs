@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 
 use crate::config::QuotaConfig;
+use crate::directory::Directory;
 use crate::errors::ArmError;
 use crate::faults::OpFailure;
 use crate::quota::Limits;
@@ -109,7 +110,8 @@ pub struct StoredAssignment {
 
 /// All resources, role assignments and operations, and the subscriptions' vCPU limits (kept
 /// here, under the same lock as the VMs, so a VM PUT checks its quota and is stored in one
-/// step).
+/// step), and the Entra directories (app registrations and service principals, kept here so
+/// Graph, the token endpoint and ARM's principal lookup read one state under one lock).
 #[derive(Default)]
 pub struct Store {
     resources: BTreeMap<String, StoredResource>,
@@ -118,6 +120,7 @@ pub struct Store {
     /// Parent key → end of the write in flight under it (`exclusive_parent_writes` types).
     exclusive_writes: HashMap<String, OffsetDateTime>,
     quota: Limits,
+    directory: Directory,
 }
 
 pub fn new_etag(kind: Etag) -> Option<String> {
@@ -150,6 +153,15 @@ impl Store {
         self.ops.clear();
         self.exclusive_writes.clear();
         self.quota.clear();
+        self.directory.clear();
+    }
+
+    pub(crate) fn directory(&self) -> &Directory {
+        &self.directory
+    }
+
+    pub(crate) fn directory_mut(&mut self) -> &mut Directory {
+        &mut self.directory
     }
 
     pub fn quota(&self) -> &Limits {

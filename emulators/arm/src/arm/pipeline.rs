@@ -96,7 +96,10 @@ async fn process(
     let sub = target.subscription();
     let class = OpClass::from_method(&parts.method);
     let region = emu.config().region.as_str();
-    let claims = match emu.authenticate(&parts.headers) {
+    let claims = match emu
+        .authenticate(&parts.headers)
+        .and_then(|c| emu.check_token_tenant(&c, sub).map(|()| c))
+    {
         Ok(c) => c,
         Err(e) => {
             let global = emu
@@ -113,7 +116,11 @@ async fn process(
         principal: &claims.oid,
         region,
     };
-    let permission = crate::rbac::Request::new(&parts.method, target, parts.uri.path());
+    let permission = crate::rbac::Request::new(&parts.method, target, parts.uri.path()).with_body(
+        &parts.method,
+        target,
+        body,
+    );
     if let Err(e) = emu.authorize(&claims, &permission) {
         // Refused before reaching the buckets: report them, take nothing.
         *rate = RateHeaders::new(

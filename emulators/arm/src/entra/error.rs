@@ -260,6 +260,33 @@ impl EntraError {
         )
     }
 
+    /// An app registration with no federated identity credential at all: Entra names the app
+    /// and its display name (the wording clients quote in 2025-2026 workflow logs, e.g.
+    /// `The client '…'(fast-azure-backend) has no configured federated identity credentials.`).
+    pub fn no_configured_credentials(app_id: &str, display_name: &str) -> Self {
+        Self::client(
+            70025,
+            format!(
+                "The client '{app_id}'({display_name}) has no configured federated identity \
+                 credentials."
+            ),
+        )
+    }
+
+    /// An app registration with no service principal in the tenant asked for: it has no
+    /// identity there to give a token to (`az ad app create` makes none;
+    /// microsoft/teams.ts docs and Azure/Commercial-Marketplace-SaaS-Accelerator#830 quote the
+    /// 401 `invalid_client` body).
+    pub fn missing_service_principal(app_id: &str, tenant: &str) -> Self {
+        Self::client(
+            7000229,
+            format!(
+                "The client application {app_id} is missing service principal in the tenant \
+                 {tenant}. See instructions here: https://go.microsoft.com/fwlink/?linkid=2225119"
+            ),
+        )
+    }
+
     /// The issuer's discovery document or key set could not be had (Azure/azure-workload-
     /// identity#642, #1130: unreachable or private storage account).
     pub fn oidc_endpoint_failed() -> Self {

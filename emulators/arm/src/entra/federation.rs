@@ -1,7 +1,8 @@
-//! Workload identity federation for user-assigned managed identities: which identity a
-//! `client_id` names, and which of its federated identity credentials an assertion matches.
+//! Workload identity federation: which user-assigned managed identity a `client_id` names, and
+//! which federated identity credential (of an identity, or of an app registration: see
+//! [`super::apps`]) an assertion matches.
 //!
-//! Both live in the ARM store, where the product created them. Entra learns of them through
+//! Identities and their credentials live in the ARM store, where the product created them. Entra learns of them through
 //! its own replication, so a new identity's service principal, and a new credential, are not
 //! usable at once: the emulator holds both back for `principal_replication_delay` (scaled by
 //! the latency model, so not at all under `LatencyModel::Zero`).

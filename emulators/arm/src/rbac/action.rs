@@ -27,7 +27,8 @@
 
 use axum::http::Method;
 
-use crate::path::Target;
+use super::condition::Attributes;
+use crate::path::{AuthzKind, Target};
 use crate::store::Store;
 
 /// What one request asks to do.
@@ -41,6 +42,11 @@ pub(crate) struct Request {
     operation: Option<String>,
     /// An assignment below the scope grants the action too (the Resource SKUs list).
     pub within: bool,
+    /// The role assignment a PUT writes, for the conditions that constrain delegation.
+    pub written_assignment: Option<Attributes>,
+    /// Whether the request deletes one named role assignment (whose attributes the
+    /// conditions compare, read from the store at authorization).
+    deletes_assignment: bool,
 }
 
 fn verb(method: &Method) -> &'static str {
@@ -83,6 +89,9 @@ impl Request {
         let v = verb(method);
         let mut operation = None;
         let mut within = false;
+        let deletes_assignment = *method == Method::DELETE
+            && matches!(target, Target::Authorization(a)
+                if a.kind == AuthzKind::RoleAssignments && a.name.is_some());
         let (action, scope) = match target {
             Target::ResourceGroupList { .. } => (
                 "Microsoft.Resources/subscriptions/resourceGroups/read".to_owned(),
@@ -138,7 +147,31 @@ impl Request {
             scope,
             operation,
             within,
+            written_assignment: None,
+            deletes_assignment,
         }
+    }
+
+    /// The request, knowing its body: a role-assignment PUT's describes the assignment written.
+    pub fn with_body(mut self, method: &Method, target: &Target, body: &[u8]) -> Self {
+        let writes_assignment = *method == Method::PUT
+            && matches!(target, Target::Authorization(a)
+                if a.kind == AuthzKind::RoleAssignments && a.name.is_some());
+        if writes_assignment {
+            self.written_assignment = Some(Attributes::of_body(body));
+        }
+        self
+    }
+
+    /// The role assignment a DELETE removes, if it names one that exists (by its id, which is
+    /// the request path).
+    pub fn deleted_assignment(&self, store: &Store) -> Option<Attributes> {
+        if !self.deletes_assignment {
+            return None;
+        }
+        store
+            .assignment(&self.scope.to_ascii_lowercase())
+            .map(Attributes::of_assignment)
     }
 
     /// The scope role assignments are matched against: the printed one, except for an

@@ -2,13 +2,22 @@
 //!
 //! Operation strings compare ignoring case, and `*` in a role's action stands for any run of
 //! characters, `/` included (`*/read`, `Microsoft.Authorization/*/Write`); `role-definitions.md`
-//! in MicrosoftDocs/azure-docs. Assignment conditions constrain data actions only, so they do
-//! not enter here.
+//! in MicrosoftDocs/azure-docs. An assignment's condition constrains the delegation of role
+//! assignments only ([`super::condition`]); it does not enter any other action.
 
 use uuid::Uuid;
 
+use super::condition::{self, Attributes, Facts};
 use crate::arm::find_role;
 use crate::store::{Store, StoredAssignment};
+
+/// The role assignment a request writes (`request`) or deletes (`resource`), which an
+/// assignment's condition may compare.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Subject<'a> {
+    pub request: Option<&'a Attributes>,
+    pub resource: Option<&'a Attributes>,
+}
 
 /// Whether `pattern` (with `*` wildcards) matches `action`, ignoring ASCII case.
 pub(super) fn matches(pattern: &str, action: &str) -> bool {
@@ -84,8 +93,30 @@ fn role_grants(a: &StoredAssignment, action: &str) -> bool {
     })
 }
 
+/// Whether the condition of `a`, if any, lets it grant `action` on `subject`.
+fn condition_allows(a: &StoredAssignment, action: &str, subject: Subject<'_>) -> bool {
+    let Some(c) = a.condition.as_deref().filter(|c| !c.trim().is_empty()) else {
+        return true;
+    };
+    !condition::constrains(action)
+        || condition::allows(
+            c,
+            &Facts {
+                action,
+                request: subject.request,
+                resource: subject.resource,
+            },
+        )
+}
+
 /// Whether an assignment to `principal` whose scope `reaches` grants `action`.
-fn granted(store: &Store, principal: &str, action: &str, reaches: impl Fn(&str) -> bool) -> bool {
+fn granted(
+    store: &Store,
+    principal: &str,
+    action: &str,
+    subject: Subject<'_>,
+    reaches: impl Fn(&str) -> bool,
+) -> bool {
     let Ok(principal) = Uuid::parse_str(principal) else {
         return false;
     };
@@ -93,20 +124,35 @@ fn granted(store: &Store, principal: &str, action: &str, reaches: impl Fn(&str) 
         Uuid::parse_str(&a.principal_id).is_ok_and(|p| p == principal)
             && reaches(&a.scope)
             && role_grants(a, action)
+            && condition_allows(a, action, subject)
     })
 }
 
 /// Whether an assignment to `principal` at `scope` or above grants `action`.
-pub(super) fn permits(store: &Store, principal: &str, action: &str, scope: &str) -> bool {
+pub(super) fn permits(
+    store: &Store,
+    principal: &str,
+    action: &str,
+    scope: &str,
+    subject: Subject<'_>,
+) -> bool {
     let scope = decoded(scope);
-    granted(store, principal, action, |at| at_or_above(at, &scope))
+    granted(store, principal, action, subject, |at| {
+        at_or_above(at, &scope)
+    })
 }
 
 /// Whether an assignment to `principal` at `scope`, above it or anywhere below it grants
 /// `action`.
-pub(super) fn permits_within(store: &Store, principal: &str, action: &str, scope: &str) -> bool {
+pub(super) fn permits_within(
+    store: &Store,
+    principal: &str,
+    action: &str,
+    scope: &str,
+    subject: Subject<'_>,
+) -> bool {
     let scope = decoded(scope);
-    granted(store, principal, action, |at| {
+    granted(store, principal, action, subject, |at| {
         at_or_above(at, &scope) || at_or_above(&scope, at)
     })
 }

@@ -8,9 +8,13 @@
 //! missing resources in `references`, the regions and VM sizes Azure offers (and refuses
 //! beyond) with the Resource SKUs list in `offerings`, vCPU quota (the usage list and the 409
 //! beyond it) in `quota`, deletes of resources in use and group cascades in `teardown`,
-//! Entra's answers for tenants it does not have in `tenants`, everything else here.
+//! Entra's answers for tenants it does not have in `tenants`, Microsoft Graph's app
+//! registrations in `app_registrations`, and an app registration's client assertion reaching
+//! ARM in `app_federation`, everything else here.
 
 mod api_versions;
+mod app_federation;
+mod app_registrations;
 mod identity_rbac;
 mod issuer;
 mod offerings;

@@ -96,15 +96,35 @@ pub(crate) async fn token_for(
     client: &str,
     secret: &str,
 ) -> Result<String, (StatusCode, Value)> {
+    token_for_scope(
+        http,
+        base,
+        TENANT,
+        client,
+        secret,
+        "https://management.azure.com/.default",
+    )
+    .await
+}
+
+/// A client-secret token of `client` in `tenant` for `scope`.
+pub(crate) async fn token_for_scope(
+    http: &reqwest::Client,
+    base: &str,
+    tenant: &str,
+    client: &str,
+    secret: &str,
+    scope: &str,
+) -> Result<String, (StatusCode, Value)> {
     let resp = http
-        .post(format!("{base}/{TENANT}/oauth2/v2.0/token"))
+        .post(format!("{base}/{tenant}/oauth2/v2.0/token"))
         .header("content-type", "application/x-www-form-urlencoded")
         .body(
             url::form_urlencoded::Serializer::new(String::new())
                 .append_pair("grant_type", "client_credentials")
                 .append_pair("client_id", client)
                 .append_pair("client_secret", secret)
-                .append_pair("scope", "https://management.azure.com/.default")
+                .append_pair("scope", scope)
                 .finish(),
         )
         .send()

@@ -15,7 +15,7 @@ use crate::support::*;
 
 /// Asserts Entra's refusal: HTTP status, OAuth `error`, the AADSTS code (in `error_codes` and
 /// leading the description) and a part of the description.
-fn assert_refused(
+pub(crate) fn assert_refused(
     r: Result<String, (StatusCode, Value)>,
     status: StatusCode,
     error: &str,

@@ -57,9 +57,10 @@ fn principal_type(
     req: &AssignmentRequest,
     sub: &str,
 ) -> Result<&'static str> {
-    let not_found = || principal_not_found(&req.principal, &ctx.emu.tenant_of(sub));
+    let tenant = ctx.emu.tenant_of(sub);
+    let not_found = || principal_not_found(&req.principal, &tenant);
     match (
-        lookup(ctx.emu, store, &req.principal, ctx.now),
+        lookup(ctx.emu, store, &tenant, &req.principal, ctx.now),
         req.principal_type,
     ) {
         (Directory::Unknown, _) => Err(not_found()),

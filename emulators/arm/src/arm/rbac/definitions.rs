@@ -1,10 +1,13 @@
-//! The built-in role definitions: the general Owner/Contributor/Reader, and the roles
-//! HyperShift and ARO hosted control planes assign (docs/reference/hypershift-azure.md §2.4).
+//! The built-in role definitions: the general Owner/Contributor/Reader, the two privileged roles
+//! that delegate access (User Access Administrator, Role Based Access Control Administrator:
+//! what a tenant grants an app that must assign roles itself), and the roles HyperShift and ARO
+//! hosted control planes assign (docs/reference/hypershift-azure.md §2.4).
 //!
 //! Names, descriptions and actions are Azure's as its role JSON publishes them: Owner,
-//! Contributor, Reader and the six roles the product grants (`ROLE_GRANTS`) as the generated
-//! `built-in-roles/privileged.md`, `general.md` and `containers.md` of MicrosoftDocs/azure-docs
-//! list them; the two hosted-control-plane roles, which those pages do not list, as the
+//! Contributor, Reader, the two access roles and the six roles the product grants
+//! (`ROLE_GRANTS`) as the generated `built-in-roles/privileged.md`, `general.md` and
+//! `containers.md` of MicrosoftDocs/azure-docs list them (the access roles' JSON as
+//! azure-rbac-catalog.org and azadvertizer copy it); the two hosted-control-plane roles, which those pages do not list, as the
 //! azure-rbac-catalog.org and azadvertizer copies had them (possibly partial). The RBAC check
 //! (`crate::rbac`) evaluates managed identities' requests against these permissions, so a
 //! missing action is a refusal, never a grant. `7d8bb4e4…` is not built in: HyperShift
@@ -75,6 +78,27 @@ pub(super) static BUILT_IN: &[BuiltIn] = &[
         description: "View all resources, but does not allow you to make any changes.",
         kind: "BuiltInRole",
         actions: &["*/read"],
+        not_actions: &[],
+    },
+    BuiltIn {
+        guid: "18d7d88d-d35e-4fb5-a5c3-7773c20a72d9",
+        name: "User Access Administrator",
+        description: "Lets you manage user access to Azure resources.",
+        kind: "BuiltInRole",
+        actions: &["*/read", "Microsoft.Authorization/*", "Microsoft.Support/*"],
+        not_actions: &[],
+    },
+    BuiltIn {
+        guid: "f58310d9-a9f6-439a-9e8d-f62e7b41a168",
+        name: "Role Based Access Control Administrator",
+        description: "Manage access to Azure resources by assigning roles using Azure RBAC. This role does not allow you to manage access using other ways, such as Azure Policy.",
+        kind: "BuiltInRole",
+        actions: &[
+            "Microsoft.Authorization/roleAssignments/write",
+            "Microsoft.Authorization/roleAssignments/delete",
+            "*/read",
+            "Microsoft.Support/*",
+        ],
         not_actions: &[],
     },
     BuiltIn {

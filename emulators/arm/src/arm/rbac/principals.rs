@@ -1,10 +1,11 @@
 //! What Entra knows about a principal, as ARM's role-assignment check sees it.
 //!
 //! The principals are the service principals of the configured app registrations (always
-//! there) and the service principals behind the user-assigned identities created through the
-//! emulator. A new identity's principal takes a while to replicate through Entra; until then a
-//! lookup does not find it, which is the `PrincipalNotFound` that deployments hit when they
-//! assign a role right after creating the identity.
+//! there), the service principals behind the user-assigned identities created through the
+//! emulator, and the service principals made through Graph in the subscription's own directory
+//! (a principal of another directory is not found). A new principal takes a while to replicate
+//! through Entra; until then a lookup does not find it, which is the `PrincipalNotFound` that
+//! deployments hit when they assign a role right after creating the identity or principal.
 
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -27,10 +28,11 @@ pub(super) enum Directory {
     Unknown,
 }
 
-/// Looks `principal` up as of `now`.
+/// Looks `principal` up in `tenant`'s directory as of `now`.
 pub(super) fn lookup(
     emu: &Emulator,
     store: &Store,
+    tenant: &str,
     principal: &Uuid,
     now: OffsetDateTime,
 ) -> Directory {
@@ -55,7 +57,13 @@ pub(super) fn lookup(
                 .and_then(|s| Uuid::parse_str(s).ok())
                 .is_some_and(|p| &p == principal)
         })
-        .map(|r| r.created);
+        .map(|r| r.created)
+        .or_else(|| {
+            store
+                .directory()
+                .principal(tenant, principal)
+                .map(|p| p.created)
+        });
     let Some(created) = created else {
         return Directory::Unknown;
     };
