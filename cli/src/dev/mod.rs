@@ -7,6 +7,7 @@
 //! cleanly on Ctrl-C or SIGTERM.
 
 mod bus;
+mod federation;
 mod profile;
 mod supervisor;
 pub(crate) mod world;
@@ -160,6 +161,12 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         format!("cannot listen on {grpc} for the gRPC API (another `hypersaga dev`?); pass --grpc-listen 127.0.0.1:0 for a free port")
     })?;
     let admin_token = crate::commands::token::new_token("hsadmin");
+    let issuer_blob = BlobConfig {
+        endpoint: blob_url.clone(),
+        account_name: AZURITE_ACCOUNT.into(),
+        account_key: Secret::new(AZURITE_KEY),
+    };
+    let federation = federation::publish(&state, &issuer_blob).await?;
     let config = Config {
         nats: NatsConfig {
             url: nats.url(),
@@ -197,11 +204,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             budget: scaled_budget(args.arm_budget_scale),
             ..AzureConfig::default()
         },
-        blob: BlobConfig {
-            endpoint: blob_url.clone(),
-            account_name: AZURITE_ACCOUNT.into(),
-            account_key: Secret::new(AZURITE_KEY),
-        },
+        blob: issuer_blob,
         // The keys' own account, whose key Azurite was given at its start.
         signing_keys: BlobConfig {
             endpoint: azurite.key_store_endpoint(),
@@ -248,7 +251,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         },
         // One host, many roles: each child gets its own probe port (`--health-listen`).
         health: Default::default(),
-        federation: Default::default(),
+        federation,
     };
     config.validate()?;
     world::make_public_zones(&config)
