@@ -128,7 +128,11 @@ fn known_tenant(dir: &std::path::Path, tenant: &TenantId, role: &Role) -> anyhow
         .with_context(|| format!("cannot read the bus credentials in {}", dir.display()))?
         .filter_map(|e| {
             let name = e.ok()?.file_name().into_string().ok()?;
-            Some(name.strip_prefix("audit-")?.strip_suffix(".secret")?.to_owned())
+            Some(
+                name.strip_prefix("audit-")?
+                    .strip_suffix(".secret")?
+                    .to_owned(),
+            )
         })
         .collect();
     known.sort();

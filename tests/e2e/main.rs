@@ -19,4 +19,5 @@ mod observability;
 mod operator;
 mod supersede;
 mod tenants_and_validation;
+mod tenants_live;
 mod workers;

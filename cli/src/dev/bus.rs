@@ -39,11 +39,7 @@ pub fn write_audit_passwords(
 
 /// Writes every role's seed under `<state>/bus/credentials` and renders the server's
 /// configuration, serving TLS with `tls` (certificate and key files).
-pub fn prepare(
-    state: &Path,
-    prefix: &str,
-    tls: &TlsFiles,
-) -> anyhow::Result<ClosedBus> {
+pub fn prepare(state: &Path, prefix: &str, tls: &TlsFiles) -> anyhow::Result<ClosedBus> {
     let credentials_dir = state.join("bus").join("credentials");
     let (users, issuer) = write_credentials(&credentials_dir)?;
     let logs = state.join("logs");

@@ -271,11 +271,7 @@ pub const SYSTEM_ACCOUNT: &str = "SYS";
 /// - Granted users are placed in the bus's account (`$G`, where JetStream is), which keeps
 ///   JetStream as it is: a server-config system account does not count as an account of its
 ///   own.
-pub fn authorization_block(
-    prefix: &str,
-    users: &[(String, Role)],
-    issuer: &str,
-) -> String {
+pub fn authorization_block(prefix: &str, users: &[(String, Role)], issuer: &str) -> String {
     let (system, bus): (Vec<_>, Vec<_>) =
         users.iter().partition(|(_, role)| role.in_system_account());
     let entries = |users: &[&(String, Role)], indent: &str| {
@@ -360,8 +356,7 @@ mod tests {
 
     #[test]
     fn an_audit_reader_may_publish_nothing_but_its_own_audit_reads() {
-        let perms =
-            Role::Audit(Some(TenantId::new("acme").unwrap())).permissions("hcp");
+        let perms = Role::Audit(Some(TenantId::new("acme").unwrap())).permissions("hcp");
         for s in &perms.publish {
             assert!(s.starts_with("$JS."), "audit reader may publish {s}");
             assert!(!s.contains("globex"), "audit reader may touch globex: {s}");

@@ -54,7 +54,11 @@ impl Authorize for TenantReaders {
 
 /// Serves the callout and revokes readers as tenants change, until `shutdown`. Runs only on a
 /// closed bus (`nats.credentials_dir` set); on an open one anybody may read anything anyway.
-pub async fn run(config: &Config, tenants: Directory, shutdown: CancellationToken) -> crate::Result<()> {
+pub async fn run(
+    config: &Config,
+    tenants: Directory,
+    shutdown: CancellationToken,
+) -> crate::Result<()> {
     let Some(dir) = &config.nats.credentials_dir else {
         return Ok(());
     };
@@ -103,7 +107,11 @@ fn lost(before: &Admitted, now: &Admitted) -> Vec<TenantId> {
 }
 
 /// Cuts off the readers of every tenant that loses its access, as the directory changes.
-async fn revoke_on_change(client: async_nats::Client, tenants: Directory, shutdown: CancellationToken) {
+async fn revoke_on_change(
+    client: async_nats::Client,
+    tenants: Directory,
+    shutdown: CancellationToken,
+) {
     let mut changes = tenants.changes();
     let mut before = admitted(&tenants);
     loop {
@@ -114,8 +122,12 @@ async fn revoke_on_change(client: async_nats::Client, tenants: Directory, shutdo
         let now = admitted(&tenants);
         for tenant in lost(&before, &now) {
             match callout::revoke(&client, &tenant).await {
-                Ok(r) => info!(%tenant, closed = r.closed, servers = r.servers, "tenant's audit readers cut off"),
-                Err(e) => warn!(%tenant, error = %e, "could not cut off the tenant's audit readers; their grants expire within {} s", GRANT_FOR.as_secs()),
+                Ok(r) => {
+                    info!(%tenant, closed = r.closed, servers = r.servers, "tenant's audit readers cut off")
+                }
+                Err(e) => {
+                    warn!(%tenant, error = %e, "could not cut off the tenant's audit readers; their grants expire within {} s", GRANT_FOR.as_secs())
+                }
             }
         }
         before = now;

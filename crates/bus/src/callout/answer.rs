@@ -332,8 +332,7 @@ mod tests {
         assert_eq!(user.registered.aud, "$G");
         assert_eq!(user.registered.name, "audit-acme");
         assert_eq!(user.registered.exp, NOW + 60);
-        let table =
-            crate::Role::Audit(Some(TenantId::new("acme").unwrap())).permissions("hcp");
+        let table = crate::Role::Audit(Some(TenantId::new("acme").unwrap())).permissions("hcp");
         assert_eq!(user.body.publish.allow, table.publish);
         assert_eq!(user.body.subscribe.allow, table.subscribe);
         assert!(user.body.publish.deny.is_empty() && user.body.resp.is_none());
