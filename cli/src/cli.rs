@@ -15,8 +15,8 @@ use crate::serve::{self, ServeArgs};
 /// as sagas over NATS JetStream.
 ///
 /// Start the whole system locally with `hypersaga dev`, then use the client commands
-/// (`cluster`, `nodepool`, `operation`, `audit`, `emulator`), which read the endpoints file
-/// `dev` writes.
+/// (`cluster`, `nodepool`, `operation`, `audit`, `tenant`, `emulator`), which read the
+/// endpoints file `dev` writes.
 #[derive(Parser, Debug)]
 #[command(
     name = "hypersaga",
@@ -61,6 +61,16 @@ pub enum Command {
     /// Follow the public audit stream.
     #[command(subcommand)]
     Audit(commands::audit::AuditCommand),
+    /// Onboard, inspect, change, suspend and remove tenants: the platform team's admin API.
+    ///
+    /// Every command calls the admin API (at the cluster API's address) with an admin's
+    /// token: --admin-token, else $HYPERSAGA_ADMIN_TOKEN, else the endpoints file's
+    /// (`hypersaga dev` writes one); a tenant's token is refused. A change is served by every
+    /// replica within seconds, without a restart, and recorded on the tenant's audit stream
+    /// with the admin as its actor. Tenants declared in the configuration file are listed and
+    /// shown here, but changed only there.
+    #[command(subcommand)]
+    Tenant(commands::tenant::TenantCommand),
     /// Bearer tokens for tenants' callers: the token, and the digest the configuration keeps.
     #[command(subcommand)]
     Token(commands::token::TokenCommand),
@@ -112,7 +122,8 @@ pub struct ClientArgs {
     #[arg(long, global = true, env = "HYPERSAGA_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Output format: text, json, yaml, wide (tables with more columns) or name
-    /// (`cluster/<name>`, `nodepool/<name>` or `operation/<id>`, one per line).
+    /// (`cluster/<name>`, `nodepool/<name>`, `operation/<id>` or `tenant/<id>`, one per
+    /// line).
     #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = Output::Text)]
     pub output: Output,
     /// Tables without their header line (text and wide output).
@@ -191,6 +202,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Nodepool(c) => commands::nodepool::run(c).await,
         Command::Operation(c) => commands::operation::run(c).await,
         Command::Audit(c) => commands::audit::run(c).await,
+        Command::Tenant(c) => commands::tenant::run(c).await,
         Command::Bus(c) => commands::bus::run(c).await,
         Command::Token(c) => commands::token::run(c),
         Command::Completion { shell } => commands::completion::run(shell),
@@ -309,6 +321,23 @@ mod tests {
                 &["operation", "get", "op-1"],
                 &["operation", "list", "--state", "paused"],
                 &["operation", "resume", "op-1"],
+                &["tenant", "list"],
+                &["tenant", "get", "acme"],
+                &[
+                    "tenant",
+                    "add",
+                    "acme",
+                    "--azure-tenant-id",
+                    "t",
+                    "--subscription-id",
+                    "s",
+                    "--client-id",
+                    "c",
+                ],
+                &["tenant", "update", "acme", "--issue-api-token"],
+                &["tenant", "suspend", "acme", "--reason", "unpaid"],
+                &["tenant", "resume", "acme"],
+                &["tenant", "remove", "acme"],
             ] {
                 let mut argv = vec!["hypersaga"];
                 argv.extend_from_slice(args);

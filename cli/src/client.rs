@@ -1,12 +1,13 @@
-//! An authenticated `ClusterService` client, and what to tell a user whose client could not
-//! reach the API: a transport error names a symptom (`UnknownIssuer`, `operation was
-//! canceled`), [`Unreachable`] says what to do about it.
+//! Authenticated `ClusterService` and `AdminService` clients, and what to tell a user whose
+//! client could not reach the API: a transport error names a symptom (`UnknownIssuer`,
+//! `operation was canceled`), [`Unreachable`] says what to do about it.
 
 use std::error::Error as StdError;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
+use hypersaga_api::v1::admin_service_client::AdminServiceClient;
 use hypersaga_api::v1::cluster_service_client::ClusterServiceClient;
 use tonic::metadata::MetadataValue;
 use tonic::service::Interceptor;
@@ -24,7 +25,18 @@ impl Interceptor for BearerAuth {
     }
 }
 
+impl BearerAuth {
+    /// `authorization: Bearer <token>`; refused if the token holds what metadata cannot
+    /// (the error never quotes the token).
+    fn new(token: &str) -> Result<Self, tonic::metadata::errors::InvalidMetadataValue> {
+        format!("Bearer {token}").parse().map(BearerAuth)
+    }
+}
+
 pub type Client = ClusterServiceClient<InterceptedService<Channel, BearerAuth>>;
+
+/// The platform team's API (`hypersaga tenant …`), as the holder of an admin's token.
+pub type AdminClient = AdminServiceClient<InterceptedService<Channel, BearerAuth>>;
 
 /// The largest header block (an answer's status, its details in trailers) this client takes.
 /// hyper's default, 16 KiB, is less than an `INVALID_ARGUMENT` that quotes a long value: the
@@ -36,13 +48,22 @@ const MAX_HEADER_LIST_SIZE: u32 = 1024 * 1024;
 /// else against the system's roots.
 pub async fn connect(server: &str, token: &str, ca: Option<&Path>) -> anyhow::Result<Client> {
     let channel = channel(server, ca).await?;
-    let value = format!("Bearer {token}")
-        .parse()
-        .context("token contains characters not allowed in metadata")?;
-    Ok(ClusterServiceClient::with_interceptor(
-        channel,
-        BearerAuth(value),
-    ))
+    let auth =
+        BearerAuth::new(token).context("token contains characters not allowed in metadata")?;
+    Ok(ClusterServiceClient::with_interceptor(channel, auth))
+}
+
+/// Connects to the admin API at `server` (the same address as the cluster API) as the holder
+/// of an admin's `token`; the server's certificate is checked as [`connect`] checks it.
+pub async fn connect_admin(
+    server: &str,
+    token: &str,
+    ca: Option<&Path>,
+) -> anyhow::Result<AdminClient> {
+    let auth = BearerAuth::new(token)
+        .context("the admin token contains characters not allowed in metadata")?;
+    let channel = channel(server, ca).await?;
+    Ok(AdminServiceClient::with_interceptor(channel, auth))
 }
 
 /// A channel to the API at `server`, without a token (health, reflection): TLS for `https://`,

@@ -1,11 +1,13 @@
 //! What the CLI prints: human tables and progress by default; `-o json` and `-o yaml` (the
 //! same document), `-o wide` (tables with more columns), `-o name` (`cluster/<name>`, one per
-//! line, as kubectl prints them) for the commands that show clusters, node pools and
-//! operations.
+//! line, as kubectl prints them) for the commands that show clusters, node pools, operations
+//! and tenants.
 
 pub mod nodepool;
+pub mod tenant;
 
 pub use nodepool::{nodepool_json, nodepool_name, nodepool_text, nodepools_table};
+pub use tenant::{tenant_json, tenant_name, tenant_text, tenants_table};
 
 use std::collections::BTreeMap;
 
@@ -36,8 +38,8 @@ pub enum Output {
     Yaml,
     /// Tables with more columns (location, node pools, the current operation, times).
     Wide,
-    /// `cluster/<name>`, `nodepool/<name>` or `operation/<id>`, one per line, for `xargs`
-    /// and loops.
+    /// `cluster/<name>`, `nodepool/<name>`, `operation/<id>` or `tenant/<id>`, one per line,
+    /// for `xargs` and loops.
     Name,
 }
 

@@ -7,6 +7,7 @@ pub mod completion;
 pub mod emulator;
 pub mod nodepool;
 pub mod operation;
+pub mod tenant;
 pub mod token;
 
 use std::process::ExitCode;
@@ -20,16 +21,23 @@ pub(crate) fn fail(
     client: &crate::cli::ClientArgs,
     status: tonic::Status,
 ) -> anyhow::Result<ExitCode> {
-    let (text, code) = failure(client, &status);
+    fail_at(client.target().ok().as_ref(), status)
+}
+
+/// [`fail`] for a call to `target` (`None`: where the call went is not known, so every
+/// status counts as the API's answer).
+pub(crate) fn fail_at(
+    target: Option<&crate::cli::Target>,
+    status: tonic::Status,
+) -> anyhow::Result<ExitCode> {
+    let (text, code) = failure(target, &status);
     crate::errln!("error: {text}");
     Ok(ExitCode::from(code))
 }
 
 /// What [`fail`] prints, and the exit code.
-fn failure(client: &crate::cli::ClientArgs, status: &tonic::Status) -> (String, u8) {
-    let transport = client
-        .target()
-        .ok()
+fn failure(target: Option<&crate::cli::Target>, status: &tonic::Status) -> (String, u8) {
+    let transport = target
         .and_then(|t| crate::client::Unreachable::of_status(&t.server, t.ca.as_deref(), status));
     match transport {
         Some(u) => (u.to_string(), crate::exit::UNREACHABLE),
@@ -123,6 +131,14 @@ pub(crate) const NODE_POOLS: Shown<hypersaga_api::v1::NodePool> = Shown {
     text: output::nodepool_text,
     name: |p| output::nodepool_name(p.spec.as_ref().map(|s| s.name.as_str()).unwrap_or_default()),
     table: output::nodepools_table,
+};
+
+/// Tenants as `-o` shows them (`hypersaga tenant get|list`).
+pub(crate) const TENANTS: Shown<hypersaga_api::v1::Tenant> = Shown {
+    json: output::tenant_json,
+    text: output::tenant_text,
+    name: |t| output::tenant_name(&t.id),
+    table: output::tenants_table,
 };
 
 /// Every page of a list call, in order: `page` asks for the page after `token` (empty: the
