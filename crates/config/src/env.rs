@@ -27,8 +27,9 @@ pub const PREFIX: &str = "HYPERSAGA_";
 /// Variables of the client commands (`hypersaga cluster …`, `audit tail`) and of `serve`'s own
 /// flags, which share the prefix without being settings: a user who exported one for the
 /// client must still be able to start a service in the same shell.
-pub const CLIENT_VARIABLES: [&str; 8] = [
+pub const CLIENT_VARIABLES: [&str; 9] = [
     "HYPERSAGA_CONFIG",
+    "HYPERSAGA_ADMIN_TOKEN",
     "HYPERSAGA_ENDPOINTS",
     "HYPERSAGA_SERVER",
     "HYPERSAGA_CA",
