@@ -37,6 +37,9 @@ pub struct Endpoints {
     /// name (`coordinator-0`), e.g. `http://127.0.0.1:40123`.
     #[serde(default)]
     pub health: std::collections::BTreeMap<String, String>,
+    /// Every management cluster's emulator (the first is `mgmt_admin_url` and `kubeconfig`).
+    #[serde(default)]
+    pub management_clusters: Vec<DevManagementCluster>,
     /// A token of the platform's admin (`hypersaga tenant …`): the admin API's, never a
     /// tenant's.
     #[serde(default)]
@@ -68,6 +71,15 @@ pub enum EndpointsError {
         #[source]
         source: serde_json::Error,
     },
+}
+
+/// One emulated management cluster of the local system.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DevManagementCluster {
+    pub name: String,
+    /// Its emulator's admin API (object dump, faults).
+    pub admin_url: String,
+    pub kubeconfig: PathBuf,
 }
 
 /// A development tenant: its API token and its Azure identity in the emulator.

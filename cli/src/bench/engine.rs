@@ -883,6 +883,7 @@ fn new_saga(
                 names: Names::new(tenant, cluster, &infra, &spec.base_domain),
                 spec: spec.clone(),
                 outputs: Default::default(),
+                management_cluster: "default".into(),
             },
             retry: RetryPolicy::default(),
             timing: Timing::default(),

@@ -212,6 +212,7 @@ fn placeholder_endpoints() -> Endpoints {
         state_dir: PathBuf::new(),
         health: Default::default(),
         admin_token: None,
+        management_clusters: Vec::new(),
     }
 }
 

@@ -51,6 +51,14 @@ pub struct DevArgs {
     /// gRPC listen address of the (first) gateway; port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:50051")]
     pub grpc_listen: SocketAddr,
+    /// Management clusters (each its own emulator), all in the ARM region: `default` alone,
+    /// or `mc-1` … `mc-N`, creates placed on the one with the most room.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub management_clusters: u16,
+    /// Hosted control planes each management cluster may carry [default: no limit with one,
+    /// 50 each with several].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub management_cluster_capacity: Option<u32>,
     /// Timing profile of the emulators and retries.
     #[arg(long, value_enum, default_value_t = Profile::Demo)]
     pub profile: Profile,
@@ -71,6 +79,70 @@ pub struct DevArgs {
 }
 
 const TENANT_NAMES: [&str; 2] = ["acme", "globex"];
+/// Hosted control planes each of several management clusters carries, unless
+/// `--management-cluster-capacity` says.
+const DEFAULT_CAPACITY: u32 = 50;
+
+/// The management clusters' names: `default` alone, else `mc-1` … `mc-N`.
+fn management_names(n: u16) -> Vec<String> {
+    match n {
+        0 | 1 => vec![hypersaga_model::record::DEFAULT_MANAGEMENT_CLUSTER.to_owned()],
+        n => (1..=n).map(|i| format!("mc-{i}")).collect(),
+    }
+}
+
+/// A running management-cluster emulator.
+struct Managed {
+    name: String,
+    admin_url: String,
+    kubeconfig: PathBuf,
+}
+
+/// Starts one management-cluster emulator (HyperShift, CAPI and CAPZ making workers in the
+/// ARM emulator) and writes its kubeconfig under `state`.
+#[allow(clippy::too_many_arguments)]
+async fn start_management_cluster(
+    name: &str,
+    state: &Path,
+    arm_url: &str,
+    ca: &DevCa,
+    cert: &ServerCert,
+    timings: &profile::Timings,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<Managed> {
+    let token = random_hex(24);
+    let mgmt = hypersaga_emulator_mgmt::Emulator::new(hypersaga_emulator_mgmt::Config {
+        token: token.clone(),
+        hosted_cluster_available_after: timings.hosted_cluster_available_after,
+        node_pool_ready_after: timings.node_pool_ready_after,
+        deletion_after: timings.deletion_after,
+        control_plane_upgrade_after: timings.control_plane_upgrade_after,
+        // CAPZ makes the workers in the ARM emulator, as the node-pool-management identity.
+        azure: Some(hypersaga_emulator_mgmt::AzureEndpoints {
+            arm_url: arm_url.to_owned(),
+            entra_url: arm_url.to_owned(),
+            ca_pem: Some(ca.cert_pem().to_owned()),
+        }),
+        ..Default::default()
+    });
+    let s = shutdown.clone();
+    mgmt.spawn_operator(async move { s.cancelled().await });
+    let served =
+        hypersaga_devca::serve_loopback(mgmt.router(), mgmt.admin_router(), cert, shutdown).await?;
+    let kubeconfig = match name {
+        hypersaga_model::record::DEFAULT_MANAGEMENT_CLUSTER => state.join("kubeconfig"),
+        other => state.join(format!("kubeconfig-{other}")),
+    };
+    write_private(
+        &kubeconfig,
+        hypersaga_emulator_mgmt::kubeconfig_yaml(&served.url, ca.cert_pem(), &token).as_bytes(),
+    )?;
+    Ok(Managed {
+        name: name.to_owned(),
+        admin_url: served.admin_url.clone(),
+        kubeconfig,
+    })
+}
 const BUS_PREFIX: &str = "hcp";
 
 pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
@@ -124,32 +196,28 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         hypersaga_devca::serve_http_loopback(arm.storage_proxy(&azurite_base), &shutdown).await?
     );
 
-    let mgmt_token = random_hex(24);
-    let mgmt = hypersaga_emulator_mgmt::Emulator::new(hypersaga_emulator_mgmt::Config {
-        token: mgmt_token.clone(),
-        hosted_cluster_available_after: timings.hosted_cluster_available_after,
-        node_pool_ready_after: timings.node_pool_ready_after,
-        deletion_after: timings.deletion_after,
-        control_plane_upgrade_after: timings.control_plane_upgrade_after,
-        // CAPZ makes the workers in the ARM emulator, as the node-pool-management identity.
-        azure: Some(hypersaga_emulator_mgmt::AzureEndpoints {
-            arm_url: arm_url.clone(),
-            entra_url: arm_url.clone(),
-            ca_pem: Some(ca.cert_pem().to_owned()),
-        }),
-        ..Default::default()
-    });
-    let s = shutdown.clone();
-    mgmt.spawn_operator(async move { s.cancelled().await });
-    let mgmt_served =
-        hypersaga_devca::serve_loopback(mgmt.router(), mgmt.admin_router(), &cert, &shutdown)
-            .await?;
-    let mgmt_url = mgmt_served.url.clone();
-    let kubeconfig = state.join("kubeconfig");
-    write_private(
-        &kubeconfig,
-        hypersaga_emulator_mgmt::kubeconfig_yaml(&mgmt_url, ca.cert_pem(), &mgmt_token).as_bytes(),
-    )?;
+    let mut managed = Vec::new();
+    for name in management_names(args.management_clusters) {
+        managed.push(
+            start_management_cluster(&name, &state, &arm_url, &ca, &cert, &timings, &shutdown)
+                .await?,
+        );
+    }
+    let kubeconfig = managed[0].kubeconfig.clone();
+    let management_clusters: Vec<hypersaga_config::ManagementClusterConfig> =
+        match (args.management_clusters, args.management_cluster_capacity) {
+            // One, unlimited: the implicit `default`.
+            (1, None) => Vec::new(),
+            (_, capacity) => managed
+                .iter()
+                .map(|m| hypersaga_config::ManagementClusterConfig {
+                    name: m.name.clone(),
+                    region: hypersaga_config::AzureConfig::default().arm_region,
+                    capacity: capacity.unwrap_or(DEFAULT_CAPACITY),
+                    kubeconfig: Some(absolute(&m.kubeconfig)),
+                })
+                .collect(),
+        };
 
     // One configuration for every service.
     let grpc = match args.grpc_listen.port() {
@@ -218,6 +286,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             )),
             available_timeout_s: Some(600),
             recheck_interval_ms: Some(timings.kube_recheck_interval_ms),
+            management_clusters: management_clusters.clone(),
         },
         gateway: GatewayConfig {
             listen: grpc,
@@ -301,7 +370,15 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         arm_url: arm_url.clone(),
         entra_url: arm_url.clone(),
         emulator_admin_url: arm_served.admin_url.clone(),
-        mgmt_admin_url: mgmt_served.admin_url.clone(),
+        mgmt_admin_url: managed[0].admin_url.clone(),
+        management_clusters: managed
+            .iter()
+            .map(|m| crate::endpoints::DevManagementCluster {
+                name: m.name.clone(),
+                admin_url: m.admin_url.clone(),
+                kubeconfig: absolute(&m.kubeconfig),
+            })
+            .collect(),
         kubeconfig: absolute(&kubeconfig),
         azurite_blob_url: blob_url.clone(),
         ca_bundle: absolute(&ca_path),
@@ -537,6 +614,7 @@ mod tests {
             state_dir: state_dir.to_owned(),
             health: Default::default(),
             admin_token: None,
+            management_clusters: Vec::new(),
         }
     }
 

@@ -37,7 +37,7 @@ use hypersaga_model::TenantId;
 
 use crate::topology::{
     ACTIVE_BUCKET, AUDIT_STREAM, BUDGETS_BUCKET, CLUSTERS_BUCKET, CMD_STREAM, EVT_STREAM,
-    SAGAS_BUCKET, TENANTS_BUCKET,
+    MANAGEMENT_BUCKET, SAGAS_BUCKET, TENANTS_BUCKET,
 };
 
 /// The services that run steps (each a worker role of its own).
@@ -141,9 +141,17 @@ impl Role {
                     // The admin API onboards, suspends and removes tenants, and audits it.
                     format!("$KV.{TENANTS_BUCKET}.>"),
                     format!("{p}.*.audit.{}", crate::subjects::TENANT_AUDIT_TOKEN),
+                    // Placement: management clusters' records, by compare-and-set.
+                    format!("$KV.{MANAGEMENT_BUCKET}.>"),
                 ]);
                 // Listing and watching records: ordered consumers, with flow control.
-                for bucket in [CLUSTERS_BUCKET, SAGAS_BUCKET, ACTIVE_BUCKET, TENANTS_BUCKET] {
+                for bucket in [
+                    CLUSTERS_BUCKET,
+                    SAGAS_BUCKET,
+                    ACTIVE_BUCKET,
+                    TENANTS_BUCKET,
+                    MANAGEMENT_BUCKET,
+                ] {
                     perms.follow_bucket(bucket);
                 }
                 perms.topology_info();

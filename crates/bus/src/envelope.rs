@@ -44,6 +44,14 @@ pub struct StepContext {
     /// Outputs of the steps that have succeeded so far, by step id.
     #[serde(default)]
     pub outputs: BTreeMap<String, Outputs>,
+    /// The management cluster the cluster was placed on: where its HostedCluster and
+    /// NodePools are.
+    #[serde(default = "default_management_cluster")]
+    pub management_cluster: String,
+}
+
+fn default_management_cluster() -> String {
+    hypersaga_model::record::DEFAULT_MANAGEMENT_CLUSTER.to_owned()
 }
 
 impl StepContext {

@@ -25,6 +25,9 @@ pub const BUDGETS_BUCKET: &str = "hcp_budgets";
 /// The onboarded tenants (`hypersaga-tenants`): written by the gateway's admin API, followed
 /// live by every role.
 pub const TENANTS_BUCKET: &str = "hcp_tenants";
+/// The management clusters (`hypersaga-placement`): each one's region, capacity, cordon and
+/// the clusters placed on it.
+pub const MANAGEMENT_BUCKET: &str = "hcp_management";
 
 /// How long a `Nats-Msg-Id` is remembered. JetStream's default; larger windows cost memory.
 pub const DEDUP_WINDOW: Duration = Duration::from_secs(120);
@@ -88,6 +91,7 @@ pub(crate) async fn ensure(js: &jetstream::Context, s: &Subjects, replicas: usiz
         (ACTIVE_BUCKET, 1),
         (BUDGETS_BUCKET, 1),
         (TENANTS_BUCKET, 5),
+        (MANAGEMENT_BUCKET, 1),
     ] {
         if js.get_key_value(bucket).await.is_err() {
             let created = js
@@ -177,6 +181,7 @@ pub fn stream_names() -> Vec<String> {
                 ACTIVE_BUCKET,
                 BUDGETS_BUCKET,
                 TENANTS_BUCKET,
+                MANAGEMENT_BUCKET,
             ]
             .map(|b| format!("KV_{b}")),
         )

@@ -261,6 +261,41 @@ pub struct KubeConfig {
     /// How often a HostedCluster or NodePool still coming up (or going) is looked at again.
     /// The wait holds no worker: each look is one short re-check the saga sends.
     pub recheck_interval_ms: Option<u64>,
+    /// The management clusters hosted control planes are placed on. Empty: one, `default`,
+    /// reached through `kubeconfig`, in every region, with no capacity limit.
+    pub management_clusters: Vec<ManagementClusterConfig>,
+}
+
+/// One management cluster: where it is, how many hosted control planes it may carry, and how
+/// to reach it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManagementClusterConfig {
+    /// `[a-z0-9-]{1,40}`; recorded on every cluster placed on it.
+    pub name: String,
+    /// The Azure region its clusters are created in (a cluster's `spec.location`).
+    pub region: String,
+    /// Hosted control planes it may carry (ARO-HCP sizes stamps in the dozens).
+    pub capacity: u32,
+    /// Its kubeconfig; unset, the usual inference (in-cluster, `~/.kube`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+impl KubeConfig {
+    /// The management clusters, the implicit `default` one when none are listed (capacity 0:
+    /// unlimited, region empty: any).
+    pub fn management_clusters(&self) -> Vec<ManagementClusterConfig> {
+        if !self.management_clusters.is_empty() {
+            return self.management_clusters.clone();
+        }
+        vec![ManagementClusterConfig {
+            name: hypersaga_model::record::DEFAULT_MANAGEMENT_CLUSTER.to_owned(),
+            region: String::new(),
+            capacity: 0,
+            kubeconfig: self.kubeconfig.clone(),
+        }]
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -583,6 +618,12 @@ impl Config {
                 pull_secret: Some(Secret::new("")),
                 available_timeout_s: Some(0),
                 recheck_interval_ms: Some(0),
+                management_clusters: vec![ManagementClusterConfig {
+                    name: "mc-1".into(),
+                    region: "eastus".into(),
+                    capacity: 50,
+                    kubeconfig: Some(PathBuf::new()),
+                }],
             },
             gateway: GatewayConfig {
                 tls: Some(GatewayTls {

@@ -335,6 +335,30 @@ impl KubeConfig {
                 "how often a HostedCluster or NodePool is looked at again",
             );
         }
+        let mut names = HashSet::new();
+        for (i, m) in self.management_clusters.iter().enumerate() {
+            let at = |key: &str| format!("management_clusters[{i}].{key}");
+            if hypersaga_model::TenantId::new(m.name.clone()).is_err() {
+                c.bad(
+                    &at("name"),
+                    "must match [a-z0-9-]{1,40}: it is recorded on every cluster placed there",
+                );
+            } else if !names.insert(m.name.as_str()) {
+                c.bad(
+                    &at("name"),
+                    format!("duplicate management cluster {}", m.name),
+                );
+            }
+            if m.region.trim().is_empty() {
+                c.bad(&at("region"), "empty: clusters are placed in their region");
+            }
+            if m.capacity == 0 {
+                c.bad(
+                    &at("capacity"),
+                    "0: a listed management cluster carries at least one hosted control plane",
+                );
+            }
+        }
         c.out
     }
 }
@@ -676,10 +700,15 @@ impl Config {
         {
             file("azure.ca_bundle", ca);
         }
-        if matches!(role, Role::Controlplane | Role::Nodepool)
-            && let Some(k) = &self.kube.kubeconfig
-        {
-            file("kube.kubeconfig", k);
+        if matches!(role, Role::Controlplane | Role::Nodepool) {
+            if let Some(k) = &self.kube.kubeconfig {
+                file("kube.kubeconfig", k);
+            }
+            for (i, m) in self.kube.management_clusters.iter().enumerate() {
+                if let Some(k) = &m.kubeconfig {
+                    file(&format!("kube.management_clusters[{i}].kubeconfig"), k);
+                }
+            }
         }
         if role == Role::Gateway
             && let Some(tls) = &self.gateway.tls

@@ -89,6 +89,7 @@ fn saga_of(kind: OperationKind, plan: Vec<crate::StepDef>) -> Saga {
                 names,
                 spec,
                 outputs: Default::default(),
+                management_cluster: "default".into(),
             },
             retry: RetryPolicy {
                 max_attempts: 3,

@@ -222,3 +222,58 @@ where
         Err(e) => Err(step_error(&e, what)),
     }
 }
+
+/// A client per management cluster, by name: a step acts on the one its cluster was placed on
+/// (`StepContext::management_cluster`).
+#[derive(Clone)]
+pub struct ManagementClients {
+    by_name: std::collections::HashMap<String, kube::Client>,
+}
+
+impl std::fmt::Debug for ManagementClients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut names: Vec<_> = self.by_name.keys().collect();
+        names.sort();
+        f.debug_struct("ManagementClients")
+            .field("names", &names)
+            .finish()
+    }
+}
+
+impl ManagementClients {
+    /// A client for each of `config.kube`'s management clusters (the implicit `default` when
+    /// none are listed), built once at start.
+    pub async fn from_config(
+        config: &hypersaga_config::Config,
+    ) -> Result<Self, hypersaga_hypershift::client::Error> {
+        let mut by_name = std::collections::HashMap::new();
+        for m in config.kube.management_clusters() {
+            let client = hypersaga_hypershift::client::client(m.kubeconfig.as_deref()).await?;
+            by_name.insert(m.name, client);
+        }
+        Ok(Self { by_name })
+    }
+
+    /// One client, for every name: tests with a single management cluster.
+    pub fn single(client: kube::Client) -> Self {
+        Self {
+            by_name: std::collections::HashMap::from([(
+                hypersaga_model::record::DEFAULT_MANAGEMENT_CLUSTER.to_owned(),
+                client,
+            )]),
+        }
+    }
+
+    /// The client of the management cluster `cmd`'s cluster lives on. One this service does
+    /// not know is terminal: retrying cannot configure it.
+    pub fn of(&self, cmd: &hypersaga_bus::StepCommand) -> Result<kube::Client, StepError> {
+        let name = &cmd.context.management_cluster;
+        self.by_name.get(name).cloned().ok_or_else(|| {
+            StepError::terminal(
+                "UnknownManagementCluster",
+                format!("management cluster {name:?} is not configured for this service (kube.management_clusters)"),
+            )
+            .with_target("kube.management_clusters")
+        })
+    }
+}

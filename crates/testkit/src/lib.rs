@@ -263,6 +263,7 @@ pub fn command_for(
             names,
             spec,
             outputs: outputs.into_iter().collect::<BTreeMap<_, _>>(),
+            management_cluster: hypersaga_model::record::DEFAULT_MANAGEMENT_CLUSTER.to_owned(),
         },
     }
 }

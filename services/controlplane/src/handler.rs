@@ -46,7 +46,8 @@ const SERVICE_NETWORK: &str = "172.31.0.0/16";
 /// Neither action waits in the worker: each looks once and answers "wait" while the
 /// HostedCluster is not yet `Available` (or not yet gone); the saga re-checks it later.
 pub struct ControlPlaneHandler {
-    client: kube::Client,
+    /// The management clusters, by name: each step acts on its cluster's.
+    clients: hypersaga_stepkit::kube::ManagementClients,
     keys: KeyStore,
     /// The tenants served, live: a HostedCluster names its tenant's directory and subscription.
     tenants: hypersaga_tenants::Directory,
@@ -60,8 +61,7 @@ impl ControlPlaneHandler {
     /// and the signing-key store client (`config.signing_keys`) once, for every step it will run.
     pub async fn new(config: &Config) -> Result<Self, Error> {
         let pull_secret = check_pull_secret(config.kube.pull_secret.as_ref())?;
-        let client =
-            hypersaga_hypershift::client::client(config.kube.kubeconfig.as_deref()).await?;
+        let clients = hypersaga_stepkit::kube::ManagementClients::from_config(config).await?;
         // Only the key store: controlplane needs a tenant's key, never the credential that
         // publishes issuers.
         let blob_endpoint =
@@ -81,7 +81,7 @@ impl ControlPlaneHandler {
             ),
         })?;
         Ok(Self {
-            client,
+            clients,
             keys,
             tenants: hypersaga_tenants::Directory::configured(config),
             waits: Waits::from_config(config, DEFAULT_AVAILABLE_TIMEOUT),
@@ -131,7 +131,7 @@ impl ControlPlaneHandler {
         let ns = cmd.context.names.namespace.as_str();
         let name = cmd.cluster.as_str();
         let hc_target = target("HostedCluster", Some(ns), name);
-        let clusters: Api<HostedCluster> = Api::namespaced(self.client.clone(), ns);
+        let clusters: Api<HostedCluster> = Api::namespaced(self.clients.of(cmd)?, ns);
         let image = cmd.context.spec.release_image.clone();
         match kube_ops::observe(&clusters, name, &hc_target, |obj| {
             check_rollout(obj, &image, &hc_target)
@@ -152,7 +152,7 @@ impl ControlPlaneHandler {
         let ns = names.namespace.as_str();
         let name = cmd.cluster.as_str();
         let hc_target = target("HostedCluster", Some(ns), name);
-        let clusters: Api<HostedCluster> = Api::namespaced(self.client.clone(), ns);
+        let clusters: Api<HostedCluster> = Api::namespaced(self.clients.of(cmd)?, ns);
         // A re-check only looks: everything was applied by the attempt that started the wait.
         if !cmd.is_recheck() {
             notes
@@ -222,7 +222,7 @@ impl ControlPlaneHandler {
             })?;
 
         // Namespace.
-        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        let namespaces: Api<Namespace> = Api::all(self.clients.of(cmd)?);
         let namespace = Namespace {
             metadata: ObjectMeta {
                 name: Some(ns.to_owned()),
@@ -234,7 +234,7 @@ impl ControlPlaneHandler {
         kube_ops::apply(&namespaces, ns, &namespace, &target("Namespace", None, ns)).await?;
 
         // Secrets.
-        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), ns);
+        let secrets: Api<Secret> = Api::namespaced(self.clients.of(cmd)?, ns);
         let pull = self.pull_secret.as_str();
         let mut data = BTreeMap::new();
         data.insert(
@@ -340,12 +340,12 @@ impl ControlPlaneHandler {
         let name = cmd.cluster.as_str();
 
         let hc_target = target("HostedCluster", Some(ns), name);
-        let clusters: Api<HostedCluster> = Api::namespaced(self.client.clone(), ns);
+        let clusters: Api<HostedCluster> = Api::namespaced(self.clients.of(cmd)?, ns);
         if let Check::Wait(why) = kube_ops::delete_check(&clusters, name, &hc_target).await? {
             return self.still_deleting(cmd, "HostedClusterDeletionPending", &hc_target, why);
         }
 
-        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), ns);
+        let secrets: Api<Secret> = Api::namespaced(self.clients.of(cmd)?, ns);
         for secret in [
             &names.pull_secret,
             &names.signing_key_secret,
@@ -357,7 +357,7 @@ impl ControlPlaneHandler {
         }
 
         let ns_target = target("Namespace", None, ns);
-        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        let namespaces: Api<Namespace> = Api::all(self.clients.of(cmd)?);
         if let Check::Wait(why) = kube_ops::delete_check(&namespaces, ns, &ns_target).await? {
             return self.still_deleting(cmd, "NamespaceDeletionPending", &ns_target, why);
         }

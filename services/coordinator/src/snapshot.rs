@@ -201,6 +201,8 @@ mod tests {
                     names: Names::new(&tenant, "demo", "demo-x", "example.com"),
                     spec: spec.clone(),
                     outputs: Default::default(),
+                    management_cluster: hypersaga_model::record::DEFAULT_MANAGEMENT_CLUSTER
+                        .to_owned(),
                 },
                 retry: RetryPolicy::default(),
                 timing: Timing::default(),

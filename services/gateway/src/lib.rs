@@ -33,6 +33,8 @@ pub enum Error {
     Serve(#[from] tonic::transport::Error),
     #[error("reflection service failed to build")]
     Reflection(#[from] tonic_reflection::server::Error),
+    #[error("management clusters: {0}")]
+    Placement(String),
     #[error("auth callout: {0}")]
     Callout(String),
     #[error("cannot follow the tenants: {0}")]
@@ -62,6 +64,10 @@ pub async fn run(
             .await
             .map_err(|e| Error::Tenants(e.to_string()))?;
     let gateway = Gateway::new(config.clone(), bus, tenants.clone()).await?;
+    gateway
+        .ensure_management_clusters()
+        .await
+        .map_err(|e| Error::Placement(e.to_string()))?;
     let admin = Admin::new(gateway.clone(), tenants.clone()).await?;
     // Tenants' audit readers: let in by the callout, cut off as tenants change. A failure
     // stops the gateway (readers would otherwise be refused unseen).

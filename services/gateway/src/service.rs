@@ -34,6 +34,7 @@ use hypersaga_model::{
     ClusterPhase, ClusterRecord, ClusterSpec, TenantId, validate, validate_create,
     validate_subscription,
 };
+use hypersaga_placement::Placement;
 use hypersaga_saga::StoredOperation;
 use hypersaga_saga::kinds::Direction;
 use hypersaga_telemetry::TraceParent;
@@ -59,6 +60,8 @@ pub struct Gateway {
     rate: Option<std::sync::Arc<rate::TenantRate>>,
     /// The tenants served, live.
     tenants: Directory,
+    /// Where creates are placed.
+    placement: Placement,
 }
 
 impl Gateway {
@@ -69,11 +72,13 @@ impl Gateway {
     ) -> Result<Self, hypersaga_bus::Error> {
         let clusters = bus.clusters().await?;
         let sagas = bus.sagas().await?;
+        let placement = Placement::new(bus.management().await?, clusters.clone());
         Ok(Self {
             bus,
             clusters,
             sagas,
             tenants,
+            placement,
             rate: rate::TenantRate::from_config(&config.gateway).map(std::sync::Arc::new),
             usage: Default::default(),
             config,
@@ -385,6 +390,33 @@ fn new_operation_id() -> String {
 }
 
 /// KV keys accept `[-/_=.a-zA-Z0-9]`; anything else cannot name a stored object.
+impl Gateway {
+    /// The management cluster a new cluster goes to; `RESOURCE_EXHAUSTED` naming the region
+    /// when none has room.
+    async fn place(&self, key: &str, uid: &str, region: &str) -> Result<String, Status> {
+        match self.placement.place(key, uid, region).await {
+            Ok(name) => Ok(name),
+            Err(hypersaga_placement::Error::NoRoom(why)) => Err(Status::with_error_details(
+                tonic::Code::ResourceExhausted,
+                why,
+                tonic_types::ErrorDetails::with_error_info(
+                    "NoManagementClusterCapacity",
+                    operator::ERROR_DOMAIN,
+                    std::collections::HashMap::from([("region".to_owned(), region.to_owned())]),
+                ),
+            )),
+            Err(e) => Err(internal("place the cluster")(e)),
+        }
+    }
+
+    /// The management clusters' records, brought to the configuration (at start).
+    pub async fn ensure_management_clusters(&self) -> Result<(), hypersaga_placement::Error> {
+        self.placement
+            .ensure(&self.config.kube.management_clusters())
+            .await
+    }
+}
+
 /// Counts and logs a refused authentication, with the caller's address (never its token).
 fn refused<T>(req: &Request<T>, why: &'static str, status: Status) -> Status {
     let peer = req.remote_addr().map(|a| a.to_string()).unwrap_or_default();
@@ -508,6 +540,7 @@ impl ClusterService for Gateway {
         }
         self.check_quotas(&tenant, true).await?;
         let uid = uuid::Uuid::new_v4().to_string();
+        let management_cluster = self.place(&key, &uid, &spec.location).await?;
         let now = OffsetDateTime::now_utc();
         let op_id = new_operation_id();
         let rec = ClusterRecord {
@@ -533,7 +566,7 @@ impl ClusterService for Gateway {
             resources: BTreeMap::new(),
             owned: BTreeMap::new(),
             saga_seq: 0,
-            management_cluster: hypersaga_model::record::DEFAULT_MANAGEMENT_CLUSTER.to_owned(),
+            management_cluster,
             intent: Some(intent(&tenant, &op_id, None, trace_id)),
         };
         let bytes = serde_json::to_vec(&rec).map_err(internal("encode cluster"))?;

@@ -32,7 +32,8 @@ use crate::{DEFAULT_READY_TIMEOUT, Error};
 /// so it can be resumed at any point. Neither waits in the worker: each looks once and answers
 /// "wait" until the nodes are ready (or the pool is gone), and the saga re-checks later.
 pub struct NodePoolHandler {
-    client: kube::Client,
+    /// The management clusters, by name: each step acts on its cluster's.
+    clients: hypersaga_stepkit::kube::ManagementClients,
     /// Each tenant's ARM client: the vCPU quota is read from its subscription.
     arm: ArmClients,
     waits: Waits,
@@ -41,10 +42,9 @@ pub struct NodePoolHandler {
 impl NodePoolHandler {
     /// Builds the management-cluster client once (from `config.kube.kubeconfig`, else inferred).
     pub async fn new(config: &Config) -> Result<Self, Error> {
-        let client =
-            hypersaga_hypershift::client::client(config.kube.kubeconfig.as_deref()).await?;
+        let clients = hypersaga_stepkit::kube::ManagementClients::from_config(config).await?;
         Ok(Self {
-            client,
+            clients,
             arm: ArmClients::new(config)?,
             waits: Waits::from_config(config, DEFAULT_READY_TIMEOUT),
         })
@@ -71,7 +71,7 @@ impl NodePoolHandler {
         let ns = names.namespace.as_str();
         let name = names.node_pool(pool_name);
         let what = target("NodePool", Some(ns), &name);
-        let api: Api<NodePool> = Api::namespaced(self.client.clone(), ns);
+        let api: Api<NodePool> = Api::namespaced(self.clients.of(cmd)?, ns);
         match cmd.action {
             Action::Do => {
                 let pool = cmd
@@ -229,8 +229,12 @@ impl NodePoolHandler {
     async fn surplus(&self, cmd: &StepCommand, name: &str, ready: i32) -> Option<usize> {
         let names = &cmd.context.names;
         let key = format!("{}/{name}", names.namespace);
-        let machines =
-            machines::count(&self.client, &names.control_plane_namespace(), &key).await?;
+        let machines = machines::count(
+            &self.clients.of(cmd).ok()?,
+            &names.control_plane_namespace(),
+            &key,
+        )
+        .await?;
         let ready = usize::try_from(ready).unwrap_or(0);
         (machines > ready).then(|| machines - ready)
     }
@@ -239,7 +243,10 @@ impl NodePoolHandler {
     async fn machine_failures(&self, cmd: &StepCommand, name: &str) -> Vec<MachineFailure> {
         let names = &cmd.context.names;
         let key = format!("{}/{name}", names.namespace);
-        machines::failures(&self.client, &names.control_plane_namespace(), &key).await
+        match self.clients.of(cmd) {
+            Ok(client) => machines::failures(&client, &names.control_plane_namespace(), &key).await,
+            Err(_) => Vec::new(),
+        }
     }
 
     /// "Wait", unless the wait has lasted past the ready timeout.

@@ -413,6 +413,7 @@ mod tests {
                 .iter()
                 .map(|(s, o)| (s.to_string(), serde_json::from_value(o.clone()).unwrap()))
                 .collect(),
+            management_cluster: "default".into(),
         }
     }
 

@@ -331,6 +331,7 @@ fn build_saga(
                 names,
                 spec: rec.spec.clone(),
                 outputs,
+                management_cluster: rec.management_cluster.clone(),
             },
             retry: settings.retry,
             timing: settings.timing,

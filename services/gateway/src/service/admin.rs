@@ -6,6 +6,7 @@
 //! as digests. Callers are the configured admins (`gateway.admins`), each change audited with
 //! the admin's name on the tenant's audit subject.
 
+mod management;
 mod onboarding;
 
 use std::collections::HashMap;
@@ -274,6 +275,37 @@ fn issue(prefix: &str) -> (String, TokenDigest) {
 
 #[tonic::async_trait]
 impl AdminService for Admin {
+    async fn list_management_clusters(
+        &self,
+        req: Request<pb::ListManagementClustersRequest>,
+    ) -> Result<Response<pb::ListManagementClustersResponse>, Status> {
+        self.admin(&req)?;
+        Ok(Response::new(pb::ListManagementClustersResponse {
+            management_clusters: self.management_clusters().await?,
+        }))
+    }
+
+    async fn cordon_management_cluster(
+        &self,
+        req: Request<pb::CordonManagementClusterRequest>,
+    ) -> Result<Response<pb::ManagementCluster>, Status> {
+        let admin = self.admin(&req)?;
+        let body = req.into_inner();
+        self.cordon(&admin, &body.name, Some(body.reason))
+            .await
+            .map(Response::new)
+    }
+
+    async fn uncordon_management_cluster(
+        &self,
+        req: Request<pb::UncordonManagementClusterRequest>,
+    ) -> Result<Response<pb::ManagementCluster>, Status> {
+        let admin = self.admin(&req)?;
+        self.cordon(&admin, &req.get_ref().name, None)
+            .await
+            .map(Response::new)
+    }
+
     #[instrument(skip_all, fields(tenant = %req.get_ref().id))]
     async fn add_tenant(
         &self,
