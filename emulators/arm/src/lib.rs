@@ -43,6 +43,7 @@ pub mod admin;
 pub mod admin_client;
 mod arm;
 pub mod config;
+pub mod directories;
 pub mod directory;
 mod entra;
 pub mod errors;
@@ -70,6 +71,7 @@ use axum::routing::{any, get, post};
 /// (benches compute critical paths from it).
 pub use arm::ROLE_ASSIGNMENT_WRITE_LATENCY;
 pub use config::{Config, LatencyModel, Principal, QuotaConfig};
+pub use directories::{AddDirectoryError, DirectoryListing};
 pub use errors::ArmError;
 pub use faults::{AsyncFault, AsyncFaultSpec, Fault, FaultSpec};
 pub use quota::QuotaLimit;
@@ -84,6 +86,8 @@ pub struct Emulator {
 
 struct Inner {
     config: Config,
+    /// The live Entra directories: `config.principals`, then those added at runtime.
+    directories: directories::Directories,
     keys: entra::Keys,
     /// Signing keys of the external OIDC issuers federated credentials trust.
     issuers: entra::Issuers,
@@ -110,14 +114,35 @@ impl Emulator {
             inner: Arc::new(Inner {
                 keys: entra::Keys::generate(),
                 issuers: entra::Issuers::default(),
+                directories: directories::Directories::new(&config.principals),
                 config,
                 state: Mutex::new(state),
             }),
         }
     }
 
+    /// The configuration the emulator started with. Its `principals` are the initial
+    /// directories only: see [`Emulator::directories`] for the live set.
     pub fn config(&self) -> &Config {
         &self.inner.config
+    }
+
+    /// Adds an Entra directory with its administrator and the subscriptions it owns, exactly as
+    /// if it had been configured at start. `Ok(true)` when added, `Ok(false)` when this very
+    /// directory (same administrator, secret and subscriptions) is there already.
+    pub fn add_directory(&self, principal: Principal) -> Result<bool, AddDirectoryError> {
+        let added = self.inner.directories.add(principal)?;
+        Ok(added)
+    }
+
+    /// Every Entra directory, configured and added, without secrets.
+    pub fn directories(&self) -> Vec<DirectoryListing> {
+        self.inner.directories.list()
+    }
+
+    /// Runs `f` over the live directories' administrators (never across an `.await`).
+    pub(crate) fn with_principals<R>(&self, f: impl FnOnce(&[Principal]) -> R) -> R {
+        self.inner.directories.with(f)
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, State_> {
@@ -174,7 +199,8 @@ impl Emulator {
 
     /// Clears resources, operations, faults, request counts, throttle buckets, the quota
     /// limits set through the admin API, and every directory's app registrations and service
-    /// principals.
+    /// principals. The directories themselves stay, those added at runtime too: like the
+    /// configured ones they are the world's shape, not its state.
     pub fn reset(&self) {
         let mut st = self.lock();
         st.store.clear();
