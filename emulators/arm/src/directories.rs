@@ -6,7 +6,7 @@
 //! the end-to-end tests create tenants while the emulator runs. A directory added here is
 //! exactly a configured one (token endpoint, OpenID configuration, the operator's rights on its
 //! subscriptions, Graph's `Application.ReadWrite.All`), so every reader goes through
-//! [`Directories`] rather than `Config::principals`, which stays the initial set.
+//! `Directories` rather than `Config::principals`, which stays the initial set.
 
 use std::sync::{PoisonError, RwLock};
 

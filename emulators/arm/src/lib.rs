@@ -17,7 +17,9 @@
 //! their role assignments alone, vCPU quota per subscription, region and VM family with the
 //! Compute usage list and the compute resource provider's `409 OperationNotAllowed` for a VM
 //! beyond it ([`quota`]), and a plain-HTTP admin API (faults, request counts, state dump, role
-//! assignments, quota limits, app registrations).
+//! assignments, quota limits, app registrations, Entra directories added at runtime:
+//! [`directories`]). [`tenant_admin`] is a client playing a tenant's administrator over the real
+//! APIs, onboarding hypersaga's secretless identity into a directory.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -55,6 +57,7 @@ mod rbac;
 pub mod requests;
 pub mod storage;
 mod store;
+pub mod tenant_admin;
 pub mod throttle;
 pub mod types;
 
@@ -76,6 +79,7 @@ pub use errors::ArmError;
 pub use faults::{AsyncFault, AsyncFaultSpec, Fault, FaultSpec};
 pub use quota::QuotaLimit;
 pub use requests::{RequestCount, RequestRecord, RequestStats, SubscriptionRequests};
+pub use tenant_admin::{Onboarded, TenantAdmin, TenantAdminError};
 pub use throttle::{BucketConfig, ThrottleConfig};
 
 /// The emulator: shared state behind an `Arc`, cheap to clone into routers and tests.
