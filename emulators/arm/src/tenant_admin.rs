@@ -140,6 +140,9 @@ impl TenantAdmin {
                 return Err(TenantAdminError::Invalid(format!("{name} is blank")));
             }
         }
+        // One rustls provider for the process, as reqwest needs one to speak TLS; an error
+        // only means one is installed already.
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
         let mut builder = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .read_timeout(READ_TIMEOUT)
