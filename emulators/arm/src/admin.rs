@@ -15,10 +15,12 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::Emulator;
 use crate::arm::render_assignment;
+use crate::config::Principal;
+use crate::directories::AddDirectoryError;
 use crate::faults::{AsyncFaultSpec, FaultSpec};
 use crate::quota::QuotaLimit;
+use crate::{Emulator, directories};
 
 pub(crate) fn router(emu: Emulator) -> Router {
     Router::new()
@@ -44,6 +46,7 @@ pub(crate) fn router(emu: Emulator) -> Router {
                 .delete(clear_quota_limits),
         )
         .route("/directory/applications", get(applications))
+        .route("/directories", post(add_directory).get(list_directories))
         .route("/reset", post(reset))
         .with_state(emu)
 }
@@ -187,6 +190,35 @@ struct DirectoryQuery {
 async fn applications(State(emu): State<Emulator>, Query(q): Query<DirectoryQuery>) -> Response {
     let st = emu.lock();
     Json(st.store.directory().registrations(q.tenant.as_deref())).into_response()
+}
+
+/// Adds an Entra directory (the body is a [`Principal`]): `201` with its listing, `200` when
+/// this very directory is there already (a retry), `409` when its tenant, its administrator's
+/// client id or one of its subscriptions is another directory's, `400` for a tenant id that is
+/// not a GUID or a blank field.
+async fn add_directory(State(emu): State<Emulator>, Json(p): Json<Principal>) -> Response {
+    let tenant = p.azure_tenant_id.clone();
+    let status = match emu.add_directory(p) {
+        Ok(true) => StatusCode::CREATED,
+        Ok(false) => StatusCode::OK,
+        Err(e) => {
+            let status = match e {
+                AddDirectoryError::Invalid(_) => StatusCode::BAD_REQUEST,
+                _ => StatusCode::CONFLICT,
+            };
+            return (status, Json(json!({ "error": e.to_string() }))).into_response();
+        }
+    };
+    let listing = emu
+        .directories()
+        .into_iter()
+        .find(|d| d.azure_tenant_id.eq_ignore_ascii_case(&tenant));
+    (status, Json(listing)).into_response()
+}
+
+/// Every directory, configured first, without secrets.
+async fn list_directories(State(emu): State<Emulator>) -> Json<Vec<directories::DirectoryListing>> {
+    Json(emu.directories())
 }
 
 async fn reset(State(emu): State<Emulator>) -> StatusCode {

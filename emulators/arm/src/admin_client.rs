@@ -23,6 +23,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use url::Url;
 
+use crate::config::Principal;
+use crate::directories::DirectoryListing;
 use crate::directory::AppRegistration;
 use crate::faults::{AsyncFault, AsyncFaultSpec, Fault, FaultSpec};
 use crate::quota::QuotaLimit;
@@ -194,6 +196,26 @@ impl AdminClient {
             url.query_pairs_mut().append_pair("tenant", t);
         }
         Self::json(self.http.get(url).send().await?).await
+    }
+
+    /// Adds an Entra directory with its administrator (a client-secret app) and the
+    /// subscriptions it owns, as if configured at start. Re-adding the very same directory is
+    /// not an error; a tenant, client id or subscription of another directory is
+    /// `Error::Status { status: 409, .. }`.
+    pub async fn add_directory(&self, directory: &Principal) -> Result<DirectoryListing> {
+        Self::json(
+            self.http
+                .post(self.base.join("directories")?)
+                .json(directory)
+                .send()
+                .await?,
+        )
+        .await
+    }
+
+    /// Every Entra directory, configured and added, without secrets.
+    pub async fn directories(&self) -> Result<Vec<DirectoryListing>> {
+        Self::json(self.http.get(self.base.join("directories")?).send().await?).await
     }
 
     pub async fn reset(&self) -> Result<()> {

@@ -13,7 +13,9 @@ use crate::throttle::ThrottleConfig;
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Service principals the Entra endpoint knows, and the subscriptions each may call. Their
-    /// tenants are the only ones Entra has; each is its tenant's administrator in Graph.
+    /// tenants are the only ones Entra has at start; each is its tenant's administrator in
+    /// Graph. More are added while running with [`crate::Emulator::add_directory`] (admin API
+    /// `POST /directories`); this stays the initial set.
     pub principals: Vec<Principal>,
     /// How long asynchronous operations take server-side.
     pub latency: LatencyModel,

@@ -129,19 +129,24 @@ impl Emulator {
     /// The tenant `tenant` names, as configured (GUIDs: ignoring case): the tenants of the app
     /// registrations, which own every subscription and managed identity here. Entra refuses
     /// any other before looking at the request ([`EntraError::tenant_not_found`]).
-    pub(crate) fn known_tenant(&self, tenant: &str) -> Option<&str> {
-        self.config()
-            .principals
-            .iter()
-            .map(|p| p.azure_tenant_id.as_str())
-            .find(|t| t.eq_ignore_ascii_case(tenant))
+    pub(crate) fn known_tenant(&self, tenant: &str) -> Option<String> {
+        self.with_principals(|all| {
+            all.iter()
+                .map(|p| p.azure_tenant_id.as_str())
+                .find(|t| t.eq_ignore_ascii_case(tenant))
+                .map(str::to_owned)
+        })
     }
 
     /// The configured app registration `client_id` of `tenant` (GUIDs: ignoring case).
-    pub(crate) fn principal(&self, tenant: &str, client_id: &str) -> Option<&Principal> {
-        self.config().principals.iter().find(|p| {
-            p.client_id.eq_ignore_ascii_case(client_id)
-                && p.azure_tenant_id.eq_ignore_ascii_case(tenant)
+    pub(crate) fn principal(&self, tenant: &str, client_id: &str) -> Option<Principal> {
+        self.with_principals(|all| {
+            all.iter()
+                .find(|p| {
+                    p.client_id.eq_ignore_ascii_case(client_id)
+                        && p.azure_tenant_id.eq_ignore_ascii_case(tenant)
+                })
+                .cloned()
         })
     }
 }
@@ -439,17 +444,17 @@ impl Emulator {
         ))
     }
 
-    /// Tenant that owns a subscription (the first principal configured for it).
+    /// Tenant that owns a subscription (the first directory, configured or added, listing it).
     pub(crate) fn tenant_of(&self, sub: &str) -> String {
-        self.config()
-            .principals
-            .iter()
-            .find(|p| {
-                p.subscription_ids
-                    .iter()
-                    .any(|s| s.eq_ignore_ascii_case(sub))
-            })
-            .map(|p| p.azure_tenant_id.clone())
-            .unwrap_or_default()
+        self.with_principals(|all| {
+            all.iter()
+                .find(|p| {
+                    p.subscription_ids
+                        .iter()
+                        .any(|s| s.eq_ignore_ascii_case(sub))
+                })
+                .map(|p| p.azure_tenant_id.clone())
+                .unwrap_or_default()
+        })
     }
 }

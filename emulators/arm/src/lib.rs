@@ -17,7 +17,9 @@
 //! their role assignments alone, vCPU quota per subscription, region and VM family with the
 //! Compute usage list and the compute resource provider's `409 OperationNotAllowed` for a VM
 //! beyond it ([`quota`]), and a plain-HTTP admin API (faults, request counts, state dump, role
-//! assignments, quota limits, app registrations).
+//! assignments, quota limits, app registrations, Entra directories added at runtime:
+//! [`directories`]). [`tenant_admin`] is a client playing a tenant's administrator over the real
+//! APIs, onboarding hypersaga's secretless identity into a directory.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -43,6 +45,7 @@ pub mod admin;
 pub mod admin_client;
 mod arm;
 pub mod config;
+pub mod directories;
 pub mod directory;
 mod entra;
 pub mod errors;
@@ -54,6 +57,7 @@ mod rbac;
 pub mod requests;
 pub mod storage;
 mod store;
+pub mod tenant_admin;
 pub mod throttle;
 pub mod types;
 
@@ -70,10 +74,12 @@ use axum::routing::{any, get, post};
 /// (benches compute critical paths from it).
 pub use arm::ROLE_ASSIGNMENT_WRITE_LATENCY;
 pub use config::{Config, LatencyModel, Principal, QuotaConfig};
+pub use directories::{AddDirectoryError, DirectoryListing};
 pub use errors::ArmError;
 pub use faults::{AsyncFault, AsyncFaultSpec, Fault, FaultSpec};
 pub use quota::QuotaLimit;
 pub use requests::{RequestCount, RequestRecord, RequestStats, SubscriptionRequests};
+pub use tenant_admin::{Onboarded, TenantAdmin, TenantAdminError};
 pub use throttle::{BucketConfig, ThrottleConfig};
 
 /// The emulator: shared state behind an `Arc`, cheap to clone into routers and tests.
@@ -84,6 +90,8 @@ pub struct Emulator {
 
 struct Inner {
     config: Config,
+    /// The live Entra directories: `config.principals`, then those added at runtime.
+    directories: directories::Directories,
     keys: entra::Keys,
     /// Signing keys of the external OIDC issuers federated credentials trust.
     issuers: entra::Issuers,
@@ -110,14 +118,35 @@ impl Emulator {
             inner: Arc::new(Inner {
                 keys: entra::Keys::generate(),
                 issuers: entra::Issuers::default(),
+                directories: directories::Directories::new(&config.principals),
                 config,
                 state: Mutex::new(state),
             }),
         }
     }
 
+    /// The configuration the emulator started with. Its `principals` are the initial
+    /// directories only: see [`Emulator::directories`] for the live set.
     pub fn config(&self) -> &Config {
         &self.inner.config
+    }
+
+    /// Adds an Entra directory with its administrator and the subscriptions it owns, exactly as
+    /// if it had been configured at start. `Ok(true)` when added, `Ok(false)` when this very
+    /// directory (same administrator, secret and subscriptions) is there already.
+    pub fn add_directory(&self, principal: Principal) -> Result<bool, AddDirectoryError> {
+        let added = self.inner.directories.add(principal)?;
+        Ok(added)
+    }
+
+    /// Every Entra directory, configured and added, without secrets.
+    pub fn directories(&self) -> Vec<DirectoryListing> {
+        self.inner.directories.list()
+    }
+
+    /// Runs `f` over the live directories' administrators (never across an `.await`).
+    pub(crate) fn with_principals<R>(&self, f: impl FnOnce(&[Principal]) -> R) -> R {
+        self.inner.directories.with(f)
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, State_> {
@@ -174,7 +203,8 @@ impl Emulator {
 
     /// Clears resources, operations, faults, request counts, throttle buckets, the quota
     /// limits set through the admin API, and every directory's app registrations and service
-    /// principals.
+    /// principals. The directories themselves stay, those added at runtime too: like the
+    /// configured ones they are the world's shape, not its state.
     pub fn reset(&self) {
         let mut st = self.lock();
         st.store.clear();

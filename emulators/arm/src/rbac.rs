@@ -26,12 +26,14 @@ pub(crate) use action::Request;
 impl Emulator {
     /// Whether the caller of `claims` may perform `req`, or ARM's refusal.
     pub(crate) fn authorize(&self, claims: &Claims, req: &Request) -> Result<(), ArmError> {
-        let operator = self.config().principals.iter().any(|p| {
-            p.client_id.eq_ignore_ascii_case(&claims.appid)
-                && object_id(&p.client_id).eq_ignore_ascii_case(&claims.oid)
-                && p.subscription_ids
-                    .iter()
-                    .any(|s| s.eq_ignore_ascii_case(&req.sub))
+        let operator = self.with_principals(|all| {
+            all.iter().any(|p| {
+                p.client_id.eq_ignore_ascii_case(&claims.appid)
+                    && object_id(&p.client_id).eq_ignore_ascii_case(&claims.oid)
+                    && p.subscription_ids
+                        .iter()
+                        .any(|s| s.eq_ignore_ascii_case(&req.sub))
+            })
         });
         if operator {
             return Ok(());

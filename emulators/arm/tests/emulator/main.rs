@@ -9,12 +9,14 @@
 //! beyond) with the Resource SKUs list in `offerings`, vCPU quota (the usage list and the 409
 //! beyond it) in `quota`, deletes of resources in use and group cascades in `teardown`,
 //! Entra's answers for tenants it does not have in `tenants`, Microsoft Graph's app
-//! registrations in `app_registrations`, and an app registration's client assertion reaching
-//! ARM in `app_federation`, everything else here.
+//! registrations in `app_registrations`, an app registration's client assertion reaching
+//! ARM in `app_federation`, directories added at runtime in `directories`, the tenant-admin
+//! client's onboarding in `tenant_admin`, everything else here.
 
 mod api_versions;
 mod app_federation;
 mod app_registrations;
+mod directories;
 mod identity_rbac;
 mod issuer;
 mod offerings;
@@ -24,6 +26,7 @@ mod references;
 mod refusals;
 mod support;
 mod teardown;
+mod tenant_admin;
 mod tenants;
 mod workers;
 mod workload_identity;

@@ -36,10 +36,11 @@ pub(super) fn lookup(
     principal: &Uuid,
     now: OffsetDateTime,
 ) -> Directory {
-    let app =
-        emu.config().principals.iter().any(|p| {
+    let app = emu.with_principals(|all| {
+        all.iter().any(|p| {
             Uuid::parse_str(&entra::object_id(&p.client_id)).is_ok_and(|o| &o == principal)
-        });
+        })
+    });
     if app {
         return Directory::Known(SERVICE_PRINCIPAL);
     }
