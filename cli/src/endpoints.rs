@@ -87,6 +87,12 @@ pub struct DevManagementCluster {
 pub struct DevTenant {
     pub name: String,
     pub token: String,
+    /// The client id of the application the tenant registered for hypersaga (federated with
+    /// hypersaga's issuer): what hypersaga's tenant record holds. `client_id` and
+    /// `client_secret` below are the tenant administrator's own credential, which hypersaga
+    /// never holds.
+    #[serde(default)]
+    pub hypersaga_client_id: String,
     pub azure_tenant_id: String,
     pub subscription_id: String,
     pub client_id: String,

@@ -91,11 +91,12 @@ fn management_names(n: u16) -> Vec<String> {
     }
 }
 
-/// A running management-cluster emulator.
+/// A running management-cluster emulator (served while this is kept).
 struct Managed {
     name: String,
     admin_url: String,
     kubeconfig: PathBuf,
+    _served: hypersaga_devca::Loopback,
 }
 
 /// Starts one management-cluster emulator (HyperShift, CAPI and CAPZ making workers in the
@@ -141,6 +142,7 @@ async fn start_management_cluster(
         name: name.to_owned(),
         admin_url: served.admin_url.clone(),
         kubeconfig,
+        _served: served,
     })
 }
 const BUS_PREFIX: &str = "hcp";
@@ -156,7 +158,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     std::fs::write(&ca_path, ca.cert_pem())?;
     let cert = ca.issue_loopback_cert()?;
 
-    let tenants: Vec<DevTenant> = TENANT_NAMES.iter().map(|n| new_tenant(n)).collect();
+    let mut tenants: Vec<DevTenant> = TENANT_NAMES.iter().map(|n| new_tenant(n)).collect();
     let tls = TlsFiles::write(&state.join("tls"), &cert)?;
     let closed = bus::prepare(&state, BUS_PREFIX, &tls)?;
     let audit_passwords = bus::write_audit_passwords(&closed.credentials_dir, &tenants)?;
@@ -235,6 +237,21 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         account_key: Secret::new(AZURITE_KEY),
     };
     let federation = federation::publish(&state, &issuer_blob).await?;
+    // Each tenant, as its administrator would: its public DNS zone, and the application
+    // hypersaga reaches its subscription through.
+    let ca_pem = ca.cert_pem().to_owned();
+    let registered = futures::future::try_join_all(
+        tenants
+            .iter()
+            .map(|t| world::register_app(&arm_url, &ca_pem, &federation, t)),
+    )
+    .await?;
+    for (t, app) in tenants.iter_mut().zip(registered) {
+        t.hypersaga_client_id = app;
+        world::make_public_zone(&arm_url, &ca_pem, t)
+            .await
+            .with_context(|| format!("making {}'s public DNS zone", t.name))?;
+    }
     let config = Config {
         nats: NatsConfig {
             url: nats.url(),
@@ -254,11 +271,13 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
                         .get(&t.name)
                         .map(|p| vec![TokenDigest::of(p)])
                         .unwrap_or_default(),
+                    // Ids only: hypersaga reaches the tenant through workload identity
+                    // federation, and holds no secret of the tenant's.
                     azure: TenantAzure {
                         tenant_id: t.azure_tenant_id.clone(),
                         subscription_id: t.subscription_id.clone(),
-                        client_id: t.client_id.clone(),
-                        client_secret: Some(Secret::new(t.client_secret.clone())),
+                        client_id: t.hypersaga_client_id.clone(),
+                        client_secret: None,
                     },
                 })
             })
@@ -323,9 +342,6 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         federation,
     };
     config.validate()?;
-    world::make_public_zones(&config)
-        .await
-        .context("making the tenants' public DNS zones")?;
     let config_path = state.join("config.json");
     write_private(
         &config_path,
@@ -509,6 +525,7 @@ fn new_tenant(name: &str) -> DevTenant {
     DevTenant {
         name: name.to_owned(),
         token: crate::commands::token::new_token(&format!("hs_{name}")),
+        hypersaga_client_id: String::new(),
         azure_tenant_id: uuid::Uuid::new_v4().to_string(),
         subscription_id: uuid::Uuid::new_v4().to_string(),
         client_id: uuid::Uuid::new_v4().to_string(),

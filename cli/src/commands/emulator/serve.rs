@@ -170,12 +170,29 @@ async fn serve_arm(a: ServeArmArgs) -> anyhow::Result<ExitCode> {
 
     // What a user has before a first cluster, made through the API just served (on loopback:
     // --tls-cert must name `localhost`).
-    let mut local = config.clone();
-    local.azure.resource_manager_url = format!("https://localhost:{port}");
-    local.azure.authority_host = local.azure.resource_manager_url.clone();
-    crate::dev::world::make_public_zones(&local)
-        .await
-        .context("making the tenants' public DNS zones")?;
+    let local = format!("https://localhost:{port}");
+    let ca_pem = match &config.azure.ca_bundle {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read azure.ca_bundle {}", path.display()))?,
+        None => String::new(),
+    };
+    for t in &config.tenants {
+        let Some(secret) = &t.azure.client_secret else {
+            continue;
+        };
+        let user = crate::endpoints::DevTenant {
+            name: t.id.to_string(),
+            token: String::new(),
+            hypersaga_client_id: t.azure.client_id.clone(),
+            azure_tenant_id: t.azure.tenant_id.clone(),
+            subscription_id: t.azure.subscription_id.clone(),
+            client_id: t.azure.client_id.clone(),
+            client_secret: secret.expose().to_owned(),
+        };
+        crate::dev::world::make_public_zone(&local, &ca_pem, &user)
+            .await
+            .with_context(|| format!("making {}'s public DNS zone", t.id))?;
+    }
     info!(
         listen = %a.listen,
         admin = %a.admin_listen,
