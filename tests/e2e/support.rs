@@ -299,7 +299,27 @@ impl System {
 
     /// Follows `WatchCluster` until the stream ends; returns the last state.
     pub async fn watch_to_end(&self, tenant: &str, name: &str) -> pb::Cluster {
-        let mut c = self.client(tenant).await;
+        self.watch_to_end_with(&self.token(tenant), name).await
+    }
+
+    /// The public DNS zone of the base domain in `user`'s subscription, made as its
+    /// administrator (what `hypersaga dev` does for its own tenants).
+    pub async fn make_public_zone(&self, user: &hypersaga::endpoints::DevTenant) {
+        let ca = std::fs::read_to_string(&self.endpoints.ca_bundle).expect("ca");
+        hypersaga::dev::world::make_public_zone(&self.endpoints.arm_url, &ca, user)
+            .await
+            .expect("public zone");
+    }
+
+    /// As [`System::watch_to_end`], as the holder of `token`.
+    pub async fn watch_to_end_with(&self, token: &str, name: &str) -> pb::Cluster {
+        let mut c = hypersaga::client::connect(
+            &self.endpoints.grpc,
+            token,
+            Some(&self.endpoints.ca_bundle),
+        )
+        .await
+        .expect("connect");
         let mut stream = c
             .watch_cluster(pb::WatchClusterRequest { name: name.into() })
             .await

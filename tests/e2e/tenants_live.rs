@@ -10,6 +10,8 @@ use hypersaga_bus::{Access, Role};
 use hypersaga_model::TenantId;
 use tonic::service::interceptor::InterceptedService;
 
+use hypersaga::endpoints::DevTenant;
+
 use crate::support::*;
 
 /// `authorization: Bearer <token>` on every call.
@@ -241,4 +243,222 @@ async fn a_tenant_onboarded_live_is_served_and_cut_off_within_seconds_when_suspe
         .await
         .expect_err("a tenant's token");
     assert_eq!(refused.code(), tonic::Code::PermissionDenied);
+}
+
+/// A new Azure customer: its own Entra directory, subscription and administrator.
+fn new_customer() -> hypersaga_emulator_arm::Principal {
+    hypersaga_emulator_arm::Principal {
+        azure_tenant_id: uuid::Uuid::new_v4().to_string(),
+        client_id: uuid::Uuid::new_v4().to_string(),
+        client_secret: format!("secret-{}", uuid::Uuid::new_v4().simple()),
+        subscription_ids: vec![uuid::Uuid::new_v4().to_string()],
+    }
+}
+
+/// The customer's administrator, in the portal.
+fn tenant_admin(
+    system: &System,
+    customer: &hypersaga_emulator_arm::Principal,
+) -> hypersaga_emulator_arm::TenantAdmin {
+    let ca = std::fs::read_to_string(&system.endpoints.ca_bundle).expect("ca");
+    hypersaga_emulator_arm::TenantAdmin::new(
+        &system.endpoints.arm_url,
+        Some(&ca),
+        &customer.azure_tenant_id,
+        &customer.client_id,
+        &customer.client_secret,
+    )
+    .expect("tenant admin")
+}
+
+/// Every file of the running system's state but the user's own endpoints file, as bytes.
+fn state_files(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if path.file_name().is_some_and(|n| n != "endpoints.json")
+                && let Ok(bytes) = std::fs::read(&path)
+            {
+                out.push((path, bytes));
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_tenant_onboarded_live_builds_clusters_through_federation_and_holds_no_secret() {
+    let system = System::start().await;
+    let mut admin = admin(&system).await;
+    let config: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(system.state_dir().join("config.json")).expect("config"),
+    )
+    .expect("json");
+    let issuer = config["federation"]["issuer"]
+        .as_str()
+        .expect("issuer")
+        .to_owned();
+
+    // A customer with its own directory and subscription registers hypersaga's application,
+    // then the platform's admin onboards it: nothing restarts.
+    let customer = new_customer();
+    system
+        .arm_admin()
+        .add_directory(&customer)
+        .await
+        .expect("a new directory");
+    let subscription = customer.subscription_ids[0].clone();
+    let portal = tenant_admin(&system, &customer);
+    let app = portal
+        .onboard(
+            "hypersaga",
+            &issuer,
+            "hypersaga:tenant:initech",
+            "api://AzureADTokenExchange",
+            &subscription,
+            &[
+                hypersaga_emulator_arm::tenant_admin::CONTRIBUTOR,
+                hypersaga_emulator_arm::tenant_admin::RBAC_ADMINISTRATOR,
+            ],
+        )
+        .await
+        .expect("the customer registers hypersaga's application");
+    let added = admin
+        .add_tenant(pb::AddTenantRequest {
+            id: "initech".into(),
+            azure: Some(pb::TenantAzure {
+                tenant_id: customer.azure_tenant_id.clone(),
+                subscription_id: subscription.clone(),
+                client_id: app.app_id.clone(),
+            }),
+        })
+        .await
+        .expect("add")
+        .into_inner();
+    let onboarding = added.onboarding.expect("onboarding");
+    assert_eq!(
+        onboarding.issuer, issuer,
+        "the instructions name the issuer the services sign as"
+    );
+    let user = DevTenant {
+        name: "initech".into(),
+        token: added.api_token.clone(),
+        hypersaga_client_id: app.app_id.clone(),
+        azure_tenant_id: customer.azure_tenant_id.clone(),
+        subscription_id: subscription.clone(),
+        client_id: customer.client_id.clone(),
+        client_secret: customer.client_secret.clone(),
+    };
+    system.make_public_zone(&user).await;
+
+    // Before its first call, the customer deletes the federated credential: the create fails at
+    // its first Azure step with Entra's code and what to fix, having made nothing.
+    portal
+        .delete_federated_credentials(&app.app_id)
+        .await
+        .expect("delete the credential");
+    let mut client = hypersaga::client::connect(
+        &system.endpoints.grpc,
+        &added.api_token,
+        Some(&system.endpoints.ca_bundle),
+    )
+    .await
+    .expect("connect");
+    let op = client
+        .create_cluster(create_request("spark", 0))
+        .await
+        .expect("create")
+        .into_inner();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let stuck = loop {
+        let now = client
+            .get_operation(pb::GetOperationRequest { id: op.id.clone() })
+            .await
+            .expect("get")
+            .into_inner();
+        let failed_first = now
+            .steps
+            .iter()
+            .find(|s| s.id == "dns.public-zone")
+            .and_then(|s| s.last_error.as_ref())
+            .is_some_and(|e| e.code.starts_with("AADSTS"));
+        let stopped = now.state == pb::OperationState::Paused as i32
+            || now.state == pb::OperationState::Failed as i32;
+        if failed_first && stopped {
+            break now;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the first Azure step did not stop on Entra's refusal: {now:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let error = stuck.steps[0].last_error.clone().expect("error");
+    assert_eq!(error.code, "AADSTS70025", "{error:?}");
+    assert!(
+        error.message.contains("federated identity credential"),
+        "{}",
+        error.message
+    );
+    assert_eq!(stuck.state, pb::OperationState::Failed as i32, "{stuck:?}");
+    assert!(
+        stuck
+            .steps
+            .iter()
+            .filter(|s| s.id != "dns.public-zone")
+            .all(|s| s.attempts == 0),
+        "nothing else ran: {stuck:?}"
+    );
+
+    // Fixed in the portal, the next create is built, by client assertion.
+    portal
+        .onboard(
+            "hypersaga",
+            &issuer,
+            "hypersaga:tenant:initech",
+            "api://AzureADTokenExchange",
+            &subscription,
+            &[
+                hypersaga_emulator_arm::tenant_admin::CONTRIBUTOR,
+                hypersaga_emulator_arm::tenant_admin::RBAC_ADMINISTRATOR,
+            ],
+        )
+        .await
+        .expect("the credential again");
+    client
+        .create_cluster(create_request("ember", 0))
+        .await
+        .expect("create again");
+    let ready = system.watch_to_end_with(&added.api_token, "ember").await;
+    assert_eq!(phase(&ready), "ready", "{ready:?}");
+
+    // No secret of any tenant's anywhere in what hypersaga keeps.
+    let secrets: Vec<&str> = system
+        .endpoints
+        .tenants
+        .iter()
+        .map(|t| t.client_secret.as_str())
+        .chain([customer.client_secret.as_str()])
+        .collect();
+    for (path, bytes) in state_files(&system.state_dir()) {
+        for secret in &secrets {
+            assert!(
+                !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                "{} holds a tenant's secret",
+                path.display()
+            );
+        }
+    }
+    assert!(
+        config["tenants"]
+            .as_array()
+            .expect("tenants")
+            .iter()
+            .all(|t| t["azure"].get("client_secret").is_none()),
+        "{config}"
+    );
 }

@@ -10,7 +10,7 @@ mod bus;
 mod federation;
 mod profile;
 mod supervisor;
-pub(crate) mod world;
+pub mod world;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};

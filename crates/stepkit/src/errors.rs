@@ -63,7 +63,7 @@ fn entra_code(message: &str) -> Option<String> {
 /// (Entra's error reference), pointing at the onboarding instructions.
 fn what_the_tenant_must_fix(code: &str) -> Option<&'static str> {
     Some(match code {
-        "AADSTS70021" | "AADSTS700211" | "AADSTS700212" | "AADSTS700213" => {
+        "AADSTS70021" | "AADSTS70025" | "AADSTS700211" | "AADSTS700212" | "AADSTS700213" => {
             "the tenant's application has no federated identity credential matching hypersaga's issuer, subject and audience: add the one `hypersaga tenant get <tenant>` (onboarding) names, exactly"
         }
         "AADSTS700016" => {
