@@ -1,14 +1,15 @@
 //! The deployment artifacts, checked without a cluster or a container engine: the kustomize
 //! overlays render offline (`kubectl kustomize`) into what we mean to run, the Secrets
 //! `create-secrets.sh` makes are the ones the manifests read, the NATS configurations load in
-//! nats-server (`-t`), the configurations load in hypersaga, and every command compose.yaml
-//! runs is one the binary accepts. The Prometheus alert rules pass `promtool check rules` and
-//! their unit tests (`promtool test rules`), and what they and the Grafana dashboard read are
-//! metrics the roles export.
+//! nats-server (`-t`), the configurations load in hypersaga, every command compose.yaml runs
+//! is one the binary accepts, and `federation-issuer.sh` writes the issuer documents
+//! hypersaga's own signer is checked against. The Prometheus alert rules pass `promtool check
+//! rules` and their unit tests (`promtool test rules`), and what they and the Grafana dashboard
+//! read are metrics the roles export.
 //!
-//! Needs kubectl (with its built-in kustomize), nats-server, jq and promtool on PATH, as the CI
-//! machine has them (`scripts/setup.sh` installs promtool, `scripts/env.sh` puts nats-server
-//! there).
+//! Needs kubectl (with its built-in kustomize), nats-server, jq, openssl, xxd and promtool on
+//! PATH, as the CI machine has them (`scripts/setup.sh` installs promtool, `scripts/env.sh`
+//! puts nats-server there).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -30,8 +31,14 @@ const ROLES: [&str; 7] = [
 const AZURE_ROLES: [&str; 5] = ["identity", "network", "dns", "controlplane", "nodepool"];
 /// The roles that act on the management cluster.
 const KUBE_ROLES: [&str; 2] = ["controlplane", "nodepool"];
-/// The roles whose configuration holds the tenants' client secrets (their Secret's config.json).
-const CLIENT_SECRET_ROLES: [&str; 4] = ["identity", "network", "dns", "nodepool"];
+/// The roles that call Azure as a tenant: they hold hypersaga's federation key (the client
+/// assertions), and read their Secret's config.json (where a declared tenant's client secret
+/// would be, given one).
+const TENANT_AZURE_ROLES: [&str; 4] = ["identity", "network", "dns", "nodepool"];
+/// Where those roles find the federation key (`federation.signing_key_file`).
+const FEDERATION_KEY_FILE: &str = "/etc/hypersaga/federation/signing-key.pem";
+/// The auth callout's files, besides the gateway's own seed: only the gateway holds them.
+const CALLOUT_FILES: [&str; 2] = ["callout.nk", "callout-issuer.nk"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -262,18 +269,41 @@ fn check_role(r: &Rendered, role: &str) {
         "{what}"
     );
 
-    // Exactly one nkey, its own, where `nats.credentials_dir` says; no other Secret but its
-    // own and the NATS server's CA.
+    // Its own nkey, where `nats.credentials_dir` says, and no other role's; the gateway also
+    // the auth callout's user and issuer, which it alone holds. No other Secret but its own and
+    // the NATS server's CA.
     let keys = secret_keys(pod);
-    let seeds: Vec<_> = keys.iter().filter(|(_, _, k)| k.ends_with(".nk")).collect();
-    assert_eq!(seeds.len(), 1, "{what}: nkeys mounted: {seeds:?}");
-    let (volume, secret, key) = seeds[0];
-    assert_eq!(
-        (secret.as_str(), key.as_str()),
-        (name.as_str(), format!("{role}.nk").as_str()),
-        "{what}"
-    );
-    assert_eq!(mount_path(c, volume), "/etc/hypersaga/nats", "{what}");
+    let seeds: BTreeSet<(&str, &str)> = keys
+        .iter()
+        .filter(|(_, _, k)| k.ends_with(".nk"))
+        .map(|(_, s, k)| (s.as_str(), k.as_str()))
+        .collect();
+    let own_seed = format!("{role}.nk");
+    let mut expected_seeds = BTreeSet::from([(name.as_str(), own_seed.as_str())]);
+    if role == "gateway" {
+        expected_seeds.extend(CALLOUT_FILES.map(|f| (name.as_str(), f)));
+    }
+    assert_eq!(seeds, expected_seeds, "{what}: nkeys mounted");
+    for (volume, _, key) in keys.iter().filter(|(_, _, k)| k.ends_with(".nk")) {
+        assert_eq!(
+            mount_path(c, volume),
+            "/etc/hypersaga/nats",
+            "{what}: {key}"
+        );
+        let item = pod["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == volume.as_str())
+            .and_then(|v| v["secret"]["items"].as_array())
+            .and_then(|items| items.iter().find(|i| i["key"] == key.as_str()))
+            .unwrap_or_else(|| panic!("{what}: {key}"));
+        assert_eq!(
+            item["path"],
+            key.as_str(),
+            "{what}: {key} under its own name"
+        );
+    }
     for (volume, secret, key) in &keys {
         assert!(
             *secret == name || (secret == "nats-tls" && key == "ca.crt"),
@@ -287,13 +317,21 @@ fn check_role(r: &Rendered, role: &str) {
         .collect();
     let mut expected = BTreeSet::from([format!("{role}.nk")]);
     match role {
-        "gateway" => expected.extend(["tls.crt".into(), "tls.key".into()]),
+        "gateway" => expected.extend(
+            ["tls.crt", "tls.key"]
+                .into_iter()
+                .chain(CALLOUT_FILES)
+                .map(String::from),
+        ),
         "identity" => expected.extend([
             "config.json".into(),
+            "federation-key.pem".into(),
             "blob-account-key".into(),
             "signing-keys-account-key".into(),
         ]),
-        "network" | "dns" | "nodepool" => expected.extend(["config.json".into()]),
+        "network" | "dns" | "nodepool" => {
+            expected.extend(["config.json".into(), "federation-key.pem".into()])
+        }
         "controlplane" => {
             expected.extend(["signing-keys-account-key".into(), "pull-secret".into()])
         }
@@ -308,13 +346,41 @@ fn check_role(r: &Rendered, role: &str) {
         .find(|w| w[0] == "--config")
         .map(|w| w[1].to_owned())
         .expect("--config");
-    let file = if CLIENT_SECRET_ROLES.contains(&role) {
+    let file = if TENANT_AZURE_ROLES.contains(&role) {
         "config.json"
     } else {
         "config.toml"
     };
     assert_eq!(config, format!("/etc/hypersaga/config/{file}"), "{what}");
     assert_eq!(mount_path(c, "config"), "/etc/hypersaga/config", "{what}");
+
+    // The federation key, where `federation.signing_key_file` says, for the roles that call
+    // Azure as a tenant; no other role has it.
+    let federation: Vec<_> = keys
+        .iter()
+        .filter(|(_, _, k)| k == "federation-key.pem")
+        .collect();
+    if TENANT_AZURE_ROLES.contains(&role) {
+        assert_eq!(federation.len(), 1, "{what}: {federation:?}");
+        let volume = &federation[0].0;
+        let item = &pod["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == volume.as_str())
+            .unwrap()["secret"]["items"][0];
+        assert_eq!(
+            format!(
+                "{}/{}",
+                mount_path(c, volume),
+                item["path"].as_str().unwrap()
+            ),
+            FEDERATION_KEY_FILE,
+            "{what}"
+        );
+    } else {
+        assert!(federation.is_empty(), "{what}: {federation:?}");
+    }
 
     let pdb = r.get("PodDisruptionBudget", &name);
     assert_eq!(pdb["spec"]["maxUnavailable"], 1, "{what}");
@@ -380,6 +446,14 @@ fn check_nats(r: &Rendered) {
     let lines: Vec<&str> = conf.lines().map(str::trim).collect();
     assert!(lines.contains(&"sync_interval: always"), "{what}: {conf}");
     assert!(lines.contains(&"include ../auth/authorization.conf"));
+    // The included file declares the system account the auth callout lives in; declared here
+    // too, nats-server would refuse the configuration.
+    for declared in ["accounts", "system_account"] {
+        assert!(
+            !lines.iter().any(|l| l.starts_with(declared)),
+            "{what}: nats.conf declares {declared} of its own"
+        );
+    }
     assert!(lines.contains(&"tls {"));
     let routes = lines
         .iter()
@@ -395,16 +469,29 @@ fn check_nats(r: &Rendered) {
 }
 
 /// An overlay's config.toml with the placeholders that are not valid values (on purpose: a
-/// configuration left so does not load) filled in.
+/// configuration left so does not load) filled in: the admin's token digest.
 fn filled_in_config(r: &Rendered) -> String {
-    r.config_map("hypersaga-config")["data"]["config.toml"]
+    let config = r.config_map("hypersaga-config")["data"]["config.toml"]
         .as_str()
-        .expect("config.toml")
-        .replace(
-            "sha256:REPLACE-with-the-digest-hypersaga-token-new-prints",
-            &hypersaga_config::TokenDigest::of("hs_acme_0123456789abcdef").to_string(),
-        )
-        .replace("REPLACE-tenant", "acme")
+        .expect("config.toml");
+    let placeholder = "sha256:REPLACE-with-the-digest-hypersaga-token-new-prints";
+    assert_eq!(config.matches(placeholder).count(), 1, "{}", r.overlay);
+    config.replace(
+        placeholder,
+        &hypersaga_config::TokenDigest::of("hsadmin_0123456789abcdef").to_string(),
+    )
+}
+
+/// A tenant declared in the configuration (the overlays declare none: tenants are onboarded
+/// through the admin API), as an operator would append it.
+fn declared_tenant(id: &str) -> String {
+    format!(
+        "\n[[tenants]]\nid = \"{id}\"\ntokens = [\"{}\"]\n[tenants.azure]\n\
+         tenant_id = \"d79e5b4a-ebeb-485b-a861-e2838886f47a\"\n\
+         subscription_id = \"2c90511f-a4a8-459d-b9a8-5a1d1af778c5\"\n\
+         client_id = \"ab9ad434-424f-4e2f-8a70-761d4d41e057\"\n",
+        hypersaga_config::TokenDigest::of(&format!("hs_{id}_0123456789abcdef"))
+    )
 }
 
 /// The `[nats]` section of hypersaga's configuration agrees with the manifests; the file
@@ -443,12 +530,31 @@ fn check_config(r: &Rendered) {
     );
     assert_eq!(config["gateway"]["listen"], "0.0.0.0:50051", "{what}");
     assert!(config["kube"]["kubeconfig"].is_null(), "{what}: in-cluster");
-    for t in config["tenants"].as_array().unwrap() {
-        assert_eq!(
-            t["azure"]["client_secret"], "",
-            "{what}: no secret in the ConfigMap"
-        );
-    }
+    // Tenants are onboarded through the admin API, by its admins; none is declared, so no
+    // client secret is anywhere.
+    assert_eq!(config["tenants"], json!([]), "{what}");
+    let admins = config["gateway"]["admins"].as_array().unwrap();
+    assert_eq!(admins.len(), 1, "{what}");
+    assert!(
+        strs(&admins[0]["tokens"])[0].starts_with("sha256:"),
+        "{what}"
+    );
+    // hypersaga's own issuer, and its key where the roles that call Azure mount it.
+    let federation = &config["federation"];
+    assert_eq!(
+        federation["signing_key_file"], FEDERATION_KEY_FILE,
+        "{what}"
+    );
+    let issuer = federation["issuer"].as_str().unwrap();
+    assert!(
+        issuer.starts_with("https://") && !issuer.ends_with('/'),
+        "{what}: {issuer}"
+    );
+    assert_eq!(
+        federation["audience"], "api://AzureADTokenExchange",
+        "{what}"
+    );
+    assert!(!config.to_string().contains("client_secret"), "{what}");
     let service = r.get("Service", "hypersaga-gateway");
     assert_eq!(service["spec"]["ports"][0]["port"], 50051);
 }
@@ -790,23 +896,17 @@ fn the_mgmt_kubeconfig_component_points_controlplane_and_nodepool_at_a_kubeconfi
     }
 }
 
-/// The Secrets `create-secrets.sh` makes hold exactly what the production overlay reads, and
-/// the configuration it gives identity, network, dns and nodepool loads, with the client
-/// secrets.
-#[test]
-fn create_secrets_makes_the_secrets_the_manifests_read() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let r = Rendered::of("production");
-    std::fs::write(d.join("config.toml"), filled_in_config(&r)).unwrap();
+/// The files an operator gives `create-secrets.sh`, in `d` (deploy/README.md, *Secrets*).
+fn operator_files(d: &Path, r: &Rendered) {
+    std::fs::write(d.join("config.toml"), filled_in_config(r)).unwrap();
     run(hypersaga()
-        .args(["bus", "credentials", "--tenant", "acme", "--out"])
+        .args(["bus", "credentials", "--out"])
         .arg(d.join("bus")));
     run(hypersaga()
         .args(["emulator", "certs", "--name", "hypersaga-gateway", "--out"])
         .arg(d.join("tls")));
-    std::fs::create_dir(d.join("client-secrets")).unwrap();
-    std::fs::write(d.join("client-secrets/acme"), "s3cr\"et~\n").unwrap();
+    let key = hypersaga_oidc::SigningKey::generate().unwrap();
+    std::fs::write(d.join("federation-key.pem"), key.private_key_pem()).unwrap();
     std::fs::write(d.join("blob-account-key"), "a2V5\n").unwrap();
     std::fs::write(d.join("signing-keys-account-key"), "a2V5cw==\n").unwrap();
     std::fs::write(
@@ -815,44 +915,68 @@ fn create_secrets_makes_the_secrets_the_manifests_read() {
     )
     .unwrap();
     std::fs::write(d.join("mgmt.kubeconfig"), "apiVersion: v1\nkind: Config\n").unwrap();
-    let out = run(
-        Command::new(root().join("deploy/kustomize/create-secrets.sh"))
-            .env("HYPERSAGA", env!("CARGO_BIN_EXE_hypersaga"))
-            .current_dir(d)
-            .args([
-                "--namespace",
-                "hypersaga",
-                "--config",
-                "config.toml",
-                "--bus",
-                "bus",
-            ])
-            .args(["--client-secrets", "client-secrets"])
-            .args(["--blob-account-key", "blob-account-key"])
-            .args(["--signing-keys-account-key", "signing-keys-account-key"])
-            .args(["--pull-secret", "pull-secret.json"])
-            .args([
-                "--gateway-cert",
-                "tls/server.pem",
-                "--gateway-key",
-                "tls/server-key.pem",
-            ])
-            .args([
-                "--nats-cert",
-                "tls/server.pem",
-                "--nats-key",
-                "tls/server-key.pem",
-            ])
-            .args(["--nats-ca", "tls/ca.pem", "--kubeconfig", "mgmt.kubeconfig"]),
-    );
-    let secrets: BTreeMap<String, Value> = yaml_documents(&out)
+}
+
+/// `create-secrets.sh` run in `d` on `operator_files`, with `extra` arguments: its Secrets by
+/// name, or its failure's message.
+fn create_secrets(d: &Path, extra: &[&str]) -> Result<BTreeMap<String, Value>, String> {
+    let out = Command::new(root().join("deploy/kustomize/create-secrets.sh"))
+        .env("HYPERSAGA", env!("CARGO_BIN_EXE_hypersaga"))
+        .current_dir(d)
+        .args(["--namespace", "hypersaga", "--config", "config.toml"])
+        .args(["--bus", "bus", "--federation-key", "federation-key.pem"])
+        .args(["--blob-account-key", "blob-account-key"])
+        .args(["--signing-keys-account-key", "signing-keys-account-key"])
+        .args(["--pull-secret", "pull-secret.json"])
+        .args([
+            "--gateway-cert",
+            "tls/server.pem",
+            "--gateway-key",
+            "tls/server-key.pem",
+        ])
+        .args([
+            "--nats-cert",
+            "tls/server.pem",
+            "--nats-key",
+            "tls/server-key.pem",
+        ])
+        .args(["--nats-ca", "tls/ca.pem", "--kubeconfig", "mgmt.kubeconfig"])
+        .args(extra)
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    Ok(yaml_documents(&String::from_utf8(out.stdout).unwrap())
         .into_iter()
         .map(|s| {
             assert_eq!(s["kind"], "Secret");
             assert_eq!(s["metadata"]["namespace"], "hypersaga");
             (s["metadata"]["name"].as_str().unwrap().to_owned(), s)
         })
-        .collect();
+        .collect())
+}
+
+fn secret_data(secrets: &BTreeMap<String, Value>, name: &str, key: &str) -> String {
+    base64_decode(
+        secrets[name]["data"][key]
+            .as_str()
+            .unwrap_or_else(|| panic!("{name} has no {key}")),
+    )
+}
+
+/// The Secrets `create-secrets.sh` makes hold exactly what the production overlay reads, and
+/// the configuration it gives identity, network, dns and nodepool loads; no Secret holds a
+/// client secret (the overlay's configuration declares no tenant, and none was given); the
+/// gateway's alone holds the auth callout's user and issuer, and the roles that call Azure
+/// as a tenant the federation key.
+#[test]
+fn create_secrets_makes_the_secrets_the_manifests_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let r = Rendered::of("production");
+    operator_files(d, &r);
+    let secrets = create_secrets(d, &[]).unwrap_or_else(|e| panic!("{e}"));
     let keys = |name: &str| -> BTreeSet<String> {
         secrets[name]["data"]
             .as_object()
@@ -861,9 +985,8 @@ fn create_secrets_makes_the_secrets_the_manifests_read() {
             .cloned()
             .collect()
     };
-    let data = |name: &str, key: &str| -> String {
-        base64_decode(secrets[name]["data"][key].as_str().unwrap())
-    };
+    let data = |name: &str, key: &str| secret_data(&secrets, name, key);
+    let file = |path: &str| std::fs::read_to_string(d.join(path)).unwrap();
 
     // Every key a role reads is in its Secret, and nothing more (the kubeconfig aside, which
     // only the mgmt-kubeconfig component reads).
@@ -879,11 +1002,45 @@ fn create_secrets_makes_the_secrets_the_manifests_read() {
             read.insert("kubeconfig".into());
         }
         assert_eq!(keys(&name), read, "{name}");
+        assert_eq!(
+            data(&name, &format!("{role}.nk")),
+            file(&format!("bus/{role}.nk"))
+        );
+        // The auth callout's files in the gateway's Secret only.
+        for callout in CALLOUT_FILES {
+            assert_eq!(keys(&name).contains(callout), role == "gateway", "{name}");
+        }
+        // The federation key in those of the roles that call Azure as a tenant.
+        if TENANT_AZURE_ROLES.contains(&role) {
+            assert_eq!(
+                data(&name, "federation-key.pem"),
+                file("federation-key.pem")
+            );
+            // Their configuration: the ConfigMap's, without any client secret.
+            let config = data(&name, "config.json");
+            assert!(!config.contains("client_secret"), "{name}: {config}");
+        } else {
+            assert!(!keys(&name).contains("federation-key.pem"), "{name}");
+        }
     }
+    for callout in CALLOUT_FILES {
+        assert_eq!(
+            data("hypersaga-gateway", callout),
+            file(&format!("bus/{callout}"))
+        );
+    }
+    assert!(
+        secrets
+            .values()
+            .all(|s| !s["data"].as_object().unwrap().contains_key("audit.nk"))
+    );
     assert_eq!(
         keys("nats-auth"),
         BTreeSet::from(["authorization.conf".into()])
     );
+    // The server's authorization: the callout block, trusting the issuer the gateway holds.
+    let auth = data("nats-auth", "authorization.conf");
+    assert_callout_block(&auth, &d.join("bus"));
     assert_eq!(
         keys("nats-tls"),
         BTreeSet::from(["ca.crt".into(), "tls.crt".into(), "tls.key".into()])
@@ -899,25 +1056,13 @@ fn create_secrets_makes_the_secrets_the_manifests_read() {
         "a2V5cw=="
     );
     assert!(!keys("hypersaga-controlplane").contains("blob-account-key"));
-    assert_eq!(
-        data("hypersaga-identity", "identity.nk"),
-        std::fs::read_to_string(d.join("bus/identity.nk")).unwrap()
-    );
 
-    // identity's configuration: the ConfigMap's, with the client secret, loads as such.
+    // identity's configuration loads as such.
     std::fs::write(
         d.join("config.json"),
         data("hypersaga-identity", "config.json"),
     )
     .unwrap();
-    for role in ["network", "nodepool"] {
-        let with_secret: Value =
-            serde_json::from_str(&data(&format!("hypersaga-{role}"), "config.json")).unwrap();
-        assert_eq!(
-            with_secret["tenants"][0]["azure"]["client_secret"], "s3cr\"et~",
-            "{role}"
-        );
-    }
     let loaded: Value = serde_json::from_str(&run(hypersaga()
         .env_clear()
         .env("HYPERSAGA_BLOB__ACCOUNT_KEY", "a2V5")
@@ -925,10 +1070,146 @@ fn create_secrets_makes_the_secrets_the_manifests_read() {
         .args(["serve", "identity", "--dump-config", "--config"])
         .arg(d.join("config.json"))))
     .unwrap();
-    assert_eq!(loaded["tenants"][0]["azure"]["client_secret"], "***");
+    assert_eq!(loaded["tenants"], json!([]));
+    assert_eq!(
+        loaded["federation"]["signing_key_file"],
+        FEDERATION_KEY_FILE
+    );
     assert_eq!(loaded["blob"]["account_key"], "***");
     assert_eq!(loaded["signing_keys"]["account_key"], "***");
     assert_eq!(loaded["nats"]["replicas"], 3);
+}
+
+/// A tenant declared in config.toml reaches Azure through federation, unless the operator
+/// gives its client secret (`--client-secrets`): then that secret is in the configuration of
+/// the roles that call Azure, beside its tenant, and nowhere else.
+#[test]
+fn create_secrets_puts_a_client_secret_only_where_one_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let r = Rendered::of("production");
+    operator_files(d, &r);
+    let mut config = filled_in_config(&r);
+    config.push_str(&declared_tenant("acme"));
+    config.push_str(&declared_tenant("globex"));
+    std::fs::write(d.join("config.toml"), &config).unwrap();
+
+    // Without --client-secrets: none, anywhere.
+    let secrets = create_secrets(d, &[]).unwrap_or_else(|e| panic!("{e}"));
+    for role in TENANT_AZURE_ROLES {
+        let config: Value = serde_json::from_str(&secret_data(
+            &secrets,
+            &format!("hypersaga-{role}"),
+            "config.json",
+        ))
+        .unwrap();
+        assert_eq!(config["tenants"].as_array().unwrap().len(), 2, "{role}");
+        assert!(!config.to_string().contains("client_secret"), "{role}");
+    }
+
+    // One tenant's, given: there, beside that tenant only.
+    std::fs::create_dir(d.join("client-secrets")).unwrap();
+    std::fs::write(d.join("client-secrets/acme"), "s3cr\"et~\n").unwrap();
+    let secrets = create_secrets(d, &["--client-secrets", "client-secrets"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    for role in TENANT_AZURE_ROLES {
+        let config: Value = serde_json::from_str(&secret_data(
+            &secrets,
+            &format!("hypersaga-{role}"),
+            "config.json",
+        ))
+        .unwrap();
+        assert_eq!(config["tenants"][0]["id"], "acme", "{role}");
+        assert_eq!(
+            config["tenants"][0]["azure"]["client_secret"], "s3cr\"et~",
+            "{role}"
+        );
+        assert!(
+            config["tenants"][1]["azure"]["client_secret"].is_null(),
+            "{role}"
+        );
+    }
+    for (name, secret) in &secrets {
+        if !TENANT_AZURE_ROLES
+            .iter()
+            .any(|r| *name == format!("hypersaga-{r}"))
+        {
+            for key in secret["data"].as_object().unwrap().keys() {
+                assert!(
+                    !secret_data(&secrets, name, key).contains("s3cr"),
+                    "{name}/{key}"
+                );
+            }
+        }
+    }
+    // The roles load it, the secret hidden.
+    std::fs::write(
+        d.join("config.json"),
+        secret_data(&secrets, "hypersaga-network", "config.json"),
+    )
+    .unwrap();
+    let loaded: Value = serde_json::from_str(&run(hypersaga()
+        .env_clear()
+        .args(["serve", "network", "--dump-config", "--config"])
+        .arg(d.join("config.json"))))
+    .unwrap();
+    assert_eq!(loaded["tenants"][0]["azure"]["client_secret"], "***");
+
+    // A file naming no declared tenant is refused (a typo would otherwise go unnoticed).
+    std::fs::write(d.join("client-secrets/acmee"), "x\n").unwrap();
+    let refused = create_secrets(d, &["--client-secrets", "client-secrets"]).unwrap_err();
+    assert!(refused.contains("declares no tenant acmee"), "{refused}");
+    std::fs::remove_file(d.join("client-secrets/acmee")).unwrap();
+
+    // So is a configuration that does not say where the federation key is mounted.
+    std::fs::write(
+        d.join("config.toml"),
+        config.replace(FEDERATION_KEY_FILE, "/somewhere/else.pem"),
+    )
+    .unwrap();
+    let refused = create_secrets(d, &[]).unwrap_err();
+    assert!(refused.contains("federation.signing_key_file"), "{refused}");
+    // And one holding a secret itself.
+    std::fs::write(
+        d.join("config.toml"),
+        config.replace(
+            "client_id = \"ab9ad434-424f-4e2f-8a70-761d4d41e057\"\n",
+            "client_id = \"ab9ad434-424f-4e2f-8a70-761d4d41e057\"\nclient_secret = \"x\"\n",
+        ),
+    )
+    .unwrap();
+    let refused = create_secrets(d, &[]).unwrap_err();
+    assert!(refused.contains("holds a secret"), "{refused}");
+}
+
+/// The authorization `hypersaga bus credentials` wrote to `bus`: its static users bypass the
+/// auth callout, which runs in the system account SYS (declared there, with the callout's
+/// user alone) and whose answers must be signed by the issuer whose seed is
+/// `bus/callout-issuer.nk`.
+fn assert_callout_block(auth: &str, bus: &Path) {
+    let issuer = hypersaga_bus::callout::Issuer::load(bus).unwrap();
+    let lines: Vec<&str> = auth.lines().map(str::trim).collect();
+    assert!(lines.contains(&"system_account: SYS"), "{auth}");
+    assert!(lines.contains(&"auth_callout {"), "{auth}");
+    assert!(lines.contains(&"account: SYS"), "{auth}");
+    assert!(
+        lines.contains(&format!("issuer: \"{}\"", issuer.public_key()).as_str()),
+        "{auth}"
+    );
+    let system =
+        &auth[auth.find("accounts {").expect("accounts")..auth.find("system_account").unwrap()];
+    let users: Vec<&str> = system
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("# "))
+        .collect();
+    assert_eq!(users, ["# callout"], "the system account's users: {system}");
+    let auth_users = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("auth_users: ["))
+        .expect("auth_users");
+    // Every static user (the seven roles, the platform's audit reader, the callout's).
+    assert_eq!(auth_users.matches("\"U").count(), 9, "{auth_users}");
 }
 
 /// Where a nats-server configuration expects its files.
@@ -958,9 +1239,11 @@ fn nats_server_accepts(conf: &str, layout: Layout) {
             etc.join("state/tls"),
         ),
     };
-    run(hypersaga()
-        .args(["bus", "credentials", "--tenant", "acme", "--out"])
-        .arg(&auth));
+    run(hypersaga().args(["bus", "credentials", "--out"]).arg(&auth));
+    assert_callout_block(
+        &std::fs::read_to_string(auth.join("authorization.conf")).unwrap(),
+        &auth,
+    );
     run(hypersaga()
         .args(["emulator", "certs", "--name", "nats", "--out"])
         .arg(&tls));
@@ -1072,10 +1355,150 @@ fn the_compose_configurations_load() {
         strs(&config["tenants"][0]["tokens"])[0],
         hypersaga_config::TokenDigest::of(token).to_string()
     );
-    // nats-server's.
+    // The admin the compose file's client is, for `tenant …`.
+    let admin = compose["services"]["cli"]["environment"]["HYPERSAGA_ADMIN_TOKEN"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        strs(&config["gateway"]["admins"][0]["tokens"])[0],
+        hypersaga_config::TokenDigest::of(admin).to_string()
+    );
+    // nats-server's: it declares no account of its own (the included file does).
     let conf = std::fs::read_to_string(root().join("deploy/compose/nats.conf")).unwrap();
     assert!(conf.lines().any(|l| l.trim() == "sync_interval: always"));
+    assert!(
+        !conf
+            .lines()
+            .any(|l| l.starts_with("accounts") || l.starts_with("system_account")),
+        "{conf}"
+    );
     nats_server_accepts(&conf, Layout::Compose);
+}
+
+/// deploy/config.example.toml loads (its digests and accounts filled in): a tenant without a
+/// client secret, an admin, hypersaga's own issuer.
+#[test]
+fn the_example_configuration_loads() {
+    let text = std::fs::read_to_string(root().join("deploy/config.example.toml")).unwrap();
+    let mut filled = text
+        .replace("<keys-account>", "hypersagakeys")
+        .replace("<account>", "hypersagaissuers");
+    for (i, placeholder) in [
+        "sha256:replace-with-the-digest-hypersaga-token-new-prints",
+        "sha256:replace-with-the-digest-of-its-audit-password",
+        "sha256:replace-with-the-digest-of-an-admin-token",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        assert!(text.contains(placeholder), "{placeholder}");
+        filled = filled.replace(
+            placeholder,
+            &hypersaga_config::TokenDigest::of(&format!("token-{i}")).to_string(),
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, filled).unwrap();
+    let config: Value = serde_json::from_str(&run(hypersaga()
+        .env_clear()
+        .args(["serve", "gateway", "--dump-config", "--config"])
+        .arg(&path)))
+    .unwrap();
+    let tenant = &config["tenants"][0];
+    assert!(tenant["azure"]["client_secret"].is_null(), "{tenant}");
+    assert_eq!(strs(&tenant["audit_credentials"]).len(), 1, "{tenant}");
+    assert_eq!(config["gateway"]["admins"][0]["name"], "platform");
+    assert_eq!(
+        config["federation"]["signing_key_file"],
+        FEDERATION_KEY_FILE
+    );
+    assert!(
+        config["federation"]["issuer"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://")
+    );
+}
+
+/// The roles given the federation key are exactly those whose code calls Azure as a tenant
+/// (builds its ARM clients, `hypersaga_stepkit::ArmClients`, which sign the client
+/// assertions): a role that starts to fails here until its manifest mounts the key.
+#[test]
+fn the_federation_key_goes_to_the_roles_whose_code_calls_azure_as_a_tenant() {
+    let mut calling = BTreeSet::new();
+    for role in ROLES {
+        let dir = root().join("services").join(role).join("src");
+        let mut stack = vec![dir];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if std::fs::read_to_string(&path)
+                    .unwrap_or_default()
+                    .contains("ArmClients")
+                {
+                    calling.insert(role);
+                }
+            }
+        }
+    }
+    assert_eq!(calling, BTreeSet::from(TENANT_AZURE_ROLES));
+}
+
+/// `deploy/federation-issuer.sh` writes the discovery document and the key set hypersaga's
+/// own code makes for the same issuer and keys (`hypersaga_oidc`, which `hypersaga dev`
+/// publishes): the key ids its signer puts in every assertion, for a PKCS#1 key and a PKCS#8
+/// one (openssl's), both published while rotating.
+#[test]
+fn federation_issuer_writes_the_documents_hypersagas_signer_is_checked_against() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let new = hypersaga_oidc::SigningKey::generate().unwrap();
+    std::fs::write(d.join("new.pem"), new.private_key_pem()).unwrap();
+    run(Command::new("openssl")
+        .args([
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+        ])
+        .arg(d.join("old.pem")));
+    let old_pem = std::fs::read_to_string(d.join("old.pem")).unwrap();
+    assert!(old_pem.starts_with("-----BEGIN PRIVATE KEY-----"), "PKCS#8");
+    let old = hypersaga_oidc::SigningKey::from_private_key_pem(&old_pem).unwrap();
+    let issuer = "https://acct.blob.core.windows.net/hypersaga-federation";
+    let script = root().join("deploy/federation-issuer.sh");
+    run(Command::new(&script).current_dir(d).args([
+        "--issuer", issuer, "--key", "new.pem", "--key", "old.pem", "--out", "issuer",
+    ]));
+    let read = |path: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(d.join("issuer").join(path)).unwrap())
+            .unwrap()
+    };
+    assert_eq!(
+        read(hypersaga_oidc::DISCOVERY_PATH),
+        hypersaga_oidc::discovery_document(issuer)
+    );
+    assert_eq!(
+        read(hypersaga_oidc::JWKS_PATH),
+        hypersaga_oidc::jwks(&[new.public_key(), old.public_key()])
+    );
+    // What Entra would refuse to match.
+    for bad in [
+        "https://acct.blob.core.windows.net/hypersaga-federation/",
+        "http://acct.blob.core.windows.net/hypersaga-federation",
+    ] {
+        let out = Command::new(&script)
+            .current_dir(d)
+            .args(["--issuer", bad, "--key", "new.pem", "--out", "bad"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{bad}");
+    }
 }
 
 /// Standard base64 (a Secret's `data`), to UTF-8.

@@ -8,11 +8,13 @@
 //! * the roles run exactly as `compose.yaml` runs them — each service's command and
 //!   environment, read from the file, in its `depends_on` order, with its `restart` policy and
 //!   `deploy.replicas` — as processes on this machine, and the client service creates a
-//!   cluster that becomes ready;
+//!   cluster that becomes ready and, as the stack's admin, lists the tenants;
 //! * the dev overlay's pods run as the kubelet would run them — each container's command,
 //!   arguments and variables (values, Secret keys, the pod's name), its volumes filled from
 //!   the ConfigMaps and from the Secrets `create-secrets.sh` prints — every readiness probe
-//!   answers, and a create through the gateway's Service becomes ready. The management
+//!   answers, and a create through the gateway's Service becomes ready; the tenant's audit
+//!   reader gets onto the bus through the gateway's auth callout, and an admin onboards a
+//!   tenant through the admin API. The management
 //!   cluster is the emulator (the `mgmt-kubeconfig` component), Azure the ARM emulator and
 //!   Azurite, NATS the overlay's own StatefulSet.
 //!
@@ -819,6 +821,12 @@ fn the_roles_started_as_compose_starts_them_create_a_cluster() {
     if cluster["status"]["phase"] != "ready" {
         fail!("the cluster is not ready: {cluster}");
     }
+    // The admin API, as the stack's admin (the client's HYPERSAGA_ADMIN_TOKEN): the declared
+    // tenant is listed.
+    let (ok, got) = run(&["tenant", "list", "-o", "json"].map(String::from));
+    if !ok || !got.contains("\"acme\"") {
+        fail!("cli tenant list: {got}");
+    }
     eprintln!(
         "compose stack: create to ready in {:.1} s; restarts: {:?}",
         started_at.elapsed().as_secs_f64(),
@@ -1159,9 +1167,11 @@ fn render_dev_with_a_kubeconfig(dir: &Path) -> String {
 /// and arguments, its variables (values, Secret keys, its pod's name), its volumes (the
 /// ConfigMaps, and the Secrets `create-secrets.sh` printed) — with the emulators and Azurite
 /// standing in for Azure and the management cluster; every role ready by its readiness probe;
-/// then a create through the gateway's Service to `ready`. The operator's part is done as
-/// deploy/README.md says: the overlay's config.toml filled in (here with the emulators'
-/// endpoints and CA), `hypersaga bus credentials`, `create-secrets.sh`.
+/// then a create through the gateway's Service to `ready`; then the tenant's audit reader, let
+/// in by the auth callout, and `hypersaga tenant add` as an admin. The operator's part is done
+/// as deploy/README.md says: the overlay's config.toml filled in (here with the emulators'
+/// endpoints and CA, and a declared tenant with a client secret), `hypersaga bus credentials`,
+/// a federation key, `create-secrets.sh`.
 #[test]
 fn the_roles_started_as_the_dev_overlay_starts_them_create_a_cluster() {
     hypersaga_devca::install_crypto_provider();
@@ -1206,7 +1216,7 @@ fn the_roles_started_as_the_dev_overlay_starts_them_create_a_cluster() {
         ])
         .arg(d.join("tls")));
     ok(hs()
-        .args(["bus", "credentials", "--tenant", "acme", "--out"])
+        .args(["bus", "credentials", "--out"])
         .arg(d.join("bus")));
     let azurite = rt
         .block_on(hypersaga_procs::Azurite::start())
@@ -1235,31 +1245,36 @@ fn the_roles_started_as_the_dev_overlay_starts_them_create_a_cluster() {
         .unwrap();
     processes.adopt("mgmt", serve_mgmt);
 
-    // The operator's part (deploy/README.md, *Secrets*): the overlay's config.toml filled in.
+    // The operator's part (deploy/README.md, *Secrets*): the overlay's config.toml filled in,
+    // with its admin, and a tenant declared in it (the overlays declare none), whose Azure
+    // access is a client secret: the ARM emulator knows its principals by their secrets, not
+    // by federated credentials. Its audit reader's password is declared too.
     let token = "hs_acme_deploy_run_0123456789abcdef";
+    let admin_token = "hsadmin_deploy_run_0123456789abcdef";
+    let audit_password = "audit_acme_deploy_run_0123456789abcdef";
     let (arm, arm_admin) = (free_port(), free_port());
     let arm_url = format!("https://127.0.0.1:{arm}");
     let config_map = objects
         .iter()
         .find(|o| o["kind"] == "ConfigMap" && o["data"]["config.toml"].is_string())
         .unwrap();
-    let config = config_map["data"]["config.toml"]
+    let declared = format!(
+        "\n[[tenants]]\nid = \"acme\"\ntokens = [\"{}\"]\naudit_credentials = [\"{}\"]\n\
+         [tenants.azure]\ntenant_id = \"d79e5b4a-ebeb-485b-a861-e2838886f47a\"\n\
+         subscription_id = \"2c90511f-a4a8-459d-b9a8-5a1d1af778c5\"\n\
+         client_id = \"ab9ad434-424f-4e2f-8a70-761d4d41e057\"\n",
+        hypersaga_config::TokenDigest::of(token),
+        hypersaga_config::TokenDigest::of(audit_password),
+    );
+    let config = (config_map["data"]["config.toml"]
         .as_str()
         .unwrap()
-        .replace("REPLACE-tenant", "acme")
+        .to_owned()
+        + &declared)
         .replace(
             "sha256:REPLACE-with-the-digest-hypersaga-token-new-prints",
-            &hypersaga_config::TokenDigest::of(token).to_string(),
+            &hypersaga_config::TokenDigest::of(admin_token).to_string(),
         )
-        .replace(
-            "REPLACE-entra-tenant-id",
-            "d79e5b4a-ebeb-485b-a861-e2838886f47a",
-        )
-        .replace(
-            "REPLACE-subscription-id",
-            "2c90511f-a4a8-459d-b9a8-5a1d1af778c5",
-        )
-        .replace("REPLACE-client-id", "ab9ad434-424f-4e2f-8a70-761d4d41e057")
         .replace("https://management.azure.com", &arm_url)
         .replace(
             "authority_host = \"https://login.microsoftonline.com\"",
@@ -1300,6 +1315,13 @@ fn the_roles_started_as_the_dev_overlay_starts_them_create_a_cluster() {
         "fa3cc344859480210bd8c345817258dfaa9cfd84\n",
     )
     .unwrap();
+    // hypersaga's own issuer key (the tenant above does not use it; one onboarded would).
+    let federation_key = hypersaga_oidc::SigningKey::generate().unwrap();
+    std::fs::write(
+        d.join("federation-key.pem"),
+        federation_key.private_key_pem(),
+    )
+    .unwrap();
     std::fs::write(d.join("blob-account-key"), hypersaga_procs::AZURITE_KEY).unwrap();
     std::fs::write(d.join("signing-keys-account-key"), azurite.key_store_key()).unwrap();
     std::fs::write(
@@ -1323,6 +1345,8 @@ fn the_roles_started_as_the_dev_overlay_starts_them_create_a_cluster() {
                 "config.toml",
                 "--bus",
                 "bus",
+                "--federation-key",
+                "federation-key.pem",
             ])
             .args([
                 "--client-secrets",
@@ -1365,13 +1389,16 @@ fn the_roles_started_as_the_dev_overlay_starts_them_create_a_cluster() {
         ports: Mutex::new(BTreeMap::new()),
     };
 
-    // ARM and Entra ID know the tenant's principal as the roles' configuration names it.
+    // ARM and Entra ID know the tenant's principal as the roles' configuration names it. (The
+    // emulator, on this machine, reads the federation key where the file is here, not where
+    // the pods mount it.)
     let identity_config = d.join("identity-config.json");
-    std::fs::write(
-        &identity_config,
-        &cluster.data("Secret", "hypersaga-identity")["config.json"],
-    )
-    .unwrap();
+    let mut emulated: Value =
+        serde_json::from_slice(&cluster.data("Secret", "hypersaga-identity")["config.json"])
+            .unwrap();
+    emulated["federation"]["signing_key_file"] =
+        Value::String(d.join("federation-key.pem").display().to_string());
+    std::fs::write(&identity_config, emulated.to_string()).unwrap();
     let child = hs()
         .args(["emulator", "serve-arm", "--config"])
         .arg(&identity_config)
@@ -1489,6 +1516,75 @@ fn the_roles_started_as_the_dev_overlay_starts_them_create_a_cluster() {
         "dev overlay: create to ready in {:.1} s",
         started.elapsed().as_secs_f64()
     );
+
+    // The tenant's audit reader, on the bus through NATS's Service, as user audit-acme with
+    // its password: let in by the gateway's auth callout (nats-auth's auth_callout, the
+    // gateway's callout.nk and callout-issuer.nk), it reads the tenant's audit events.
+    let reader = d.join("audit-reader");
+    std::fs::create_dir_all(&reader).unwrap();
+    std::fs::write(reader.join("audit-acme.secret"), audit_password).unwrap();
+    let nats = cluster.backend("nats", 4222);
+    let (read, text) = output(
+        hs().env_clear()
+            .args([
+                "audit",
+                "tail",
+                "--tenant",
+                "acme",
+                "--from-start",
+                "--count",
+                "1",
+            ])
+            .args([
+                "--nats-url",
+                &format!("nats://127.0.0.1:{}", cluster.port(&nats.0, nats.1)),
+            ])
+            .arg("--credentials-dir")
+            .arg(&reader)
+            .arg("--nats-ca")
+            .arg(d.join("tls/ca.pem")),
+    );
+    if !read || !text.contains("demo") {
+        fail!("audit tail as audit-acme: {text}");
+    }
+
+    // The admin API on the gateway's Service, as the configuration's admin: a tenant
+    // onboarded live, told the federated credential to add (hypersaga's issuer), is listed
+    // beside the declared one.
+    let admin = |args: &[&str]| {
+        output(
+            hs().env_clear()
+                .env("HYPERSAGA_SERVER", &server)
+                .env("HYPERSAGA_CA", d.join("tls/ca.pem"))
+                .env("HYPERSAGA_ADMIN_TOKEN", admin_token)
+                .args(args),
+        )
+    };
+    let (added, text) = admin(&[
+        "tenant",
+        "add",
+        "globex",
+        "--azure-tenant-id",
+        "72f988bf-86f1-41af-91ab-2d7cd011db47",
+        "--subscription-id",
+        "0b1f6471-1bf0-4dda-aec3-cb9272f09590",
+        "--client-id",
+        "9d3a2f5e-7c41-4b8a-a6f0-5e2b1c8d4f17",
+        "-o",
+        "json",
+    ]);
+    if !added {
+        fail!("tenant add globex: {text}");
+    }
+    let onboarded: Value = serde_json::from_str(&text).unwrap_or_else(|e| fail!("{e}: {text}"));
+    let issuer = format!("{}/hypersaga-federation", azurite.blob_endpoint());
+    if !onboarded.to_string().contains(&issuer) {
+        fail!("tenant add globex does not name the issuer {issuer}: {onboarded}");
+    }
+    let (listed, text) = admin(&["tenant", "list", "-o", "json"]);
+    if !listed || !text.contains("\"acme\"") || !text.contains("\"globex\"") {
+        fail!("tenant list: {text}");
+    }
     drop(processes);
     drop(azurite);
 }
