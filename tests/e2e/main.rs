@@ -18,6 +18,7 @@ mod fleet;
 mod hard_edges;
 mod observability;
 mod operator;
+mod placement;
 mod supersede;
 mod tenants_and_validation;
 mod tenants_live;

@@ -409,7 +409,10 @@ mod tests {
             "$JS.FC.KV_hcp_tenants.>".to_owned(),
         ];
         assert_eq!(fc(Role::Coordinator), kv);
-        assert_eq!(fc(Role::Gateway), kv);
+        // The gateway also lists the management clusters, to place creates.
+        let mut gateway = kv.clone();
+        gateway.insert(2, "$JS.FC.KV_hcp_management.>".to_owned());
+        assert_eq!(fc(Role::Gateway), gateway);
         // Workers follow the tenants, and list nothing else.
         assert_eq!(
             fc(Role::Worker("dns".into())),

@@ -1,0 +1,183 @@
+//! Several management clusters: creates are placed in their region on the one with the most
+//! room, never beyond its capacity; a cordoned one gets nothing new; everything a cluster
+//! does later happens on the one it was placed on.
+
+use std::collections::BTreeMap;
+
+use hypersaga_api::v1 as pb;
+use serde_json::Value;
+
+use crate::support::*;
+
+/// The admin API as `hypersaga dev`'s admin.
+async fn admin(system: &System) -> hypersaga::client::AdminClient {
+    hypersaga::client::connect_admin(
+        &system.endpoints.grpc,
+        system
+            .endpoints
+            .admin_token
+            .as_deref()
+            .expect("admin token"),
+        Some(&system.endpoints.ca_bundle),
+    )
+    .await
+    .expect("admin client")
+}
+
+/// The objects of management cluster `name`'s emulator.
+async fn objects_on(system: &System, name: &str) -> Vec<Value> {
+    let m = system
+        .endpoints
+        .management_clusters
+        .iter()
+        .find(|m| m.name == name)
+        .expect("management cluster");
+    hypersaga_emulator_mgmt::admin_client::AdminClient::new(m.admin_url.clone())
+        .objects()
+        .await
+        .expect("objects")
+}
+
+async fn management_cluster_of(system: &System, name: &str) -> String {
+    let mut c = system.client("acme").await;
+    c.get_cluster(pb::GetClusterRequest { name: name.into() })
+        .await
+        .expect("get")
+        .into_inner()
+        .status
+        .expect("status")
+        .management_cluster
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn creates_fill_management_clusters_by_room_and_a_full_or_cordoned_region_refuses() {
+    let system = System::start_with(&[
+        "--management-clusters",
+        "2",
+        "--management-cluster-capacity",
+        "3",
+    ])
+    .await;
+    let mut admin = admin(&system).await;
+
+    // Six at once: three and three.
+    let names: Vec<String> = (1..=6).map(|i| format!("p{i}")).collect();
+    futures::future::join_all(names.iter().map(|n| system.create("acme", n, 0))).await;
+    let mut placed: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for n in &names {
+        placed
+            .entry(management_cluster_of(&system, n).await)
+            .or_default()
+            .push(n.clone());
+    }
+    assert_eq!(
+        placed.values().map(Vec::len).collect::<Vec<_>>(),
+        vec![3, 3],
+        "{placed:?}"
+    );
+    assert_eq!(placed.keys().cloned().collect::<Vec<_>>(), ["mc-1", "mc-2"]);
+
+    // The seventh: refused, naming the region and each one's fill.
+    let mut acme = system.client("acme").await;
+    let refused = acme
+        .create_cluster(create_request("p7", 0))
+        .await
+        .expect_err("no room");
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    assert!(
+        refused.message().contains("region eastus"),
+        "{}",
+        refused.message()
+    );
+    assert!(
+        refused.message().contains("mc-1 full (3/3)"),
+        "{}",
+        refused.message()
+    );
+    let listed = admin
+        .list_management_clusters(pb::ListManagementClustersRequest {})
+        .await
+        .expect("list")
+        .into_inner()
+        .management_clusters;
+    assert_eq!(listed.len(), 2);
+    assert!(
+        listed
+            .iter()
+            .all(|m| m.free == Some(0) && m.clusters.len() == 3),
+        "{listed:?}"
+    );
+
+    // Everything a cluster does happens on its own management cluster: a node pool too.
+    let first = &placed["mc-1"][0];
+    let ready = system.watch_to_end("acme", first).await;
+    assert_eq!(phase(&ready), "ready", "{ready:?}");
+    acme.create_node_pool(pb::CreateNodePoolRequest {
+        cluster: first.clone(),
+        node_pool: Some(pb::NodePoolSpec {
+            name: "extra".into(),
+            replicas: Some(1),
+            vm_size: "Standard_D4s_v5".into(),
+            ..Default::default()
+        }),
+        request_id: String::new(),
+    })
+    .await
+    .expect("add a node pool");
+    let pool = format!("{first}-extra");
+    let is_pool = |o: &Value| o["kind"] == "NodePool" && o["metadata"]["name"] == pool.as_str();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !objects_on(&system, "mc-1").await.iter().any(is_pool) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pool never reached mc-1"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(
+        !objects_on(&system, "mc-2").await.iter().any(is_pool),
+        "the pool went to mc-2"
+    );
+
+    // Cordoned, mc-1 gets nothing new even once a slot frees; uncordoned, it does.
+    admin
+        .cordon_management_cluster(pb::CordonManagementClusterRequest {
+            name: "mc-1".into(),
+            reason: "kernel upgrade".into(),
+        })
+        .await
+        .expect("cordon");
+    let second = placed["mc-1"][1].clone();
+    system.watch_to_end("acme", &second).await;
+    system.delete("acme", &second).await;
+    let gone = system.watch_to_end("acme", &second).await;
+    assert_eq!(phase(&gone), "deleted", "{gone:?}");
+    let refused = acme
+        .create_cluster(create_request("p8", 0))
+        .await
+        .expect_err("cordoned and full");
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    assert!(
+        refused.message().contains("mc-1 cordoned (kernel upgrade)"),
+        "{}",
+        refused.message()
+    );
+    admin
+        .uncordon_management_cluster(pb::UncordonManagementClusterRequest {
+            name: "mc-1".into(),
+        })
+        .await
+        .expect("uncordon");
+    acme.create_cluster(create_request("p8", 0))
+        .await
+        .expect("room again on mc-1");
+    assert_eq!(management_cluster_of(&system, "p8").await, "mc-1");
+}
