@@ -71,6 +71,14 @@ pub enum Command {
     /// shown here, but changed only there.
     #[command(subcommand)]
     Tenant(commands::tenant::TenantCommand),
+    /// Management clusters (the platform team's): list each with its clusters and free
+    /// capacity, cordon one so it takes no new cluster, uncordon it.
+    ///
+    /// A create is placed in its region on the management cluster with the most room; when
+    /// none has room it is refused (RESOURCE_EXHAUSTED) naming the region. Admin token as for
+    /// `hypersaga tenant`.
+    #[command(subcommand, name = "management-cluster")]
+    ManagementCluster(commands::management::ManagementCommand),
     /// Bearer tokens for tenants' callers: the token, and the digest the configuration keeps.
     #[command(subcommand)]
     Token(commands::token::TokenCommand),
@@ -203,6 +211,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Operation(c) => commands::operation::run(c).await,
         Command::Audit(c) => commands::audit::run(c).await,
         Command::Tenant(c) => commands::tenant::run(c).await,
+        Command::ManagementCluster(c) => commands::management::run(c).await,
         Command::Bus(c) => commands::bus::run(c).await,
         Command::Token(c) => commands::token::run(c),
         Command::Completion { shell } => commands::completion::run(shell),

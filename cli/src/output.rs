@@ -3,6 +3,7 @@
 //! line, as kubectl prints them) for the commands that show clusters, node pools, operations
 //! and tenants.
 
+pub mod management;
 pub mod nodepool;
 pub mod tenant;
 

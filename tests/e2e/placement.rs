@@ -143,14 +143,24 @@ async fn creates_fill_management_clusters_by_room_and_a_full_or_cordoned_region_
         "the pool went to mc-2"
     );
 
-    // Cordoned, mc-1 gets nothing new even once a slot frees; uncordoned, it does.
-    admin
-        .cordon_management_cluster(pb::CordonManagementClusterRequest {
-            name: "mc-1".into(),
-            reason: "kernel upgrade".into(),
-        })
-        .await
-        .expect("cordon");
+    // Cordoned (from the command line), mc-1 gets nothing new even once a slot frees;
+    // uncordoned, it does.
+    let cordoned = hypersaga(
+        &system,
+        &[
+            "management-cluster",
+            "cordon",
+            "mc-1",
+            "--reason",
+            "kernel upgrade",
+            "-o",
+            "json",
+        ],
+    );
+    assert!(cordoned.status.success(), "{}", text(&cordoned));
+    let shown: Value = serde_json::from_slice(&cordoned.stdout).expect("json");
+    assert_eq!(shown["cordoned"], true, "{shown}");
+    assert_eq!(shown["cordoned_by"], "admin:dev", "{shown}");
     let second = placed["mc-1"][1].clone();
     system.watch_to_end("acme", &second).await;
     system.delete("acme", &second).await;
@@ -180,4 +190,8 @@ async fn creates_fill_management_clusters_by_room_and_a_full_or_cordoned_region_
         .await
         .expect("room again on mc-1");
     assert_eq!(management_cluster_of(&system, "p8").await, "mc-1");
+    let list = hypersaga(&system, &["management-cluster", "list", "-o", "wide"]);
+    let said = text(&list);
+    assert!(list.status.success(), "{said}");
+    assert!(said.contains("mc-1") && said.contains("acme/p8"), "{said}");
 }

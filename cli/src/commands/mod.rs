@@ -5,6 +5,7 @@ pub mod bus;
 pub mod cluster;
 pub mod completion;
 pub mod emulator;
+pub mod management;
 pub mod nodepool;
 pub mod operation;
 pub mod tenant;
@@ -131,6 +132,14 @@ pub(crate) const NODE_POOLS: Shown<hypersaga_api::v1::NodePool> = Shown {
     text: output::nodepool_text,
     name: |p| output::nodepool_name(p.spec.as_ref().map(|s| s.name.as_str()).unwrap_or_default()),
     table: output::nodepools_table,
+};
+
+/// Management clusters as `-o` shows them (`hypersaga management-cluster …`).
+pub(crate) const MANAGEMENT_CLUSTERS: Shown<hypersaga_api::v1::ManagementCluster> = Shown {
+    json: output::management::management_cluster_json,
+    text: output::management::management_cluster_text,
+    name: |m| output::management::management_cluster_name(&m.name),
+    table: output::management::management_clusters_table,
 };
 
 /// Tenants as `-o` shows them (`hypersaga tenant get|list`).

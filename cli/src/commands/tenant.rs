@@ -358,7 +358,7 @@ fn keep_credentials(output: Output, issues: bool) -> Result<(), Usage> {
 
 /// Connects to the admin API as the admin and makes one call: its answer, or the exit code
 /// of its refusal (printed as every command prints one).
-async fn call<T, F, Fut>(admin: &AdminArgs, f: F) -> anyhow::Result<Result<T, ExitCode>>
+pub(crate) async fn call<T, F, Fut>(admin: &AdminArgs, f: F) -> anyhow::Result<Result<T, ExitCode>>
 where
     F: FnOnce(AdminClient) -> Fut,
     Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
