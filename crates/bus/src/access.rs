@@ -37,7 +37,7 @@ use hypersaga_model::TenantId;
 
 use crate::topology::{
     ACTIVE_BUCKET, AUDIT_STREAM, BUDGETS_BUCKET, CLUSTERS_BUCKET, CMD_STREAM, EVT_STREAM,
-    MANAGEMENT_BUCKET, SAGAS_BUCKET, TENANTS_BUCKET,
+    MANAGEMENT_BUCKET, ROLLOUTS_BUCKET, SAGAS_BUCKET, TENANTS_BUCKET,
 };
 
 /// The services that run steps (each a worker role of its own).
@@ -143,6 +143,8 @@ impl Role {
                     format!("{p}.*.audit.{}", crate::subjects::TENANT_AUDIT_TOKEN),
                     // Placement: management clusters' records, by compare-and-set.
                     format!("$KV.{MANAGEMENT_BUCKET}.>"),
+                    // Rollouts: made, paused and driven here.
+                    format!("$KV.{ROLLOUTS_BUCKET}.>"),
                 ]);
                 // Listing and watching records: ordered consumers, with flow control.
                 for bucket in [
@@ -151,6 +153,7 @@ impl Role {
                     ACTIVE_BUCKET,
                     TENANTS_BUCKET,
                     MANAGEMENT_BUCKET,
+                    ROLLOUTS_BUCKET,
                 ] {
                     perms.follow_bucket(bucket);
                 }
@@ -409,9 +412,10 @@ mod tests {
             "$JS.FC.KV_hcp_tenants.>".to_owned(),
         ];
         assert_eq!(fc(Role::Coordinator), kv);
-        // The gateway also lists the management clusters, to place creates.
+        // The gateway also lists the management clusters, to place creates, and rollouts.
         let mut gateway = kv.clone();
         gateway.insert(2, "$JS.FC.KV_hcp_management.>".to_owned());
+        gateway.insert(3, "$JS.FC.KV_hcp_rollouts.>".to_owned());
         assert_eq!(fc(Role::Gateway), gateway);
         // Workers follow the tenants, and list nothing else.
         assert_eq!(

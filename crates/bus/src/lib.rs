@@ -34,7 +34,7 @@ pub use steps::*;
 pub use subjects::Subjects;
 pub use topology::{
     ACTIVE_BUCKET, AUDIT_STREAM, BUDGETS_BUCKET, CLUSTERS_BUCKET, CMD_STREAM, DEAD_STREAM,
-    DEDUP_WINDOW, EVT_STREAM, MANAGEMENT_BUCKET, SAGAS_BUCKET, TENANTS_BUCKET,
+    DEDUP_WINDOW, EVT_STREAM, MANAGEMENT_BUCKET, ROLLOUTS_BUCKET, SAGAS_BUCKET, TENANTS_BUCKET,
 };
 
 /// Errors talking to NATS.
@@ -180,6 +180,14 @@ impl Bus {
     }
 
     /// The cluster records bucket.
+    /// Tenants' rollouts, by `<tenant>.<id>`.
+    pub async fn rollouts(&self) -> Result<kv::Store> {
+        self.js
+            .get_key_value(ROLLOUTS_BUCKET)
+            .await
+            .map_err(|e| Error::js("open KV hcp_rollouts", e))
+    }
+
     /// The management clusters, by name.
     pub async fn management(&self) -> Result<kv::Store> {
         self.js

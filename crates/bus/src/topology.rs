@@ -28,6 +28,8 @@ pub const TENANTS_BUCKET: &str = "hcp_tenants";
 /// The management clusters (`hypersaga-placement`): each one's region, capacity, cordon and
 /// the clusters placed on it.
 pub const MANAGEMENT_BUCKET: &str = "hcp_management";
+/// Tenants' rollouts (the gateway makes and drives them), by `<tenant>.<id>`.
+pub const ROLLOUTS_BUCKET: &str = "hcp_rollouts";
 
 /// How long a `Nats-Msg-Id` is remembered. JetStream's default; larger windows cost memory.
 pub const DEDUP_WINDOW: Duration = Duration::from_secs(120);
@@ -92,6 +94,7 @@ pub(crate) async fn ensure(js: &jetstream::Context, s: &Subjects, replicas: usiz
         (BUDGETS_BUCKET, 1),
         (TENANTS_BUCKET, 5),
         (MANAGEMENT_BUCKET, 1),
+        (ROLLOUTS_BUCKET, 1),
     ] {
         if js.get_key_value(bucket).await.is_err() {
             let created = js
@@ -182,6 +185,7 @@ pub fn stream_names() -> Vec<String> {
                 BUDGETS_BUCKET,
                 TENANTS_BUCKET,
                 MANAGEMENT_BUCKET,
+                ROLLOUTS_BUCKET,
             ]
             .map(|b| format!("KV_{b}")),
         )

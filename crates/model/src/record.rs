@@ -234,6 +234,9 @@ pub struct ClusterRecord {
     /// operation the gateway accepted (`operation`). Kept after the saga is built.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intent: Option<OperationIntent>,
+    /// The owner's labels, for rollouts to select clusters by.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
 }
 
 /// One rollout of a release on the control plane, as HyperShift's `status.version.history`

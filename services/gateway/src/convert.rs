@@ -252,6 +252,7 @@ pub fn cluster_to_pb(r: &ClusterRecord, revision: u64) -> pb::Cluster {
     pb::Cluster {
         name: r.name.clone(),
         uid: r.uid.clone(),
+        labels: r.labels.clone().into_iter().collect(),
         spec: Some(spec_to_pb(&r.spec)),
         status: Some(pb::ClusterStatus {
             phase: phase_to_pb(r.phase) as i32,

@@ -69,6 +69,7 @@ pub async fn run(
         .await
         .map_err(|e| Error::Placement(e.to_string()))?;
     let admin = Admin::new(gateway.clone(), tenants.clone()).await?;
+    let driving = tokio::spawn(gateway.clone().drive_rollouts(shutdown.clone()));
     // Tenants' audit readers: let in by the callout, cut off as tenants change. A failure
     // stops the gateway (readers would otherwise be refused unseen).
     let callout = {
@@ -127,6 +128,7 @@ pub async fn run(
         )
         .await?;
     shutdown.cancel();
+    let _ = driving.await;
     match callout.await {
         Ok(result) => result,
         Err(e) => Err(Error::Callout(format!("task failed: {e}"))),

@@ -13,6 +13,7 @@ mod limits;
 mod operator;
 mod quota;
 mod rate;
+mod rollouts;
 mod tenant_kv;
 mod watch;
 
@@ -62,6 +63,8 @@ pub struct Gateway {
     tenants: Directory,
     /// Where creates are placed.
     placement: Placement,
+    /// Tenants' rollouts.
+    rollouts: kv::Store,
 }
 
 impl Gateway {
@@ -73,7 +76,9 @@ impl Gateway {
         let clusters = bus.clusters().await?;
         let sagas = bus.sagas().await?;
         let placement = Placement::new(bus.management().await?, clusters.clone());
+        let rollouts = bus.rollouts().await?;
         Ok(Self {
+            rollouts,
             bus,
             clusters,
             sagas,
@@ -409,6 +414,12 @@ impl Gateway {
         }
     }
 
+    /// Drives the live rollouts (every replica does; compare-and-set keeps them apart) until
+    /// `shutdown`.
+    pub async fn drive_rollouts(self, shutdown: tokio_util::sync::CancellationToken) {
+        rollouts::drive(self, shutdown).await
+    }
+
     /// The management clusters' records, brought to the configuration (at start).
     pub async fn ensure_management_clusters(&self) -> Result<(), hypersaga_placement::Error> {
         self.placement
@@ -504,6 +515,10 @@ impl ClusterService for Gateway {
         checks.extend(converted);
         checks.request_id("request_id", req.request_id.trim());
         checks.extend(validate_create(&req.name, spec.as_ref()));
+        let labels: BTreeMap<String, String> = req.labels.into_iter().collect();
+        let mut bad_labels = Vec::new();
+        validate::check_labels(&mut bad_labels, "labels", &labels);
+        checks.extend(bad_labels);
         if let Some(spec) = &spec {
             checks.extend(validate_subscription(spec, &tenant.azure.subscription_id));
         }
@@ -568,6 +583,7 @@ impl ClusterService for Gateway {
             saga_seq: 0,
             management_cluster,
             intent: Some(intent(&tenant, &op_id, None, trace_id)),
+            labels,
         };
         let bytes = serde_json::to_vec(&rec).map_err(internal("encode cluster"))?;
         let conflict = match existing {
@@ -1011,5 +1027,78 @@ impl ClusterService for Gateway {
             request_id: r.request_id,
         };
         self.operate(&tenant, call).await.map(Response::new)
+    }
+
+    #[instrument(skip_all, fields(tenant))]
+    async fn create_rollout(
+        &self,
+        req: Request<pb::CreateRolloutRequest>,
+    ) -> Result<Response<pb::Rollout>, Status> {
+        let tenant = self.tenant(&req)?;
+        tracing::Span::current().record("tenant", tenant.id.as_str());
+        let r = Gateway::create_rollout(self, &tenant, req.into_inner()).await?;
+        info!(rollout = %r.id, clusters = r.clusters.len(), "rollout created");
+        Ok(Response::new(r))
+    }
+
+    async fn get_rollout(
+        &self,
+        req: Request<pb::GetRolloutRequest>,
+    ) -> Result<Response<pb::Rollout>, Status> {
+        let tenant = self.tenant(&req)?;
+        Gateway::get_rollout(self, &tenant, &req.get_ref().id)
+            .await
+            .map(Response::new)
+    }
+
+    async fn list_rollouts(
+        &self,
+        req: Request<pb::ListRolloutsRequest>,
+    ) -> Result<Response<pb::ListRolloutsResponse>, Status> {
+        let tenant = self.tenant(&req)?;
+        let rollouts = Gateway::list_rollouts(self, &tenant).await?;
+        Ok(Response::new(pb::ListRolloutsResponse { rollouts }))
+    }
+
+    async fn pause_rollout(
+        &self,
+        req: Request<pb::PauseRolloutRequest>,
+    ) -> Result<Response<pb::Rollout>, Status> {
+        let tenant = self.tenant(&req)?;
+        self.steer_rollout(&tenant, &req.get_ref().id, rollouts::Steer::Pause)
+            .await
+            .map(Response::new)
+    }
+
+    async fn resume_rollout(
+        &self,
+        req: Request<pb::ResumeRolloutRequest>,
+    ) -> Result<Response<pb::Rollout>, Status> {
+        let tenant = self.tenant(&req)?;
+        self.steer_rollout(&tenant, &req.get_ref().id, rollouts::Steer::Resume)
+            .await
+            .map(Response::new)
+    }
+
+    async fn cancel_rollout(
+        &self,
+        req: Request<pb::CancelRolloutRequest>,
+    ) -> Result<Response<pb::Rollout>, Status> {
+        let tenant = self.tenant(&req)?;
+        self.steer_rollout(&tenant, &req.get_ref().id, rollouts::Steer::Cancel)
+            .await
+            .map(Response::new)
+    }
+
+    type WatchRolloutStream = rollouts::RolloutStream;
+
+    async fn watch_rollout(
+        &self,
+        req: Request<pb::WatchRolloutRequest>,
+    ) -> Result<Response<Self::WatchRolloutStream>, Status> {
+        let tenant = self.tenant(&req)?;
+        Gateway::watch_rollout(self, &tenant, &req.get_ref().id)
+            .await
+            .map(Response::new)
     }
 }

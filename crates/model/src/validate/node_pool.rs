@@ -237,7 +237,8 @@ fn check_vm_size(v: &mut Vec<FieldViolation>, field: &str, size: &str) {
     }
 }
 
-fn check_labels(v: &mut Vec<FieldViolation>, at: &str, labels: &BTreeMap<String, String>) {
+/// Kubernetes labels: at most [`MAX_LABELS`], each key and value as Kubernetes accepts them.
+pub fn check_labels(v: &mut Vec<FieldViolation>, at: &str, labels: &BTreeMap<String, String>) {
     if labels.len() > MAX_LABELS {
         v.push(FieldViolation::new(
             at,
