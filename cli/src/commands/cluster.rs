@@ -286,6 +286,7 @@ async fn create(a: CreateArgs) -> anyhow::Result<ExitCode> {
         ..Default::default()
     }];
     let req = pb::CreateClusterRequest {
+        labels: Default::default(),
         name: a.name.clone(),
         request_id: a
             .request_id

@@ -268,6 +268,7 @@ impl Drop for Harness {
 
 fn request(name: &str) -> pb::CreateClusterRequest {
     pb::CreateClusterRequest {
+        labels: Default::default(),
         name: name.into(),
         request_id: String::new(),
         spec: Some(pb::ClusterSpec {
@@ -635,6 +636,7 @@ fn accepted_record(name: &str, op_id: &str, trace_id: &str) -> ClusterRecord {
         owned: BTreeMap::new(),
         saga_seq: 0,
         management_cluster: "default".into(),
+        labels: Default::default(),
         intent: Some(OperationIntent {
             operation: op_id.into(),
             actor: "tenant:acme".into(),

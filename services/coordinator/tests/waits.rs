@@ -55,6 +55,7 @@ impl StepHandler for Scripted {
 
 fn request(name: &str) -> pb::CreateClusterRequest {
     pb::CreateClusterRequest {
+        labels: Default::default(),
         name: name.into(),
         request_id: String::new(),
         spec: Some(pb::ClusterSpec {

@@ -411,6 +411,7 @@ mod tests {
             resources: BTreeMap::new(),
             owned: BTreeMap::new(),
             saga_seq: 0,
+            labels: Default::default(),
             management_cluster: "default".into(),
             intent: Some(OperationIntent {
                 operation: "op-1".into(),

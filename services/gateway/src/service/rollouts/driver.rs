@@ -140,9 +140,9 @@ async fn advance(gateway: &Gateway, r: &mut RolloutRecord) {
         {
             if let Ok(Some(rec)) = gateway.cluster_of(&r.tenant, &m.name).await
                 && rec.spec.release_image == image
-                && rec.operation.state.is_terminal()
+                && rec.operation.state == hypersaga_model::record::OperationState::Succeeded
             {
-                // Already at the release: nothing to do.
+                // Already at the release (its last operation brought it there): nothing to do.
                 m.state = MemberState::Succeeded;
                 continue;
             }
