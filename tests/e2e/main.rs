@@ -19,6 +19,7 @@ mod hard_edges;
 mod observability;
 mod operator;
 mod placement;
+mod rollouts;
 mod supersede;
 mod tenants_and_validation;
 mod tenants_live;
