@@ -55,19 +55,19 @@ pub async fn tenants(
         .map_err(|e| Error::Config(format!("tenants: {e}")))
 }
 
-/// Runs `handler` on the service's commands until `shutdown`: the queues of the tenants in
-/// `tenants` now are opened at once, any other's from its first command.
+/// Runs `handler` on the service's commands until `shutdown`. Queues follow the work: those
+/// of tenants with commands stored are opened at once, any other's from its first command
+/// (however many tenants are onboarded).
 pub async fn run_service(
     config: &Config,
     service: &str,
     bus: Bus,
     handler: Arc<dyn StepHandler>,
-    tenants: &Directory,
     shutdown: CancellationToken,
 ) -> Result<(), Error> {
     let opts = WorkerOptions {
         service: service.to_owned(),
-        tenants: tenants.ids(),
+        tenants: Vec::new(),
         concurrency: config.worker.concurrency.max(1),
         ack_wait: Duration::from_secs(config.worker.ack_wait_s.max(1)),
         drain_grace: DRAIN_GRACE,

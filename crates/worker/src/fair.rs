@@ -8,8 +8,12 @@
 //! fetch that finds nothing clears the tenant until the next ring or sweep, so idle tenants
 //! cost nothing.
 //!
-//! Tenants are live data: a replica opens the queues of the tenants known when it starts, and
-//! that of any other tenant whose command rings its doorbell (one onboarded since).
+//! Tenants are live data, and most of them are idle most of the time, so what a replica holds
+//! follows the work, not the number of tenants: it opens at start the queues of the tenants
+//! with commands stored (and any it is told of), then that of any tenant whose command rings
+//! its doorbell; a queue without work for [`RETIRE_AFTER`] is let go (no more sweeping it), and
+//! nats-server deletes a consumer nobody has pulled from for [`CONSUMER_INACTIVE`]. A tenant's
+//! next command opens its queue again.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -25,6 +29,13 @@ use tracing::warn;
 
 use crate::{Error, Result};
 
+/// Keeps the items of `v` whose flag in `keep` is set (the vectors of a queue's state stay
+/// aligned).
+fn keep_where<T>(v: &mut Vec<T>, keep: &[bool]) {
+    let mut flags = keep.iter();
+    v.retain(|_| *flags.next().unwrap_or(&true));
+}
+
 fn consumer_error(consumer: &str, e: &dyn std::fmt::Display) -> Error {
     Error::Consumer {
         consumer: consumer.to_owned(),
@@ -34,6 +45,11 @@ fn consumer_error(consumer: &str, e: &dyn std::fmt::Display) -> Error {
 
 /// How often every tenant is looked at again, for commands that came due without a publish.
 const SWEEP: Duration = Duration::from_secs(1);
+/// A queue that had no work for this long is let go by this replica.
+const RETIRE_AFTER: Duration = Duration::from_secs(600);
+/// nats-server deletes a tenant's consumer after this long without a pull from any replica
+/// (its stored commands stay, for the next consumer).
+const CONSUMER_INACTIVE: Duration = Duration::from_secs(3600);
 /// A no-wait fetch is answered at once; one that is not was lost with its server (a
 /// disconnect, a consumer leader failing over) and would otherwise be waited on for ever.
 /// Commands it may still bring later go unacknowledged and are redelivered.
@@ -61,14 +77,16 @@ pub(crate) struct TenantQueues {
     /// were taken since its last ring.
     again_at: Vec<Option<Instant>>,
     misses: Vec<usize>,
+    /// Per tenant: when it last had work (a ring or a command fetched).
+    worked: Vec<Instant>,
     next: usize,
     doorbell: async_nats::Subscriber,
     swept: Instant,
 }
 
 impl TenantQueues {
-    /// Creates (or finds) the durable consumer for `service` of each tenant known now; a
-    /// tenant onboarded later gets its own when its first command rings.
+    /// Opens the queues of `tenants` and of every tenant with commands of `service` stored now;
+    /// any other gets its own when its first command rings.
     pub async fn open(
         bus: &Bus,
         service: &str,
@@ -96,11 +114,13 @@ impl TenantQueues {
             ready: Vec::new(),
             again_at: Vec::new(),
             misses: Vec::new(),
+            worked: Vec::new(),
             next: 0,
             doorbell,
             swept: Instant::now(),
         };
-        for tenant in tenants {
+        let stored = queues.with_stored_commands().await;
+        for tenant in tenants.iter().chain(&stored) {
             queues.add(tenant).await?;
         }
         // Known at start: looked at by the sweep, not chased as if they had just rung.
@@ -129,6 +149,7 @@ impl TenantQueues {
                     // Work is bounded by the replicas' slots; the server-side cap is shared by
                     // all replicas and holds NAK-delayed retries too, so keep it out of the way.
                     max_ack_pending: 10_000,
+                    inactive_threshold: CONSUMER_INACTIVE,
                     ..Default::default()
                 },
             )
@@ -139,7 +160,63 @@ impl TenantQueues {
         self.ready.push(true);
         self.again_at.push(None);
         self.misses.push(0);
+        self.worked.push(Instant::now());
         Ok(())
+    }
+
+    /// The tenants with commands of this service stored in the stream now (delivered and
+    /// unacknowledged ones included): a replica starting must serve them even if no ring
+    /// comes. A stream that cannot be read says none; their next publish rings.
+    async fn with_stored_commands(&self) -> Vec<TenantId> {
+        let filter = self.bus.subjects().cmd_filter(&self.service);
+        let mut subjects = match self.stream.info_with_subjects(&filter).await {
+            Ok(s) => s,
+            Err(e) => {
+                warn!(error = %e, "cannot list the tenants with commands stored");
+                return Vec::new();
+            }
+        };
+        let mut tenants = Vec::new();
+        while let Some(Ok((subject, _count))) = subjects.next().await {
+            if let Some(t) = subject
+                .split('.')
+                .nth(1)
+                .and_then(|t| TenantId::new(t).ok())
+            {
+                tenants.push(t);
+            }
+        }
+        tenants
+    }
+
+    /// Lets go of the queues that had no work for [`RETIRE_AFTER`]: they are swept no more.
+    fn retire_idle(&mut self) {
+        let now = Instant::now();
+        let keep: Vec<bool> = self
+            .worked
+            .iter()
+            .map(|w| now.duration_since(*w) < RETIRE_AFTER)
+            .collect();
+        if keep.iter().all(|k| *k) {
+            return;
+        }
+        let retired = keep.iter().filter(|k| !**k).count();
+        keep_where(&mut self.queues, &keep);
+        keep_where(&mut self.ready, &keep);
+        keep_where(&mut self.again_at, &keep);
+        keep_where(&mut self.misses, &keep);
+        keep_where(&mut self.worked, &keep);
+        let mut names: Vec<(String, usize)> = self.index.drain().collect();
+        names.sort_by_key(|(_, i)| *i);
+        let mut position = 0;
+        for ((name, _), kept) in names.into_iter().zip(&keep) {
+            if *kept {
+                self.index.insert(name, position);
+                position += 1;
+            }
+        }
+        self.next = 0;
+        tracing::debug!(service = %self.service, retired, open = self.queues.len(), "idle tenants' queues let go");
     }
 
     /// Opens the queues of tenants that rang without one. One that cannot be opened now is
@@ -167,6 +244,7 @@ impl TenantQueues {
                 self.open_rung().await;
             }
             if self.swept.elapsed() >= SWEEP {
+                self.retire_idle();
                 self.ready.iter_mut().for_each(|r| *r = true);
                 self.swept = Instant::now();
             }
@@ -202,6 +280,7 @@ impl TenantQueues {
                 }
                 if !got.is_empty() {
                     self.next = i + 1;
+                    self.worked[i] = Instant::now();
                 }
                 taken.extend(got);
             }
@@ -242,6 +321,7 @@ impl TenantQueues {
                 self.ready[i] = true;
                 self.again_at[i] = None;
                 self.misses[i] = 0;
+                self.worked[i] = Instant::now();
             }
             None => {
                 self.unopened.insert(tenant.to_owned());

@@ -31,7 +31,8 @@ const FRESH_FOR: Duration = Duration::from_secs(1);
 
 pub(crate) struct Backlogs {
     js: jetstream::Context,
-    tenants: hypersaga_tenants::Directory,
+    /// Per service: the names of its tenants' consumers, and when they were listed.
+    names: Mutex<HashMap<String, (Instant, Vec<String>)>>,
     /// Per consumer: when it was read, and whether it was active.
     cache: Mutex<HashMap<String, (Instant, bool)>>,
     /// When the bus last failed to answer: a consumer that could not be read, the
@@ -40,10 +41,10 @@ pub(crate) struct Backlogs {
 }
 
 impl Backlogs {
-    pub fn new(js: jetstream::Context, tenants: hypersaga_tenants::Directory) -> Self {
+    pub fn new(js: jetstream::Context) -> Self {
         Self {
             js,
-            tenants,
+            names: Mutex::new(HashMap::new()),
             cache: Mutex::new(HashMap::new()),
             disrupted: Mutex::new(None),
         }
@@ -90,32 +91,88 @@ impl Backlogs {
     /// Whether `service` delivered work (to anyone) within `horizon` or holds commands it has
     /// not acknowledged. A consumer that cannot be read counts as alive (no evidence); one
     /// that does not exist as not. `tenant`'s own queue is looked at first: it is the
-    /// likeliest to say yes.
+    /// likeliest to say yes; then the service's other queues that exist (tenants' queues come
+    /// and go with their work, so only those are read, however many tenants are onboarded).
     async fn busy(&self, service: &str, tenant: &TenantId, horizon: Duration) -> bool {
-        let all = self.tenants.ids();
-        let others = all.iter().filter(|t| *t != tenant);
-        for t in std::iter::once(tenant).chain(others) {
-            if self.active(service, t, horizon).await {
+        let own = worker_consumer(service, tenant);
+        if self.active(&own, horizon, true).await {
+            return true;
+        }
+        let Some(others) = self.consumers_of(service).await else {
+            return true; // cannot list: no evidence of loss
+        };
+        for name in others.iter().filter(|n| **n != own) {
+            if self.active(name, horizon, false).await {
                 return true;
             }
         }
         false
     }
 
-    /// Whether one tenant's consumer of `service` delivered within `horizon` or holds
-    /// unacknowledged commands.
-    async fn active(&self, service: &str, tenant: &TenantId, horizon: Duration) -> bool {
-        let name = worker_consumer(service, tenant);
+    /// The names of `service`'s consumers (one per tenant with a queue), listed at most once
+    /// per [`FRESH_FOR`]; `None` when the stream cannot be listed now.
+    async fn consumers_of(&self, service: &str) -> Option<Vec<String>> {
+        use futures::StreamExt;
+        if let Some((at, names)) = self
+            .names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(service)
+            && at.elapsed() < FRESH_FOR
+        {
+            return Some(names.clone());
+        }
+        let prefix = worker_consumer(service, &TenantId::new("x").ok()?);
+        let prefix = prefix.trim_end_matches('x');
+        use async_nats::jetstream::context::GetStreamErrorKind;
+        let stream = match self.js.get_stream(CMD_STREAM).await {
+            Ok(s) => s,
+            // No stream, no queue: nothing takes any service's commands.
+            Err(e)
+                if matches!(e.kind(), GetStreamErrorKind::JetStream(ref j)
+                if j.error_code() == async_nats::jetstream::ErrorCode::STREAM_NOT_FOUND) =>
+            {
+                return Some(Vec::new());
+            }
+            Err(e) => {
+                warn!(error = %e, "cannot list the services' consumers now");
+                self.disrupted();
+                return None;
+            }
+        };
+        let mut listed = stream.consumer_names();
+        let mut names = Vec::new();
+        while let Some(name) = listed.next().await {
+            match name {
+                Ok(n) if n.starts_with(prefix) => names.push(n),
+                Ok(_) => {}
+                Err(e) => {
+                    warn!(error = %e, "cannot list the services' consumers now");
+                    self.disrupted();
+                    return None;
+                }
+            }
+        }
+        self.names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(service.to_owned(), (Instant::now(), names.clone()));
+        Some(names)
+    }
+
+    /// Whether consumer `name` delivered within `horizon` or holds unacknowledged commands.
+    /// `expected`: its absence is worth a warning (the saga's own tenant's queue).
+    async fn active(&self, name: &str, horizon: Duration, expected: bool) -> bool {
         if let Some((at, active)) = self
             .cache
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(&name)
+            .get(name)
             && at.elapsed() < FRESH_FOR
         {
             return *active;
         }
-        let active = match self.read(&name).await {
+        let active = match self.read(name).await {
             Read::Info(info) => {
                 let recent = info.delivered.last_active.is_some_and(|t| {
                     OffsetDateTime::now_utc() - t
@@ -124,7 +181,9 @@ impl Backlogs {
                 recent || info.num_ack_pending > 0
             }
             Read::Missing(why) => {
-                warn!(consumer = %name, %why, "a service's consumer does not exist; treating it as idle");
+                if expected {
+                    warn!(consumer = %name, %why, "a service's consumer does not exist; treating it as idle");
+                }
                 false
             }
             // The cluster electing a new leader for the consumer, a server going away: no
@@ -139,7 +198,7 @@ impl Backlogs {
         self.cache
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(name, (Instant::now(), active));
+            .insert(name.to_owned(), (Instant::now(), active));
         active
     }
 
@@ -195,22 +254,7 @@ mod tests {
             .expect("nats-server");
         let client = async_nats::connect(nats.url()).await.expect("connect");
         let tenant = TenantId::new("acme").expect("tenant");
-        let config = hypersaga_config::Config {
-            tenants: vec![hypersaga_config::TenantConfig {
-                id: tenant.clone(),
-                tokens: vec![],
-                audit_credentials: Vec::new(),
-                azure: hypersaga_config::TenantAzure {
-                    tenant_id: "t".into(),
-                    subscription_id: "s".into(),
-                    client_id: "c".into(),
-                    client_secret: None,
-                },
-            }],
-            ..Default::default()
-        };
-        let tenants = hypersaga_tenants::Directory::configured(&config);
-        let backlogs = Backlogs::new(jetstream::new(client), tenants);
+        let backlogs = Backlogs::new(jetstream::new(client));
         let services = vec!["identity".to_owned(), "network".to_owned()];
         let horizon = Duration::from_millis(300);
 

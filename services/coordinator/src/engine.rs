@@ -68,17 +68,11 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// An engine serving `tenants` (followed live: whose workers' queues say a service is
-    /// alive).
-    pub async fn new(
-        bus: Bus,
-        config: &hypersaga_config::Config,
-        tenants: hypersaga_tenants::Directory,
-    ) -> Result<Self> {
+    pub async fn new(bus: Bus, config: &hypersaga_config::Config) -> Result<Self> {
         let sagas = bus.sagas().await?;
         let clusters = bus.clusters().await?;
         let active = bus.active().await?;
-        let backlogs = Backlogs::new(bus.jetstream().clone(), tenants);
+        let backlogs = Backlogs::new(bus.jetstream().clone());
         Ok(Self {
             bus,
             sagas,

@@ -71,11 +71,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Runs a coordinator replica until `shutdown`.
 pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<()> {
     let bus = Bus::connect_configured(&config.nats, &hypersaga_bus::Role::Coordinator).await?;
-    let tenants =
-        hypersaga_tenants::Directory::follow(config, bus.tenants().await?, shutdown.clone())
-            .await
-            .map_err(|e| Error::kv("follow the tenants", e))?;
-    let engine = Arc::new(Engine::new(bus.clone(), config, tenants).await?);
+    let engine = Arc::new(Engine::new(bus.clone(), config).await?);
     let resync = tokio::spawn(resync_loop(
         engine.clone(),
         Duration::from_millis(config.coordinator.resync_interval_ms),

@@ -55,7 +55,7 @@ pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<(), Err
             .with_budgets(budgets)
             .with_tenants(tenants.clone()),
     );
-    hypersaga_stepkit::run_service(config, service, bus, handler, &tenants, shutdown).await?;
+    hypersaga_stepkit::run_service(config, service, bus, handler, shutdown).await?;
     Ok(())
 }
 

@@ -56,6 +56,6 @@ pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<(), Err
             .await?
             .with_tenants(tenants.clone()),
     );
-    hypersaga_stepkit::run_service(config, SERVICE, bus, handler, &tenants, shutdown).await?;
+    hypersaga_stepkit::run_service(config, SERVICE, bus, handler, shutdown).await?;
     Ok(())
 }

@@ -518,9 +518,7 @@ mod tests {
         async fn engine(dir: &std::path::Path) -> (NatsServer, Bus, Engine) {
             let nats = NatsServer::start(dir).await.expect("nats-server");
             let bus = Bus::connect(nats.url(), "test", "hcp").await.expect("bus");
-            let config = hypersaga_config::Config::default();
-            let tenants = hypersaga_tenants::Directory::configured(&config);
-            let engine = Engine::new(bus.clone(), &config, tenants)
+            let engine = Engine::new(bus.clone(), &hypersaga_config::Config::default())
                 .await
                 .expect("engine");
             (nats, bus, engine)
