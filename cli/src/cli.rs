@@ -15,7 +15,7 @@ use crate::serve::{self, ServeArgs};
 /// as sagas over NATS JetStream.
 ///
 /// Start the whole system locally with `hypersaga dev`, then use the client commands
-/// (`cluster`, `nodepool`, `operation`, `audit`, `tenant`, `emulator`), which read the
+/// (`cluster`, `nodepool`, `operation`, `rollout`, `audit`, `tenant`, `emulator`), which read the
 /// endpoints file `dev` writes.
 #[derive(Parser, Debug)]
 #[command(
@@ -58,6 +58,24 @@ pub enum Command {
     /// call is recorded on the audit stream with the caller as actor.
     #[command(subcommand)]
     Operation(commands::operation::OperationCommand),
+    /// Upgrade the control planes of many clusters, chosen by their labels, in waves.
+    ///
+    /// A rollout takes the clusters that carry every label of its selector (`cluster create
+    /// --label env=prod`, then `rollout create --selector env=prod`) and upgrades their
+    /// control planes to one release, in waves: first the canary wave (--canary clusters,
+    /// default 1), then at most --max-parallel clusters at a time (default 1). Each wave starts
+    /// once every cluster of the one before has been upgraded.
+    ///
+    /// The first failure stops the rollout (FAILED): no further cluster is started, the
+    /// failing cluster is named with its error, and the clusters not yet started are left
+    /// untouched on their release. `resume` retries the failed clusters and goes on; `pause`
+    /// holds it between clusters; `cancel` ends it for good (upgrades under way run to their
+    /// end). A rollout is kept by the system, so it goes on while no one watches.
+    ///
+    /// `watch` (and `create --wait`) prints a line per change and exits 0 once the rollout
+    /// has succeeded, 10 if it failed or was cancelled.
+    #[command(subcommand)]
+    Rollout(commands::rollout::RolloutCommand),
     /// Follow the public audit stream.
     #[command(subcommand)]
     Audit(commands::audit::AuditCommand),
@@ -130,8 +148,8 @@ pub struct ClientArgs {
     #[arg(long, global = true, env = "HYPERSAGA_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Output format: text, json, yaml, wide (tables with more columns) or name
-    /// (`cluster/<name>`, `nodepool/<name>`, `operation/<id>` or `tenant/<id>`, one per
-    /// line).
+    /// (`cluster/<name>`, `nodepool/<name>`, `operation/<id>`, `rollout/<id>` or
+    /// `tenant/<id>`, one per line).
     #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = Output::Text)]
     pub output: Output,
     /// Tables without their header line (text and wide output).
@@ -209,6 +227,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Cluster(c) => commands::cluster::run(c).await,
         Command::Nodepool(c) => commands::nodepool::run(c).await,
         Command::Operation(c) => commands::operation::run(c).await,
+        Command::Rollout(c) => commands::rollout::run(c).await,
         Command::Audit(c) => commands::audit::run(c).await,
         Command::Tenant(c) => commands::tenant::run(c).await,
         Command::ManagementCluster(c) => commands::management::run(c).await,
@@ -330,6 +349,34 @@ mod tests {
                 &["operation", "get", "op-1"],
                 &["operation", "list", "--state", "paused"],
                 &["operation", "resume", "op-1"],
+                &[
+                    "cluster",
+                    "create",
+                    "demo",
+                    "--label",
+                    "env=prod",
+                    "--label",
+                    "tier=gold",
+                ],
+                &[
+                    "rollout",
+                    "create",
+                    "--selector",
+                    "env=prod",
+                    "--release-image",
+                    "r:4.22.0",
+                    "--canary",
+                    "1",
+                    "--max-parallel",
+                    "2",
+                    "--wait",
+                ],
+                &["rollout", "get", "ro-1"],
+                &["rollout", "list"],
+                &["rollout", "pause", "ro-1"],
+                &["rollout", "resume", "ro-1"],
+                &["rollout", "cancel", "ro-1"],
+                &["rollout", "watch", "ro-1"],
                 &["tenant", "list"],
                 &["tenant", "get", "acme"],
                 &[

@@ -5,9 +5,11 @@
 
 pub mod management;
 pub mod nodepool;
+pub mod rollout;
 pub mod tenant;
 
 pub use nodepool::{nodepool_json, nodepool_name, nodepool_text, nodepools_table};
+pub use rollout::{rollout_json, rollout_name, rollout_text, rollouts_table};
 pub use tenant::{tenant_json, tenant_name, tenant_text, tenants_table};
 
 use std::collections::BTreeMap;
@@ -39,8 +41,8 @@ pub enum Output {
     Yaml,
     /// Tables with more columns (location, node pools, the current operation, times).
     Wide,
-    /// `cluster/<name>`, `nodepool/<name>`, `operation/<id>` or `tenant/<id>`, one per line,
-    /// for `xargs` and loops.
+    /// `cluster/<name>`, `nodepool/<name>`, `operation/<id>`, `rollout/<id>` or
+    /// `tenant/<id>`, one per line, for `xargs` and loops.
     Name,
 }
 
@@ -259,11 +261,13 @@ pub fn cluster_json(c: &pb::Cluster) -> Value {
     let net = spec.network.clone().unwrap_or_default();
     let status = c.status.clone().unwrap_or_default();
     let resources: BTreeMap<String, String> = status.resources.into_iter().collect();
+    let labels: BTreeMap<&String, &String> = c.labels.iter().collect();
     json!({
         "name": c.name,
         "uid": c.uid,
         "etag": c.etag,
         "create_time": time(&c.create_time),
+        "labels": labels,
         "spec": {
             "location": spec.location,
             "base_domain": spec.base_domain,
@@ -341,6 +345,14 @@ pub fn cluster_text(c: &pb::Cluster) -> String {
     out.push_str(&format!(
         "Location:  {}   Base domain: {}   Infra ID: {}\n",
         spec.location, spec.base_domain, s.infra_id
+    ));
+    out.push_str(&format!(
+        "Labels:    {}\n",
+        if c.labels.is_empty() {
+            "<none>".to_owned()
+        } else {
+            nodepool::labels_text(&c.labels)
+        }
     ));
     if let Some(e) = &s.error {
         out.push_str(&format!(
@@ -969,6 +981,28 @@ mod tests {
             }),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn cluster_get_shows_the_clusters_labels_in_text_and_json() {
+        let mut c = cluster("demo", pb::ClusterPhase::Ready, 2);
+        let text = cluster_text(&c);
+        assert!(text.contains("\nLabels:    <none>\n"), "{text}");
+        assert_eq!(cluster_json(&c)["labels"], json!({}));
+        c.labels = [
+            ("tier".to_owned(), "gold".to_owned()),
+            ("env".to_owned(), "prod".to_owned()),
+        ]
+        .into();
+        let text = cluster_text(&c);
+        assert!(text.contains("\nLabels:    env=prod,tier=gold\n"), "{text}");
+        let doc = cluster_json(&c);
+        assert_eq!(doc["labels"], json!({"env": "prod", "tier": "gold"}));
+        let yaml = Output::Yaml.document(&doc).unwrap().unwrap();
+        assert!(
+            yaml.contains("labels:\n  env: prod\n  tier: gold\n"),
+            "{yaml}"
+        );
     }
 
     #[test]

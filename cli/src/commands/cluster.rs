@@ -158,6 +158,11 @@ pub struct CreateArgs {
     /// `…/networkSecurityGroups/<nsg>`); the cluster adds its rules. Never deleted.
     #[arg(long)]
     pub nsg_id: Option<String>,
+    /// A label of the cluster, KEY=VALUE (KEY= for an empty value), as Kubernetes writes
+    /// labels; repeat for several. Rollouts choose clusters by their labels (`hypersaga
+    /// rollout create --selector KEY=VALUE`).
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = super::nodepool::parse_label)]
+    pub labels: Vec<(String, String)>,
     /// Idempotency key: retrying with the same key returns the same operation [default: random].
     #[arg(long)]
     pub request_id: Option<String>,
@@ -278,6 +283,7 @@ pub(crate) fn accepted(
 }
 
 async fn create(a: CreateArgs) -> anyhow::Result<ExitCode> {
+    let labels = super::label_map("--label", &a.labels)?;
     let mut c = a.client.client().await?;
     let node_pools = vec![pb::NodePoolSpec {
         name: a.node_pool_name.clone(),
@@ -286,7 +292,7 @@ async fn create(a: CreateArgs) -> anyhow::Result<ExitCode> {
         ..Default::default()
     }];
     let req = pb::CreateClusterRequest {
-        labels: Default::default(),
+        labels,
         name: a.name.clone(),
         request_id: a
             .request_id
@@ -381,7 +387,7 @@ impl<'a> Follow<'a> {
 
 /// Whether a watch that failed so may come back: the connection, not the API, failed (the
 /// gateway restarting, a reset, a proxy timing out). The API's own refusals are final.
-fn transient(status: &tonic::Status) -> bool {
+pub(crate) fn transient(status: &tonic::Status) -> bool {
     use tonic::Code;
     match status.code() {
         Code::Unavailable | Code::Unknown | Code::Cancelled | Code::DeadlineExceeded => true,
@@ -396,7 +402,7 @@ fn transient(status: &tonic::Status) -> bool {
 
 /// Why a watch was lost, for the "reconnecting" line: what the connection did, in words,
 /// rather than the transport's (`Internal: h2 protocol error`).
-fn lost_because(args: &ClientArgs, status: &tonic::Status) -> String {
+pub(crate) fn lost_because(args: &ClientArgs, status: &tonic::Status) -> String {
     let server = args.target().map(|t| t.server).unwrap_or_default();
     match crate::client::Unreachable::of_status(&server, None, status) {
         Some(_) => "the connection closed".to_owned(),
@@ -656,6 +662,43 @@ mod tests {
             Err(clap::error::ErrorKind::MissingRequiredArgument),
             "the release is required"
         );
+    }
+
+    #[test]
+    fn create_takes_repeated_labels_and_a_bad_one_is_a_usage_error_naming_the_flag() {
+        let create = |extra: &[&str]| {
+            let mut argv = vec!["hypersaga", "cluster", "create", "demo"];
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv).map(|c| match c.command {
+                Command::Cluster(ClusterCommand::Create(a)) => a,
+                other => panic!("{other:?}"),
+            })
+        };
+        let a = create(&["--label", "env=prod", "--label", "team="]).unwrap();
+        assert_eq!(
+            a.labels,
+            [
+                ("env".to_owned(), "prod".to_owned()),
+                ("team".to_owned(), String::new())
+            ]
+        );
+        assert!(create(&[]).unwrap().labels.is_empty());
+        let e = create(&["--label", "prod"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{e}");
+        assert_eq!(e.exit_code(), 2);
+        let said = e.to_string();
+        assert!(
+            said.contains("--label <KEY=VALUE>") && said.contains("is not KEY=VALUE"),
+            "{said}"
+        );
+        let twice = super::super::label_map(
+            "--label",
+            &create(&["--label", "env=prod", "--label", "env=dev"])
+                .unwrap()
+                .labels,
+        )
+        .unwrap_err();
+        assert!(twice.0.starts_with("--label env is given twice"), "{twice}");
     }
 
     #[test]

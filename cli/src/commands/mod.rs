@@ -8,6 +8,7 @@ pub mod emulator;
 pub mod management;
 pub mod nodepool;
 pub mod operation;
+pub mod rollout;
 pub mod tenant;
 pub mod token;
 
@@ -52,6 +53,26 @@ fn failure(target: Option<&crate::cli::Target>, status: &tonic::Status) -> (Stri
 /// Request ids make a retried call apply once; a fresh one per invocation by default.
 pub(crate) fn request_id_or_new(request_id: Option<String>) -> String {
     request_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+}
+
+/// `KEY=VALUE` pairs of a repeatable flag (`--label`, `--selector`; each read by
+/// [`nodepool::parse_label`]) as the API's map; a key given twice with two values is a usage
+/// error naming `flag` (which one was meant?).
+pub(crate) fn label_map(
+    flag: &str,
+    pairs: &[(String, String)],
+) -> Result<std::collections::HashMap<String, String>, crate::exit::Usage> {
+    let mut map = std::collections::HashMap::new();
+    for (k, v) in pairs {
+        if let Some(before) = map.insert(k.clone(), v.clone())
+            && before != *v
+        {
+            return Err(crate::exit::Usage(format!(
+                "{flag} {k} is given twice ({k}={before} and {k}={v}): give each key once"
+            )));
+        }
+    }
+    Ok(map)
 }
 
 /// `--etag` as the API compares it: an etag is quoted (`"0123abcd"`, as `get -o json` shows
@@ -142,6 +163,14 @@ pub(crate) const MANAGEMENT_CLUSTERS: Shown<hypersaga_api::v1::ManagementCluster
     table: output::management::management_clusters_table,
 };
 
+/// Rollouts as `-o` shows them (`hypersaga rollout …`).
+pub(crate) const ROLLOUTS: Shown<hypersaga_api::v1::Rollout> = Shown {
+    json: output::rollout_json,
+    text: output::rollout_text,
+    name: |r| output::rollout_name(&r.id),
+    table: output::rollouts_table,
+};
+
 /// Tenants as `-o` shows them (`hypersaga tenant get|list`).
 pub(crate) const TENANTS: Shown<hypersaga_api::v1::Tenant> = Shown {
     json: output::tenant_json,
@@ -173,6 +202,26 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_given_twice_with_two_values_is_a_usage_error_naming_the_flag() {
+        let pair = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+        let map = label_map("--selector", &[pair("env", "prod"), pair("tier", "")]).unwrap();
+        assert_eq!(map.get("env").map(String::as_str), Some("prod"));
+        assert_eq!(map.get("tier").map(String::as_str), Some(""));
+        assert_eq!(
+            label_map("--label", &[pair("env", "prod"), pair("env", "prod")])
+                .unwrap()
+                .len(),
+            1,
+            "the same pair twice is the same"
+        );
+        let e = label_map("--selector", &[pair("env", "prod"), pair("env", "dev")]).unwrap_err();
+        assert_eq!(
+            e.0,
+            "--selector env is given twice (env=prod and env=dev): give each key once"
+        );
+    }
 
     #[test]
     fn an_etag_is_sent_quoted_whether_or_not_the_shell_kept_its_quotes() {
