@@ -1,5 +1,5 @@
 //! `hypersaga bench …`: figures and ratios for the engine, a fleet, fairness between
-//! tenants, clusters waiting on their control plane and one create's Azure phase. Every bench starts what it measures itself (a private nats-server, or a whole
+//! tenants, many tenants' creates at once and idle tenants' memory, clusters waiting on their control plane and one create's Azure phase. Every bench starts what it measures itself (a private nats-server, or a whole
 //! `hypersaga dev` in a temporary directory), stops it and removes its files at the end, on
 //! error and on Ctrl-C. The benches report numbers beside the targets; they never
 //! judge them (the exit code says only whether the bench ran).
@@ -12,6 +12,7 @@ mod fairness;
 mod fleet;
 mod report;
 mod system;
+mod tenants;
 mod waits;
 
 use std::process::ExitCode;
@@ -23,6 +24,7 @@ pub use day2::Day2Args;
 pub use engine::EngineArgs;
 pub use fairness::FairnessArgs;
 pub use fleet::FleetArgs;
+pub use tenants::TenantsArgs;
 pub use waits::WaitsArgs;
 
 #[derive(Subcommand, Debug)]
@@ -120,6 +122,28 @@ pub enum BenchCommand {
     ///
     /// Target (not asserted): each operation ≤ the operator's time + 2 %.
     Day2(Day2Args),
+    /// N tenants, each in its own subscription, × M clusters created at once; then the
+    /// memory of 1,000 idle tenants.
+    ///
+    /// Starts `hypersaga dev` (temporary state directory). Tenant acme creates one cluster
+    /// alone, then a second: their times and ARM writes make one subscription's bound for M
+    /// creates, = the first alone + max(0, its writes + (M − 1) × the second's − burst) / rate
+    /// (the write budget hypersaga paces itself at: ARM's 200 burst and 10/s × headroom 0.9).
+    /// Then --tenants tenants are onboarded live, --onboard-concurrency at a time, each as a
+    /// customer would be: its own Entra directory and subscription, hypersaga's application
+    /// registered by its administrator with a federated credential, the admin's AddTenant,
+    /// the user's public DNS zone. Each then creates --clusters clusters, all at once through
+    /// its own token, followed until ready, failed or paused.
+    ///
+    /// Printed: time to all ready beside the bound and the ratio; ARM writes per subscription;
+    /// the 429 share of the tenants' subscriptions; CPU seconds of the services and
+    /// nats-server (from /proc) per cluster. Then, on a fresh `hypersaga dev`: each process's
+    /// resident memory and JetStream's streams and consumers with the 2 configured tenants,
+    /// and again once --idle-tenants tenants are onboarded through the admin API alone (no
+    /// Azure side) and the memory has settled, side by side.
+    ///
+    /// Target (not asserted): 100 tenants × 10 clusters ready within 1.25 × the bound for 10.
+    Tenants(TenantsArgs),
 }
 
 /// A nats-server of the bench's own, in a temporary directory named for `bench`: stop the
@@ -149,6 +173,7 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             BenchCommand::Waits(a) => waits::run(a).await,
             BenchCommand::AzurePhase(a) => azure_phase::run(a).await,
             BenchCommand::Day2(a) => day2::run(a).await,
+            BenchCommand::Tenants(a) => tenants::run(a).await,
         }
     };
     // On Ctrl-C the bench is dropped: what it started stops with it (child processes get

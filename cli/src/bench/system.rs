@@ -151,6 +151,18 @@ impl DevSystem {
         self.dir.path().join("dev.log")
     }
 
+    /// The `hypersaga dev` process itself (it also serves the emulators).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(Child::id)
+    }
+
+    /// The system's processes now, by name: each supervised service (`gateway-0`, …, as
+    /// `pids.json` names them) and each nats-server (`nats-server`, or `nats-server <n>` in a
+    /// cluster), with the nats-servers' monitoring URLs.
+    pub fn processes(&self) -> Processes {
+        Processes::of(&self.endpoints.state_dir)
+    }
+
     /// Stops `hypersaga dev` (SIGTERM, then SIGKILL after 30 s) and removes its directory.
     pub async fn stop(mut self) {
         progress("stopping hypersaga dev");
@@ -193,6 +205,97 @@ impl Drop for DevSystem {
         }
         let _ = child.start_kill();
     }
+}
+
+/// The processes of a running `hypersaga dev`, read from its state directory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Processes {
+    /// Name → pid: the services, then the nats-servers.
+    pub pids: BTreeMap<String, u32>,
+    /// Each nats-server's monitoring endpoint, `http://127.0.0.1:<port>`.
+    pub nats_monitors: Vec<String>,
+}
+
+impl Processes {
+    pub fn of(state_dir: &Path) -> Self {
+        let mut out = Self {
+            pids: std::fs::read(state_dir.join("pids.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .unwrap_or_default(),
+            ..Self::default()
+        };
+        // nats-server writes `<exe>_<pid>.ports` in `nats/ports` (one server) or
+        // `nats/n<i>/ports` (a cluster); a file of a process gone is skipped.
+        let nats = state_dir.join("nats");
+        let mut dirs = vec![(String::new(), nats.join("ports"))];
+        for e in std::fs::read_dir(&nats).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.path().join("ports").is_dir() {
+                dirs.push((format!(" {name}"), e.path().join("ports")));
+            }
+        }
+        for (suffix, dir) in dirs {
+            for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let file = e.file_name().to_string_lossy().into_owned();
+                let Some(pid) = ports_file_pid(&file) else {
+                    continue;
+                };
+                if !Path::new(&format!("/proc/{pid}")).exists() {
+                    continue;
+                }
+                out.pids.insert(format!("nats-server{suffix}"), pid);
+                let ports: BTreeMap<String, Vec<String>> = std::fs::read(e.path())
+                    .ok()
+                    .and_then(|b| serde_json::from_slice(&b).ok())
+                    .unwrap_or_default();
+                if let Some(m) = ports.get("monitoring").and_then(|m| m.first()) {
+                    out.nats_monitors.push(m.clone());
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The pid of a nats-server ports file's name, `nats-server_<pid>.ports`.
+fn ports_file_pid(file: &str) -> Option<u32> {
+    file.strip_suffix(".ports")?
+        .rsplit_once('_')?
+        .1
+        .parse()
+        .ok()
+}
+
+/// A JSON document from an HTTP monitoring endpoint (`http://host:port` + `path`), over a
+/// plain HTTP/1.0 request: nats-server's `/jsz`, `/varz`.
+pub async fn http_json(base: &str, path: &str) -> anyhow::Result<serde_json::Value> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = base
+        .strip_prefix("http://")
+        .with_context(|| format!("{base:?} is not an http:// URL"))?
+        .trim_end_matches('/');
+    let mut stream =
+        tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
+            .await
+            .with_context(|| format!("connecting to {addr}"))??;
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .await?;
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut answer))
+        .await
+        .with_context(|| format!("reading {base}{path}"))??;
+    let text = String::from_utf8_lossy(&answer);
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .with_context(|| format!("{base}{path}: no HTTP answer"))?;
+    anyhow::ensure!(
+        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
+        "{base}{path} answered {}",
+        head.lines().next().unwrap_or_default()
+    );
+    serde_json::from_str(body).with_context(|| format!("{base}{path}: not JSON"))
 }
 
 fn placeholder_endpoints() -> Endpoints {
@@ -559,6 +662,14 @@ mod tests {
                 throttled: sub.1,
             }],
         }
+    }
+
+    #[test]
+    fn nats_ports_files_name_their_pid() {
+        assert_eq!(ports_file_pid("nats-server_4242.ports"), Some(4242));
+        assert_eq!(ports_file_pid("nats_server_7.ports"), Some(7));
+        assert_eq!(ports_file_pid("nats-server_x.ports"), None);
+        assert_eq!(ports_file_pid("nats.conf"), None);
     }
 
     #[test]
