@@ -141,6 +141,7 @@ impl Gateway {
         if request_id.is_some()
             && let Ok((existing, _)) = self.rollout(tenant, &id).await
         {
+            same_rollout(&existing, &selector, &image, canary, max_parallel)?;
             return Ok(rollout_to_pb(&existing));
         }
         let members = self.members(tenant, &selector, &image).await?;
@@ -219,6 +220,13 @@ impl Gateway {
         }
         let mut checks = Checks::new();
         for rec in &chosen {
+            if !matches!(rec.phase, ClusterPhase::Ready | ClusterPhase::Updating) {
+                checks.push(
+                    format!("clusters[{}]", rec.name),
+                    format!("is {:?}: only a ready cluster can be upgraded (change the selector or its labels)", rec.phase),
+                );
+                continue;
+            }
             if rec.spec.release_image != image
                 && let Err(s) = super::day2::upgraded_spec(rec, image)
             {
@@ -359,6 +367,39 @@ impl Watch {
             }
         }
     }
+}
+
+/// A create retried under the same request id must be the same request.
+fn same_rollout(
+    existing: &RolloutRecord,
+    selector: &BTreeMap<String, String>,
+    image: &str,
+    canary: u32,
+    max_parallel: u32,
+) -> Result<(), Status> {
+    let differs: Vec<&str> = [
+        ("selector", existing.selector == *selector),
+        ("release_image", existing.release_image == image),
+        ("canary", existing.canary == canary),
+        ("max_parallel", existing.max_parallel == max_parallel),
+    ]
+    .into_iter()
+    .filter(|(_, same)| !same)
+    .map(|(field, _)| field)
+    .collect();
+    if differs.is_empty() {
+        return Ok(());
+    }
+    let mut checks = Checks::new();
+    checks.push(
+        "request_id",
+        format!(
+            "was used for rollout {} with another {}; send the same request to retry it, or a new request_id",
+            existing.id,
+            differs.join(", ")
+        ),
+    );
+    checks.done()
 }
 
 /// A change a user asks of a rollout.

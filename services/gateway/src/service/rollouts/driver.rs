@@ -51,7 +51,8 @@ async fn pass(gateway: &Gateway) -> Result<(), String> {
         let Some((record, revision)) = super::load_key(&gateway.rollouts, &key).await? else {
             continue;
         };
-        if !record.state.is_live() {
+        // A rollout that ended still follows the upgrades it had started, until they end.
+        if !record.state.is_live() && record.upgrading() == 0 {
             continue;
         }
         let mut next = record.clone();
@@ -130,6 +131,9 @@ async fn advance(gateway: &Gateway, r: &mut RolloutRecord) {
         && let Some(wave) = r.current_wave()
     {
         let Some(tenant) = gateway.tenants.get(&r.tenant) else {
+            r.state = RolloutState::Cancelled;
+            r.ended_at = Some(now);
+            r.message = format!("cancelled: tenant {} was removed", r.tenant);
             return;
         };
         let (id, image) = (r.id.clone(), r.release_image.clone());
@@ -165,7 +169,14 @@ async fn advance(gateway: &Gateway, r: &mut RolloutRecord) {
                 }
                 // Another operation runs on it: started once it ends.
                 Err(s) if reason(&s).as_deref() == Some("OperationRunning") => {}
-                Err(s) if matches!(s.code(), tonic::Code::Unavailable | tonic::Code::Aborted) => {}
+                // The bus, a lost race or the tenant's quota of operations: again next pass.
+                Err(s)
+                    if matches!(
+                        s.code(),
+                        tonic::Code::Unavailable
+                            | tonic::Code::Aborted
+                            | tonic::Code::ResourceExhausted
+                    ) => {}
                 Err(s) => {
                     m.state = MemberState::Failed;
                     m.error = Some(ErrorInfo {
@@ -178,6 +189,9 @@ async fn advance(gateway: &Gateway, r: &mut RolloutRecord) {
         }
     }
     r.settle(now);
+    if !r.state.is_live() {
+        r.message = r.describe();
+    }
 }
 
 /// The `ErrorInfo` reason of a refusal, if it carries one.
