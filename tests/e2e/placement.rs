@@ -26,13 +26,7 @@ async fn admin(system: &System) -> hypersaga::client::AdminClient {
 
 /// The objects of management cluster `name`'s emulator.
 async fn objects_on(system: &System, name: &str) -> Vec<Value> {
-    let m = system
-        .endpoints
-        .management_clusters
-        .iter()
-        .find(|m| m.name == name)
-        .expect("management cluster");
-    hypersaga_emulator_mgmt::admin_client::AdminClient::new(m.admin_url.clone())
+    mgmt_admin_of(system, name)
         .objects()
         .await
         .expect("objects")
@@ -194,4 +188,64 @@ async fn creates_fill_management_clusters_by_room_and_a_full_or_cordoned_region_
     let said = text(&list);
     assert!(list.status.success(), "{said}");
     assert!(said.contains("mc-1") && said.contains("acme/p8"), "{said}");
+}
+
+/// The admin API of management cluster `name`'s emulator.
+fn mgmt_admin_of(
+    system: &System,
+    name: &str,
+) -> hypersaga_emulator_mgmt::admin_client::AdminClient {
+    let m = system
+        .endpoints
+        .management_clusters
+        .iter()
+        .find(|m| m.name == name)
+        .expect("management cluster");
+    hypersaga_emulator_mgmt::admin_client::AdminClient::new(m.admin_url.clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_management_cluster_that_fails_holds_up_only_its_own_clusters() {
+    let system = System::start_with(&[
+        "--management-clusters",
+        "2",
+        "--management-cluster-capacity",
+        "3",
+    ])
+    .await;
+    // mc-1's API server answers every request 503 until told otherwise.
+    mgmt_admin_of(&system, "mc-1")
+        .add_api_fault(&hypersaga_emulator_mgmt::ApiFault {
+            verb: "*".into(),
+            resource: "*".into(),
+            name_contains: None,
+            status: 503,
+            message: Some("injected: the API server is gone".into()),
+            retry_after_secs: None,
+            count: None,
+        })
+        .await
+        .expect("fault");
+    // Equal room: the first goes to mc-1, the second to mc-2.
+    system.create("acme", "on-one", 0).await;
+    system.create("acme", "on-two", 0).await;
+    assert_eq!(management_cluster_of(&system, "on-one").await, "mc-1");
+    assert_eq!(management_cluster_of(&system, "on-two").await, "mc-2");
+    let two = system.watch_to_end("acme", "on-two").await;
+    assert_eq!(phase(&two), "ready", "{two:?}");
+    let one = system
+        .wait_until("acme", "on-one", "its operation to pause", |c| {
+            c.status
+                .as_ref()
+                .and_then(|s| s.operation.as_ref())
+                .is_some_and(|o| o.state == pb::OperationState::Paused as i32)
+        })
+        .await;
+    let op = one
+        .status
+        .as_ref()
+        .and_then(|s| s.operation.clone())
+        .expect("operation");
+    let reason = op.pause.and_then(|p| p.reason).expect("why it paused");
+    assert!(reason.step.starts_with("controlplane."), "{reason:?}");
 }

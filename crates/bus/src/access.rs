@@ -23,9 +23,11 @@
 //! - consumers are created through the API subject that names the consumer and its filter
 //!   (`$JS.API.CONSUMER.CREATE.<stream>.<name>.<filter>`), so a permission on that subject
 //!   bounds what a consumer may see;
-//! - work-queue consumers are named per service and tenant and listed one by one, since NATS
-//!   wildcards match whole tokens only. (So the workers' permissions still name the tenants,
-//!   and a new tenant's work queues need the configuration rendered again.)
+//! - a worker may create consumers only filtered on its own service's commands
+//!   (`$JS.API.CONSUMER.CREATE.HCP_CMD.*.<p>.*.cmd.<service>`), whatever their name, so a new
+//!   tenant's queue needs no new permission. The names (`svc-<service>-<tenant>`) cannot be
+//!   bounded as well (NATS wildcards match whole tokens), so a worker role could pull from
+//!   another service's queue by name: a limit of trust among hypersaga's own roles.
 //!
 //! The server configuration is rendered from the same table ([`authorization_block`]), so what
 //! the code needs and what the server allows cannot drift apart unnoticed: `hypersaga dev`
