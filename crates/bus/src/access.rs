@@ -106,7 +106,7 @@ impl Role {
     }
 
     /// What this role may publish and subscribe to, on a bus with subject prefix `prefix`
-    /// serving `tenants`.
+    /// (tenants' own readers come in through the callout, with [`Role::Audit`]'s permissions).
     pub fn permissions(&self, prefix: &str) -> Permissions {
         let p = prefix;
         let mut perms = Permissions {
@@ -270,7 +270,7 @@ impl Permissions {
 pub const SYSTEM_ACCOUNT: &str = "SYS";
 
 /// The authentication part of a nats-server configuration, for a bus with subject prefix
-/// `prefix` serving `tenants` (the workers' queues are named per tenant): one nkey user per
+/// `prefix`: one nkey user per
 /// `(public key, role)` of `users` with that role's permissions, and the auth callout that
 /// lets tenants' readers in, answered by a user of the [`Role::Callout`] role and signed by
 /// the account key `issuer` (public, `A…`).

@@ -70,7 +70,7 @@ pub struct Config {
 #[serde(default, deny_unknown_fields)]
 pub struct FederationConfig {
     /// The issuer URL: its `/.well-known/openid-configuration` and key set are served there
-    /// (`hypersaga issuer publish` writes them). Empty: tenants without a configured client
+    /// (`deploy/federation-issuer.sh` writes them; `hypersaga dev` publishes its own). Empty: tenants without a configured client
     /// secret cannot be reached.
     pub issuer: String,
     /// PEM private key (RSA) the assertions are signed with; read by the roles that call

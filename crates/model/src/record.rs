@@ -226,8 +226,8 @@ pub struct ClusterRecord {
     /// The saga journal sequence this snapshot reflects; older snapshots never overwrite newer.
     #[serde(default)]
     pub saga_seq: u64,
-    /// The management cluster this cluster's control plane lives on. One today (`default`);
-    /// placement across several comes later, and is recorded here, per cluster.
+    /// The management cluster this cluster's control plane lives on, chosen at create
+    /// (`hypersaga-placement`) and followed by every later operation.
     #[serde(default = "default_management_cluster")]
     pub management_cluster: String,
     /// What the coordinator needs, beyond the rest of this record, to build the saga of the

@@ -81,13 +81,21 @@ impl View {
 pub struct Placement {
     records: kv::Store,
     clusters: kv::Store,
+    /// The configured management clusters: only they take new clusters (a record left by one
+    /// no longer configured keeps its clusters' placements, and takes nothing new).
+    configured: std::sync::Arc<Vec<String>>,
 }
 
 impl Placement {
     /// `records` is the `hcp_management` bucket, `clusters` the cluster records (to tell a
-    /// placement still in use from one whose cluster is gone).
-    pub fn new(records: kv::Store, clusters: kv::Store) -> Self {
-        Self { records, clusters }
+    /// placement still in use from one whose cluster is gone); `configured` the names new
+    /// clusters may go to.
+    pub fn new(records: kv::Store, clusters: kv::Store, configured: Vec<String>) -> Self {
+        Self {
+            records,
+            clusters,
+            configured: std::sync::Arc::new(configured),
+        }
     }
 
     /// Brings the records to the configured management clusters: creates missing ones, and
@@ -176,7 +184,11 @@ impl Placement {
             {
                 return Ok(v.record.name.clone());
             }
-            let in_region: Vec<&View> = views.iter().filter(|v| v.record.serves(region)).collect();
+            let in_region: Vec<&View> = views
+                .iter()
+                .filter(|v| self.configured.contains(&v.record.name))
+                .filter(|v| v.record.serves(region))
+                .collect();
             let open: Vec<&View> = in_region
                 .iter()
                 .copied()

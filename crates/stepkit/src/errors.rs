@@ -64,7 +64,7 @@ fn entra_code(message: &str) -> Option<String> {
 fn what_the_tenant_must_fix(code: &str) -> Option<&'static str> {
     Some(match code {
         "AADSTS70021" | "AADSTS70025" | "AADSTS700211" | "AADSTS700212" | "AADSTS700213" => {
-            "the tenant's application has no federated identity credential matching hypersaga's issuer, subject and audience: add the one `hypersaga tenant get <tenant>` (onboarding) names, exactly"
+            "the tenant's application has no federated identity credential matching hypersaga's issuer, subject (hypersaga:tenant:<tenant>) and audience: add the one `hypersaga tenant add` printed, byte for byte (`hypersaga tenant update <tenant> --client-id <id>` prints it again)"
         }
         "AADSTS700016" => {
             "no application with this client id in the tenant's directory: check the tenant's azure.client_id and azure.tenant_id (`hypersaga tenant update`)"

@@ -75,7 +75,13 @@ impl Gateway {
     ) -> Result<Self, hypersaga_bus::Error> {
         let clusters = bus.clusters().await?;
         let sagas = bus.sagas().await?;
-        let placement = Placement::new(bus.management().await?, clusters.clone());
+        let configured = config
+            .kube
+            .management_clusters()
+            .into_iter()
+            .map(|m| m.name)
+            .collect();
+        let placement = Placement::new(bus.management().await?, clusters.clone(), configured);
         let rollouts = bus.rollouts().await?;
         Ok(Self {
             rollouts,

@@ -469,7 +469,8 @@ impl AdminService for Admin {
         record.updated_at = OffsetDateTime::now_utc();
         record.updated_by = actor_of(&admin);
         let revision = self.save(&record, revision).await?;
-        if record.azure != before {
+        // Asked about the Azure side (or changed it): what the tenant must have there.
+        if record.azure != before || paths.iter().any(|p| p.starts_with("azure")) {
             answer.onboarding = Some(onboarding::onboarding(
                 &self.gateway.config.federation,
                 &record.id,

@@ -136,6 +136,11 @@ async fn advance(gateway: &Gateway, r: &mut RolloutRecord) {
             r.message = format!("cancelled: tenant {} was removed", r.tenant);
             return;
         };
+        if tenant.suspended.is_some() {
+            // A suspended tenant's rollout starts nothing new; it goes on once resumed.
+            r.settle(now);
+            return;
+        }
         let (id, image) = (r.id.clone(), r.release_image.clone());
         for m in r
             .members
