@@ -229,7 +229,9 @@ async fn microsofts_python_sdks_read_what_a_create_made() {
         "role assignments at the subscription's scope"
     );
     let grants: usize = ROLE_GRANTS.iter().map(|g| g.scopes.len()).sum();
-    assert_eq!(at_sub.len(), CLUSTERS.len() * grants);
+    // And the two the tenant's administrator gave hypersaga's application at onboarding
+    // (Contributor and Role Based Access Control Administrator on the subscription).
+    assert_eq!(at_sub.len(), CLUSTERS.len() * grants + 2);
     assert!(
         found["roleAssignments"]["subscriptionPages"].as_u64() >= Some(2),
         "the list followed a nextLink: {}",

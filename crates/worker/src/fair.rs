@@ -240,6 +240,11 @@ impl TenantQueues {
     pub async fn next(&mut self, slots: usize, shutdown: &CancellationToken) -> Vec<Message> {
         let slots = slots.max(1);
         loop {
+            // Rings that came while every slot was busy: a tenant's first command must get
+            // its queue opened now, not once the others' work has drained.
+            while let Some(Some(msg)) = self.doorbell.next().now_or_never() {
+                self.ring(&msg.subject);
+            }
             if !self.unopened.is_empty() {
                 self.open_rung().await;
             }
