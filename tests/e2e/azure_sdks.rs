@@ -239,9 +239,15 @@ async fn microsofts_python_sdks_read_what_a_create_made() {
     );
     for g in items(&found, "/resourceGroups") {
         let rg_id = s(&g["id"]).to_ascii_lowercase();
+        let sub_scope = format!("/subscriptions/{sub}").to_ascii_lowercase();
+        // The group's own, and those it inherits from the subscription (hypersaga's, given at
+        // onboarding), as ARM lists a group's role assignments.
         let expected: BTreeSet<String> = stored
             .iter()
-            .filter(|a| s(&a["properties"]["scope"]).to_ascii_lowercase() == rg_id)
+            .filter(|a| {
+                let scope = s(&a["properties"]["scope"]).to_ascii_lowercase();
+                scope == rg_id || scope == sub_scope
+            })
             .map(|a| s(&a["id"]))
             .collect();
         let listed = ids(items(
@@ -279,7 +285,16 @@ async fn microsofts_python_sdks_read_what_a_create_made() {
     let definitions = items(&found, "/roleAssignments/roleDefinitions");
     let referenced: BTreeSet<String> = at_sub.iter().map(|a| s(&a["roleDefinitionId"])).collect();
     assert_eq!(ids(definitions), referenced);
-    let roles: BTreeSet<String> = ROLE_GRANTS.iter().map(|g| g.role.to_owned()).collect();
+    // The workload identities' roles, and the two hypersaga's application holds (Contributor
+    // and Role Based Access Control Administrator, given at onboarding).
+    let roles: BTreeSet<String> = ROLE_GRANTS
+        .iter()
+        .map(|g| g.role.to_owned())
+        .chain([
+            hypersaga_emulator_arm::tenant_admin::CONTRIBUTOR.to_owned(),
+            hypersaga_emulator_arm::tenant_admin::RBAC_ADMINISTRATOR.to_owned(),
+        ])
+        .collect();
     assert_eq!(
         definitions
             .iter()
