@@ -93,7 +93,13 @@ impl Admin {
                     TenantRecord::decode(&e.key, &e.value).map_err(internal("decode tenant"))?;
                 Ok((record, e.revision))
             }
-            _ if self.directory.get(&tenant_id).is_some() => Err(configured(&tenant_id)),
+            _ if self
+                .directory
+                .get(&tenant_id)
+                .is_some_and(|t| t.source == Source::Configured) =>
+            {
+                Err(configured(&tenant_id))
+            }
             _ => Err(Status::not_found(format!("tenant {id:?} not found"))),
         }
     }
