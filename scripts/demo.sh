@@ -28,10 +28,14 @@ done
 cat "$state/dev.log"
 export HYPERSAGA_ENDPOINTS="$state/endpoints.json"
 
-echo; echo "==> hypersaga cluster create demo --wait"
-"$hs" cluster create demo --node-pool-replicas 2 --wait
+echo; echo "==> hypersaga tenant list (the platform's admin: tenants onboarded with no secret of theirs)"
+"$hs" tenant list
+echo; echo "==> hypersaga cluster create demo --label env=demo --wait"
+"$hs" cluster create demo --node-pool-replicas 2 --label env=demo --wait
 echo; echo "==> hypersaga cluster list"
 "$hs" cluster list
+echo; echo "==> hypersaga management-cluster list (where its control plane was placed)"
+"$hs" management-cluster list
 next=quay.io/openshift-release-dev/ocp-release:4.22.0-multi
 echo; echo "==> hypersaga nodepool create demo gpu --vm-size Standard_D8s_v5 --replicas 1 --wait"
 "$hs" nodepool create demo gpu --vm-size Standard_D8s_v5 --replicas 1 --wait
