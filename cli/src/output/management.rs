@@ -52,7 +52,13 @@ pub fn management_clusters_table(items: &[pb::ManagementCluster], wide: bool) ->
         let mut row = vec![
             m.name.clone(),
             region_text(m),
-            m.clusters.len().to_string(),
+            // Without a capacity, placements are not counted (no record for every create to
+            // contend on): say so rather than show 0.
+            if m.capacity == 0 {
+                "-".to_owned()
+            } else {
+                m.clusters.len().to_string()
+            },
             if m.capacity == 0 {
                 "unlimited".to_owned()
             } else {
