@@ -664,28 +664,12 @@ impl Config {
     /// compared, each in constant time, so how long this takes says nothing about which
     /// tenant or token came close.
     pub fn tenant_by_token(&self, token: &str) -> Option<&TenantConfig> {
-        let mut found = None;
-        for tenant in &self.tenants {
-            for digest in &tenant.tokens {
-                if digest.matches(token) && found.is_none() {
-                    found = Some(tenant);
-                }
-            }
-        }
-        found
+        by_token(&self.tenants, |t| &t.tokens, token)
     }
 
     /// The admin a bearer token belongs to, compared as [`Config::tenant_by_token`] does.
     pub fn admin_by_token(&self, token: &str) -> Option<&AdminConfig> {
-        let mut found = None;
-        for admin in &self.gateway.admins {
-            for digest in &admin.tokens {
-                if digest.matches(token) && found.is_none() {
-                    found = Some(admin);
-                }
-            }
-        }
-        found
+        by_token(&self.gateway.admins, |a| &a.tokens, token)
     }
 
     /// The configured tenants whose Azure access is a client secret (each role warns at start).
@@ -697,16 +681,30 @@ impl Config {
             .collect()
     }
 
-    pub fn tenant(&self, id: &TenantId) -> Option<&TenantConfig> {
-        self.tenants.iter().find(|t| &t.id == id)
-    }
-
     /// The effective configuration as JSON with every secret replaced, for `--dump-config`.
     pub fn redacted_json(&self) -> String {
         let mut value = serde_json::to_value(self).unwrap_or_default();
         secret::redact(&mut value, self);
         serde_json::to_string_pretty(&value).unwrap_or_default()
     }
+}
+
+/// The item of `items` one of whose digests `token` matches. Every digest is compared, each in
+/// constant time, so how long this takes says nothing about which item or token came close.
+fn by_token<'a, T>(
+    items: &'a [T],
+    digests: impl Fn(&T) -> &Vec<TokenDigest>,
+    token: &str,
+) -> Option<&'a T> {
+    let mut found = None;
+    for item in items {
+        for digest in digests(item) {
+            if digest.matches(token) && found.is_none() {
+                found = Some(item);
+            }
+        }
+    }
+    found
 }
 
 /// figment's errors (a file that does not parse, a value of the wrong type, an unknown key)

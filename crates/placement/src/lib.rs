@@ -154,22 +154,14 @@ impl Placement {
     /// Every management cluster, by name, with its placements as they stand (clusters
     /// deleted since are not counted).
     pub async fn list(&self) -> Result<Vec<View>, Error> {
-        let mut names: Vec<String> = {
-            use futures::StreamExt;
-            let keys = self.records.keys().await.map_err(store)?;
-            keys.filter_map(|k| async { k.ok() }).collect().await
-        };
-        names.sort();
+        let mut views = self.all().await?;
+        views.sort_by(|a, b| a.record.name.cmp(&b.record.name));
         let now = OffsetDateTime::now_utc();
-        let mut out = Vec::with_capacity(names.len());
-        for name in names {
-            if let Some(mut view) = self.get(&name).await? {
-                let gone = self.gone(&view.record.hosted, now).await?;
-                view.record.hosted.retain(|k, _| !gone.contains(k));
-                out.push(view);
-            }
+        for view in &mut views {
+            let gone = self.gone(&view.record.hosted, now).await?;
+            view.record.hosted.retain(|k, _| !gone.contains(k));
         }
-        Ok(out)
+        Ok(views)
     }
 
     /// Places cluster `key` (`<tenant>.<name>`, of uid `uid`) in `region`: the management

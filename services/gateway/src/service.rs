@@ -119,10 +119,10 @@ impl Gateway {
 
     async fn load_cluster(
         &self,
-        tenant: &TenantConfig,
+        tenant: &TenantId,
         name: &str,
     ) -> Result<Option<(ClusterRecord, u64)>, Status> {
-        let key = cluster_key(&tenant.id, name);
+        let key = cluster_key(tenant, name);
         if !valid_key_part(name) {
             return Ok(None);
         }
@@ -542,7 +542,7 @@ impl ClusterService for Gateway {
         span.record("cluster", req.name.as_str());
         let request_id = Some(req.request_id.trim().to_owned()).filter(|r| !r.is_empty());
         let key = cluster_key(&tenant.id, &req.name);
-        let existing = self.load_cluster(&tenant, &req.name).await?;
+        let existing = self.load_cluster(&tenant.id, &req.name).await?;
         if let Some((rec, _)) = &existing
             && rec.phase != ClusterPhase::Deleted
         {
@@ -607,7 +607,7 @@ impl ClusterService for Gateway {
         if conflict {
             // Someone else wrote first. If it was this very request (a client retry racing the
             // first call), answer with its operation; otherwise the name is taken.
-            if let Some((other, _)) = self.load_cluster(&tenant, &req.name).await?
+            if let Some((other, _)) = self.load_cluster(&tenant.id, &req.name).await?
                 && request_id.is_some()
                 && other.create_request_id == request_id
                 && other.operation.kind == OperationKind::Create
@@ -633,7 +633,7 @@ impl ClusterService for Gateway {
         let tenant = self.tenant(&req)?;
         let name = req.into_inner().name;
         Checks::new().cluster_name("name", &name).done()?;
-        match self.load_cluster(&tenant, &name).await? {
+        match self.load_cluster(&tenant.id, &name).await? {
             Some((rec, rev)) if rec.phase != ClusterPhase::Deleted => {
                 Ok(Response::new(cluster_to_pb(&rec, rev)))
             }
@@ -669,7 +669,7 @@ impl ClusterService for Gateway {
         let request_id = Some(req.request_id.trim().to_owned()).filter(|r| !r.is_empty());
         let mut within_quota = false;
         for _ in 0..8 {
-            let Some((mut rec, revision)) = self.load_cluster(&tenant, &req.name).await? else {
+            let Some((mut rec, revision)) = self.load_cluster(&tenant.id, &req.name).await? else {
                 return Err(not_found(&req.name));
             };
             if rec.phase == ClusterPhase::Deleted {
@@ -803,7 +803,7 @@ impl ClusterService for Gateway {
         checks.cluster_name("cluster", &req.cluster);
         checks.extend(validate::validate_pool_name("name", &req.name));
         checks.done()?;
-        match self.load_cluster(&tenant, &req.cluster).await? {
+        match self.load_cluster(&tenant.id, &req.cluster).await? {
             Some((rec, _)) if rec.phase != ClusterPhase::Deleted => {
                 day2::node_pool_of(&rec, &req.name).map(Response::new)
             }
@@ -829,7 +829,7 @@ impl ClusterService for Gateway {
         );
         checks.done()?;
         let Some((rec, _)) = self
-            .load_cluster(&tenant, &req.cluster)
+            .load_cluster(&tenant.id, &req.cluster)
             .await?
             .filter(|(r, _)| r.phase != ClusterPhase::Deleted)
         else {
@@ -926,7 +926,7 @@ impl ClusterService for Gateway {
         let tenant = self.tenant(&req)?;
         let name = req.into_inner().name;
         Checks::new().cluster_name("name", &name).done()?;
-        if self.load_cluster(&tenant, &name).await?.is_none() {
+        if self.load_cluster(&tenant.id, &name).await?.is_none() {
             return Err(not_found(&name));
         }
         let watch = self

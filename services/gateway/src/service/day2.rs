@@ -72,7 +72,8 @@ impl Gateway {
     ) -> Result<pb::Operation, Status> {
         let mut within_quota = false;
         for _ in 0..8 {
-            let Some((mut rec, revision)) = self.load_cluster(tenant, change.cluster).await? else {
+            let Some((mut rec, revision)) = self.load_cluster(&tenant.id, change.cluster).await?
+            else {
                 return Err(not_found(change.cluster));
             };
             if rec.phase == ClusterPhase::Deleted {

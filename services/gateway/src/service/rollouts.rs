@@ -76,18 +76,7 @@ impl Gateway {
         tenant: &TenantId,
         name: &str,
     ) -> Result<Option<ClusterRecord>, Status> {
-        let key = hypersaga_bus::subjects::cluster_key(tenant, name);
-        match self
-            .clusters
-            .entry(key)
-            .await
-            .map_err(internal("read cluster"))?
-        {
-            Some(e) if e.operation == kv::Operation::Put => serde_json::from_slice(&e.value)
-                .map(Some)
-                .map_err(internal("decode cluster")),
-            _ => Ok(None),
-        }
+        Ok(self.load_cluster(tenant, name).await?.map(|(rec, _)| rec))
     }
 
     /// Rollout `id` of `tenant`, NOT_FOUND if there is none.
