@@ -5,6 +5,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let files = [
         root.join("hypersaga/v1/clusters.proto"),
         root.join("hypersaga/v1/admin.proto"),
+        root.join("hypersaga/v1/addons.proto"),
     ];
     for file in &files {
         println!("cargo:rerun-if-changed={}", file.display());

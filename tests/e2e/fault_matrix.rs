@@ -898,6 +898,7 @@ async fn every_step_fails_for_good_on_a_refusal_and_recovers_from_what_azure_ret
             "Standard_D4s_v5",
         )],
         network: hypersaga_model::NetworkSpec::default(),
+        addons: Vec::new(),
     };
     let plan: Vec<String> = hypersaga_saga::create_plan(&spec, Default::default())
         .into_iter()

@@ -463,6 +463,7 @@ pub fn create_request(name: &str, replicas: i32) -> pb::CreateClusterRequest {
                 ..Default::default()
             }],
             network: Some(pb::NetworkSpec::default()),
+            addons: Vec::new(),
         }),
     }
 }

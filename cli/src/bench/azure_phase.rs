@@ -116,6 +116,7 @@ fn spec() -> ClusterSpec {
             .collect(),
         // `create_request` brings no network: the one the plan makes.
         network: NetworkSpec::default(),
+        addons: Vec::new(),
     }
 }
 

@@ -856,6 +856,7 @@ fn spec() -> ClusterSpec {
         release_image: "quay.io/openshift-release-dev/ocp-release:4.21.0-multi".into(),
         node_pools: vec![NodePoolSpec::new("workers", 2, "Standard_D4s_v5")],
         network: NetworkSpec::default(),
+        addons: Vec::new(),
     }
 }
 
@@ -893,6 +894,7 @@ fn new_saga(
             trace_id: TraceParent::new_root().trace_id(),
             after: None,
             node_pool: None,
+            addon: None,
         },
         now,
     );

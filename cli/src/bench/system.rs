@@ -343,6 +343,7 @@ pub fn create_request(name: &str) -> pb::CreateClusterRequest {
                 ..Default::default()
             }],
             network: Some(pb::NetworkSpec::default()),
+            addons: Vec::new(),
         }),
     }
 }

@@ -310,6 +310,7 @@ async fn create(a: CreateArgs) -> anyhow::Result<ExitCode> {
                 subnet_id: a.subnet_id.clone().unwrap_or_default(),
                 nsg_id: a.nsg_id.clone().unwrap_or_default(),
             }),
+            addons: Vec::new(),
         }),
     };
     let op = match c.create_cluster(req).await {

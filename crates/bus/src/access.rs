@@ -38,8 +38,8 @@ use std::fmt::Write as _;
 use hypersaga_model::TenantId;
 
 use crate::topology::{
-    ACTIVE_BUCKET, AUDIT_STREAM, BUDGETS_BUCKET, CLUSTERS_BUCKET, CMD_STREAM, EVT_STREAM,
-    MANAGEMENT_BUCKET, ROLLOUTS_BUCKET, SAGAS_BUCKET, TENANTS_BUCKET,
+    ACTIVE_BUCKET, ADDONS_BUCKET, AUDIT_STREAM, BUDGETS_BUCKET, CLUSTERS_BUCKET, CMD_STREAM,
+    EVT_STREAM, MANAGEMENT_BUCKET, ROLLOUTS_BUCKET, SAGAS_BUCKET, TENANTS_BUCKET,
 };
 
 /// The services that run steps (each a worker role of its own).
@@ -147,6 +147,8 @@ impl Role {
                     format!("$KV.{MANAGEMENT_BUCKET}.>"),
                     // Rollouts: made, paused and driven here.
                     format!("$KV.{ROLLOUTS_BUCKET}.>"),
+                    // The add-on catalog: put, listed and deleted through the API.
+                    format!("$KV.{ADDONS_BUCKET}.>"),
                 ]);
                 // Listing and watching records: ordered consumers, with flow control.
                 for bucket in [
@@ -156,6 +158,7 @@ impl Role {
                     TENANTS_BUCKET,
                     MANAGEMENT_BUCKET,
                     ROLLOUTS_BUCKET,
+                    ADDONS_BUCKET,
                 ] {
                     perms.follow_bucket(bucket);
                 }
@@ -185,6 +188,10 @@ impl Role {
                 // Which tenant is whose, live: its Azure principal and subscription.
                 perms.follow_bucket(TENANTS_BUCKET);
                 perms.read_bucket(BUDGETS_BUCKET);
+                // The add-on steps read the definitions of the versions clusters pin.
+                if service == "controlplane" {
+                    perms.read_bucket(ADDONS_BUCKET);
+                }
                 perms.topology_info();
             }
             Role::Audit(tenant) => {
@@ -414,10 +421,12 @@ mod tests {
             "$JS.FC.KV_hcp_tenants.>".to_owned(),
         ];
         assert_eq!(fc(Role::Coordinator), kv);
-        // The gateway also lists the management clusters, to place creates, and rollouts.
+        // The gateway also lists the add-on catalog, the management clusters (to place
+        // creates) and rollouts.
         let mut gateway = kv.clone();
-        gateway.insert(2, "$JS.FC.KV_hcp_management.>".to_owned());
-        gateway.insert(3, "$JS.FC.KV_hcp_rollouts.>".to_owned());
+        gateway.insert(1, "$JS.FC.KV_hcp_addons.>".to_owned());
+        gateway.insert(3, "$JS.FC.KV_hcp_management.>".to_owned());
+        gateway.insert(4, "$JS.FC.KV_hcp_rollouts.>".to_owned());
         assert_eq!(fc(Role::Gateway), gateway);
         // Workers follow the tenants, and list nothing else.
         assert_eq!(

@@ -33,8 +33,9 @@ pub use envelope::*;
 pub use steps::*;
 pub use subjects::Subjects;
 pub use topology::{
-    ACTIVE_BUCKET, AUDIT_STREAM, BUDGETS_BUCKET, CLUSTERS_BUCKET, CMD_STREAM, DEAD_STREAM,
-    DEDUP_WINDOW, EVT_STREAM, MANAGEMENT_BUCKET, ROLLOUTS_BUCKET, SAGAS_BUCKET, TENANTS_BUCKET,
+    ACTIVE_BUCKET, ADDONS_BUCKET, AUDIT_STREAM, BUDGETS_BUCKET, CLUSTERS_BUCKET, CMD_STREAM,
+    DEAD_STREAM, DEDUP_WINDOW, EVT_STREAM, MANAGEMENT_BUCKET, ROLLOUTS_BUCKET, SAGAS_BUCKET,
+    TENANTS_BUCKET,
 };
 
 /// Errors talking to NATS.
@@ -186,6 +187,14 @@ impl Bus {
             .get_key_value(ROLLOUTS_BUCKET)
             .await
             .map_err(|e| Error::js("open KV hcp_rollouts", e))
+    }
+
+    /// The add-on catalog, by `<owner>.<name>.<version>`.
+    pub async fn addons(&self) -> Result<kv::Store> {
+        self.js
+            .get_key_value(ADDONS_BUCKET)
+            .await
+            .map_err(|e| Error::js("open KV hcp_addons", e))
     }
 
     /// The management clusters, by name.

@@ -98,13 +98,18 @@ pub enum StepId {
     /// `controlplane.rollout`: the release's rollout completed on the cluster's nodes (what
     /// `hypershift create cluster --wait` waits for).
     Rollout,
+    /// `controlplane.addon.<name>`: one add-on of the cluster spec, by name: its
+    /// `ObjectDeployment` in the control-plane namespace, rolled out by Package Operator.
+    Addon(String),
 }
 
 /// Wire ids start with this for node pool steps: `nodepool.<pool>`.
 const NODE_POOL_PREFIX: &str = "nodepool.";
+/// Wire ids start with this for add-on steps: `controlplane.addon.<name>`.
+const ADDON_PREFIX: &str = "controlplane.addon.";
 
 impl StepId {
-    /// Every step that is not a node pool, in create-plan order.
+    /// Every step that is not a node pool or an add-on, in create-plan order.
     pub const FIXED: [Self; 14] = [
         Self::PublicZone,
         Self::Oidc,
@@ -127,6 +132,11 @@ impl StepId {
         Self::NodePool(pool.into())
     }
 
+    /// The step of add-on `name`.
+    pub fn addon(name: impl Into<String>) -> Self {
+        Self::Addon(name.into())
+    }
+
     /// The service that runs this step.
     pub fn service(&self) -> Service {
         match self {
@@ -137,7 +147,7 @@ impl StepId {
             Self::PublicZone | Self::PrivateZone | Self::VnetLink | Self::DnsRecords => {
                 Service::Dns
             }
-            Self::HostedCluster | Self::Rollout => Service::ControlPlane,
+            Self::HostedCluster | Self::Rollout | Self::Addon(_) => Service::ControlPlane,
             Self::NodePool(_) => Service::NodePool,
         }
     }
@@ -150,7 +160,15 @@ impl StepId {
         }
     }
 
-    /// The wire id as a fixed head and, for a node pool, the pool name after it.
+    /// The add-on name of an add-on step.
+    pub fn addon_name(&self) -> Option<&str> {
+        match self {
+            Self::Addon(name) => Some(name),
+            _ => None,
+        }
+    }
+
+    /// The wire id as a fixed head and, for a node pool or an add-on, its name after it.
     fn parts(&self) -> (&'static str, Option<&str>) {
         let head = match self {
             Self::PublicZone => "dns.public-zone",
@@ -168,6 +186,7 @@ impl StepId {
             Self::DnsRecords => "dns.records",
             Self::Rollout => "controlplane.rollout",
             Self::NodePool(pool) => return (NODE_POOL_PREFIX, Some(pool)),
+            Self::Addon(name) => return (ADDON_PREFIX, Some(name)),
         };
         (head, None)
     }
@@ -193,12 +212,17 @@ impl FromStr for StepId {
     type Err = UnknownStepId;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if let Some(pool) = s.strip_prefix(NODE_POOL_PREFIX) {
-            return if pool.is_empty() {
-                Err(UnknownStepId(s.to_owned()))
-            } else {
-                Ok(Self::NodePool(pool.to_owned()))
-            };
+        for (prefix, make) in [
+            (NODE_POOL_PREFIX, Self::NodePool as fn(String) -> Self),
+            (ADDON_PREFIX, Self::Addon),
+        ] {
+            if let Some(name) = s.strip_prefix(prefix) {
+                return if name.is_empty() {
+                    Err(UnknownStepId(s.to_owned()))
+                } else {
+                    Ok(make(name.to_owned()))
+                };
+            }
         }
         Self::FIXED
             .into_iter()

@@ -30,6 +30,9 @@ pub const TENANTS_BUCKET: &str = "hcp_tenants";
 pub const MANAGEMENT_BUCKET: &str = "hcp_management";
 /// Tenants' rollouts (the gateway makes and drives them), by `<tenant>.<id>`.
 pub const ROLLOUTS_BUCKET: &str = "hcp_rollouts";
+/// The add-on catalog (`hypersaga-addons`): every version of every add-on, by
+/// `<owner>.<name>.<version>` (a version, once put, never changes).
+pub const ADDONS_BUCKET: &str = "hcp_addons";
 
 /// How long a `Nats-Msg-Id` is remembered. JetStream's default; larger windows cost memory.
 pub const DEDUP_WINDOW: Duration = Duration::from_secs(120);
@@ -95,6 +98,7 @@ pub(crate) async fn ensure(js: &jetstream::Context, s: &Subjects, replicas: usiz
         (TENANTS_BUCKET, 5),
         (MANAGEMENT_BUCKET, 1),
         (ROLLOUTS_BUCKET, 1),
+        (ADDONS_BUCKET, 1),
     ] {
         if js.get_key_value(bucket).await.is_err() {
             let created = js

@@ -4,6 +4,7 @@
 //! Pure data and pure functions: no I/O, so every rule here is unit-tested directly.
 #![forbid(unsafe_code)]
 
+pub mod addon;
 pub mod identities;
 pub mod names;
 pub mod record;
@@ -12,6 +13,7 @@ pub mod tenant;
 pub mod validate;
 pub mod version;
 
+pub use addon::{AddonRef, AddonScope};
 pub use names::Names;
 pub use record::{ClusterPhase, ClusterRecord, ErrorInfo};
 pub use spec::{Autoscaling, ClusterSpec, NetworkSpec, NodePoolSpec, OsDisk, Taint, UpgradeType};

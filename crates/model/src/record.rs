@@ -63,16 +63,25 @@ pub enum OperationKind {
     /// A scale, an autoscaling change, an upgrade or a label, taint or drain change.
     UpdateNodePool,
     DeleteNodePool,
+    /// An add-on the cluster did not carry, rolled out.
+    AddAddon,
+    /// An add-on the cluster carries, moved to another version.
+    UpdateAddon,
+    /// An add-on removed from the cluster, its objects with it.
+    RemoveAddon,
 }
 
 impl OperationKind {
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 9] = [
         Self::Create,
         Self::Delete,
         Self::UpdateCluster,
         Self::CreateNodePool,
         Self::UpdateNodePool,
         Self::DeleteNodePool,
+        Self::AddAddon,
+        Self::UpdateAddon,
+        Self::RemoveAddon,
     ];
 
     /// The kind's wire name (`update_node_pool`), as records and metrics say it.
@@ -84,6 +93,9 @@ impl OperationKind {
             Self::CreateNodePool => "create_node_pool",
             Self::UpdateNodePool => "update_node_pool",
             Self::DeleteNodePool => "delete_node_pool",
+            Self::AddAddon => "add_addon",
+            Self::UpdateAddon => "update_addon",
+            Self::RemoveAddon => "remove_addon",
         }
     }
 
@@ -93,6 +105,11 @@ impl OperationKind {
             self,
             Self::CreateNodePool | Self::UpdateNodePool | Self::DeleteNodePool
         )
+    }
+
+    /// Whether the operation acts on one add-on (named in [`OperationView::addon`]).
+    pub fn is_addon(self) -> bool {
+        matches!(self, Self::AddAddon | Self::UpdateAddon | Self::RemoveAddon)
     }
 }
 
@@ -178,6 +195,9 @@ pub struct OperationView {
     /// The node pool a node-pool operation acts on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_pool: Option<String>,
+    /// The add-on an add-on operation acts on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addon: Option<String>,
 }
 
 /// Why an operation stopped and waits for an operator.

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::addon::AddonRef;
+
 /// Default VNet address space when the user brings no network (as `hypershift create infra`).
 pub const DEFAULT_VNET_CIDR: &str = "10.0.0.0/16";
 /// Default subnet, inside [`DEFAULT_VNET_CIDR`].
@@ -21,6 +23,10 @@ pub struct ClusterSpec {
     pub node_pools: Vec<NodePoolSpec>,
     #[serde(default)]
     pub network: NetworkSpec,
+    /// The add-ons the cluster carries, each at the version it runs (applied through Package
+    /// Operator once the control plane is available).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addons: Vec<AddonRef>,
 }
 
 /// One node pool: HyperShift's `NodePool` on Azure, with what ARO-HCP lets users set.
@@ -238,6 +244,11 @@ impl ClusterSpec {
         self.node_pools.iter().find(|p| p.name == name)
     }
 
+    /// The add-on named `name` the cluster carries.
+    pub fn addon(&self, name: &str) -> Option<&AddonRef> {
+        self.addons.iter().find(|a| a.name == name)
+    }
+
     /// Gives every pool without a release of its own the cluster's: pools written before they
     /// had one run the cluster's release, and must keep it when the control plane moves on.
     pub fn pin_pool_releases(&mut self) {
@@ -285,6 +296,7 @@ impl ClusterSpec {
         cmp("spec.network.vnet_id".into(), n.vnet_id == m.vnet_id);
         cmp("spec.network.subnet_id".into(), n.subnet_id == m.subnet_id);
         cmp("spec.network.nsg_id".into(), n.nsg_id == m.nsg_id);
+        cmp("spec.addons".into(), self.addons == other.addons);
         out
     }
 }
@@ -298,6 +310,7 @@ pub(crate) fn example() -> ClusterSpec {
         release_image: "quay.io/openshift-release-dev/ocp-release:4.21.0-multi".into(),
         node_pools: vec![NodePoolSpec::new("workers", 2, DEFAULT_VM_SIZE)],
         network: NetworkSpec::default(),
+        addons: Vec::new(),
     }
 }
 

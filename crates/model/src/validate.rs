@@ -131,6 +131,7 @@ pub fn validate_create(name: &str, spec: Option<&ClusterSpec>) -> Vec<FieldViola
     check_release_image(&mut v, "spec.release_image", &spec.release_image);
     node_pool::check_node_pools(&mut v, &spec.node_pools);
     check_network(&mut v, &spec.network);
+    crate::addon::check_cluster_addons(&mut v, "spec.addons", &spec.addons);
     v
 }
 

@@ -1,7 +1,7 @@
 //! Day-2 operations on the engine: what a failure does for each kind, and what the cluster is
 //! left owning.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use super::*;
 use crate::kinds::{PlanInput, plan as plan_of};
@@ -9,16 +9,23 @@ use crate::kinds::{PlanInput, plan as plan_of};
 /// An operation of `kind` on pool `workers` (or the cluster), planned as the coordinator plans
 /// it, started.
 fn day2(kind: OperationKind) -> Saga {
-    let spec = spec();
-    let existing = BTreeSet::new();
+    let mut spec = spec();
+    spec.addons.push(hypersaga_model::AddonRef::new(
+        "logging",
+        "1.0.0",
+        Default::default(),
+    ));
+    let existing = crate::kinds::Existing::default();
     let input = PlanInput {
         spec: &spec,
         node_pool: kind.is_node_pool().then_some("workers"),
+        addon: kind.is_addon().then_some("logging"),
         retain: crate::Retain::default(),
-        existing_pools: &existing,
+        existing: &existing,
     };
     let mut s = saga_of(kind, plan_of(kind, input).unwrap());
     s.node_pool = input.node_pool.map(str::to_owned);
+    s.addon = input.addon.map(str::to_owned);
     s.advance(t0());
     s
 }
@@ -73,6 +80,36 @@ fn a_failed_pool_create_removes_that_pool_only() {
         log.last().map(|a| a.kind.as_str()),
         Some("node_pool.create_failed")
     );
+}
+
+#[test]
+fn a_failed_addon_is_removed_again_and_a_failed_version_change_stops() {
+    let mut s = day2(OperationKind::AddAddon);
+    let (cmds, log) = split(&mut s);
+    assert_eq!(ids(&cmds), ["controlplane.addon.logging:do"]);
+    assert_eq!(log[0].kind, "addon.adding");
+    report(&mut s, &cmds[0], terminal("AddonNotAvailable"));
+    let (cmds, _) = split(&mut s);
+    assert_eq!(ids(&cmds), ["controlplane.addon.logging:undo"]);
+    report(&mut s, &cmds[0], ok(&[]));
+    let (_, log) = split(&mut s);
+    assert_eq!(s.state, OperationState::Failed);
+    assert_eq!(s.cluster_phase(), ClusterPhase::Ready);
+    assert_eq!(
+        log.last().map(|a| a.kind.as_str()),
+        Some("addon.add_failed")
+    );
+
+    let mut s = day2(OperationKind::UpdateAddon);
+    let cmds = drain(&mut s);
+    report(&mut s, &cmds[0], terminal("AddonNotAvailable"));
+    assert!(drain(&mut s).is_empty(), "the running version stays");
+    assert_eq!(s.state, OperationState::Failed);
+
+    let mut s = day2(OperationKind::RemoveAddon);
+    let (cmds, log) = split(&mut s);
+    assert_eq!(ids(&cmds), ["controlplane.addon.logging:undo"]);
+    assert_eq!(log[0].kind, "addon.removing");
 }
 
 #[test]

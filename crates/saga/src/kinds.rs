@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 
 use hypersaga_bus::StepId;
 use hypersaga_model::record::{ClusterPhase, OperationKind};
-use hypersaga_model::{ClusterSpec, NodePoolSpec};
+use hypersaga_model::{AddonRef, ClusterSpec, NodePoolSpec};
 
 use crate::plan::{Retain, StepDef, UndoPolicy, create_plan};
 
@@ -145,6 +145,51 @@ pub fn behaviour(kind: OperationKind) -> Behaviour {
                 "node_pool.delete_failed",
             ],
         ),
+        // An add-on that cannot be rolled out is removed again: the cluster is as it was.
+        OperationKind::AddAddon => Behaviour::day2(
+            Forward,
+            Compensate,
+            ["addon.adding", "addon.added", "addon.add_failed"],
+        ),
+        // A version that does not become available stops where it is: Package Operator keeps
+        // the last available revision's objects until the new one is available.
+        OperationKind::UpdateAddon => Behaviour::day2(
+            Forward,
+            Stop,
+            ["addon.updating", "addon.updated", "addon.update_failed"],
+        ),
+        OperationKind::RemoveAddon => Behaviour::day2(
+            Backward,
+            Stop,
+            ["addon.removing", "addon.removed", "addon.remove_failed"],
+        ),
+    }
+}
+
+/// What a cluster has made of its pools and add-ons (steps with outputs in its record),
+/// whether or not its spec still names them: a delete removes them all.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Existing {
+    pub pools: BTreeSet<String>,
+    pub addons: BTreeSet<String>,
+}
+
+impl Existing {
+    /// From the ids of the steps a cluster owns outputs of.
+    pub fn from_steps<'a>(ids: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut out = Self::default();
+        for id in ids {
+            match id.parse::<StepId>() {
+                Ok(StepId::NodePool(p)) => {
+                    out.pools.insert(p);
+                }
+                Ok(StepId::Addon(a)) => {
+                    out.addons.insert(a);
+                }
+                _ => {}
+            }
+        }
+        out
     }
 }
 
@@ -156,20 +201,23 @@ pub struct PlanInput<'a> {
     pub spec: &'a ClusterSpec,
     /// The pool a node-pool operation acts on.
     pub node_pool: Option<&'a str>,
+    /// The add-on an add-on operation acts on.
+    pub addon: Option<&'a str>,
     /// What a delete leaves in place.
     pub retain: Retain,
-    /// Pools something exists of (steps in the cluster's record), whether or not the spec
-    /// still names them: a delete removes them all.
-    pub existing_pools: &'a BTreeSet<String>,
+    /// Pools and add-ons something exists of: a delete removes them all.
+    pub existing: &'a Existing,
 }
 
-/// Why no plan can be built: a node-pool operation without its pool (a record the gateway
-/// would not write).
+/// Why no plan can be built: a node-pool or add-on operation without its pool or add-on (a
+/// record the gateway would not write).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("a {kind} operation needs a node pool{}", .pool.as_deref().map(|p| format!(" the spec names; {p:?} is not one")).unwrap_or_default())]
+#[error("a {kind} operation needs a {what}{}", .name.as_deref().map(|p| format!(" the spec names; {p:?} is not one")).unwrap_or_default())]
 pub struct PlanError {
     pub kind: &'static str,
-    pub pool: Option<String>,
+    /// `node pool` or `add-on`.
+    pub what: &'static str,
+    pub name: Option<String>,
 }
 
 /// The steps of an operation of `kind`.
@@ -179,14 +227,25 @@ pub fn plan(kind: OperationKind, input: PlanInput<'_>) -> Result<Vec<StepDef>, P
         let name = pool_named(kind, input)?;
         Ok(vec![StepDef::of(StepId::node_pool(name), &[], undo)])
     };
+    let addon_step = |undo| -> Result<Vec<StepDef>, PlanError> {
+        let name = addon_named(kind, input)?;
+        Ok(vec![StepDef::of(StepId::addon(name), &[], undo)])
+    };
     match kind {
         OperationKind::Create => Ok(create_plan(input.spec, input.retain)),
         OperationKind::Delete => {
-            // Pools the spec no longer names but that exist (a pool delete that failed) go too.
+            // Pools and add-ons the spec no longer names but that exist (a removal that
+            // failed) go too.
             let mut spec = input.spec.clone();
-            for name in input.existing_pools {
+            for name in &input.existing.pools {
                 if spec.pool(name).is_none() {
                     spec.node_pools.push(NodePoolSpec::new(name.clone(), 0, ""));
+                }
+            }
+            for name in &input.existing.addons {
+                if spec.addon(name).is_none() {
+                    spec.addons
+                        .push(AddonRef::new(name.clone(), "", Default::default()));
                 }
             }
             Ok(create_plan(&spec, input.retain))
@@ -200,21 +259,43 @@ pub fn plan(kind: OperationKind, input: PlanInput<'_>) -> Result<Vec<StepDef>, P
         OperationKind::CreateNodePool => pool_step(Undo),
         OperationKind::UpdateNodePool => pool_step(Keep),
         OperationKind::DeleteNodePool => pool_step(Undo),
+        OperationKind::AddAddon => addon_step(Undo),
+        OperationKind::UpdateAddon => addon_step(Keep),
+        OperationKind::RemoveAddon => addon_step(Undo),
+    }
+}
+
+fn plan_error(kind: OperationKind, what: &'static str, name: Option<&str>) -> PlanError {
+    PlanError {
+        kind: kind.as_str(),
+        what,
+        name: name.map(str::to_owned),
     }
 }
 
 /// The pool a node-pool operation names, which must be in the spec.
 fn pool_named<'a>(kind: OperationKind, input: PlanInput<'a>) -> Result<&'a str, PlanError> {
-    let error = |pool: Option<&str>| PlanError {
-        kind: kind.as_str(),
-        pool: pool.map(str::to_owned),
-    };
-    let name = input.node_pool.ok_or_else(|| error(None))?;
+    let name = input
+        .node_pool
+        .ok_or_else(|| plan_error(kind, "node pool", None))?;
     input
         .spec
         .pool(name)
         .map(|p| p.name.as_str())
-        .ok_or_else(|| error(Some(name)))
+        .ok_or_else(|| plan_error(kind, "node pool", Some(name)))
+}
+
+/// The add-on an add-on operation names, which must be in the spec (a removal's too: the
+/// spec leaves it only once its removal has succeeded).
+fn addon_named<'a>(kind: OperationKind, input: PlanInput<'a>) -> Result<&'a str, PlanError> {
+    let name = input
+        .addon
+        .ok_or_else(|| plan_error(kind, "add-on", None))?;
+    input
+        .spec
+        .addon(name)
+        .map(|a| a.name.as_str())
+        .ok_or_else(|| plan_error(kind, "add-on", Some(name)))
 }
 
 #[cfg(test)]
@@ -225,13 +306,14 @@ mod tests {
     fn input<'a>(
         spec: &'a ClusterSpec,
         pool: Option<&'a str>,
-        existing: &'a BTreeSet<String>,
+        existing: &'a Existing,
     ) -> PlanInput<'a> {
         PlanInput {
             spec,
             node_pool: pool,
+            addon: pool,
             retain: Retain::default(),
-            existing_pools: existing,
+            existing,
         }
     }
 
@@ -242,7 +324,10 @@ mod tests {
     #[test]
     fn every_kind_has_a_behaviour_and_a_plan() {
         let spec = spec();
-        let none = BTreeSet::new();
+        let none = Existing::default();
+        let mut spec = spec;
+        spec.addons
+            .push(AddonRef::new("workers", "1", Default::default()));
         for kind in OperationKind::ALL {
             let b = behaviour(kind);
             assert!(b.accepted_event.contains('.') && b.succeeded_event != b.failed_event);
@@ -254,7 +339,7 @@ mod tests {
     #[test]
     fn day_two_plans_touch_only_what_they_change() {
         let spec = spec();
-        let none = BTreeSet::new();
+        let none = Existing::default();
         let upgrade = plan(OperationKind::UpdateCluster, input(&spec, None, &none)).unwrap();
         assert_eq!(
             ids(&upgrade),
@@ -289,7 +374,8 @@ mod tests {
             ),
             Err(PlanError {
                 kind: "delete_node_pool",
-                pool: Some("gpu".into())
+                what: "node pool",
+                name: Some("gpu".into())
             })
         );
         assert!(plan(OperationKind::UpdateNodePool, input(&spec, None, &none)).is_err());
@@ -297,14 +383,30 @@ mod tests {
 
     #[test]
     fn a_delete_removes_pools_the_spec_no_longer_names() {
-        let spec = spec();
-        let existing: BTreeSet<String> = ["workers".to_owned(), "gone".to_owned()].into();
+        let mut spec = spec();
+        spec.addons
+            .push(AddonRef::new("logging", "1", Default::default()));
+        let existing = Existing::from_steps([
+            "nodepool.workers",
+            "nodepool.gone",
+            "controlplane.addon.logging",
+            "controlplane.addon.old",
+            "network.vnet",
+        ]);
         let delete = plan(OperationKind::Delete, input(&spec, None, &existing)).unwrap();
         let pools: Vec<&str> = ids(&delete)
             .into_iter()
-            .filter(|s| s.starts_with("nodepool."))
+            .filter(|s| s.starts_with("nodepool.") || s.starts_with("controlplane.addon."))
             .collect();
-        assert_eq!(pools, ["nodepool.workers", "nodepool.gone"]);
+        assert_eq!(
+            pools,
+            [
+                "nodepool.workers",
+                "nodepool.gone",
+                "controlplane.addon.logging",
+                "controlplane.addon.old"
+            ]
+        );
     }
 
     #[test]
@@ -315,7 +417,11 @@ mod tests {
             .collect();
         assert_eq!(
             compensable,
-            [OperationKind::Create, OperationKind::CreateNodePool]
+            [
+                OperationKind::Create,
+                OperationKind::CreateNodePool,
+                OperationKind::AddAddon
+            ]
         );
         assert_eq!(
             behaviour(OperationKind::UpdateNodePool).failed_phase,

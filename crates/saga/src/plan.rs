@@ -87,6 +87,13 @@ pub fn create_plan(spec: &ClusterSpec, retain: Retain) -> Vec<StepDef> {
         ));
         rollout_deps.push(StepId::node_pool(&pool.name));
     }
+    // Add-ons once the control plane is available (Package Operator bootstraps its connector
+    // then) and the pools exist: objects of the hosted cluster run on its nodes. A delete
+    // removes them before the pools and the control plane.
+    let pools = rollout_deps.clone();
+    for addon in &spec.addons {
+        steps.push(StepDef::of(StepId::addon(&addon.name), &pools, Undo));
+    }
     // Ready means the release rolled out on the nodes, not only a control plane that answers.
     // A wait that makes nothing: nothing to undo, so no undo is sent for it.
     steps.push(StepDef::of(Rollout, &rollout_deps, Keep));
@@ -105,6 +112,7 @@ pub(crate) mod tests {
             release_image: "quay.io/x:1".into(),
             node_pools: vec![NodePoolSpec::new("workers", 2, "Standard_D4s_v5")],
             network: NetworkSpec::default(),
+            addons: Vec::new(),
         }
     }
 
@@ -121,6 +129,21 @@ pub(crate) mod tests {
             }
         }
         assert!(plan.iter().any(|s| s.id == StepId::node_pool("workers")));
+        let mut with_addon = spec();
+        with_addon.addons.push(hypersaga_model::AddonRef::new(
+            "logging",
+            "1",
+            Default::default(),
+        ));
+        let plan_with = create_plan(&with_addon, Retain::default());
+        let addon = plan_with
+            .iter()
+            .find(|s| s.id == StepId::addon("logging"))
+            .unwrap();
+        assert_eq!(
+            addon.deps,
+            ["controlplane.hostedcluster", "nodepool.workers"]
+        );
         // Every id is a step some service owns.
         for s in &plan {
             let id: StepId = s.id.parse().unwrap();

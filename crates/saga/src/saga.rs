@@ -276,6 +276,9 @@ pub struct Saga {
     /// The pool a node-pool operation acts on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_pool: Option<String>,
+    /// The add-on an add-on operation acts on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addon: Option<String>,
 }
 
 /// How an operation stands to the cluster's other operations: only a delete and the
@@ -313,6 +316,8 @@ pub struct NewSaga {
     pub after: Option<String>,
     /// The pool a node-pool operation acts on.
     pub node_pool: Option<String>,
+    /// The add-on an add-on operation acts on.
+    pub addon: Option<String>,
 }
 
 impl Saga {
@@ -402,6 +407,7 @@ impl Saga {
             scheduled: None,
             trace_parent: None,
             node_pool: n.node_pool,
+            addon: n.addon,
         };
         let detail = saga.accepted_detail();
         saga.audit(
@@ -427,6 +433,10 @@ impl Saga {
                 json!({ "node_pool": self.node_pool, "spec": pool })
             }
             OperationKind::DeleteNodePool => json!({ "node_pool": self.node_pool }),
+            OperationKind::AddAddon | OperationKind::UpdateAddon => {
+                json!({ "addon": self.addon, "spec": self.addon.as_deref().and_then(|a| spec.addon(a)) })
+            }
+            OperationKind::RemoveAddon => json!({ "addon": self.addon }),
         }
     }
 
@@ -519,6 +529,7 @@ impl Saga {
             scheduled: None,
             trace_parent: None,
             node_pool: None,
+            addon: None,
         }
     }
 
@@ -609,6 +620,7 @@ impl Saga {
                 steps: p.steps.clone(),
             }),
             node_pool: self.node_pool.clone(),
+            addon: self.addon.clone(),
             steps: self
                 .steps
                 .iter()

@@ -54,6 +54,7 @@ fn spec() -> ClusterSpec {
         release_image: "quay.io/x:1".into(),
         node_pools: vec![NodePoolSpec::new("workers", 2, "Standard_D4s_v5")],
         network: NetworkSpec::default(),
+        addons: Vec::new(),
     }
 }
 
@@ -109,6 +110,7 @@ fn saga_of(kind: OperationKind, plan: Vec<crate::StepDef>) -> Saga {
             trace_id: "t".into(),
             after: None,
             node_pool: None,
+            addon: None,
         },
         t0(),
     )

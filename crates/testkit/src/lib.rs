@@ -195,6 +195,7 @@ pub fn spec() -> ClusterSpec {
         release_image: "quay.io/openshift-release-dev/ocp-release:4.19.0-x86_64".into(),
         node_pools: Vec::new(),
         network: NetworkSpec::default(),
+        addons: Vec::new(),
     }
 }
 

@@ -22,7 +22,7 @@ use tracing::{debug, warn};
 
 /// The kinds and states an unfinished operation can be in: every pair is exported, zeros
 /// included, so a state that empties shows 0 rather than its last count.
-const KINDS: [OperationKind; 6] = OperationKind::ALL;
+const KINDS: [OperationKind; OperationKind::ALL.len()] = OperationKind::ALL;
 const STATES: [OperationState; 3] = [
     OperationState::Running,
     OperationState::Compensating,

@@ -82,14 +82,20 @@ pub async fn update_cluster(
 fn own(record: &mut ClusterRecord, saga: &Saga) {
     saga.owned_after(&mut record.owned);
     record.resources = resources_of(record.owned.iter().map(|(k, v)| (k.as_str(), v)));
-    if let Some(pool) = &saga.node_pool {
-        let gone = saga
-            .steps
+    let gone = |step: StepId| {
+        saga.steps
             .iter()
-            .any(|s| s.id == StepId::node_pool(pool.as_str()) && s.state == StepState::Compensated);
-        if gone {
-            record.spec.node_pools.retain(|p| &p.name != pool);
-        }
+            .any(|s| s.id == step && s.state == StepState::Compensated)
+    };
+    if let Some(pool) = &saga.node_pool
+        && gone(StepId::node_pool(pool.as_str()))
+    {
+        record.spec.node_pools.retain(|p| &p.name != pool);
+    }
+    if let Some(addon) = &saga.addon
+        && gone(StepId::addon(addon.as_str()))
+    {
+        record.spec.addons.retain(|a| &a.name != addon);
     }
 }
 
@@ -185,8 +191,9 @@ mod tests {
         let input = PlanInput {
             spec,
             node_pool: Some("gpu"),
+            addon: None,
             retain: Retain::default(),
-            existing_pools: &existing,
+            existing: &existing,
         };
         let now = OffsetDateTime::now_utc();
         let mut saga = Saga::new(
@@ -212,6 +219,7 @@ mod tests {
                 trace_id: "t".into(),
                 after: None,
                 node_pool: Some("gpu".into()),
+                addon: None,
             },
             now,
         );

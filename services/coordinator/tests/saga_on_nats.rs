@@ -282,6 +282,7 @@ fn request(name: &str) -> pb::CreateClusterRequest {
                 ..Default::default()
             }],
             network: None,
+            addons: Vec::new(),
         }),
     }
 }
@@ -611,6 +612,7 @@ fn accepted_record(name: &str, op_id: &str, trace_id: &str) -> ClusterRecord {
             release_image: "quay.io/x/release:4.21.0".into(),
             node_pools: vec![NodePoolSpec::new("workers", 2, "Standard_D4s_v5")],
             network: NetworkSpec::default(),
+            addons: Vec::new(),
         },
         created_at: now,
         create_request_id: None,
@@ -631,6 +633,7 @@ fn accepted_record(name: &str, op_id: &str, trace_id: &str) -> ClusterRecord {
             request_id: None,
             pause: None,
             node_pool: None,
+            addon: None,
         },
         resources: BTreeMap::new(),
         owned: BTreeMap::new(),

@@ -69,6 +69,7 @@ fn request(name: &str) -> pb::CreateClusterRequest {
                 ..Default::default()
             }],
             network: None,
+            addons: Vec::new(),
         }),
     }
 }

@@ -6,8 +6,8 @@ use hypersaga_model::record::{
 };
 use hypersaga_model::validate::FieldViolation;
 use hypersaga_model::{
-    Autoscaling, ClusterPhase, ClusterRecord, ClusterSpec, ErrorInfo, NetworkSpec, NodePoolSpec,
-    OsDisk, Taint, UpgradeType,
+    AddonRef, AddonScope, Autoscaling, ClusterPhase, ClusterRecord, ClusterSpec, ErrorInfo,
+    NetworkSpec, NodePoolSpec, OsDisk, Taint, UpgradeType,
 };
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
@@ -18,7 +18,8 @@ fn opt(s: String) -> Option<String> {
 }
 
 /// The domain spec of a request; what the wire lets through but the domain cannot hold (a
-/// pool's replicas together with autoscaling) is a violation.
+/// pool's replicas together with autoscaling) is a violation. Add-ons are left out: the
+/// gateway resolves them against the catalog (`service::addons`).
 pub fn spec_from_pb(s: pb::ClusterSpec, v: &mut Vec<FieldViolation>) -> ClusterSpec {
     let n = s.network.unwrap_or_default();
     ClusterSpec {
@@ -38,6 +39,31 @@ pub fn spec_from_pb(s: pb::ClusterSpec, v: &mut Vec<FieldViolation>) -> ClusterS
             subnet_id: opt(n.subnet_id),
             nsg_id: opt(n.nsg_id),
         },
+        addons: Vec::new(),
+    }
+}
+
+/// A scope as the wire says it; `None` when unspecified.
+pub fn scope_from_pb(scope: i32) -> Option<AddonScope> {
+    match pb::AddonScope::try_from(scope).unwrap_or_default() {
+        pb::AddonScope::Unspecified => None,
+        pb::AddonScope::Tenant => Some(AddonScope::Tenant),
+        pb::AddonScope::Platform => Some(AddonScope::Platform),
+    }
+}
+
+pub fn scope_to_pb(scope: AddonScope) -> pb::AddonScope {
+    match scope {
+        AddonScope::Tenant => pb::AddonScope::Tenant,
+        AddonScope::Platform => pb::AddonScope::Platform,
+    }
+}
+
+pub fn addon_ref_to_pb(a: &AddonRef) -> pb::ClusterAddon {
+    pb::ClusterAddon {
+        name: a.name.clone(),
+        version: a.version.clone(),
+        scope: scope_to_pb(a.scope) as i32,
     }
 }
 
@@ -148,6 +174,7 @@ pub fn spec_to_pb(s: &ClusterSpec) -> pb::ClusterSpec {
             }
             n
         }),
+        addons: s.addons.iter().map(addon_ref_to_pb).collect(),
     }
 }
 
@@ -217,8 +244,12 @@ pub fn operation_to_pb(o: &OperationView) -> pb::Operation {
             OperationKind::CreateNodePool => pb::OperationKind::CreateNodePool,
             OperationKind::UpdateNodePool => pb::OperationKind::UpdateNodePool,
             OperationKind::DeleteNodePool => pb::OperationKind::DeleteNodePool,
+            OperationKind::AddAddon => pb::OperationKind::AddAddon,
+            OperationKind::UpdateAddon => pb::OperationKind::UpdateAddon,
+            OperationKind::RemoveAddon => pb::OperationKind::RemoveAddon,
         } as i32,
         node_pool: o.node_pool.clone().unwrap_or_default(),
+        addon: o.addon.clone().unwrap_or_default(),
         state: op_state_to_pb(o.state) as i32,
         start_time: Some(ts(o.started_at)),
         end_time: o.ended_at.map(ts),

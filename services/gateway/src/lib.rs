@@ -15,6 +15,7 @@ mod service;
 use std::net::TcpListener;
 use std::time::Duration;
 
+use hypersaga_api::v1::addon_service_server::AddonServiceServer;
 use hypersaga_api::v1::admin_service_server::AdminServiceServer;
 use hypersaga_api::v1::cluster_service_server::ClusterServiceServer;
 use hypersaga_bus::Bus;
@@ -23,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use tracing::info;
 
-pub use service::{Admin, Gateway};
+pub use service::{Addons, Admin, Gateway};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -95,6 +96,8 @@ pub async fn run(
     if let Some(tls) = &settings.tls {
         server = server.tls_config(tls_config(tls)?)?;
     }
+    let addons = AddonServiceServer::new(Addons::new(gateway.clone()))
+        .max_decoding_message_size(settings.max_message_bytes);
     let api =
         ClusterServiceServer::new(gateway).max_decoding_message_size(settings.max_message_bytes);
     let admin =
@@ -102,6 +105,7 @@ pub async fn run(
     let mut routes = server
         .add_service(health_service)
         .add_service(api)
+        .add_service(addons)
         .add_service(admin);
     if settings.reflection {
         let reflection = || {

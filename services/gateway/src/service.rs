@@ -6,6 +6,7 @@
 //! saga. A lost wake-up is repaired by the coordinator's resync, or at once by a retried
 //! request.
 
+mod addons;
 mod admin;
 mod clusters;
 mod day2;
@@ -45,6 +46,7 @@ use tonic::{Request, Response, Status};
 use tonic_types::StatusExt;
 use tracing::{info, instrument, warn};
 
+pub use self::addons::Addons;
 pub use self::admin::Admin;
 use self::limits::Checks;
 use self::operator::CallRequest;
@@ -65,6 +67,8 @@ pub struct Gateway {
     placement: Placement,
     /// Tenants' rollouts.
     rollouts: kv::Store,
+    /// The add-on catalog.
+    catalog: hypersaga_addons::Catalog,
 }
 
 impl Gateway {
@@ -83,8 +87,10 @@ impl Gateway {
             .collect();
         let placement = Placement::new(bus.management().await?, clusters.clone(), configured);
         let rollouts = bus.rollouts().await?;
+        let catalog = hypersaga_addons::Catalog::new(bus.addons().await?);
         Ok(Self {
             rollouts,
+            catalog,
             bus,
             clusters,
             sagas,
@@ -236,6 +242,7 @@ impl Gateway {
             request_id,
             pause: None,
             node_pool: None,
+            addon: None,
         }
     }
 
@@ -516,9 +523,18 @@ impl ClusterService for Gateway {
         let span = tracing::Span::current();
         span.record("tenant", tenant.id.as_str());
         let mut converted = Vec::new();
+        let requested_addons = req
+            .spec
+            .as_ref()
+            .map(|s| s.addons.clone())
+            .unwrap_or_default();
         let spec = req.spec.map(|s| spec_from_pb(s, &mut converted));
         let mut checks = Checks::new();
         checks.extend(converted);
+        let (addons, unresolved) = self
+            .resolve_addons(&tenant.id, "spec.addons", &requested_addons)
+            .await?;
+        checks.extend(unresolved);
         checks.request_id("request_id", req.request_id.trim());
         checks.extend(validate_create(&req.name, spec.as_ref()));
         let labels: BTreeMap<String, String> = req.labels.into_iter().collect();
@@ -535,6 +551,7 @@ impl ClusterService for Gateway {
                 "invalid request: spec: is required",
             ));
         };
+        spec.addons = addons;
         // Each pool runs the control plane's release unless it says otherwise (checked as
         // sent, above, so a bad release is named once, where the caller wrote it).
         spec.pin_pool_releases();
@@ -751,12 +768,37 @@ impl ClusterService for Gateway {
             cluster: &cluster.name,
             kind: OperationKind::UpdateCluster,
             node_pool: None,
+            addon: None,
             request_id,
             etag: Some(day2::Etag::Cluster(cluster.etag)),
             trace_id,
             apply: &apply,
         };
         self.accept_change(&tenant, change).await.map(Response::new)
+    }
+
+    #[instrument(skip_all, fields(tenant, cluster, operation))]
+    async fn set_cluster_addon(
+        &self,
+        req: Request<pb::SetClusterAddonRequest>,
+    ) -> Result<Response<pb::Operation>, Status> {
+        let tenant = self.tenant(&req)?;
+        let trace_id = operation_trace(&req);
+        self.set_cluster_addon(&tenant, trace_id, req.into_inner())
+            .await
+            .map(Response::new)
+    }
+
+    #[instrument(skip_all, fields(tenant, cluster, operation))]
+    async fn remove_cluster_addon(
+        &self,
+        req: Request<pb::RemoveClusterAddonRequest>,
+    ) -> Result<Response<pb::Operation>, Status> {
+        let tenant = self.tenant(&req)?;
+        let trace_id = operation_trace(&req);
+        self.remove_cluster_addon(&tenant, trace_id, req.into_inner())
+            .await
+            .map(Response::new)
     }
 
     #[instrument(skip_all, fields(tenant, cluster, operation))]
@@ -785,6 +827,7 @@ impl ClusterService for Gateway {
             cluster: &req.cluster,
             kind: OperationKind::CreateNodePool,
             node_pool: Some(pool.name.clone()),
+            addon: None,
             request_id,
             etag: None,
             trace_id,
@@ -878,6 +921,7 @@ impl ClusterService for Gateway {
             cluster: &req.cluster,
             kind: OperationKind::UpdateNodePool,
             node_pool: Some(name.clone()),
+            addon: None,
             request_id,
             etag: Some(day2::Etag::Pool {
                 name: name.clone(),
@@ -906,6 +950,7 @@ impl ClusterService for Gateway {
             cluster: &req.cluster,
             kind: OperationKind::DeleteNodePool,
             node_pool: Some(req.name.clone()),
+            addon: None,
             request_id,
             etag: Some(day2::Etag::Pool {
                 name: req.name.clone(),

@@ -39,6 +39,7 @@ outputs_of! {
     DnsRecordsOutputs => StepId::DnsRecords,
     NodePoolOutputs => StepId::NodePool(_),
     RolloutOutputs => StepId::Rollout,
+    AddonOutputs => StepId::Addon(_),
 }
 
 /// `identity.oidc`: the tenant's issuer.
@@ -214,6 +215,18 @@ pub struct NodePoolOutputs {
     /// The release every node runs (`status.version`), once a rollout has completed.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub version: String,
+}
+
+/// `controlplane.addon.<name>`: the add-on's `ObjectDeployment`, available at a version.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AddonOutputs {
+    /// `objectdeployments.package-operator.run/<namespace>/<name>`.
+    pub object_deployment_id: String,
+    /// The add-on version the cluster runs.
+    pub version: String,
+    /// Package Operator's revision of the template that is available.
+    #[serde(default)]
+    pub revision: i64,
 }
 
 #[cfg(test)]
@@ -403,6 +416,7 @@ mod tests {
             release_image: "x".into(),
             node_pools: Vec::new(),
             network: Default::default(),
+            addons: Vec::new(),
         };
         let tenant = hypersaga_model::TenantId::new("acme").unwrap();
         StepContext {

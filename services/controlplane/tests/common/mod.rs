@@ -156,6 +156,7 @@ pub fn command(
         release_image: IMAGE.into(),
         node_pools: pools,
         network: Default::default(),
+        addons: Vec::new(),
     };
     let names = hypersaga_testkit::names_for(&tenant, cluster, &spec);
     let vnet = format!(

@@ -14,7 +14,7 @@ use hypersaga_bus::subjects::{cluster_key, saga_key};
 use hypersaga_bus::{ENVELOPE_VERSION, Outputs, SagaWake, StepContext};
 use hypersaga_config::CoordinatorConfig;
 use hypersaga_model::{ClusterRecord, Names};
-use hypersaga_saga::kinds::{self, PlanInput};
+use hypersaga_saga::kinds::{self, Existing, PlanInput};
 use hypersaga_saga::{Applied, NewSaga, Retain, RetryPolicy, Saga, Timing};
 use hypersaga_telemetry::TraceParent;
 use time::OffsetDateTime;
@@ -299,20 +299,17 @@ fn build_saga(
     let op = &rec.operation;
     let intent = rec.intent.as_ref().filter(|i| i.operation == op.id);
     let names = Names::new(&rec.tenant, &rec.name, &rec.infra_id, &rec.spec.base_domain);
-    let existing_pools: BTreeSet<String> = outputs
-        .keys()
-        .filter_map(|step| step.strip_prefix("nodepool."))
-        .map(str::to_owned)
-        .collect();
+    let existing = Existing::from_steps(outputs.keys().map(String::as_str));
     let planned = kinds::plan(
         op.kind,
         PlanInput {
             spec: &rec.spec,
             node_pool: op.node_pool.as_deref(),
+            addon: op.addon.as_deref(),
             retain: Retain {
                 identities: intent.is_some_and(|i| i.keep_identities),
             },
-            existing_pools: &existing_pools,
+            existing: &existing,
         },
     );
     let (plan, unplannable) = match planned {
@@ -344,6 +341,7 @@ fn build_saga(
             ),
             after: intent.and_then(|i| i.supersedes.clone()),
             node_pool: op.node_pool.clone(),
+            addon: op.addon.clone(),
         },
         op.started_at,
     );
@@ -387,6 +385,7 @@ mod tests {
                 release_image: "quay.io/x:1".into(),
                 node_pools: vec![NodePoolSpec::new("workers", 1, "Standard_D4s_v5")],
                 network: NetworkSpec::default(),
+                addons: Vec::new(),
             },
             created_at: now,
             create_request_id: None,
@@ -407,6 +406,7 @@ mod tests {
                 request_id: Some("r-1".into()),
                 pause: None,
                 node_pool: None,
+                addon: None,
             },
             resources: BTreeMap::new(),
             owned: BTreeMap::new(),

@@ -53,6 +53,7 @@ pub(super) struct Change<'a> {
     pub cluster: &'a str,
     pub kind: OperationKind,
     pub node_pool: Option<String>,
+    pub addon: Option<String>,
     pub request_id: Option<String>,
     pub etag: Option<Etag>,
     pub trace_id: String,
@@ -108,6 +109,7 @@ impl Gateway {
                 now,
             );
             rec.operation.node_pool = change.node_pool.clone();
+            rec.operation.addon = change.addon.clone();
             rec.spec = spec;
             rec.phase = ClusterPhase::Updating;
             rec.message = "updating".into();
@@ -129,7 +131,7 @@ impl Gateway {
             }
             self.wake(&rec).await?;
             tracing::Span::current().record("operation", op_id.as_str());
-            info!(kind = change.kind.as_str(), node_pool = ?change.node_pool, "change accepted");
+            info!(kind = change.kind.as_str(), node_pool = ?change.node_pool, addon = ?change.addon, "change accepted");
             return Ok(crate::convert::operation_to_pb(&rec.operation));
         }
         Err(Status::aborted("the cluster kept changing; retry"))
@@ -149,7 +151,8 @@ impl Gateway {
         if !same_id {
             return Ok(None);
         }
-        let same_call = op.kind == change.kind && op.node_pool == change.node_pool;
+        let same_call =
+            op.kind == change.kind && op.node_pool == change.node_pool && op.addon == change.addon;
         let same_spec = same_call
             && (change.apply)(rec).is_ok_and(|mut spec| {
                 spec.pin_pool_releases();

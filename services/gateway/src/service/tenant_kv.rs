@@ -41,13 +41,25 @@ pub(super) async fn read<T: DeserializeOwned>(
     tenant: &TenantId,
     what: &'static str,
 ) -> Result<BTreeMap<String, TenantRecord<T>>, Status> {
-    let key_prefix = format!("{}{tenant}.", store.prefix);
+    read_under(bus, store, &format!("{tenant}."), "*", what).await
+}
+
+/// The latest value of every key of `store` that starts with `prefix` and continues with one
+/// token (`tail` `*`) or any number (`>`), by the key without the prefix; as [`read`] does.
+pub(super) async fn read_under<T: DeserializeOwned>(
+    bus: &Bus,
+    store: &kv::Store,
+    prefix: &str,
+    tail: &str,
+    what: &'static str,
+) -> Result<BTreeMap<String, TenantRecord<T>>, Status> {
+    let key_prefix = format!("{}{prefix}", store.prefix);
     let consumer = store
         .stream
         .create_consumer(push::OrderedConfig {
             deliver_subject: bus.client().new_inbox(),
             description: Some(format!("gateway: {what}")),
-            filter_subject: format!("{key_prefix}*"),
+            filter_subject: format!("{key_prefix}{tail}"),
             deliver_policy: DeliverPolicy::LastPerSubject,
             replay_policy: ReplayPolicy::Instant,
             ..Default::default()

@@ -161,6 +161,7 @@ async fn advance(gateway: &Gateway, r: &mut RolloutRecord) {
                 cluster: &m.name,
                 kind: OperationKind::UpdateCluster,
                 node_pool: None,
+                addon: None,
                 request_id: Some(request_id),
                 etag: None,
                 trace_id: TraceParent::new_root().trace_id(),
