@@ -63,6 +63,7 @@ async fn a_rollout_upgrades_in_waves_stops_at_a_failure_and_finishes_once_resume
             canary: 1,
             max_parallel: 4,
             request_id: "prod-4.22".into(),
+            addon: None,
         })
         .await
         .expect("create rollout")
@@ -80,6 +81,7 @@ async fn a_rollout_upgrades_in_waves_stops_at_a_failure_and_finishes_once_resume
             canary: 1,
             max_parallel: 4,
             request_id: "prod-4.22".into(),
+            addon: None,
         })
         .await
         .expect("retried create")

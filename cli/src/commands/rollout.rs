@@ -147,6 +147,7 @@ pub fn create_request(
         canary: a.canary.unwrap_or(0),
         max_parallel: a.max_parallel.unwrap_or(0),
         request_id,
+        addon: None,
     })
 }
 

@@ -447,6 +447,7 @@ mod tests {
             end_time: None,
             created_by: "tenant:acme".into(),
             error: None,
+            addon: None,
         }
     }
 

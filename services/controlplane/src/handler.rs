@@ -47,11 +47,14 @@ const SERVICE_NETWORK: &str = "172.31.0.0/16";
 /// HostedCluster is not yet `Available` (or not yet gone); the saga re-checks it later.
 pub struct ControlPlaneHandler {
     /// The management clusters, by name: each step acts on its cluster's.
-    clients: hypersaga_stepkit::kube::ManagementClients,
+    pub(crate) clients: hypersaga_stepkit::kube::ManagementClients,
     keys: KeyStore,
     /// The tenants served, live: a HostedCluster names its tenant's directory and subscription.
     tenants: hypersaga_tenants::Directory,
-    waits: Waits,
+    pub(crate) waits: Waits,
+    /// The add-on catalog, where the add-on steps read the versions clusters pin (`None`
+    /// without a bus: those steps then fail, saying so).
+    pub(crate) catalog: Option<hypersaga_addons::Catalog>,
     /// The `.dockerconfigjson` every HostedCluster pulls its release with, checked at start.
     pull_secret: String,
 }
@@ -85,8 +88,15 @@ impl ControlPlaneHandler {
             keys,
             tenants: hypersaga_tenants::Directory::configured(config),
             waits: Waits::from_config(config, DEFAULT_AVAILABLE_TIMEOUT),
+            catalog: None,
             pull_secret,
         })
+    }
+
+    /// Reads add-on definitions from `catalog`.
+    pub fn with_catalog(mut self, catalog: hypersaga_addons::Catalog) -> Self {
+        self.catalog = Some(catalog);
+        self
     }
 
     /// Serves the live tenants (`hypersaga_stepkit::tenants`), not only the configured ones.
@@ -108,6 +118,8 @@ impl ControlPlaneHandler {
             (StepId::Rollout, Action::Do) => self.rollout(cmd).await,
             // Only a wait: nothing of it to remove.
             (StepId::Rollout, Action::Undo) => Ok(StepResult::Done(Outputs::new())),
+            (StepId::Addon(name), Action::Do) => self.addon_do(cmd, &name, notes).await,
+            (StepId::Addon(name), Action::Undo) => self.addon_undo(cmd, &name).await,
             _ => Err(cmd.unknown_step()),
         }
     }
@@ -477,7 +489,7 @@ fn workload_identities(cmd: &StepCommand) -> Result<AzureWorkloadIdentities, Ste
         })
 }
 
-fn base_labels(cmd: &StepCommand) -> BTreeMap<String, String> {
+pub(crate) fn base_labels(cmd: &StepCommand) -> BTreeMap<String, String> {
     BTreeMap::from([
         (LABEL_TENANT.to_owned(), cmd.tenant.to_string()),
         (LABEL_CLUSTER.to_owned(), cmd.cluster.clone()),

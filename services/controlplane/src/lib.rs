@@ -1,4 +1,5 @@
-//! The controlplane service: owns step `controlplane.hostedcluster`.
+//! The controlplane service: owns steps `controlplane.hostedcluster`, `controlplane.rollout`
+//! and `controlplane.addon.<name>` (an add-on, through Package Operator: module `addon`).
 //!
 //! **Do** puts a hosted control plane on the management cluster the way
 //! `hypershift create cluster azure` does — namespace, pull secret, service-account signing
@@ -16,6 +17,7 @@
 // message, target, step, Retry-After — for users and operators to act on.
 #![allow(clippy::result_large_err)]
 
+mod addon;
 mod handler;
 
 use std::sync::Arc;
@@ -52,10 +54,13 @@ pub enum Error {
 pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<(), Error> {
     let bus = hypersaga_stepkit::connect(config, SERVICE).await?;
     let tenants = hypersaga_stepkit::tenants(&bus, config, shutdown.clone()).await?;
+    let catalog =
+        hypersaga_addons::Catalog::new(bus.addons().await.map_err(hypersaga_stepkit::Error::from)?);
     let handler = Arc::new(
         ControlPlaneHandler::new(config)
             .await?
-            .with_tenants(tenants.clone()),
+            .with_tenants(tenants.clone())
+            .with_catalog(catalog),
     );
     hypersaga_stepkit::run_service(config, SERVICE, bus, handler, shutdown).await?;
     Ok(())

@@ -488,7 +488,7 @@ impl Gateway {
 
 /// The spec with `want` added (`AddAddon`) or replacing the version carried
 /// (`UpdateAddon`); refused when the cluster no longer fits the call.
-fn with_addon_set(
+pub(super) fn with_addon_set(
     rec: &ClusterRecord,
     kind: OperationKind,
     want: &AddonRef,

@@ -19,7 +19,9 @@ use time::OffsetDateTime;
 use tonic::Status;
 
 pub use driver::run as drive;
-use record::{Member, MemberState, ROLLOUT_RECORD_VERSION, RolloutRecord, RolloutState, wave_of};
+use record::{
+    Member, MemberState, ROLLOUT_RECORD_VERSION, RolloutRecord, RolloutState, Target, wave_of,
+};
 
 use super::limits::Checks;
 use super::{Gateway, internal, tenant_kv};
@@ -108,16 +110,40 @@ impl Gateway {
             req.max_parallel
         };
         let mut checks = Checks::new();
-        if selector.is_empty() {
-            checks.push(
-                "selector",
-                "at least one label: a rollout never takes every cluster by accident",
-            );
-        }
         let mut v = Vec::new();
         hypersaga_model::validate::check_labels(&mut v, "selector", &selector);
-        hypersaga_model::validate::check_release_image(&mut v, "release_image", &image);
+        match (&req.addon, image.is_empty()) {
+            (Some(_), false) => checks.push(
+                "release_image",
+                "a rollout moves either the release or an add-on: leave release_image empty with addon",
+            ),
+            (None, _) => {
+                if selector.is_empty() {
+                    checks.push(
+                        "selector",
+                        "at least one label: a release rollout never takes every cluster by accident",
+                    );
+                }
+                hypersaga_model::validate::check_release_image(&mut v, "release_image", &image);
+            }
+            (Some(_), true) => {}
+        }
         checks.extend(v);
+        let addon = match &req.addon {
+            Some(raw) => {
+                let (mut resolved, unresolved) = self
+                    .resolve_addons(&tenant.id, "addon", std::slice::from_ref(raw))
+                    .await?;
+                checks.extend(unresolved.into_iter().map(|f| {
+                    hypersaga_model::FieldViolation::new(
+                        f.field.replacen("addon[0]", "addon", 1),
+                        f.description,
+                    )
+                }));
+                (!resolved.is_empty()).then(|| resolved.remove(0))
+            }
+            None => None,
+        };
         checks.request_id("request_id", req.request_id.trim());
         for (field, n) in [("canary", canary), ("max_parallel", max_parallel)] {
             if n as usize > MAX_MEMBERS {
@@ -125,15 +151,19 @@ impl Gateway {
             }
         }
         checks.done()?;
+        let target = match &addon {
+            Some(a) => Target::Addon(a),
+            None => Target::Release(&image),
+        };
         let request_id = Some(req.request_id.trim().to_owned()).filter(|r| !r.is_empty());
         let id = rollout_id(request_id.as_deref());
         if request_id.is_some()
             && let Ok((existing, _)) = self.rollout(tenant, &id).await
         {
-            same_rollout(&existing, &selector, &image, canary, max_parallel)?;
+            same_rollout(&existing, &selector, target, canary, max_parallel)?;
             return Ok(rollout_to_pb(&existing));
         }
-        let members = self.members(tenant, &selector, &image).await?;
+        let members = self.members(tenant, &selector, target).await?;
         let now = OffsetDateTime::now_utc();
         let mut record = RolloutRecord {
             v: ROLLOUT_RECORD_VERSION,
@@ -162,6 +192,7 @@ impl Gateway {
             created_by: format!("tenant:{}", tenant.id),
             request_id,
             error: None,
+            addon: addon.clone(),
         };
         record.message = record.describe();
         let bytes = encode(&record).map_err(internal("encode rollout"))?;
@@ -175,13 +206,13 @@ impl Gateway {
         }
     }
 
-    /// The tenant's clusters the selector takes, in name order; refused when none, or when
-    /// one cannot go to `image` (each named with why).
+    /// The tenant's clusters the selector takes that `target` concerns, in name order;
+    /// refused when none, or when one cannot go to it (each named with why).
     async fn members(
         &self,
         tenant: &TenantConfig,
         selector: &BTreeMap<String, String>,
-        image: &str,
+        target: Target<'_>,
     ) -> Result<Vec<String>, Status> {
         let records = tenant_kv::read::<ClusterRecord>(
             &self.bus,
@@ -195,11 +226,17 @@ impl Gateway {
             .map(|r| &r.value)
             .filter(|r| r.phase != ClusterPhase::Deleted)
             .filter(|r| selector.iter().all(|(k, v)| r.labels.get(k) == Some(v)))
+            .filter(|r| target.concerns(r))
             .collect();
         if chosen.is_empty() {
-            return Err(Status::failed_precondition(
-                "no cluster carries every label of the selector",
-            ));
+            return Err(Status::failed_precondition(match target {
+                Target::Release(_) => "no cluster carries every label of the selector".to_owned(),
+                Target::Addon(a) => format!(
+                    "no cluster the selector takes carries add-on {} ({})",
+                    a.name,
+                    a.scope.as_str()
+                ),
+            }));
         }
         if chosen.len() > MAX_MEMBERS {
             return Err(Status::failed_precondition(format!(
@@ -212,11 +249,12 @@ impl Gateway {
             if !matches!(rec.phase, ClusterPhase::Ready | ClusterPhase::Updating) {
                 checks.push(
                     format!("clusters[{}]", rec.name),
-                    format!("is {:?}: only a ready cluster can be upgraded (change the selector or its labels)", rec.phase),
+                    format!("is {:?}: only a ready cluster can be changed (change the selector or its labels)", rec.phase),
                 );
                 continue;
             }
-            if rec.spec.release_image != image
+            if let Target::Release(image) = target
+                && rec.spec.release_image != image
                 && let Err(s) = super::day2::upgraded_spec(rec, image)
             {
                 checks.push(format!("clusters[{}]", rec.name), s.message().to_owned());
@@ -362,13 +400,13 @@ impl Watch {
 fn same_rollout(
     existing: &RolloutRecord,
     selector: &BTreeMap<String, String>,
-    image: &str,
+    target: Target<'_>,
     canary: u32,
     max_parallel: u32,
 ) -> Result<(), Status> {
     let differs: Vec<&str> = [
         ("selector", existing.selector == *selector),
-        ("release_image", existing.release_image == image),
+        ("target", existing.target() == target),
         ("canary", existing.canary == canary),
         ("max_parallel", existing.max_parallel == max_parallel),
     ]
@@ -421,6 +459,7 @@ fn rollout_to_pb(r: &RolloutRecord) -> pb::Rollout {
         id: r.id.clone(),
         selector: r.selector.clone().into_iter().collect::<HashMap<_, _>>(),
         release_image: r.release_image.clone(),
+        addon: r.addon.as_ref().map(crate::convert::addon_ref_to_pb),
         canary: r.canary,
         max_parallel: r.max_parallel,
         state: state as i32,

@@ -2,8 +2,8 @@
 //! upgrades it started, starts the current wave's next clusters, and writes the rollout back
 //! by compare-and-set, so replicas racing on one rollout never both act on a stale view.
 //!
-//! Starting a cluster's upgrade is the same change `UpdateCluster` makes (`accept_change`),
-//! with a request id of the rollout, the cluster and the attempt: a replica that lost the
+//! Starting a cluster's upgrade is the same change `UpdateCluster` (or, for an add-on
+//! rollout, `SetClusterAddon`) makes (`accept_change`), with a request id of the rollout, the cluster and the attempt: a replica that lost the
 //! race gets the same operation back, never a second one.
 
 use std::time::Duration;
@@ -11,13 +11,13 @@ use std::time::Duration;
 use async_nats::jetstream::kv;
 use futures::StreamExt;
 use hypersaga_model::ClusterRecord;
-use hypersaga_model::record::{ErrorInfo, OperationKind};
+use hypersaga_model::record::ErrorInfo;
 use hypersaga_telemetry::TraceParent;
 use time::OffsetDateTime;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::record::{MemberState, RolloutRecord, RolloutState, outcome};
+use super::record::{MemberState, RolloutRecord, RolloutState, Target, outcome};
 use crate::service::Gateway;
 use crate::service::day2::{self, Change};
 
@@ -141,27 +141,37 @@ async fn advance(gateway: &Gateway, r: &mut RolloutRecord) {
             r.settle(now);
             return;
         }
-        let (id, image) = (r.id.clone(), r.release_image.clone());
+        let id = r.id.clone();
+        let target_record = r.clone();
+        let target = target_record.target();
         for m in r
             .members
             .iter_mut()
             .filter(|m| m.wave == wave && m.state == MemberState::Pending)
         {
             if let Ok(Some(rec)) = gateway.cluster_of(&r.tenant, &m.name).await
-                && rec.spec.release_image == image
+                && target.reached(&rec)
                 && rec.operation.state == hypersaga_model::record::OperationState::Succeeded
             {
-                // Already at the release (its last operation brought it there): nothing to do.
+                // Already there (its last operation brought it there): nothing to do.
                 m.state = MemberState::Succeeded;
                 continue;
             }
             let request_id = format!("{id}-{}-{}", m.name, m.attempts + 1);
-            let apply = |rec: &ClusterRecord| day2::upgraded_spec(rec, &image);
+            let apply = |rec: &ClusterRecord| match target {
+                Target::Release(image) => day2::upgraded_spec(rec, image),
+                Target::Addon(addon) => {
+                    crate::service::addons::with_addon_set(rec, target.kind(), addon)
+                }
+            };
             let change = Change {
                 cluster: &m.name,
-                kind: OperationKind::UpdateCluster,
+                kind: target.kind(),
                 node_pool: None,
-                addon: None,
+                addon: match target {
+                    Target::Addon(a) => Some(a.name.clone()),
+                    Target::Release(_) => None,
+                },
                 request_id: Some(request_id),
                 etag: None,
                 trace_id: TraceParent::new_root().trace_id(),

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use hypersaga_model::TenantId;
-use hypersaga_model::record::{ErrorInfo, OperationState};
+use hypersaga_model::record::{ErrorInfo, OperationKind, OperationState};
+use hypersaga_model::{AddonRef, ClusterRecord, TenantId};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
@@ -33,6 +33,48 @@ pub struct RolloutRecord {
     /// The failure that stopped it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorInfo>,
+    /// An add-on rollout's version (then `release_image` is empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addon: Option<AddonRef>,
+}
+
+/// What a rollout moves its clusters to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target<'a> {
+    /// The control plane's release (`UpdateCluster`).
+    Release(&'a str),
+    /// An add-on's version on the clusters that carry it (`UpdateAddon`).
+    Addon(&'a AddonRef),
+}
+
+impl Target<'_> {
+    /// The operation that moves one cluster.
+    pub fn kind(self) -> OperationKind {
+        match self {
+            Self::Release(_) => OperationKind::UpdateCluster,
+            Self::Addon(_) => OperationKind::UpdateAddon,
+        }
+    }
+
+    /// Whether `rec` concerns this rollout: every cluster a release; those carrying it, an
+    /// add-on.
+    pub fn concerns(self, rec: &ClusterRecord) -> bool {
+        match self {
+            Self::Release(_) => true,
+            Self::Addon(a) => rec
+                .spec
+                .addon(&a.name)
+                .is_some_and(|carried| carried.scope == a.scope),
+        }
+    }
+
+    /// Whether `rec`'s spec is at the target already.
+    pub fn reached(self, rec: &ClusterRecord) -> bool {
+        match self {
+            Self::Release(image) => rec.spec.release_image == image,
+            Self::Addon(a) => rec.spec.addon(&a.name) == Some(a),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,6 +131,14 @@ pub fn wave_of(index: usize, canary: u32, max_parallel: u32) -> u32 {
 }
 
 impl RolloutRecord {
+    /// What the rollout moves its clusters to.
+    pub fn target(&self) -> Target<'_> {
+        match &self.addon {
+            Some(a) => Target::Addon(a),
+            None => Target::Release(&self.release_image),
+        }
+    }
+
     /// `<tenant>.<id>`.
     pub fn key(&self) -> String {
         format!("{}.{}", self.tenant, self.id)
@@ -209,6 +259,7 @@ mod tests {
             created_by: "tenant:acme".into(),
             request_id: None,
             error: None,
+            addon: None,
         }
     }
 
@@ -241,5 +292,35 @@ mod tests {
             .for_each(|m| m.state = MemberState::Succeeded);
         r.settle(OffsetDateTime::UNIX_EPOCH);
         assert_eq!(r.state, RolloutState::Succeeded);
+    }
+
+    #[test]
+    fn an_add_on_rollout_concerns_the_clusters_carrying_it_and_is_reached_at_its_version() {
+        use hypersaga_model::AddonScope;
+        let rec = |addons: Vec<AddonRef>| -> ClusterRecord {
+            let mut r: ClusterRecord = serde_json::from_value(serde_json::json!({
+                "v": 1, "tenant": "acme", "name": "c1", "uid": "u", "infra_id": "c1-x",
+                "spec": {"location": "eastus", "base_domain": "example.com", "release_image": "quay.io/x:4.21.0"},
+                "created_at": "2026-11-01T00:00:00Z", "phase": "ready",
+                "operation": {"id": "op-1", "cluster": "c1", "kind": "create", "state": "succeeded",
+                    "started_at": "2026-11-01T00:00:00Z", "deadline": "2026-11-01T01:00:00Z", "steps": []},
+            }))
+            .unwrap();
+            r.spec.addons = addons;
+            r
+        };
+        let v2 = AddonRef::new("logging", "2", AddonScope::Tenant);
+        let target = Target::Addon(&v2);
+        assert_eq!(target.kind(), OperationKind::UpdateAddon);
+        assert!(!target.concerns(&rec(vec![])));
+        let platform = AddonRef::new("logging", "1", AddonScope::Platform);
+        assert!(
+            !target.concerns(&rec(vec![platform])),
+            "another scope's add-on of that name"
+        );
+        let v1 = rec(vec![AddonRef::new("logging", "1", AddonScope::Tenant)]);
+        assert!(target.concerns(&v1) && !target.reached(&v1));
+        assert!(target.reached(&rec(vec![v2.clone()])));
+        assert!(Target::Release("quay.io/x:4.21.0").reached(&v1));
     }
 }

@@ -1,0 +1,187 @@
+//! The `controlplane.addon.<name>` step: one add-on of the cluster, rolled out by Package
+//! Operator as an `ObjectDeployment` in the cluster's control-plane namespace.
+//!
+//! hypersaga does not apply the add-on's objects itself: Package Operator runs the phases in
+//! order, the `hosted-cluster` ones through its remote-phase connector into the hosted cluster,
+//! and reports. The step applies the `ObjectDeployment` and waits for what Package Operator
+//! says of its current template; removing the add-on is deleting it and waiting until Package
+//! Operator has torn its objects down and let it go.
+
+use hypersaga_addons::{
+    Catalog, DeploymentStatus, ObjectDeploymentTarget, Owner, object_deployment, read_status,
+};
+use hypersaga_bus::{AddonOutputs, Outputs, StepCommand, StepError, StepOutputs};
+use hypersaga_stepkit::kube::{self as kube_ops, Check, Notes, target};
+use hypersaga_worker::StepResult;
+use kube::Api;
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use serde_json::Value;
+use tracing::info;
+
+use crate::handler::ControlPlaneHandler;
+
+/// Package Operator's `ObjectDeployment` (`package-operator.run/v1alpha1`).
+fn object_deployments() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("package-operator.run", "v1alpha1", "ObjectDeployment"),
+        "objectdeployments",
+    )
+}
+
+impl ControlPlaneHandler {
+    /// `do`: the add-on's `ObjectDeployment` at the version the spec pins, available.
+    ///
+    /// Idempotent: the `ObjectDeployment` is named after the add-on and written by a forced
+    /// server-side apply of the whole template, so a repeated `do` is a no-op for Package
+    /// Operator (same template, same revision); a re-check only looks.
+    pub(crate) async fn addon_do(
+        &self,
+        cmd: &StepCommand,
+        name: &str,
+        notes: &dyn Notes,
+    ) -> Result<StepResult, StepError> {
+        let want = cmd.context.spec.addon(name).ok_or_else(|| {
+            StepError::terminal(
+                "AddonNotInSpec",
+                format!("the cluster's spec carries no add-on {name}"),
+            )
+        })?;
+        let ns = cmd.context.names.control_plane_namespace();
+        let what = target("ObjectDeployment", Some(&ns), name);
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.clients.of(cmd)?, &ns, &object_deployments());
+        if !cmd.is_recheck() {
+            let catalog = self.catalog()?;
+            let owner = Owner::of(want.scope, &cmd.tenant);
+            let record = catalog
+                .get(&owner, name, &want.version)
+                .await
+                .map_err(|e| StepError::retryable("AddonCatalogUnavailable", e.to_string()))?
+                .ok_or_else(|| {
+                    StepError::terminal(
+                        "AddonVersionNotFound",
+                        format!(
+                            "add-on {name} version {} is not in the {} catalog (was it deleted?): put it again, or move the cluster to another version",
+                            want.version,
+                            want.scope.as_str()
+                        ),
+                    )
+                })?;
+            notes
+                .note(format!(
+                    "applying ObjectDeployment {name} (version {}) for Package Operator",
+                    want.version
+                ))
+                .await;
+            let labels = crate::handler::base_labels(cmd);
+            let od = object_deployment(
+                &record.addon,
+                &ObjectDeploymentTarget {
+                    namespace: &ns,
+                    scope: want.scope,
+                    labels: &labels,
+                },
+            );
+            let od: DynamicObject = serde_json::from_value(od).map_err(|e| {
+                StepError::terminal("AddonEncoding", format!("{what}: {e}")).with_target(&what)
+            })?;
+            kube_ops::apply(&api, name, &od, &what)
+                .await
+                .map_err(|e| without_package_operator(e, cmd))?;
+        }
+        let version = want.version.clone();
+        let check_target = what.clone();
+        match kube_ops::observe(&api, name, &what, move |obj| {
+            check_available(obj, &check_target, &version)
+        })
+        .await?
+        {
+            Check::Done(outputs) => {
+                info!(object = %what, version = %outputs.version, "add-on available");
+                Ok(StepResult::Done(outputs.into_outputs()))
+            }
+            Check::Fail(e) => Err(e),
+            Check::Wait(why) => self
+                .waits
+                .wait(cmd, "AddonNotAvailable", &what, why, Value::Null),
+        }
+    }
+
+    /// `undo`: the add-on's `ObjectDeployment` deleted, and gone: Package Operator removes its
+    /// objects from both clusters (phases in reverse order) before it lets the object go.
+    ///
+    /// Idempotent: a 404 is success, and a delete already under way is only watched.
+    pub(crate) async fn addon_undo(
+        &self,
+        cmd: &StepCommand,
+        name: &str,
+    ) -> Result<StepResult, StepError> {
+        let ns = cmd.context.names.control_plane_namespace();
+        let what = target("ObjectDeployment", Some(&ns), name);
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.clients.of(cmd)?, &ns, &object_deployments());
+        match kube_ops::delete_check(&api, name, &what).await? {
+            Check::Done(()) => {
+                info!(object = %what, "add-on removed");
+                Ok(StepResult::Done(Outputs::new()))
+            }
+            Check::Fail(e) => Err(e),
+            Check::Wait(why) => self
+                .waits
+                .wait(cmd, "AddonNotRemoved", &what, why, Value::Null),
+        }
+    }
+
+    fn catalog(&self) -> Result<&Catalog, StepError> {
+        self.catalog.as_ref().ok_or_else(|| {
+            StepError::terminal(
+                "AddonCatalogUnavailable",
+                "this controlplane service runs without the bus's add-on catalog",
+            )
+        })
+    }
+}
+
+/// A management cluster that does not serve `ObjectDeployment`s has no Package Operator: no
+/// retry helps until one is installed.
+fn without_package_operator(e: StepError, cmd: &StepCommand) -> StepError {
+    if e.info.code == "NotFound" {
+        StepError::terminal(
+            "PackageOperatorMissing",
+            format!(
+                "management cluster {:?} does not serve package-operator.run/v1alpha1 ObjectDeployments: install Package Operator there (its HyperShift integration deploys add-ons into hosted clusters): {}",
+                cmd.context.management_cluster, e.info.message
+            ),
+        )
+    } else {
+        e
+    }
+}
+
+/// What Package Operator says of the current template: available (the step is done), or why
+/// not yet, in its own words.
+fn check_available(obj: Option<&DynamicObject>, what: &str, version: &str) -> Check<AddonOutputs> {
+    let Some(obj) = obj else {
+        return Check::Wait(format!("{what} is not there yet"));
+    };
+    let value = serde_json::to_value(obj).unwrap_or(Value::Null);
+    match read_status(&value) {
+        DeploymentStatus::Available => Check::Done(AddonOutputs {
+            object_deployment_id: format!(
+                "objectdeployments.package-operator.run/{}",
+                what.trim_start_matches("ObjectDeployment/")
+            ),
+            version: version.to_owned(),
+            revision: value
+                .pointer("/status/revision")
+                .and_then(Value::as_i64)
+                .unwrap_or_default(),
+        }),
+        DeploymentStatus::Paused { message } => {
+            Check::Wait(format!("Package Operator is paused on {what}: {message}"))
+        }
+        DeploymentStatus::Progressing { message } => {
+            Check::Wait(format!("Package Operator is rolling out {what}: {message}"))
+        }
+    }
+}
