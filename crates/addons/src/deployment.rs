@@ -118,7 +118,10 @@ pub fn object_deployment(addon: &Addon, target: &ObjectDeploymentTarget<'_>) -> 
 /// What an `ObjectDeployment`'s status says of the rollout of its current template.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DeploymentStatus {
-    /// `Available=True` at the object's generation: every phase is available.
+    /// The current template's revision is available and the update has concluded
+    /// (`Available=True` and `Progressing=False` at the object's generation). `Available`
+    /// alone is not enough: during an update Package Operator keeps it `True` while the
+    /// previous revision is still available.
     Available,
     /// `spec.paused`, or Package Operator says it is paused.
     Paused { message: String },
@@ -127,50 +130,90 @@ pub enum DeploymentStatus {
     Progressing { message: String },
 }
 
+/// The annotation Package Operator marks an `ObjectSet` with the template hash it was made
+/// from (`status.templateHash` of its `ObjectDeployment`).
+const HASH_ANNOTATION: &str = "package-operator.run/hash";
+
 /// Reads `Available`, `Progressing` and `Paused` of `od` as Package Operator reports them.
 /// A condition observed at an older generation says nothing of the current template.
 pub fn read_status(od: &Value) -> DeploymentStatus {
     let generation = od.pointer("/metadata/generation").and_then(Value::as_i64);
-    let conditions = od
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let current = |t: &str| {
-        conditions.iter().find(|c| {
-            c["type"] == t
-                && (generation.is_none() || c["observedGeneration"].as_i64() == generation)
-        })
-    };
-    let message = |c: &Value| {
-        let reason = c["reason"].as_str().unwrap_or_default();
-        let text = c["message"].as_str().unwrap_or_default();
-        match (reason.is_empty(), text.is_empty()) {
-            (true, _) => text.to_owned(),
-            (false, false) => format!("{reason}: {text}"),
-            (false, true) => reason.to_owned(),
-        }
-    };
+    let current = |t: &str| current_condition(od, t, generation);
     if let Some(c) = current("Paused").filter(|c| c["status"] == "True") {
-        return DeploymentStatus::Paused {
-            message: message(c),
-        };
+        return DeploymentStatus::Paused { message: said(c) };
     }
     if od.pointer("/spec/paused") == Some(&Value::Bool(true)) {
         return DeploymentStatus::Paused {
             message: "spec.paused is set".into(),
         };
     }
-    match current("Available") {
-        Some(c) if c["status"] == "True" => DeploymentStatus::Available,
-        available => {
-            let said = current("Progressing")
-                .map(message)
-                .filter(|m| !m.is_empty())
-                .or_else(|| available.map(message).filter(|m| !m.is_empty()))
-                .unwrap_or_else(|| "Package Operator has not reported on this version yet".into());
-            DeploymentStatus::Progressing { message: said }
-        }
+    let available = current("Available");
+    let progressing = current("Progressing");
+    let concluded = progressing.is_some_and(|c| c["status"] == "False");
+    if available.is_some_and(|c| c["status"] == "True") && concluded {
+        return DeploymentStatus::Available;
+    }
+    let message = progressing
+        .filter(|c| c["status"] == "True")
+        .or(available)
+        .map(said)
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| "Package Operator has not reported on this version yet".into());
+    DeploymentStatus::Progressing { message }
+}
+
+/// Whether `object_set` is the revision of `od`'s current template.
+pub fn is_current_object_set(od: &Value, object_set: &Value) -> bool {
+    let hash = od.pointer("/status/templateHash").and_then(Value::as_str);
+    let key = format!(
+        "/metadata/annotations/{}",
+        HASH_ANNOTATION.replace('/', "~1")
+    );
+    hash.is_some() && object_set.pointer(&key).and_then(Value::as_str) == hash
+}
+
+/// Why an `ObjectSet` can never become available as it is: Package Operator's preflight
+/// refused an object (the API server's dry run said no: `PreflightError`) or an object
+/// belongs to something else (`CollisionDetected`). Its message, with the reason in front.
+/// Anything else (a probe not yet passing) is progress.
+pub fn refusal(object_set: &Value) -> Option<String> {
+    let generation = object_set
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64);
+    let c = current_condition(object_set, "Available", generation)?;
+    let refused = c["status"] == "False"
+        && matches!(
+            c["reason"].as_str(),
+            Some("PreflightError" | "CollisionDetected")
+        );
+    refused.then(|| said(c))
+}
+
+/// Condition `type_` of `obj`, if observed at `generation` (or when either is unknown).
+fn current_condition<'a>(
+    obj: &'a Value,
+    type_: &str,
+    generation: Option<i64>,
+) -> Option<&'a Value> {
+    obj.pointer("/status/conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| {
+            c["type"] == type_
+                && (generation.is_none()
+                    || c["observedGeneration"].as_i64().is_none()
+                    || c["observedGeneration"].as_i64() == generation)
+        })
+}
+
+/// `<reason>: <message>`, or whichever of the two there is.
+fn said(c: &Value) -> String {
+    let reason = c["reason"].as_str().unwrap_or_default();
+    let text = c["message"].as_str().unwrap_or_default();
+    match (reason.is_empty(), text.is_empty()) {
+        (true, _) => text.to_owned(),
+        (false, false) => format!("{reason}: {text}"),
+        (false, true) => reason.to_owned(),
     }
 }
 
@@ -234,21 +277,49 @@ mod tests {
     #[test]
     fn status_counts_only_conditions_of_the_current_generation() {
         let mut od = json!({"metadata": {"generation": 2}, "status": {"conditions": [
-            {"type": "Available", "status": "True", "observedGeneration": 1},
+            {"type": "Available", "status": "True", "observedGeneration": 2,
+             "reason": "Available", "message": "Previous Revision 'logging-abc' is still Available."},
             {"type": "Progressing", "status": "True", "observedGeneration": 2,
-             "reason": "Progressing", "message": "Progressing to a new ObjectSet."},
+             "reason": "LatestRevisionPendingSuccess", "message": "Latest Revision is Unavailable: Phase \"deploy\" failed"},
         ]}});
         assert_eq!(
             read_status(&od),
             DeploymentStatus::Progressing {
-                message: "Progressing: Progressing to a new ObjectSet.".into()
-            }
+                message: "LatestRevisionPendingSuccess: Latest Revision is Unavailable: Phase \"deploy\" failed".into()
+            },
+            "the previous revision being available is not this version being available"
         );
-        od["status"]["conditions"][0]["observedGeneration"] = json!(2);
+        od["status"]["conditions"][1] = json!({"type": "Progressing", "status": "False",
+            "observedGeneration": 1, "reason": "Idle", "message": "Update concluded."});
+        assert!(
+            matches!(read_status(&od), DeploymentStatus::Progressing { .. }),
+            "an older generation's"
+        );
+        od["status"]["conditions"][1]["observedGeneration"] = json!(2);
         assert_eq!(read_status(&od), DeploymentStatus::Available);
         assert!(matches!(
             read_status(&json!({"metadata": {"generation": 1}})),
             DeploymentStatus::Progressing { .. }
+        ));
+    }
+
+    #[test]
+    fn a_preflight_refusal_of_the_current_revision_is_final() {
+        let od = json!({"status": {"templateHash": "7d9f"}});
+        let os = json!({"metadata": {"generation": 1, "annotations": {"package-operator.run/hash": "7d9f"}},
+            "status": {"conditions": [{"type": "Available", "status": "False", "observedGeneration": 1,
+                "reason": "PreflightError", "message": "apps/v1 Deployment ns/fwd: selector does not match"}]}});
+        assert!(is_current_object_set(&od, &os));
+        assert_eq!(
+            refusal(&os).as_deref(),
+            Some("PreflightError: apps/v1 Deployment ns/fwd: selector does not match")
+        );
+        let probing = json!({"metadata": {"generation": 1}, "status": {"conditions": [{"type": "Available",
+            "status": "False", "observedGeneration": 1, "reason": "ProbeFailure", "message": "not yet"}]}});
+        assert_eq!(refusal(&probing), None);
+        assert!(!is_current_object_set(
+            &json!({"status": {"templateHash": "other"}}),
+            &os
         ));
     }
 }

@@ -20,6 +20,7 @@ pub use catalog::{
 };
 pub use definition::{Addon, HOSTED_CLUSTER_CLASS, ParseError, Phase, PhaseObject};
 pub use deployment::{
-    ADDON_LABEL, DeploymentStatus, ObjectDeploymentTarget, object_deployment, read_status,
+    ADDON_LABEL, DeploymentStatus, ObjectDeploymentTarget, is_current_object_set,
+    object_deployment, read_status, refusal,
 };
 pub use validate::{MAX_ADDON_BYTES, validate};
