@@ -16,6 +16,14 @@
 //! HyperShift's printer columns, protobuf request bodies from client-go's clientsets, and
 //! OpenAPI v3 and v2 generated from the same schemas (`explain`, client-side validation of
 //! older kubectl). `hypersaga dev` runs it; so do tests.
+//!
+//! Each hosted cluster gets a Kubernetes API of its own once its control plane is deployed —
+//! another [`Emulator`] with the hosted profile, served under `/hosted/<control-plane
+//! namespace>` of the same server, with `apps/v1` Deployments, RBAC and CRDs besides the core
+//! kinds — and the management cluster runs a simulated Package Operator: ObjectDeployments,
+//! ObjectSets and ObjectSetPhases whose `hosted-cluster` phases go through that API, with
+//! PKO's conditions, probes, ordering, revisions and teardown (module `pko`; the crate's
+//! `README.md`, "Package Operator and hosted clusters").
 #![forbid(unsafe_code)]
 
 mod admin;

@@ -100,6 +100,58 @@ fn is_true(obj: &Value, type_: &str) -> bool {
     condition(obj, type_).is_some_and(|c| c["status"] == "True")
 }
 
+/// `meta.SetStatusCondition` on `status.conditions`.
+fn set_condition(
+    status: &mut Value,
+    type_: &str,
+    value: &str,
+    reason: &str,
+    message: &str,
+    observed: i64,
+) {
+    let conditions = crate::operator::conditions::conditions_mut(status);
+    crate::operator::conditions::put_condition(conditions, type_, value, reason, message, observed);
+}
+
+/// The `Available` message of an ObjectSet or ObjectSetPhase whose objects all pass.
+const AVAILABLE_MESSAGE: &str = "Object is available and passes all probes.";
+
+/// `UpdateObjectSetOrPhaseStatusFromError`: a preflight error or refused adoption is
+/// reported as `Available=False` with `reason`, nothing else of the status changes.
+fn report_error(
+    store: &crate::store::Store,
+    res: crate::kinds::ResourceId,
+    obj: &Value,
+    mut status: Value,
+    reason: &str,
+    message: &str,
+) {
+    set_condition(
+        &mut status,
+        "Available",
+        "False",
+        reason,
+        message,
+        generation(obj),
+    );
+    crate::operator::write_status_as(store, res, obj, status, FIELD_OWNER);
+}
+
+/// The `collisionProtection` of each object of a phase (`ObjectSetObject`s), in order.
+fn protections(objects: Option<&Value>) -> Vec<String> {
+    objects
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|o| {
+            o.get("collisionProtection")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect()
+}
+
 fn remove_condition(status: &mut Value, type_: &str) {
     if let Some(list) = status.get_mut("conditions").and_then(Value::as_array_mut) {
         list.retain(|c| c["type"] != type_);

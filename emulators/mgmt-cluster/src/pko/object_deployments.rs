@@ -13,12 +13,11 @@ use serde_json::{Value, json};
 use super::client::{Api, controller_ref, controller_uid, text};
 use super::{
     DEPLOYMENT_LABEL, FIELD_OWNER, HASH_ANNOTATION, PAUSED_BY_PARENT_ANNOTATION, Pass, condition,
-    generation, is_true, remove_condition,
+    generation, is_true, remove_condition, set_condition as set,
 };
 use crate::kinds::{OBJECT_DEPLOYMENTS, OBJECT_SETS, Profile};
 use crate::label_selector;
 use crate::meta::{is_deleting, meta_str};
-use crate::operator::conditions::{conditions_mut, put_condition};
 use crate::operator::workloads::{fnv32a, safe_encode};
 use crate::operator::write_status_as;
 use crate::registry;
@@ -244,17 +243,6 @@ fn archive(api: &Api<'_>, sets: &[Value]) -> bool {
         wrote |= written.is_ok();
     }
     wrote
-}
-
-fn set(status: &mut Value, type_: &str, value: &str, reason: &str, message: &str, observed: i64) {
-    put_condition(
-        conditions_mut(status),
-        type_,
-        value,
-        reason,
-        message,
-        observed,
-    );
 }
 
 /// `conditionFromPreviousObjectSets`.

@@ -6,19 +6,18 @@
 
 use serde_json::{Value, json};
 
-use super::client::{Api, gvk_string, object_key, text};
+use super::client::{Api, gvk_string, object_key};
 use super::hosted_clusters::remote_phase_ready;
 use super::object_sets::previous_uids;
 use super::ownership::Ownership;
 use super::phase::{PhaseError, PhaseOwner};
 use super::probes::Prober;
 use super::{
-    CACHED_FINALIZER, FIELD_OWNER, HOSTED_CLUSTER_CLASS, PHASE_CLASS_LABEL, Pass, generation,
-    remove_condition,
+    AVAILABLE_MESSAGE, CACHED_FINALIZER, FIELD_OWNER, HOSTED_CLUSTER_CLASS, PHASE_CLASS_LABEL,
+    Pass, generation, protections, remove_condition, report_error, set_condition,
 };
 use crate::kinds::{OBJECT_SET_PHASES, Profile};
 use crate::meta::{finalizers, is_deleting, meta_str};
-use crate::operator::conditions::{conditions_mut, put_condition};
 use crate::operator::write_status_as;
 
 pub(super) fn reconcile_all(pass: &Pass<'_>) {
@@ -96,14 +95,7 @@ fn reconcile(pass: &Pass<'_>, osp: &Value, target: Api<'_>) {
     let name = meta_str(osp, "name").unwrap_or_default();
     let mut status = osp.get("status").cloned().unwrap_or_else(|| json!({}));
     let set = |status: &mut Value, type_: &str, value: &str, reason: &str, message: &str| {
-        put_condition(
-            conditions_mut(status),
-            type_,
-            value,
-            reason,
-            message,
-            observed,
-        );
+        set_condition(status, type_, value, reason, message, observed);
     };
     // boxcutter's phase validation: each object's dry run (`PhaseValidationError`).
     let refused = owner.dry_run(&desired);
@@ -113,42 +105,30 @@ fn reconcile(pass: &Pass<'_>, osp: &Value, target: Api<'_>) {
             .map(|(o, e)| format!("{} {}: {e}", gvk_string(o), object_key(o)))
             .collect();
         let message = format!("phase {name:?}: {}", objects.join(", "));
-        set(
-            &mut status,
-            "Available",
-            "False",
-            "PreflightError",
-            &message,
-        );
-        write_status_as(
+        report_error(
             &pass.shared.store,
             OBJECT_SET_PHASES,
             osp,
             status,
-            FIELD_OWNER,
+            "PreflightError",
+            &message,
         );
         return;
     }
     let prober = Prober::parse(osp.pointer("/spec/availabilityProbes"));
-    let protections: Vec<String> = osp
-        .pointer("/spec/objects")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|o| text(o, "collisionProtection").to_owned())
-        .collect();
+    let protections = protections(osp.pointer("/spec/objects"));
     let result = match owner.reconcile(&desired, &prober, |i| {
         protections.get(i).cloned().unwrap_or_default()
     }) {
         Ok(result) => result,
         Err(PhaseError::Collision(why)) => {
-            set(&mut status, "Available", "False", "CollisionDetected", &why);
-            write_status_as(
+            report_error(
                 &pass.shared.store,
                 OBJECT_SET_PHASES,
                 osp,
                 status,
-                FIELD_OWNER,
+                "CollisionDetected",
+                &why,
             );
             return;
         }
@@ -164,7 +144,7 @@ fn reconcile(pass: &Pass<'_>, osp: &Value, target: Api<'_>) {
             "Available",
             "True",
             "Available",
-            "Object is available and passes all probes.",
+            AVAILABLE_MESSAGE,
         );
     } else {
         // boxcutter's phase result report, reduced to the objects that are not complete.

@@ -12,12 +12,12 @@ use super::ownership::Ownership;
 use super::phase::{PhaseError, PhaseOwner};
 use super::probes::Prober;
 use super::{
-    CACHED_FINALIZER, FIELD_OWNER, METRICS_FINALIZER, PHASE_CLASS_LABEL, Pass, condition,
-    generation, is_true, remove_condition,
+    AVAILABLE_MESSAGE, CACHED_FINALIZER, FIELD_OWNER, METRICS_FINALIZER, PHASE_CLASS_LABEL, Pass,
+    condition, generation, is_true, protections, remove_condition, report_error,
+    set_condition as set,
 };
 use crate::kinds::{NAMESPACES, OBJECT_SET_PHASES, OBJECT_SETS, Profile};
 use crate::meta::{finalizers, is_deleting, meta_str, set_finalizers};
-use crate::operator::conditions::{conditions_mut, put_condition};
 use crate::operator::write_status_as;
 use crate::registry;
 
@@ -146,25 +146,18 @@ fn reconcile(pass: &Pass<'_>, os: &Value) {
             .collect();
         let violations = preflight(&owner, &phase, &desired);
         if !violations.is_empty() {
-            // `UpdateObjectSetOrPhaseStatusFromError`: only `Available` is reported.
-            set(
-                &mut status,
-                "Available",
-                "False",
+            let message = violations.join(", ");
+            report_error(
+                &pass.shared.store,
+                OBJECT_SETS,
+                os,
+                status,
                 "PreflightError",
-                &violations.join(", "),
-                observed,
+                &message,
             );
-            write_status_as(&pass.shared.store, OBJECT_SETS, os, status, FIELD_OWNER);
             return;
         }
-        let protections: Vec<String> = phase
-            .get("objects")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .map(|o| text(o, "collisionProtection").to_owned())
-            .collect();
+        let protections = protections(phase.get("objects"));
         match owner.reconcile(&desired, &prober, |i| {
             protections.get(i).cloned().unwrap_or_default()
         }) {
@@ -179,15 +172,14 @@ fn reconcile(pass: &Pass<'_>, os: &Value) {
                 }
             }
             Err(PhaseError::Collision(why)) => {
-                set(
-                    &mut status,
-                    "Available",
-                    "False",
+                report_error(
+                    &pass.shared.store,
+                    OBJECT_SETS,
+                    os,
+                    status,
                     "CollisionDetected",
                     &why,
-                    observed,
                 );
-                write_status_as(&pass.shared.store, OBJECT_SETS, os, status, FIELD_OWNER);
                 return;
             }
             Err(PhaseError::Other(why)) => {
@@ -226,7 +218,7 @@ fn reconcile(pass: &Pass<'_>, os: &Value) {
                 "Available",
                 "True",
                 "Available",
-                "Object is available and passes all probes.",
+                AVAILABLE_MESSAGE,
                 observed,
             );
             let delay = os
@@ -251,17 +243,6 @@ fn reconcile(pass: &Pass<'_>, os: &Value) {
     }
     paused_condition(pass, os, &mut status);
     write_status_as(&pass.shared.store, OBJECT_SETS, os, status, FIELD_OWNER);
-}
-
-fn set(status: &mut Value, type_: &str, value: &str, reason: &str, message: &str, observed: i64) {
-    put_condition(
-        conditions_mut(status),
-        type_,
-        value,
-        reason,
-        message,
-        observed,
-    );
 }
 
 /// Adds the cached and metrics finalizers; true when a write happened.
