@@ -130,6 +130,8 @@ async fn start_management_cluster(
     mgmt.spawn_operator(async move { s.cancelled().await });
     let served =
         hypersaga_devca::serve_loopback(mgmt.router(), mgmt.admin_router(), cert, shutdown).await?;
+    // Hosted clusters' kubeconfigs point at this server's `/hosted/<namespace>` APIs.
+    mgmt.set_served_at(served.url.clone(), ca.cert_pem());
     let kubeconfig = match name {
         hypersaga_model::record::DEFAULT_MANAGEMENT_CLUSTER => state.join("kubeconfig"),
         other => state.join(format!("kubeconfig-{other}")),

@@ -1,6 +1,8 @@
 //! Admin API (plain HTTP, no auth): fault injection (`/faults` for objects the simulated
 //! operator fails, `/faults/api` for errors the Kubernetes API answers), the simulated
 //! workload of autoscaled NodePools (`/nodepools/{namespace}/{name}/demand`), object dump
+//! (`/objects`, and `/hosted/{namespace}/objects` for a hosted cluster's API, listed by
+//! `/hosted`)
 //! and request counts for tests and the CLI. Separate from the Kubernetes API so no
 //! Kubernetes client can reach it by accident.
 
@@ -29,6 +31,8 @@ pub(crate) fn router(emu: Emulator) -> Router {
         )
         .route("/demand", get(demands))
         .route("/objects", get(objects))
+        .route("/hosted", get(hosted_apis))
+        .route("/hosted/{namespace}/objects", get(hosted_objects))
         .route("/requests", get(requests))
         .with_state(emu)
 }
@@ -109,6 +113,28 @@ async fn demands(State(emu): State<Emulator>) -> Json<std::collections::BTreeMap
 
 async fn objects(State(emu): State<Emulator>) -> Json<Vec<serde_json::Value>> {
     Json(emu.objects())
+}
+
+/// The hosted clusters' APIs: control-plane namespace → path under the served URL.
+async fn hosted_apis(
+    State(emu): State<Emulator>,
+) -> Json<std::collections::BTreeMap<String, String>> {
+    Json(emu.hosted_apis())
+}
+
+/// One hosted cluster's objects; 404 when it has no API (not deployed, or deleted).
+async fn hosted_objects(
+    State(emu): State<Emulator>,
+    axum::extract::Path(namespace): axum::extract::Path<String>,
+) -> axum::response::Response {
+    match emu.hosted_objects(&namespace) {
+        Some(objects) => Json(objects).into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            format!("no hosted cluster API for namespace {namespace}"),
+        )
+            .into_response(),
+    }
 }
 
 async fn requests(State(emu): State<Emulator>) -> Json<std::collections::BTreeMap<String, u64>> {

@@ -163,6 +163,28 @@ impl AdminClient {
         Ok(Self::check(resp).await?.json().await?)
     }
 
+    /// The hosted clusters' APIs: control-plane namespace → path under the served URL
+    /// (`GET /hosted`).
+    pub async fn hosted_apis(&self) -> Result<BTreeMap<String, String>, AdminError> {
+        let resp = self
+            .http
+            .get(format!("{}/hosted", self.base))
+            .send()
+            .await?;
+        Ok(Self::check(resp).await?.json().await?)
+    }
+
+    /// Every object of the hosted cluster whose control plane runs in `namespace`
+    /// (`GET /hosted/{namespace}/objects`); an error (404) when it has no API.
+    pub async fn hosted_objects(&self, namespace: &str) -> Result<Vec<Value>, AdminError> {
+        let resp = self
+            .http
+            .get(format!("{}/hosted/{namespace}/objects", self.base))
+            .send()
+            .await?;
+        Ok(Self::check(resp).await?.json().await?)
+    }
+
     /// Request counts keyed `"<verb> <resource>"`.
     pub async fn requests(&self) -> Result<BTreeMap<String, u64>, AdminError> {
         let resp = self

@@ -21,6 +21,10 @@ pub struct Config {
     /// Time the operator's finalizer holds a deleted object (row 13e: ~11 min real). A
     /// HostedCluster also waits for its NodePools to go.
     pub deletion_after: Duration,
+    /// Time from a Deployment's new generation to its pods being available (the simulated
+    /// deployment controller's `Available=True`), given nodes to run on; also how long Package
+    /// Operator's per-cluster `remote-phase` Package takes to become available.
+    pub deployment_available_after: Duration,
     /// Watch events kept for resumption; older resourceVersions get 410 `Expired`.
     pub watch_history: usize,
     /// Interval of BOOKMARK events on watches that allow them.
@@ -55,6 +59,7 @@ impl Default for Config {
             node_pool_ready_after: Duration::from_secs(5),
             control_plane_upgrade_after: Duration::from_secs(8),
             deletion_after: Duration::from_secs(3),
+            deployment_available_after: Duration::from_secs(2),
             watch_history: 1000,
             bookmark_interval: Duration::from_secs(5),
             initial_namespaces: ["default", "kube-system", "kube-public", "kube-node-lease"]
@@ -74,6 +79,7 @@ impl Config {
             node_pool_ready_after: delay,
             control_plane_upgrade_after: delay,
             deletion_after: delay,
+            deployment_available_after: delay,
             bookmark_interval: Duration::from_millis(500),
             ..Self::default()
         }

@@ -16,6 +16,14 @@
 //! HyperShift's printer columns, protobuf request bodies from client-go's clientsets, and
 //! OpenAPI v3 and v2 generated from the same schemas (`explain`, client-side validation of
 //! older kubectl). `hypersaga dev` runs it; so do tests.
+//!
+//! Each hosted cluster gets a Kubernetes API of its own once its control plane is deployed —
+//! another [`Emulator`] with the hosted profile, served under `/hosted/<control-plane
+//! namespace>` of the same server, with `apps/v1` Deployments, RBAC and CRDs besides the core
+//! kinds — and the management cluster runs a simulated Package Operator: ObjectDeployments,
+//! ObjectSets and ObjectSetPhases whose `hosted-cluster` phases go through that API, with
+//! PKO's conditions, probes, ordering, revisions and teardown (module `pko`; the crate's
+//! `README.md`, "Package Operator and hosted clusters").
 #![forbid(unsafe_code)]
 
 mod admin;
@@ -28,13 +36,16 @@ mod error;
 mod events;
 mod faults;
 mod fieldpath;
+mod gc;
 mod kinds;
 mod kubeconfig;
+mod label_selector;
 mod managedfields;
 mod meta;
 mod normalize;
 mod operator;
 mod patch;
+mod pko;
 mod protobuf;
 mod pruning;
 mod recorder;
@@ -42,6 +53,7 @@ mod registry;
 mod schema;
 mod selectors;
 mod store;
+mod strategies;
 mod typed;
 mod validation;
 mod workers;
@@ -49,7 +61,7 @@ mod workers;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 pub use config::{AzureEndpoints, Config};
 pub use error::ApiError;
@@ -57,7 +69,17 @@ pub use faults::{ApiFault, Fault, FaultKind, InstalledApiFault};
 pub use kubeconfig::{CONTEXT, kubeconfig_yaml};
 pub use workers::token::{TokenError, service_account_token};
 
+use kinds::Profile;
 use store::Store;
+
+/// Where the emulator's HTTPS API is reachable, and the CA that signs its certificate: what
+/// a kubeconfig for one of its hosted clusters needs.
+#[derive(Debug, Clone)]
+pub struct ServedAt {
+    /// `https://host:port`, without a trailing slash.
+    pub url: String,
+    pub ca_pem: String,
+}
 
 /// The emulator: one object store, one simulated operator. Cheap to clone (shared state).
 #[derive(Clone)]
@@ -74,12 +96,29 @@ pub(crate) struct Shared {
     /// Simulated workload of autoscaled NodePools, in nodes, by `<namespace>/<name>`.
     pub(crate) demand: Mutex<BTreeMap<String, i64>>,
     operator_started: AtomicBool,
+    /// Which API this instance serves (a management cluster, or one hosted cluster's).
+    pub(crate) profile: Profile,
+    /// Set once, after serving ([`Emulator::set_served_at`]).
+    pub(crate) served_at: OnceLock<ServedAt>,
+    /// The hosted clusters' APIs, by control-plane namespace (management profile only).
+    pub(crate) hosted: Mutex<BTreeMap<String, Emulator>>,
 }
 
 impl Emulator {
     /// A fresh emulator with the configured initial namespaces.
     pub fn new(config: Config) -> Self {
         let store = Store::new(config.watch_history);
+        Self::with_store(config, store, Profile::Management)
+    }
+
+    /// A hosted cluster's API: its own store (waking `changed`, the management operator's
+    /// signal) and token, serving only the kinds of a hosted cluster.
+    pub(crate) fn hosted(config: Config, changed: Arc<tokio::sync::Notify>) -> Self {
+        let store = Store::with_notify(config.watch_history, changed);
+        Self::with_store(config, store, Profile::Hosted)
+    }
+
+    fn with_store(config: Config, store: Store, profile: Profile) -> Self {
         for ns in &config.initial_namespaces {
             let obj = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
             // kube-apiserver's bootstrap controller creates these as manager `kube-apiserver`.
@@ -98,6 +137,9 @@ impl Emulator {
                 requests: Mutex::new(BTreeMap::new()),
                 demand: Mutex::new(BTreeMap::new()),
                 operator_started: AtomicBool::new(false),
+                profile,
+                served_at: OnceLock::new(),
+                hosted: Mutex::new(BTreeMap::new()),
             }),
         }
     }
@@ -115,6 +157,42 @@ impl Emulator {
             self.spawn_operator(std::future::pending::<()>());
         }
         api::router(self.clone())
+    }
+
+    /// Tells the emulator the URL its [`Emulator::router`] is served at (`https://host:port`)
+    /// and the PEM of the CA that signs it, so the simulated HyperShift can write working
+    /// kubeconfigs for hosted clusters. Only the first call counts; until it is made, hosted
+    /// clusters' APIs exist but no kubeconfig for them is written.
+    pub fn set_served_at(&self, url: impl Into<String>, ca_pem: impl Into<String>) {
+        let url = url.into().trim_end_matches('/').to_owned();
+        let served = ServedAt {
+            url,
+            ca_pem: ca_pem.into(),
+        };
+        if self.shared.served_at.set(served).is_err() {
+            tracing::debug!("served URL already set; keeping the first");
+        }
+        self.shared.store.changed.notify_one();
+    }
+
+    /// The hosted clusters' APIs: control-plane namespace → URL path prefix under the served
+    /// URL (`/hosted/<namespace>`), what `GET /hosted` on the admin API returns.
+    pub fn hosted_apis(&self) -> BTreeMap<String, String> {
+        lock(&self.shared.hosted)
+            .keys()
+            .map(|ns| (ns.clone(), format!("/hosted/{ns}")))
+            .collect()
+    }
+
+    /// Every object stored by the hosted cluster whose control plane runs in `namespace`
+    /// (what `GET /hosted/{namespace}/objects` returns); `None` when there is no such API.
+    pub fn hosted_objects(&self, namespace: &str) -> Option<Vec<serde_json::Value>> {
+        self.hosted_api(namespace).map(|h| h.objects())
+    }
+
+    /// The API of the hosted cluster whose control plane runs in `namespace`.
+    pub(crate) fn hosted_api(&self, namespace: &str) -> Option<Emulator> {
+        lock(&self.shared.hosted).get(namespace).cloned()
     }
 
     /// The admin API (plain HTTP): fault injection, object dump, request counts.

@@ -86,6 +86,9 @@ fn validate(res: ResourceId, next: &Value, old: Option<&Value>, scope: Scope) ->
             if let Some(check) = def.validate {
                 causes.extend(check(next));
             }
+            if let (Some(check), Some(old)) = (def.validate_update, old) {
+                causes.extend(check(next, old));
+            }
             causes
         }
         Scope::Status => match (node.field("status"), next.get("status")) {

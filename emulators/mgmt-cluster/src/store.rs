@@ -80,6 +80,12 @@ pub struct Subscription {
 impl Store {
     /// An empty store keeping the last `history_limit` events for watch resumption.
     pub fn new(history_limit: usize) -> Self {
+        Self::with_notify(history_limit, Arc::new(Notify::new()))
+    }
+
+    /// An empty store that wakes `changed` after every change: a hosted cluster's store
+    /// wakes the management cluster's operator, which runs that cluster's controllers.
+    pub fn with_notify(history_limit: usize, changed: Arc<Notify>) -> Self {
         let (events, _) = broadcast::channel(history_limit.max(16));
         Self {
             state: Mutex::new(State {
@@ -90,7 +96,7 @@ impl Store {
             }),
             history_limit: history_limit.max(1),
             events,
-            changed: Arc::new(Notify::new()),
+            changed,
         }
     }
 

@@ -719,3 +719,61 @@ async fn get_watch_streams_changes() {
         "{seen:?}"
     );
 }
+
+/// Package Operator's kinds print their CRDs' columns (`config/crds` of PKO), and
+/// `kubectl describe` shows an ObjectDeployment's conditions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn object_deployments_get_and_describe() {
+    let (_h, k) = started().await;
+    k.ok(&["create", "namespace", "addons"]).await;
+    let od = json!({
+        "apiVersion": "package-operator.run/v1alpha1", "kind": "ObjectDeployment",
+        "metadata": {"name": "addon", "namespace": "addons"},
+        "spec": {
+            "selector": {"matchLabels": {"addon": "x"}},
+            "template": {"metadata": {"labels": {"addon": "x"}}, "spec": {"phases": [
+                {"name": "config", "objects": [{"object": {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "addon-config"}, "data": {"a": "b"}}}]}
+            ]}}
+        }
+    });
+    let path = k.manifest("od.json", &od);
+    k.ok(&["apply", "--server-side", "-f", &path]).await;
+    let table = k
+        .until(&["get", "objectdeployments", "-A"], &["True", "False"])
+        .await;
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "NAMESPACE",
+            "NAME",
+            "AVAILABLE",
+            "PROGRESSING",
+            "PAUSED",
+            "REVISION",
+            "AGE"
+        ]
+    );
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(
+        row[..5],
+        ["addons", "addon", "True", "False", "1"],
+        "{table}"
+    );
+    let sets = k.ok(&["get", "os", "-n", "addons", "-o", "wide"]).await;
+    assert!(
+        sets.lines().next().unwrap().contains("INTRANSITION"),
+        "{sets}"
+    );
+    let described = k
+        .ok(&["describe", "objectdeployment", "addon", "-n", "addons"])
+        .await;
+    for wanted in [
+        "Latest Revision is Available.",
+        "Update concluded.",
+        "Template Hash:",
+    ] {
+        assert!(described.contains(wanted), "{wanted}:\n{described}");
+    }
+}

@@ -228,6 +228,8 @@ async fn serve_mgmt(a: ServeMgmtArgs) -> anyhow::Result<ExitCode> {
         &a.kubeconfig_out,
         hypersaga_emulator_mgmt::kubeconfig_yaml(&a.server_url, &ca_pem, &token).as_bytes(),
     )?;
+    // Hosted clusters' kubeconfigs point at this server's `/hosted/<namespace>` APIs.
+    emulator.set_served_at(a.server_url.clone(), ca_pem.clone());
     let servers = [
         spawn_tls(api, emulator.router(), &cert, &shutdown),
         spawn_http(admin, emulator.admin_router(), &shutdown)?,

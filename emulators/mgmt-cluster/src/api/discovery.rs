@@ -9,14 +9,15 @@
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::Path;
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use http::HeaderMap;
 use serde_json::{Value, json};
 
 use super::negotiate::parse_accept;
+use crate::Emulator;
 use crate::error::ApiError;
-use crate::kinds::{self, KINDS, ResourceDef};
+use crate::kinds::{self, KINDS, Profile, ResourceDef};
 
 /// The media type of aggregated discovery v2, as client-go asks for and recognizes it.
 const AGGREGATED_V2: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
@@ -77,10 +78,14 @@ fn aggregated(items: Vec<Value>) -> Response {
         .unwrap_or_else(|e| ApiError::internal(e.to_string()).into_response())
 }
 
-fn served<'a>(group: &'a str, version: &'a str) -> impl Iterator<Item = &'static ResourceDef> + 'a {
+fn served<'a>(
+    profile: Profile,
+    group: &'a str,
+    version: &'a str,
+) -> impl Iterator<Item = &'static ResourceDef> + 'a {
     KINDS
         .iter()
-        .filter(move |d| d.group == group && d.version == version)
+        .filter(move |d| d.group == group && d.version == version && d.served_by.serves(profile))
 }
 
 /// `APIResourceDiscovery` of one kind.
@@ -102,11 +107,11 @@ fn resource_discovery(def: &ResourceDef) -> Value {
 }
 
 /// `APIGroupDiscovery` of a group (`""` for the core group).
-fn group_discovery(group: &str, versions: &[&str]) -> Value {
+fn group_discovery(profile: Profile, group: &str, versions: &[&str]) -> Value {
     let versions: Vec<Value> = versions
         .iter()
         .map(|v| {
-            let mut resources: Vec<&ResourceDef> = served(group, v).collect();
+            let mut resources: Vec<&ResourceDef> = served(profile, group, v).collect();
             resources.sort_by_key(|d| d.plural);
             json!({
                 "version": v,
@@ -122,9 +127,9 @@ fn group_discovery(group: &str, versions: &[&str]) -> Value {
     json!({"metadata": metadata, "versions": versions})
 }
 
-pub(super) async fn core_versions(headers: HeaderMap) -> Response {
+pub(super) async fn core_versions(State(emu): State<Emulator>, headers: HeaderMap) -> Response {
     if wants_aggregated(&headers) {
-        return aggregated(vec![group_discovery("", &["v1"])]);
+        return aggregated(vec![group_discovery(emu.shared().profile, "", &["v1"])]);
     }
     Json(json!({
         "kind": "APIVersions", "versions": ["v1"],
@@ -133,14 +138,14 @@ pub(super) async fn core_versions(headers: HeaderMap) -> Response {
     .into_response()
 }
 
-fn resource_list(group: &str, version: &str) -> Value {
+fn resource_list(profile: Profile, group: &str, version: &str) -> Value {
     let group_version = if group.is_empty() {
         version.to_owned()
     } else {
         format!("{group}/{version}")
     };
     let mut resources = Vec::new();
-    for def in served(group, version) {
+    for def in served(profile, group, version) {
         resources.push(resource_entry(def));
         if def.status_subresource {
             resources.push(json!({
@@ -165,12 +170,12 @@ fn resource_entry(def: &ResourceDef) -> Value {
     entry
 }
 
-pub(super) async fn core_resources() -> Json<Value> {
-    Json(resource_list("", "v1"))
+pub(super) async fn core_resources(State(emu): State<Emulator>) -> Json<Value> {
+    Json(resource_list(emu.shared().profile, "", "v1"))
 }
 
-fn group_doc(group: &str) -> Option<Value> {
-    let versions: Vec<Value> = kinds::groups()
+fn group_doc(profile: Profile, group: &str) -> Option<Value> {
+    let versions: Vec<Value> = kinds::groups(profile)
         .into_iter()
         .filter(|(g, _)| *g == group)
         .map(|(g, v)| json!({"groupVersion": format!("{g}/{v}"), "version": v}))
@@ -179,33 +184,37 @@ fn group_doc(group: &str) -> Option<Value> {
     Some(json!({"name": group, "versions": versions, "preferredVersion": preferred}))
 }
 
-fn group_names() -> Vec<&'static str> {
-    let mut names: Vec<&str> = kinds::groups().into_iter().map(|(g, _)| g).collect();
+fn group_names(profile: Profile) -> Vec<&'static str> {
+    let mut names: Vec<&str> = kinds::groups(profile).into_iter().map(|(g, _)| g).collect();
     names.dedup();
     names
 }
 
-pub(super) async fn groups(headers: HeaderMap) -> Response {
+pub(super) async fn groups(State(emu): State<Emulator>, headers: HeaderMap) -> Response {
+    let profile = emu.shared().profile;
     if wants_aggregated(&headers) {
-        let items = group_names()
+        let items = group_names(profile)
             .into_iter()
             .map(|g| {
-                let versions: Vec<&str> = kinds::groups()
+                let versions: Vec<&str> = kinds::groups(profile)
                     .into_iter()
                     .filter(|(name, _)| *name == g)
                     .map(|(_, v)| v)
                     .collect();
-                group_discovery(g, &versions)
+                group_discovery(profile, g, &versions)
             })
             .collect();
         return aggregated(items);
     }
-    let groups: Vec<Value> = group_names().into_iter().filter_map(group_doc).collect();
+    let groups: Vec<Value> = group_names(profile)
+        .into_iter()
+        .filter_map(|g| group_doc(profile, g))
+        .collect();
     Json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})).into_response()
 }
 
-pub(super) async fn group(Path(group): Path<String>) -> Response {
-    match group_doc(&group) {
+pub(super) async fn group(State(emu): State<Emulator>, Path(group): Path<String>) -> Response {
+    match group_doc(emu.shared().profile, &group) {
         Some(mut doc) => {
             doc["kind"] = json!("APIGroup");
             doc["apiVersion"] = json!("v1");
@@ -215,14 +224,18 @@ pub(super) async fn group(Path(group): Path<String>) -> Response {
     }
 }
 
-pub(super) async fn group_resources(Path((group, version)): Path<(String, String)>) -> Response {
-    if !kinds::groups()
+pub(super) async fn group_resources(
+    State(emu): State<Emulator>,
+    Path((group, version)): Path<(String, String)>,
+) -> Response {
+    let profile = emu.shared().profile;
+    if !kinds::groups(profile)
         .iter()
         .any(|(g, v)| *g == group && *v == version)
     {
         return ApiError::resource_not_found(&format!("/apis/{group}/{version}")).into_response();
     }
-    Json(resource_list(&group, &version)).into_response()
+    Json(resource_list(profile, &group, &version)).into_response()
 }
 
 #[cfg(test)]
@@ -247,14 +260,14 @@ mod tests {
 
     #[test]
     fn aggregated_resources_name_their_kinds() {
-        let g = group_discovery("hypershift.openshift.io", &["v1beta1"]);
+        let g = group_discovery(Profile::Management, "hypershift.openshift.io", &["v1beta1"]);
         let hc = &g["versions"][0]["resources"][0];
         assert_eq!(hc["resource"], "hostedclusters");
         assert_eq!(hc["responseKind"]["kind"], "HostedCluster");
         assert_eq!(hc["scope"], "Namespaced");
         assert_eq!(hc["shortNames"], json!(["hc", "hcs"]));
         assert_eq!(hc["subresources"][0]["subresource"], "status");
-        let core = group_discovery("", &["v1"]);
+        let core = group_discovery(Profile::Management, "", &["v1"]);
         assert!(core["metadata"].get("name").is_none());
         let names: Vec<&str> = core["versions"][0]["resources"]
             .as_array()
@@ -262,6 +275,17 @@ mod tests {
             .iter()
             .filter_map(|r| r["resource"].as_str())
             .collect();
-        assert_eq!(names, ["configmaps", "events", "namespaces", "secrets"]);
+        assert_eq!(
+            names,
+            [
+                "configmaps",
+                "events",
+                "namespaces",
+                "secrets",
+                "serviceaccounts"
+            ]
+        );
+        let hosted = group_names(Profile::Hosted);
+        assert!(hosted.contains(&"apps") && !hosted.contains(&"hypershift.openshift.io"));
     }
 }

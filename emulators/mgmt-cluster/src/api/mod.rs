@@ -14,14 +14,15 @@ mod watch;
 mod writes;
 
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::{Path, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
+use tower::ServiceExt;
 
 use crate::Emulator;
 use crate::error::{ApiError, ApiResult};
-use crate::kinds::{self, KINDS, ResourceId};
+use crate::kinds::{self, KINDS, Profile, ResourceId};
 
 pub(crate) fn router(emu: Emulator) -> Router {
     Router::new()
@@ -38,6 +39,8 @@ pub(crate) fn router(emu: Emulator) -> Router {
         .route("/openapi/v3/{*rest}", get(openapi::group_version))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(emu.clone(), authenticate))
+        // Each hosted cluster's API authenticates with its own token.
+        .route("/hosted/{namespace}/{*rest}", any(hosted))
         .route("/healthz", get(ok))
         .route("/readyz", get(ok))
         .route("/livez", get(ok))
@@ -46,6 +49,41 @@ pub(crate) fn router(emu: Emulator) -> Router {
 
 async fn ok() -> &'static str {
     "ok"
+}
+
+/// A hosted cluster's API, a virtual server under `/hosted/<control-plane namespace>` (a
+/// path in the server URL, which kubectl and kube-rs keep as a prefix, like Rancher's
+/// cluster proxy): the request goes to that cluster's own API with the prefix removed.
+/// Once the cluster is gone, so is its API.
+async fn hosted(
+    State(emu): State<Emulator>,
+    Path((namespace, rest)): Path<(String, String)>,
+    req: Request,
+) -> Response {
+    let Some(cluster) = emu.hosted_api(&namespace) else {
+        return ApiError::resource_not_found(req.uri().path()).into_response();
+    };
+    let path_and_query = match req.uri().query() {
+        Some(q) => format!("/{rest}?{q}"),
+        None => format!("/{rest}"),
+    };
+    let uri = match path_and_query.parse::<http::Uri>() {
+        Ok(uri) => uri,
+        Err(e) => return ApiError::bad_request(e.to_string()).into_response(),
+    };
+    // A new request of the same method, headers and body: the outer route's extensions
+    // (its path parameters) must not reach the inner router.
+    let (parts, body) = req.into_parts();
+    let mut inner = Request::new(body);
+    *inner.method_mut() = parts.method;
+    *inner.uri_mut() = uri;
+    *inner.version_mut() = parts.version;
+    *inner.headers_mut() = parts.headers;
+    let served = router(cluster).oneshot(inner).await;
+    match served {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
 }
 
 async fn not_found(req: Request) -> Response {
@@ -78,12 +116,17 @@ pub(crate) struct Target {
 
 /// Parses the part of a resource URL after `/api/v1/` or `/apis/{g}/{v}/`:
 /// `{plural}[/{name}[/{sub}]]` or `namespaces/{ns}/{plural}[/{name}[/{sub}]]`.
-pub(crate) fn parse_target(group: &str, version: &str, rest: &str) -> ApiResult<Target> {
+pub(crate) fn parse_target(
+    profile: Profile,
+    group: &str,
+    version: &str,
+    rest: &str,
+) -> ApiResult<Target> {
     let segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
     let missing = || ApiError::resource_not_found(rest);
     let namespaced_path = segs.len() >= 3
         && segs[0] == "namespaces"
-        && kinds::lookup(group, version, segs[2]).is_some_and(|r| KINDS[r].namespaced);
+        && kinds::lookup(profile, group, version, segs[2]).is_some_and(|r| KINDS[r].namespaced);
     let (namespace, tail) = if namespaced_path {
         (Some(segs[1]), &segs[2..])
     } else {
@@ -95,7 +138,7 @@ pub(crate) fn parse_target(group: &str, version: &str, rest: &str) -> ApiResult<
         [p, n, s] => (*p, Some(*n), Some(*s)),
         _ => return Err(missing()),
     };
-    let res = kinds::lookup(group, version, plural).ok_or_else(missing)?;
+    let res = kinds::lookup(profile, group, version, plural).ok_or_else(missing)?;
     let def = &KINDS[res];
     if sub.is_some_and(|s| s != "status" || !def.status_subresource) {
         return Err(missing());
@@ -117,26 +160,41 @@ mod tests {
 
     #[test]
     fn parses_paths() {
-        let t = parse_target("", "v1", "namespaces/foo").unwrap();
+        let t = parse_target(Profile::Management, "", "v1", "namespaces/foo").unwrap();
         assert_eq!((t.res, t.name.as_deref()), (kinds::NAMESPACES, Some("foo")));
-        let t = parse_target("", "v1", "namespaces/foo/status").unwrap();
+        let t = parse_target(Profile::Management, "", "v1", "namespaces/foo/status").unwrap();
         assert_eq!(t.subresource.as_deref(), Some("status"));
-        let t = parse_target("", "v1", "namespaces/foo/secrets/bar").unwrap();
+        let t = parse_target(Profile::Management, "", "v1", "namespaces/foo/secrets/bar").unwrap();
         assert_eq!(
             (t.res, t.namespace.as_deref(), t.name.as_deref()),
             (kinds::SECRETS, Some("foo"), Some("bar"))
         );
         let t = parse_target(
+            Profile::Management,
             "hypershift.openshift.io",
             "v1beta1",
             "namespaces/c/hostedclusters/x/status",
         )
         .unwrap();
         assert_eq!(t.res, kinds::HOSTED_CLUSTERS);
-        let t = parse_target("hypershift.openshift.io", "v1beta1", "nodepools").unwrap();
+        let t = parse_target(
+            Profile::Management,
+            "hypershift.openshift.io",
+            "v1beta1",
+            "nodepools",
+        )
+        .unwrap();
         assert_eq!((t.res, t.namespace), (kinds::NODE_POOLS, None));
-        assert!(parse_target("", "v1", "secrets/x").is_err());
-        assert!(parse_target("", "v1", "namespaces/foo/secrets/bar/status").is_err());
-        assert!(parse_target("", "v1", "pods").is_err());
+        assert!(parse_target(Profile::Management, "", "v1", "secrets/x").is_err());
+        assert!(
+            parse_target(
+                Profile::Management,
+                "",
+                "v1",
+                "namespaces/foo/secrets/bar/status"
+            )
+            .is_err()
+        );
+        assert!(parse_target(Profile::Management, "", "v1", "pods").is_err());
     }
 }

@@ -17,7 +17,7 @@
 use std::sync::LazyLock;
 
 use axum::body::Body;
-use axum::extract::{Path, Query};
+use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value, json};
@@ -25,8 +25,9 @@ use sha2::{Digest, Sha512};
 
 use super::negotiate::parse_accept;
 use super::resources::Params;
+use crate::Emulator;
 use crate::error::ApiError;
-use crate::kinds::{KINDS, NAMESPACES, ResourceDef};
+use crate::kinds::{KINDS, NAMESPACES, Profile, ResourceDef};
 use crate::schema;
 use crate::schema::docs::description;
 use crate::schema::openapi::{Style, to_openapi};
@@ -68,11 +69,17 @@ fn gv_path(def: &ResourceDef) -> String {
     }
 }
 
-/// The component name of a kind: `io.k8s.api.core.v1.Secret` for built-in kinds, the
-/// reversed group for custom resources (`io.openshift.hypershift.v1beta1.HostedCluster`).
+/// The component name of a kind: `io.k8s.api.core.v1.Secret` for built-in kinds (the
+/// apiextensions server's own package for CRDs), the reversed group for custom resources
+/// (`io.openshift.hypershift.v1beta1.HostedCluster`).
 fn component(def: &ResourceDef, kind: &str) -> String {
-    if def.group.is_empty() {
-        format!("io.k8s.api.core.{}.{kind}", def.version)
+    if def.group == "apiextensions.k8s.io" {
+        format!(
+            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.{}.{kind}",
+            def.version
+        )
+    } else if def.builtin {
+        format!("io.k8s.api.{}.{}.{kind}", def.go_package(), def.version)
     } else {
         let reversed: Vec<&str> = def.group.split('.').rev().collect();
         format!("{}.{}.{kind}", reversed.join("."), def.version)
@@ -94,7 +101,7 @@ fn kind_schema(res: usize, spec: Spec) -> Value {
     let def = &KINDS[res];
     let style = Style {
         docs: def.kind,
-        builtin: def.group.is_empty(),
+        builtin: def.builtin,
         v2: spec == Spec::V2,
     };
     let mut s = to_openapi(schema::for_kind(res), style, "");
@@ -290,9 +297,9 @@ pub(super) fn paths_and_schemas(
 }
 
 /// One group-version's document.
-fn document(gv: &str) -> Option<Value> {
+fn document(profile: Profile, gv: &str) -> Option<Value> {
     let kinds: Vec<usize> = (0..KINDS.len())
-        .filter(|r| gv_path(&KINDS[*r]) == gv)
+        .filter(|r| gv_path(&KINDS[*r]) == gv && KINDS[*r].served_by.serves(profile))
         .collect();
     if kinds.is_empty() {
         return None;
@@ -327,20 +334,37 @@ impl Served {
 }
 
 /// Every group-version's document, built once (the schemas never change while running).
-static DOCUMENTS: LazyLock<Vec<(String, Served)>> = LazyLock::new(|| {
-    let mut gvs: Vec<String> = KINDS.iter().map(gv_path).collect();
+/// Every group-version's document served on a server of `profile`.
+fn build_documents(profile: Profile) -> Vec<(String, Served)> {
+    let mut gvs: Vec<String> = KINDS
+        .iter()
+        .filter(|d| d.served_by.serves(profile))
+        .map(gv_path)
+        .collect();
     gvs.dedup();
     gvs.into_iter()
-        .filter_map(|gv| document(&gv).map(|d| (gv, Served::new(&d))))
+        .filter_map(|gv| document(profile, &gv).map(|d| (gv, Served::new(&d))))
         .collect()
-});
+}
+
+/// The documents of `profile`, built once (the schemas never change while running).
+fn documents(profile: Profile) -> &'static [(String, Served)] {
+    static MANAGEMENT: LazyLock<Vec<(String, Served)>> =
+        LazyLock::new(|| build_documents(Profile::Management));
+    static HOSTED: LazyLock<Vec<(String, Served)>> =
+        LazyLock::new(|| build_documents(Profile::Hosted));
+    match profile {
+        Profile::Management => &MANAGEMENT,
+        Profile::Hosted => &HOSTED,
+    }
+}
 
 fn served_url(gv: &str, hash: &str) -> String {
     format!("/openapi/v3/{gv}?hash={hash}")
 }
 
-static ROOT: LazyLock<Served> = LazyLock::new(|| {
-    let paths: Map<String, Value> = DOCUMENTS
+fn build_root(profile: Profile) -> Served {
+    let paths: Map<String, Value> = documents(profile)
         .iter()
         .map(|(gv, s)| {
             (
@@ -350,7 +374,17 @@ static ROOT: LazyLock<Served> = LazyLock::new(|| {
         })
         .collect();
     Served::new(&json!({"paths": paths}))
-});
+}
+
+/// The `/openapi/v3` index of `profile`.
+fn root_of(profile: Profile) -> &'static Served {
+    static MANAGEMENT: LazyLock<Served> = LazyLock::new(|| build_root(Profile::Management));
+    static HOSTED: LazyLock<Served> = LazyLock::new(|| build_root(Profile::Hosted));
+    match profile {
+        Profile::Management => &MANAGEMENT,
+        Profile::Hosted => &HOSTED,
+    }
+}
 
 fn quoted(hash: &str) -> String {
     format!("\"{hash}\"")
@@ -393,8 +427,13 @@ fn http_date_in_a_year() -> String {
     at.format(&format).unwrap_or_default()
 }
 
-pub(super) async fn root(headers: HeaderMap) -> Response {
-    serve(&ROOT, "application/json", &headers, &[])
+pub(super) async fn root(State(emu): State<Emulator>, headers: HeaderMap) -> Response {
+    serve(
+        root_of(emu.shared().profile),
+        "application/json",
+        &headers,
+        &[],
+    )
 }
 
 /// Whether `Accept` admits JSON (kube-openapi also serves protobuf, which the emulator
@@ -410,12 +449,16 @@ fn accepts_json(headers: &HeaderMap) -> bool {
 }
 
 pub(super) async fn group_version(
+    State(emu): State<Emulator>,
     Path(rest): Path<String>,
     Query(params): Query<Params>,
     headers: HeaderMap,
 ) -> Response {
     let gv = rest.trim_matches('/');
-    let Some((_, served)) = DOCUMENTS.iter().find(|(g, _)| g == gv) else {
+    let Some((_, served)) = documents(emu.shared().profile)
+        .iter()
+        .find(|(g, _)| g == gv)
+    else {
         return ApiError::resource_not_found(&format!("/openapi/v3/{gv}")).into_response();
     };
     if !accepts_json(&headers) {
@@ -442,7 +485,7 @@ mod tests {
 
     #[test]
     fn explain_finds_each_kind_by_its_gvk() {
-        let doc = document("apis/hypershift.openshift.io/v1beta1").unwrap();
+        let doc = document(Profile::Management, "apis/hypershift.openshift.io/v1beta1").unwrap();
         let schemas = &doc["components"]["schemas"];
         let hc = &schemas["io.openshift.hypershift.v1beta1.HostedCluster"];
         assert_eq!(
@@ -465,8 +508,10 @@ mod tests {
                 .iter()
                 .any(|p| p["name"] == "fieldValidation")
         );
-        let core = document("api/v1").unwrap();
+        let core = document(Profile::Management, "api/v1").unwrap();
         assert!(core["components"]["schemas"]["io.k8s.api.core.v1.Event"].is_object());
-        assert!(ROOT.hash.len() == 128);
+        assert!(root_of(Profile::Management).hash.len() == 128);
+        let hosted = documents(Profile::Hosted);
+        assert!(hosted.iter().all(|(gv, _)| !gv.contains("hypershift")));
     }
 }

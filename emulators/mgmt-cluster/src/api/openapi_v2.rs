@@ -16,16 +16,20 @@ use serde_json::{Value, json};
 
 use super::negotiate::parse_accept;
 use super::openapi::{Served, Spec, paths_and_schemas, serve};
-use crate::kinds::KINDS;
+use crate::Emulator;
+use crate::kinds::{KINDS, Profile};
 use crate::protobuf::Writer;
+use axum::extract::State;
 
 /// The protobuf media types of kube-openapi's v2 handler; both are answered with the second
 /// (the first's `@` is no valid token, so clients could not parse it in a `Content-Type`).
 const PROTOBUF_DEPRECATED: &str = "com.github.proto-openapi.spec.v2@v1.0+protobuf";
 const PROTOBUF: &str = "com.github.proto-openapi.spec.v2.v1.0+protobuf";
 
-fn document() -> Value {
-    let kinds: Vec<usize> = (0..KINDS.len()).collect();
+fn document(profile: Profile) -> Value {
+    let kinds: Vec<usize> = (0..KINDS.len())
+        .filter(|r| KINDS[*r].served_by.serves(profile))
+        .collect();
     let (paths, definitions) = paths_and_schemas(&kinds, Spec::V2);
     json!({
         "swagger": "2.0",
@@ -35,13 +39,23 @@ fn document() -> Value {
     })
 }
 
-/// The document as JSON and as protobuf.
-static DOCUMENT: LazyLock<(Served, Served)> = LazyLock::new(|| {
-    let doc = document();
+fn encoded(profile: Profile) -> (Served, Served) {
+    let doc = document(profile);
     (Served::new(&doc), Served::bytes(encode_document(&doc)))
-});
+}
 
-pub(super) async fn v2(headers: HeaderMap) -> Response {
+/// The document of `profile` as JSON and as protobuf, built once.
+fn document_of(profile: Profile) -> &'static (Served, Served) {
+    static MANAGEMENT: LazyLock<(Served, Served)> = LazyLock::new(|| encoded(Profile::Management));
+    static HOSTED: LazyLock<(Served, Served)> = LazyLock::new(|| encoded(Profile::Hosted));
+    match profile {
+        Profile::Management => &MANAGEMENT,
+        Profile::Hosted => &HOSTED,
+    }
+}
+
+pub(super) async fn v2(State(emu): State<Emulator>, headers: HeaderMap) -> Response {
+    let document = document_of(emu.shared().profile);
     let accept = headers
         .get(http::header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -51,13 +65,13 @@ pub(super) async fn v2(headers: HeaderMap) -> Response {
     // The first clause (by preference) that any served type matches, JSON tried first.
     for clause in parse_accept(accept) {
         if clause.admits("application", "json") {
-            return serve(&DOCUMENT.0, "application/json", &headers, &vary);
+            return serve(&document.0, "application/json", &headers, &vary);
         }
         if clause.admits("application", PROTOBUF_DEPRECATED)
             || clause.admits("application", PROTOBUF)
         {
             let content_type = format!("application/{PROTOBUF}");
-            return serve(&DOCUMENT.1, &content_type, &headers, &vary);
+            return serve(&document.1, &content_type, &headers, &vary);
         }
     }
     StatusCode::NOT_ACCEPTABLE.into_response()
@@ -259,7 +273,7 @@ mod tests {
 
     #[test]
     fn every_reference_resolves_and_kinds_carry_their_gvk() {
-        let doc = document();
+        let doc = document(Profile::Management);
         let defs = doc["definitions"].as_object().unwrap();
         fn refs(v: &Value, out: &mut Vec<String>) {
             match v {

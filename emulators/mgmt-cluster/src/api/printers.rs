@@ -169,6 +169,63 @@ const NODE_POOL_COLUMNS: &[CrdColumn] = &[
     ),
 ];
 
+/// `.status.conditions[?(@.type=="<T>")].status`, PKO's condition columns.
+macro_rules! status_of {
+    ($t:literal) => {
+        concat!(".status.conditions[?(@.type==\"", $t, "\")].status")
+    };
+}
+
+const AGE: CrdColumn = col("Age", "date", ".metadata.creationTimestamp", "");
+
+/// `objectdeployments.package-operator.run` (`config/crds`; the CRD's columns carry no
+/// description).
+const OBJECT_DEPLOYMENT_COLUMNS: &[CrdColumn] = &[
+    col("Available", "string", status_of!("Available"), ""),
+    col("Progressing", "string", status_of!("Progressing"), ""),
+    col("Paused", "string", status_of!("Paused"), ""),
+    col("Revision", "string", ".status.revision", ""),
+    AGE,
+];
+
+/// `objectsets.package-operator.run`.
+const OBJECT_SET_COLUMNS: &[CrdColumn] = &[
+    col("Available", "string", status_of!("Available"), ""),
+    col("Paused", "string", status_of!("Paused"), ""),
+    CrdColumn {
+        priority: 1,
+        ..col("Archived", "string", status_of!("Archived"), "")
+    },
+    CrdColumn {
+        priority: 1,
+        ..col("Succeeded", "string", status_of!("Succeeded"), "")
+    },
+    CrdColumn {
+        priority: 1,
+        ..col("InTransition", "string", status_of!("InTransition"), "")
+    },
+    col("Revision", "string", ".spec.revision", ""),
+    AGE,
+];
+
+/// `objectsetphases.package-operator.run`.
+const OBJECT_SET_PHASE_COLUMNS: &[CrdColumn] = &[
+    col("Available", "string", status_of!("Available"), ""),
+    col("Paused", "string", status_of!("Paused"), ""),
+    col("Revision", "string", ".status.revision", ""),
+    AGE,
+];
+
+/// `packages.package-operator.run`.
+const PACKAGE_COLUMNS: &[CrdColumn] = &[
+    col("Available", "string", status_of!("Available"), ""),
+    col("Progressing", "string", status_of!("Progressing"), ""),
+    col("Unpacked", "string", status_of!("Unpacked"), ""),
+    col("Invalid", "string", status_of!("Invalid"), ""),
+    col("Revision", "string", ".status.revision", ""),
+    AGE,
+];
+
 fn doc(type_name: &str, path: &str) -> String {
     description(type_name, path).unwrap_or_default().to_owned()
 }
@@ -298,6 +355,42 @@ pub fn printer(def: &ResourceDef) -> &'static Printer {
                     cells: Cells::Builtin(event_cells),
                 },
             ),
+            (
+                "Deployment",
+                Printer {
+                    columns: vec![
+                        name_column(),
+                        builtin("Ready", "Number of the pod with ready state".into()),
+                        builtin("Up-to-date", "Total number of non-terminated pods targeted by this deployment that have the desired template spec.".into()),
+                        builtin("Available", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.".into()),
+                        age_column(),
+                        wide(builtin("Containers", "Names of each container in the template.".into())),
+                        wide(builtin("Images", "Images referenced by each container in the template.".into())),
+                        wide(builtin("Selector", "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.".into())),
+                    ],
+                    cells: Cells::Builtin(deployment_cells),
+                },
+            ),
+            (
+                "ServiceAccount",
+                Printer {
+                    columns: vec![
+                        name_column(),
+                        builtin("Secrets", "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.".into()),
+                        age_column(),
+                    ],
+                    cells: Cells::Builtin(service_account_cells),
+                },
+            ),
+            ("Role", created_at_printer()),
+            ("ClusterRole", created_at_printer()),
+            ("CustomResourceDefinition", created_at_printer()),
+            ("RoleBinding", binding_printer()),
+            ("ClusterRoleBinding", binding_printer()),
+            ("ObjectDeployment", crd(OBJECT_DEPLOYMENT_COLUMNS)),
+            ("ObjectSet", crd(OBJECT_SET_COLUMNS)),
+            ("ObjectSetPhase", crd(OBJECT_SET_PHASE_COLUMNS)),
+            ("Package", crd(PACKAGE_COLUMNS)),
             ("HostedCluster", crd(HOSTED_CLUSTER_COLUMNS)),
             ("NodePool", crd(NODE_POOL_COLUMNS)),
         ]
@@ -367,6 +460,121 @@ fn namespace_cells(obj: &Value) -> Vec<Value> {
         text(obj, "/metadata/name"),
         text(obj, "/status/phase"),
         age(obj),
+    ]
+}
+
+/// `printDeployment`.
+fn deployment_cells(obj: &Value) -> Vec<Value> {
+    let n = |p: &str| obj.pointer(p).and_then(Value::as_i64).unwrap_or(0);
+    let containers: Vec<&Value> = obj
+        .pointer("/spec/template/spec/containers")
+        .and_then(Value::as_array)
+        .map(|l| l.iter().collect())
+        .unwrap_or_default();
+    let join = |field: &str| {
+        containers
+            .iter()
+            .map(|c| c.get(field).and_then(Value::as_str).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let selector = obj
+        .pointer("/spec/selector/matchLabels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default();
+    vec![
+        text(obj, "/metadata/name"),
+        json!(format!(
+            "{}/{}",
+            n("/status/readyReplicas"),
+            n("/spec/replicas")
+        )),
+        json!(n("/status/updatedReplicas")),
+        json!(n("/status/availableReplicas")),
+        age(obj),
+        json!(join("name")),
+        json!(join("image")),
+        json!(selector),
+    ]
+}
+
+/// `printServiceAccount`.
+fn service_account_cells(obj: &Value) -> Vec<Value> {
+    let secrets = obj
+        .get("secrets")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    vec![text(obj, "/metadata/name"), json!(secrets), age(obj)]
+}
+
+/// `printRole`, `printClusterRole`, and the CRD registry's table: name and creation time.
+fn created_at_printer() -> Printer {
+    Printer {
+        columns: vec![
+            name_column(),
+            builtin("Created At", doc("ObjectMeta", "creationTimestamp")),
+        ],
+        cells: Cells::Builtin(|obj| {
+            vec![
+                text(obj, "/metadata/name"),
+                text(obj, "/metadata/creationTimestamp"),
+            ]
+        }),
+    }
+}
+
+/// `printRoleBinding`/`printClusterRoleBinding`: the role, the age, the subjects (wide).
+fn binding_printer() -> Printer {
+    Printer {
+        columns: vec![
+            name_column(),
+            builtin("Role", "Role".into()),
+            age_column(),
+            wide(builtin("Users", "Users in the roleBinding".into())),
+            wide(builtin("Groups", "Groups in the roleBinding".into())),
+            wide(builtin(
+                "ServiceAccounts",
+                "ServiceAccounts in the roleBinding".into(),
+            )),
+        ],
+        cells: Cells::Builtin(binding_cells),
+    }
+}
+
+fn binding_cells(obj: &Value) -> Vec<Value> {
+    let subjects: Vec<&Value> = obj
+        .get("subjects")
+        .and_then(Value::as_array)
+        .map(|l| l.iter().collect())
+        .unwrap_or_default();
+    let of = |kind: &str| {
+        subjects
+            .iter()
+            .filter(|s| s["kind"] == kind)
+            .map(|s| match (str_at(s, "/namespace"), str_at(s, "/name")) {
+                (ns, name) if kind == "ServiceAccount" => format!("{ns}/{name}"),
+                (_, name) => name.to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    vec![
+        text(obj, "/metadata/name"),
+        json!(format!(
+            "{}/{}",
+            str_at(obj, "/roleRef/kind"),
+            str_at(obj, "/roleRef/name")
+        )),
+        age(obj),
+        json!(of("User")),
+        json!(of("Group")),
+        json!(of("ServiceAccount")),
     ]
 }
 

@@ -58,7 +58,7 @@ fn handle(
     headers: &HeaderMap,
     body: &Bytes,
 ) -> Response {
-    let prepared = parse_target(group, version, rest).and_then(|target| {
+    let prepared = parse_target(emu.shared().profile, group, version, rest).and_then(|target| {
         let verb = verb(&method, &target, params)?;
         let def = &KINDS[target.res];
         let resource = match &target.subresource {
@@ -217,7 +217,7 @@ impl Req<'_> {
     /// serializer, so the request is no 415, but it cannot decode into an unstructured object.
     fn protobuf_body(&self) -> ApiResult<Value> {
         let expected = self.def.kind;
-        if !self.def.group.is_empty() {
+        if !self.def.builtin {
             return Err(ApiError::bad_request(format!(
                 "{expected} in version {:?} cannot be handled as a {expected}: custom resources \
                  cannot be decoded from protobuf",
@@ -399,6 +399,29 @@ impl Req<'_> {
                     return Err(err);
                 }
             }
+        }
+        let policy = self
+            .params
+            .get("propagationPolicy")
+            .map(String::as_str)
+            .or_else(|| {
+                options
+                    .as_ref()
+                    .and_then(|o| o.get("propagationPolicy"))
+                    .and_then(Value::as_str)
+            });
+        if policy == Some("Foreground") && !dry_run {
+            // The garbage collector deletes the dependents first (`crate::gc`).
+            let res = self.target.res;
+            store.update(res, self.ns(), self.name(), false, |cur| {
+                let mut next = cur.clone();
+                let mut list = crate::meta::finalizers(&next);
+                if !list.iter().any(|f| f == crate::gc::FOREGROUND) {
+                    list.push(crate::gc::FOREGROUND.to_owned());
+                }
+                crate::meta::set_finalizers(&mut next, list);
+                crate::registry::prepare_update(res, cur, next, Scope::Main, "kube-apiserver")
+            })?;
         }
         let obj = store.delete(self.target.res, self.ns(), self.name(), dry_run)?;
         self.respond(StatusCode::OK, obj)

@@ -96,8 +96,8 @@ pub fn table(
 /// The Go type a transformation error names (`%T` of the object being transformed).
 fn go_type(def: &ResourceDef, list: bool) -> String {
     let suffix = if list { "List" } else { "" };
-    if def.group.is_empty() {
-        format!("*core.{}{suffix}", def.kind)
+    if def.builtin {
+        format!("*{}.{}{suffix}", def.go_package(), def.kind)
     } else {
         format!("*unstructured.Unstructured{suffix}")
     }

@@ -79,7 +79,7 @@ impl Req<'_> {
     /// Custom resources refuse unconditional updates (`AllowUnconditionalUpdate` is false for
     /// CRDs): a PUT must carry the resourceVersion it read (`registry/generic/registry/store.go`).
     fn check_conditional(&self, obj: &Value) -> ApiResult<()> {
-        if self.def.group.is_empty()
+        if (self.def.builtin && self.def.group != "apiextensions.k8s.io")
             || meta_str(obj, "resourceVersion").is_some_and(|rv| !rv.is_empty())
         {
             return Ok(());
@@ -152,7 +152,7 @@ impl Req<'_> {
         let ct = negotiate::media_type(self.headers);
         match ct.as_str() {
             "application/merge-patch+json" | "application/json-patch+json" => self.json_patch(&ct),
-            "application/strategic-merge-patch+json" if self.def.group.is_empty() => {
+            "application/strategic-merge-patch+json" if self.def.builtin => {
                 // Strategic merge patch differs from a merge patch only in how some
                 // built-in lists merge; none of the served built-in kinds relies on that.
                 self.json_patch("application/merge-patch+json")
@@ -160,7 +160,7 @@ impl Req<'_> {
             "application/apply-patch+yaml" => self.apply(),
             // The patch types the endpoint was installed with (`patchTypes`); custom
             // resources have no strategic merge patch.
-            _ if self.def.group.is_empty() => Err(ApiError::unsupported_media_type(&[
+            _ if self.def.builtin => Err(ApiError::unsupported_media_type(&[
                 "application/json-patch+json",
                 "application/merge-patch+json",
                 "application/strategic-merge-patch+json",

@@ -6,11 +6,11 @@ use serde_json::{Value, json};
 use crate::meta::now_rfc3339;
 
 /// A condition HyperShift has not evaluated yet (nothing to copy from the control plane).
-pub(super) fn set_unknown(list: &mut Vec<Value>, type_: &str, message: &str, generation: i64) {
+pub(crate) fn set_unknown(list: &mut Vec<Value>, type_: &str, message: &str, generation: i64) {
     put_condition(list, type_, "Unknown", "StatusUnknown", message, generation);
 }
 
-pub(super) fn conditions_mut(status: &mut Value) -> &mut Vec<Value> {
+pub(crate) fn conditions_mut(status: &mut Value) -> &mut Vec<Value> {
     if !status.get("conditions").is_some_and(Value::is_array) {
         status["conditions"] = json!([]);
     }
@@ -21,7 +21,7 @@ pub(super) fn conditions_mut(status: &mut Value) -> &mut Vec<Value> {
 }
 
 /// Sets a condition, keeping `lastTransitionTime` unless the status flips (metav1 semantics).
-pub(super) fn set_condition(
+pub(crate) fn set_condition(
     list: &mut Vec<Value>,
     type_: &str,
     status: bool,
@@ -34,7 +34,7 @@ pub(super) fn set_condition(
 }
 
 /// Sets a condition to `status` (`True`, `False` or `Unknown`).
-pub(super) fn put_condition(
+pub(crate) fn put_condition(
     list: &mut Vec<Value>,
     type_: &str,
     status: &str,

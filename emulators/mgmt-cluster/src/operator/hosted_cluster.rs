@@ -18,15 +18,14 @@ use super::cluster_version::{
 use super::conditions::{conditions_mut, set_condition, set_unknown};
 use super::hc_inputs::{blocking_condition, check_pull_secret, check_release, ensure_namespace};
 use super::{
-    Deadline, MANAGER, Operator, Track, ensure_finalizer, ns_name, record_condition_events,
+    Deadline, Operator, Track, ensure_finalizer, ns_name, record_condition_events,
     remove_finalizer_after, uid, write_status,
 };
 use crate::Shared;
 use crate::config::Config;
 use crate::faults::{Fault, FaultKind};
-use crate::kinds::{HOSTED_CLUSTERS, NODE_POOLS, SECRETS};
+use crate::kinds::{HOSTED_CLUSTERS, NODE_POOLS};
 use crate::meta::{is_deleting, meta_str};
-use crate::registry;
 use crate::store::Store;
 
 /// Event source. HyperShift's HostedCluster controller records no events, so the name here
@@ -335,12 +334,17 @@ impl Operator {
             }
         };
         set_cvo_conditions(conditions_mut(&mut status), &cvo, generation);
+        // The deployed control plane's kube-apiserver serves its own API.
+        let api = super::hosted_api::ensure(shared, &cp_namespace);
+        let secret = format!("{name}-admin-kubeconfig");
+        let kubeconfig =
+            super::hosted_api::write_kubeconfigs(shared, &api, &cp_namespace, ns, &secret);
         if available {
             let host = endpoint_ip(ns, name);
             status["controlPlaneEndpoint"] = json!({"host": host, "port": KAS_PORT});
-            let secret = format!("{name}-admin-kubeconfig");
-            ensure_kubeconfig_secret(store, ns, &secret, &host);
-            status["kubeconfig"] = json!({"name": secret});
+            if kubeconfig {
+                status["kubeconfig"] = json!({"name": secret});
+            }
         }
         self.finish(store, hc, status, fault);
     }
@@ -433,27 +437,4 @@ fn endpoint_ip(ns: &str, name: &str) -> String {
     }
     let [a, b, c, _] = h.to_be_bytes();
     format!("10.{a}.{b}.{}", c.max(1))
-}
-
-fn ensure_kubeconfig_secret(store: &Store, ns: &str, name: &str, host: &str) {
-    if store.get(SECRETS, ns, name).is_ok() {
-        return;
-    }
-    let kubeconfig = crate::kubeconfig::kubeconfig_yaml(
-        &format!("https://{host}:{KAS_PORT}"),
-        "",
-        "simulated-admin-token",
-    );
-    let secret = json!({
-        "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": name, "namespace": ns,
-            "labels": {"hypershift.openshift.io/safe-to-delete-with-cluster": "true"}},
-        "type": "Opaque",
-        "stringData": {"kubeconfig": kubeconfig},
-    });
-    let created = registry::prepare_create(SECRETS, ns, secret, MANAGER)
-        .and_then(|secret| store.create(SECRETS, ns, secret, false));
-    if let Err(e) = created {
-        tracing::debug!(error = %e, "kubeconfig secret not created");
-    }
 }

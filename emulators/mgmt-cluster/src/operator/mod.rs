@@ -25,13 +25,15 @@ use crate::workers::Workers;
 use crate::{Shared, lock};
 
 mod cluster_version;
-mod conditions;
+pub(crate) mod conditions;
 mod hc_inputs;
+pub(crate) mod hosted_api;
 mod hosted_cluster;
 mod node_pool;
 mod np_conditions;
 mod np_spec;
 mod release;
+pub(crate) mod workloads;
 
 /// The field manager of the simulated operator's writes: controller-runtime clients default
 /// to the binary's name (`hypershift-operator`) and write with updates, not apply.
@@ -82,16 +84,20 @@ struct Track {
 #[derive(Default)]
 struct Operator {
     tracks: HashMap<String, Track>,
+    /// The deployment and CRD controllers of every cluster.
+    workloads: workloads::Workloads,
+    /// The simulated Package Operator.
+    pko: crate::pko::Pko,
     /// CAPI and CAPZ: Azure NodePools' Machines and their VMs.
     workers: Workers,
 }
 
 /// Earliest of the pending deadlines.
 #[derive(Default)]
-struct Deadline(Option<Instant>);
+pub(crate) struct Deadline(Option<Instant>);
 
 impl Deadline {
-    fn at(&mut self, t: Instant) {
+    pub(crate) fn at(&mut self, t: Instant) {
         self.0 = Some(self.0.map_or(t, |d| d.min(t)));
     }
 }
@@ -113,9 +119,57 @@ impl Operator {
         }
         self.tracks.retain(|k, _| live.contains(k));
         self.workers.retain(&live);
+        hosted_api::prune(shared);
+        let hosted = hosted_api::all(shared);
+        // Pods need nodes: in a hosted cluster, a ready node of its NodePools.
+        let mut clusters = vec![workloads::Cluster {
+            store: &shared.store,
+            nodes: true,
+        }];
+        for (ns, api) in &hosted {
+            let nodes = clusters_nodes(&clusters_list(shared), &pools, ns);
+            clusters.push(workloads::Cluster {
+                store: &api.shared().store,
+                nodes,
+            });
+        }
+        self.workloads.reconcile(
+            &clusters,
+            shared.config.deployment_available_after,
+            now,
+            &mut deadline,
+        );
+        let pass = crate::pko::Pass {
+            shared,
+            hosted: &hosted,
+            now,
+        };
+        self.pko.reconcile(&pass, &mut deadline);
+        crate::gc::collect(&shared.store);
         shared.store.finalize_namespaces();
         deadline.0
     }
+}
+
+fn clusters_list(shared: &Shared) -> Vec<Value> {
+    shared.store.list(HOSTED_CLUSTERS, None).0
+}
+
+/// Whether the HostedCluster whose control plane runs in `cp_namespace` has a ready node.
+fn clusters_nodes(clusters: &[Value], pools: &[Value], cp_namespace: &str) -> bool {
+    clusters.iter().any(|hc| {
+        let (ns, name) = ns_name(hc);
+        format!("{ns}-{name}").replace('.', "-") == cp_namespace
+            && pools
+                .iter()
+                .filter(|np| {
+                    meta_str(np, "namespace") == Some(ns)
+                        && np.pointer("/spec/clusterName").and_then(Value::as_str) == Some(name)
+                })
+                .filter_map(|np| np.pointer("/status/replicas").and_then(Value::as_i64))
+                .sum::<i64>()
+                > 0
+    })
 }
 
 fn uid(obj: &Value) -> String {
@@ -180,6 +234,17 @@ fn remove_finalizer_after(
 
 /// Writes `status` unless unchanged; true when it was written.
 fn write_status(store: &Store, res: ResourceId, obj: &Value, status: Value) -> bool {
+    write_status_as(store, res, obj, status, MANAGER)
+}
+
+/// Writes `status` as field manager `manager` unless unchanged; true when it was written.
+pub(crate) fn write_status_as(
+    store: &Store,
+    res: ResourceId,
+    obj: &Value,
+    status: Value,
+    manager: &str,
+) -> bool {
     if obj.get("status") == Some(&status) {
         return false;
     }
@@ -194,7 +259,7 @@ fn write_status(store: &Store, res: ResourceId, obj: &Value, status: Value) -> b
     desired["status"] = status;
     desired["metadata"]["resourceVersion"] = json!(rv);
     let written = store.update(res, ns, name, false, |cur| {
-        registry::prepare_update(res, cur, desired, Scope::Status, MANAGER)
+        registry::prepare_update(res, cur, desired, Scope::Status, manager)
     });
     if let Err(e) = &written {
         tracing::debug!(error = %e, "status not written");

@@ -20,8 +20,10 @@ mod machine;
 mod meta;
 mod nodepool;
 pub mod openapi;
+mod pko;
 mod rules;
 mod shared;
+mod workloads;
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -153,6 +155,16 @@ pub fn for_kind(res: ResourceId) -> &'static Node {
                 kinds::NODE_POOLS => nodepool::node_pool(),
                 kinds::EVENTS => core::event(),
                 kinds::MACHINES => machine::machine(),
+                kinds::DEPLOYMENTS => workloads::deployment(),
+                kinds::SERVICE_ACCOUNTS => workloads::service_account(),
+                kinds::CLUSTER_ROLES => workloads::role(true),
+                kinds::ROLES => workloads::role(false),
+                kinds::CLUSTER_ROLE_BINDINGS | kinds::ROLE_BINDINGS => workloads::role_binding(),
+                kinds::CRDS => workloads::custom_resource_definition(),
+                kinds::OBJECT_DEPLOYMENTS => pko::object_deployment(),
+                kinds::OBJECT_SETS => pko::object_set(),
+                kinds::OBJECT_SET_PHASES => pko::object_set_phase(),
+                kinds::PACKAGES => pko::package(),
                 _ => any(),
             })
             .collect()

@@ -35,6 +35,7 @@ impl Harness {
         .expect("serve the emulator");
         let (url, admin_url) = (served.url.clone(), served.admin_url.clone());
         let ca_pem = ca.cert_pem().to_owned();
+        emulator.set_served_at(url.clone(), ca_pem.clone());
         let client = client_for(&url, &ca_pem, TOKEN).await;
         Self {
             emulator,
