@@ -5,6 +5,7 @@
 mod otlp;
 mod support;
 
+mod addons;
 mod audit_and_lifecycle;
 mod azure_sdks;
 mod cli;

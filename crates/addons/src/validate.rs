@@ -47,6 +47,7 @@ pub fn validate(addon: &Addon) -> Vec<FieldViolation> {
     for (i, phase) in addon.phases.iter().enumerate() {
         let at = format!("phases[{i}]");
         check_phase(&mut v, &at, phase, &addon.phases[..i]);
+        check_namespaces_first(&mut v, &at, phase);
         for (j, o) in phase.objects.iter().enumerate() {
             let at = format!("{at}.objects[{j}].object");
             if let Some(identity) = check_object(&mut v, &at, &o.object, phase, &scopes)
@@ -113,6 +114,32 @@ fn check_phase(v: &mut Vec<FieldViolation>, at: &str, phase: &Phase, before: &[P
                 clip(class)
             ),
         ));
+    }
+}
+
+/// A Namespace and objects in it cannot share a phase: Package Operator dry-runs every object
+/// of a phase before it applies any, and the API server refuses an object of a namespace that
+/// does not exist yet (`PreflightError`).
+fn check_namespaces_first(v: &mut Vec<FieldViolation>, at: &str, phase: &Phase) {
+    let made: BTreeSet<&str> = phase
+        .objects
+        .iter()
+        .map(|o| &o.object)
+        .filter(|o| o["kind"] == "Namespace" && o["apiVersion"] == "v1")
+        .filter_map(|o| o.pointer("/metadata/name").and_then(Value::as_str))
+        .collect();
+    for (j, o) in phase.objects.iter().enumerate() {
+        if let Some(ns) = o
+            .object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            && made.contains(ns)
+        {
+            v.push(FieldViolation::new(
+                format!("{at}.objects[{j}].object.metadata.namespace"),
+                format!("namespace {} is made in this same phase: Package Operator dry-runs a phase's objects before applying any, and the namespace does not exist yet; put the Namespace in an earlier phase", clip(ns)),
+            ));
+        }
     }
 }
 
@@ -216,10 +243,13 @@ mod tests {
 name: logging
 version: 1.4.0
 phases:
-- name: rbac
+- name: namespace
   class: hosted-cluster
   objects:
   - object: {apiVersion: v1, kind: Namespace, metadata: {name: logging}}
+- name: rbac
+  class: hosted-cluster
+  objects:
   - object: {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: log-reader}}
   - object: {apiVersion: v1, kind: ServiceAccount, metadata: {name: collector, namespace: logging}}
 - name: deploy
@@ -279,6 +309,24 @@ phases:
             "{v:#?}"
         );
         assert!(v[7].contains("Namespace is cluster-scoped"), "{}", v[7]);
+    }
+
+    #[test]
+    fn a_namespace_and_its_objects_cannot_share_a_phase() {
+        let v = violations(
+            r#"
+name: logging
+version: "1"
+phases:
+- name: rbac
+  class: hosted-cluster
+  objects:
+  - object: {apiVersion: v1, kind: Namespace, metadata: {name: logging}}
+  - object: {apiVersion: v1, kind: ServiceAccount, metadata: {name: c, namespace: logging}}
+"#,
+        );
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].starts_with("phases[0].objects[1].object.metadata.namespace: namespace \"logging\" is made in this same phase"));
     }
 
     #[test]

@@ -111,10 +111,24 @@ pub async fn delete_check<K>(api: &Api<K>, name: &str, what: &str) -> Result<Che
 where
     K: Resource + Clone + DeserializeOwned + Debug,
 {
+    delete_check_with(api, name, what, &DeleteParams::default()).await
+}
+
+/// [`delete_check`] with `params`: `DeleteParams::foreground()` keeps the object until the
+/// garbage collector has removed what it owns, so "gone" means its dependents are gone too.
+pub async fn delete_check_with<K>(
+    api: &Api<K>,
+    name: &str,
+    what: &str,
+    params: &DeleteParams,
+) -> Result<Check<()>, StepError>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
     let Some(obj) = get_opt(api, name).await.map_err(|e| step_error(&e, what))? else {
         return Ok(Check::Done(()));
     };
-    if obj.meta().deletion_timestamp.is_none() && !delete(api, name, what).await? {
+    if obj.meta().deletion_timestamp.is_none() && !delete_with(api, name, what, params).await? {
         return Ok(Check::Done(()));
     }
     let finalizers = obj.meta().finalizers.clone().unwrap_or_default();
@@ -205,11 +219,22 @@ pub async fn delete<K>(api: &Api<K>, name: &str, what: &str) -> Result<bool, Ste
 where
     K: Resource + Clone + DeserializeOwned + Debug,
 {
+    delete_with(api, name, what, &DeleteParams::default()).await
+}
+
+/// [`delete`] with `params` (a propagation policy).
+async fn delete_with<K>(
+    api: &Api<K>,
+    name: &str,
+    what: &str,
+    params: &DeleteParams,
+) -> Result<bool, StepError>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
     crate::fenced(what).await?;
     // Deleting what is gone already is done already: its 404 is no failure.
-    let deleted =
-        hypersaga_telemetry::http::expecting_absence(api.delete(name, &DeleteParams::default()))
-            .await;
+    let deleted = hypersaga_telemetry::http::expecting_absence(api.delete(name, params)).await;
     match deleted {
         Ok(_) => {
             info!(object = %what, "delete requested");

@@ -8,12 +8,14 @@
 //! Operator has torn its objects down and let it go.
 
 use hypersaga_addons::{
-    Catalog, DeploymentStatus, ObjectDeploymentTarget, Owner, object_deployment, read_status,
+    ADDON_LABEL, Catalog, DeploymentStatus, ObjectDeploymentTarget, Owner, is_current_object_set,
+    object_deployment, read_status, refusal,
 };
 use hypersaga_bus::{AddonOutputs, Outputs, StepCommand, StepError, StepOutputs};
 use hypersaga_stepkit::kube::{self as kube_ops, Check, Notes, target};
 use hypersaga_worker::StepResult;
 use kube::Api;
+use kube::api::{DeleteParams, ListParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::Value;
 use tracing::info;
@@ -25,6 +27,14 @@ fn object_deployments() -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("package-operator.run", "v1alpha1", "ObjectDeployment"),
         "objectdeployments",
+    )
+}
+
+/// Package Operator's `ObjectSet`: one per revision of an `ObjectDeployment`'s template.
+fn object_sets() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("package-operator.run", "v1alpha1", "ObjectSet"),
+        "objectsets",
     )
 }
 
@@ -89,22 +99,60 @@ impl ControlPlaneHandler {
                 .await
                 .map_err(|e| without_package_operator(e, cmd))?;
         }
-        let version = want.version.clone();
-        let check_target = what.clone();
-        match kube_ops::observe(&api, name, &what, move |obj| {
-            check_available(obj, &check_target, &version)
-        })
-        .await?
-        {
+        let Some(od) = kube_ops::look(&api, name, &what).await? else {
+            return self.waits.wait(
+                cmd,
+                "AddonNotAvailable",
+                &what,
+                format!("{what} is not there yet"),
+                Value::Null,
+            );
+        };
+        let od = serde_json::to_value(&od).unwrap_or(Value::Null);
+        match check_available(&od, &what, &want.version) {
             Check::Done(outputs) => {
                 info!(object = %what, version = %outputs.version, "add-on available");
                 Ok(StepResult::Done(outputs.into_outputs()))
             }
             Check::Fail(e) => Err(e),
-            Check::Wait(why) => self
-                .waits
-                .wait(cmd, "AddonNotAvailable", &what, why, Value::Null),
+            Check::Wait(why) => {
+                let sets: Api<DynamicObject> =
+                    Api::namespaced_with(self.clients.of(cmd)?, &ns, &object_sets());
+                if let Some(refused) = self.refused(&sets, &od, name, &what).await? {
+                    return Err(refused);
+                }
+                self.waits
+                    .wait(cmd, "AddonNotAvailable", &what, why, Value::Null)
+            }
         }
+    }
+
+    /// Package Operator's refusal of the current revision (its preflight's, or a collision),
+    /// as the step's terminal error: no retry applies a template the API server refuses.
+    async fn refused(
+        &self,
+        sets: &Api<DynamicObject>,
+        od: &Value,
+        name: &str,
+        what: &str,
+    ) -> Result<Option<StepError>, StepError> {
+        let listed = sets
+            .list(&ListParams::default().labels(&format!("{ADDON_LABEL}={name}")))
+            .await
+            .map_err(|e| kube_ops::step_error(&e, what))?;
+        Ok(listed
+            .items
+            .iter()
+            .map(|os| serde_json::to_value(os).unwrap_or(Value::Null))
+            .find(|os| is_current_object_set(od, os))
+            .and_then(|os| refusal(&os))
+            .map(|message| {
+                StepError::terminal(
+                    "AddonRefused",
+                    format!("Package Operator cannot roll out {what}: {message}"),
+                )
+                .with_target(what)
+            }))
     }
 
     /// `undo`: the add-on's `ObjectDeployment` deleted, and gone: Package Operator removes its
@@ -120,7 +168,10 @@ impl ControlPlaneHandler {
         let what = target("ObjectDeployment", Some(&ns), name);
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.clients.of(cmd)?, &ns, &object_deployments());
-        match kube_ops::delete_check(&api, name, &what).await? {
+        // Foreground: Package Operator's ObjectDeployment has no finalizer of its own, so only
+        // the garbage collector's foreground deletion keeps it until its ObjectSets have torn
+        // the objects down, in both clusters.
+        match kube_ops::delete_check_with(&api, name, &what, &DeleteParams::foreground()).await? {
             Check::Done(()) => {
                 info!(object = %what, "add-on removed");
                 Ok(StepResult::Done(Outputs::new()))
@@ -160,19 +211,15 @@ fn without_package_operator(e: StepError, cmd: &StepCommand) -> StepError {
 
 /// What Package Operator says of the current template: available (the step is done), or why
 /// not yet, in its own words.
-fn check_available(obj: Option<&DynamicObject>, what: &str, version: &str) -> Check<AddonOutputs> {
-    let Some(obj) = obj else {
-        return Check::Wait(format!("{what} is not there yet"));
-    };
-    let value = serde_json::to_value(obj).unwrap_or(Value::Null);
-    match read_status(&value) {
+fn check_available(od: &Value, what: &str, version: &str) -> Check<AddonOutputs> {
+    match read_status(od) {
         DeploymentStatus::Available => Check::Done(AddonOutputs {
             object_deployment_id: format!(
                 "objectdeployments.package-operator.run/{}",
                 what.trim_start_matches("ObjectDeployment/")
             ),
             version: version.to_owned(),
-            revision: value
+            revision: od
                 .pointer("/status/revision")
                 .and_then(Value::as_i64)
                 .unwrap_or_default(),
