@@ -8,6 +8,7 @@ mod support;
 mod audit_and_lifecycle;
 mod azure_sdks;
 mod cli;
+mod cli_addons;
 mod cli_rollouts;
 mod cli_tenants;
 mod closed_bus;
