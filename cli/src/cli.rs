@@ -15,8 +15,8 @@ use crate::serve::{self, ServeArgs};
 /// as sagas over NATS JetStream.
 ///
 /// Start the whole system locally with `hypersaga dev`, then use the client commands
-/// (`cluster`, `nodepool`, `operation`, `rollout`, `audit`, `tenant`, `emulator`), which read the
-/// endpoints file `dev` writes.
+/// (`cluster`, `nodepool`, `addon`, `operation`, `rollout`, `audit`, `tenant`, `emulator`),
+/// which read the endpoints file `dev` writes.
 #[derive(Parser, Debug)]
 #[command(
     name = "hypersaga",
@@ -47,6 +47,21 @@ pub enum Command {
     /// follows it, step by step, to its outcome; a failed change leaves the cluster ready.
     #[command(subcommand)]
     Nodepool(commands::nodepool::NodePoolCommand),
+    /// Keep the catalog of add-ons: put a version, show it, list them, delete them.
+    ///
+    /// An add-on is what a platform team adds to clusters (operators, RBAC, configuration):
+    /// Kubernetes objects in ordered phases, Package Operator's ObjectDeployment shape.
+    /// Package Operator rolls a cluster's add-ons out phase by phase, each once the one before
+    /// is available, partly on the management cluster (next to the cluster's control plane)
+    /// and partly inside the hosted cluster (phases of class hosted-cluster).
+    ///
+    /// A version never changes once put: a cluster pins the version it runs, and moves to
+    /// another only when asked (`hypersaga cluster addon set`). A tenant's add-ons are its
+    /// own; the platform's (`--platform`, written with an administrator's token) are offered
+    /// to every tenant. Clusters take add-ons at creation (`hypersaga cluster create --addon
+    /// NAME[@VERSION]`) or later (`hypersaga cluster addon set|remove`).
+    #[command(subcommand)]
+    Addon(commands::addon::AddonCommand),
     /// Inspect operations (the sagas behind creates, deletes, upgrades and node pool
     /// changes), and unstick paused ones.
     ///
@@ -148,8 +163,8 @@ pub struct ClientArgs {
     #[arg(long, global = true, env = "HYPERSAGA_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Output format: text, json, yaml, wide (tables with more columns) or name
-    /// (`cluster/<name>`, `nodepool/<name>`, `operation/<id>`, `rollout/<id>` or
-    /// `tenant/<id>`, one per line).
+    /// (`cluster/<name>`, `nodepool/<name>`, `addon/<name>`, `operation/<id>`, `rollout/<id>`
+    /// or `tenant/<id>`, one per line).
     #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = Output::Text)]
     pub output: Output,
     /// Tables without their header line (text and wide output).
@@ -226,6 +241,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve::run(args).await,
         Command::Cluster(c) => commands::cluster::run(c).await,
         Command::Nodepool(c) => commands::nodepool::run(c).await,
+        Command::Addon(c) => commands::addon::run(c).await,
         Command::Operation(c) => commands::operation::run(c).await,
         Command::Rollout(c) => commands::rollout::run(c).await,
         Command::Audit(c) => commands::audit::run(c).await,
@@ -394,6 +410,34 @@ mod tests {
                 &["tenant", "suspend", "acme", "--reason", "unpaid"],
                 &["tenant", "resume", "acme"],
                 &["tenant", "remove", "acme"],
+                &["addon", "put", "--file", "logging.yaml"],
+                &["addon", "put", "-f", "-", "--platform"],
+                &["addon", "get", "logging@1.4.0"],
+                &[
+                    "addon",
+                    "get",
+                    "logging",
+                    "--version",
+                    "1.4.0",
+                    "--platform",
+                ],
+                &["addon", "list"],
+                &["addon", "list", "logging", "--scope", "tenant"],
+                &["addon", "delete", "logging", "--version", "1.3.0"],
+                &["addon", "delete", "logging", "--platform"],
+                &[
+                    "cluster",
+                    "create",
+                    "demo",
+                    "--addon",
+                    "logging@1.4.0",
+                    "--addon",
+                    "platform:monitoring",
+                ],
+                &["cluster", "addon", "set", "demo", "logging@1.5.0", "--wait"],
+                &[
+                    "cluster", "addon", "remove", "demo", "logging", "--etag", "7",
+                ],
             ] {
                 let mut argv = vec!["hypersaga"];
                 argv.extend_from_slice(args);

@@ -1,12 +1,13 @@
-//! Authenticated `ClusterService` and `AdminService` clients, and what to tell a user whose
-//! client could not reach the API: a transport error names a symptom (`UnknownIssuer`,
-//! `operation was canceled`), [`Unreachable`] says what to do about it.
+//! Authenticated `ClusterService`, `AdminService` and `AddonService` clients, and what to
+//! tell a user whose client could not reach the API: a transport error names a symptom
+//! (`UnknownIssuer`, `operation was canceled`), [`Unreachable`] says what to do about it.
 
 use std::error::Error as StdError;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
+use hypersaga_api::v1::addon_service_client::AddonServiceClient;
 use hypersaga_api::v1::admin_service_client::AdminServiceClient;
 use hypersaga_api::v1::cluster_service_client::ClusterServiceClient;
 use tonic::metadata::MetadataValue;
@@ -64,6 +65,24 @@ pub async fn connect_admin(
         .context("the admin token contains characters not allowed in metadata")?;
     let channel = channel(server, ca).await?;
     Ok(AdminServiceClient::with_interceptor(channel, auth))
+}
+
+/// The add-on catalog (`hypersaga addon …`), as a tenant or, for the platform's add-ons,
+/// an administrator.
+pub type AddonClient = AddonServiceClient<InterceptedService<Channel, BearerAuth>>;
+
+/// Connects to the add-on catalog at `server` (the same address as the cluster API) as the
+/// holder of `token` (a tenant's, or an administrator's for the platform's add-ons); the
+/// server's certificate is checked as [`connect`] checks it.
+pub async fn connect_addons(
+    server: &str,
+    token: &str,
+    ca: Option<&Path>,
+) -> anyhow::Result<AddonClient> {
+    let auth =
+        BearerAuth::new(token).context("token contains characters not allowed in metadata")?;
+    let channel = channel(server, ca).await?;
+    Ok(AddonServiceClient::with_interceptor(channel, auth))
 }
 
 /// A channel to the API at `server`, without a token (health, reflection): TLS for `https://`,

@@ -3,11 +3,13 @@
 //! line, as kubectl prints them) for the commands that show clusters, node pools, operations
 //! and tenants.
 
+pub mod addon;
 pub mod management;
 pub mod nodepool;
 pub mod rollout;
 pub mod tenant;
 
+pub use addon::{addon_json, addon_name, addon_text, addons_table};
 pub use nodepool::{nodepool_json, nodepool_name, nodepool_text, nodepools_table};
 pub use rollout::{rollout_json, rollout_name, rollout_text, rollouts_table};
 pub use tenant::{tenant_json, tenant_name, tenant_text, tenants_table};
@@ -41,8 +43,8 @@ pub enum Output {
     Yaml,
     /// Tables with more columns (location, node pools, the current operation, times).
     Wide,
-    /// `cluster/<name>`, `nodepool/<name>`, `operation/<id>`, `rollout/<id>` or
-    /// `tenant/<id>`, one per line, for `xargs` and loops.
+    /// `cluster/<name>`, `nodepool/<name>`, `addon/<name>`, `operation/<id>`, `rollout/<id>`
+    /// or `tenant/<id>`, one per line, for `xargs` and loops.
     Name,
 }
 
@@ -134,32 +136,41 @@ pub fn op_state(s: i32) -> String {
 }
 
 /// An operation's kind as the API's error messages and records name it: `create`,
-/// `delete`, `update_cluster`, `create_node_pool`, `update_node_pool`, `delete_node_pool`.
+/// `delete`, `update_cluster`, `create_node_pool`, `update_node_pool`, `delete_node_pool`,
+/// `add_addon`, `update_addon`, `remove_addon`.
 pub fn op_kind(k: i32) -> String {
     pb::OperationKind::try_from(k)
         .map(|k| enum_name(k.as_str_name(), "OPERATION_KIND_"))
         .unwrap_or_else(|_| k.to_string())
 }
 
-/// The kind, with the node pool a node-pool operation acts on: `update_node_pool gpu`.
+/// The kind, with the node pool or the add-on the operation acts on: `update_node_pool
+/// gpu`, `add_addon logging`.
 pub fn op_kind_and_pool(op: &pb::Operation) -> String {
-    if op.node_pool.is_empty() {
-        op_kind(op.kind)
-    } else {
-        format!("{} {}", op_kind(op.kind), op.node_pool)
+    match (op.node_pool.as_str(), op.addon.as_str()) {
+        ("", "") => op_kind(op.kind),
+        ("", addon) => format!("{} {addon}", op_kind(op.kind)),
+        (pool, _) => format!("{} {pool}", op_kind(op.kind)),
     }
 }
 
 /// Whether an operation changes a living cluster (an upgrade, a node pool's creation, change
-/// or deletion), rather than creating or deleting the cluster.
+/// or deletion, an add-on added, moved to another version or removed), rather than creating
+/// or deleting the cluster.
 pub fn is_day2(op: &pb::Operation) -> bool {
-    matches!(
-        pb::OperationKind::try_from(op.kind),
-        Ok(pb::OperationKind::UpdateCluster
-            | pb::OperationKind::CreateNodePool
-            | pb::OperationKind::UpdateNodePool
-            | pb::OperationKind::DeleteNodePool)
-    )
+    use pb::OperationKind as K;
+    match K::try_from(op.kind) {
+        Ok(
+            K::UpdateCluster
+            | K::CreateNodePool
+            | K::UpdateNodePool
+            | K::DeleteNodePool
+            | K::AddAddon
+            | K::UpdateAddon
+            | K::RemoveAddon,
+        ) => true,
+        Ok(K::Create | K::Delete | K::Unspecified) | Err(_) => false,
+    }
 }
 
 /// What a day-2 operation does, for people: its subject, the noun of the change, and what the
@@ -171,31 +182,41 @@ struct Change {
 }
 
 fn change(op: &pb::Operation, cluster: &str) -> Option<Change> {
+    use pb::OperationKind as K;
     let pool = |noun, done| Change {
         subject: format!("Node pool {} of cluster {cluster}", op.node_pool),
         noun,
         done,
     };
-    match pb::OperationKind::try_from(op.kind).ok()? {
-        pb::OperationKind::UpdateCluster => Some(Change {
+    let addon = |noun, done| Change {
+        subject: format!("Add-on {} of cluster {cluster}", op.addon),
+        noun,
+        done,
+    };
+    match K::try_from(op.kind).ok()? {
+        K::UpdateCluster => Some(Change {
             subject: format!("The control plane of cluster {cluster}"),
             noun: "upgrade",
             done: "upgraded",
         }),
-        pb::OperationKind::CreateNodePool => Some(pool("creation", "created")),
-        pb::OperationKind::UpdateNodePool => Some(pool("update", "updated")),
-        pb::OperationKind::DeleteNodePool => Some(pool("deletion", "deleted")),
-        _ => None,
+        K::CreateNodePool => Some(pool("creation", "created")),
+        K::UpdateNodePool => Some(pool("update", "updated")),
+        K::DeleteNodePool => Some(pool("deletion", "deleted")),
+        K::AddAddon => Some(addon("addition", "added")),
+        K::UpdateAddon => Some(addon("update", "updated")),
+        K::RemoveAddon => Some(addon("removal", "removed")),
+        K::Create | K::Delete | K::Unspecified => None,
     }
 }
 
-/// What a running day-2 operation is doing, for a watch line: `update of node pool gpu`.
+/// What a running day-2 operation is doing, for a watch line: `update of node pool gpu`,
+/// `addition of add-on logging`.
 fn change_phrase(op: &pb::Operation) -> Option<String> {
     let c = change(op, "")?;
-    Some(if op.node_pool.is_empty() {
-        format!("{} of the control plane", c.noun)
-    } else {
-        format!("{} of node pool {}", c.noun, op.node_pool)
+    Some(match (op.node_pool.as_str(), op.addon.as_str()) {
+        ("", "") => format!("{} of the control plane", c.noun),
+        ("", addon) => format!("{} of add-on {addon}", c.noun),
+        (pool, _) => format!("{} of node pool {pool}", c.noun),
     })
 }
 
@@ -235,6 +256,7 @@ pub fn operation_json(o: &pb::Operation) -> Value {
         "deadline": time(&o.deadline),
         "request_id": o.request_id,
         "node_pool": o.node_pool,
+        "addon": o.addon,
         "error": error_json(&o.error),
         "pause": o.pause.as_ref().map(|p| json!({
             "since": time(&p.since),
@@ -274,6 +296,7 @@ pub fn cluster_json(c: &pb::Cluster) -> Value {
             "release_image": spec.release_image,
             "node_pools": spec.node_pools.iter().map(nodepool::nodepool_spec_json).collect::<Vec<_>>(),
             "network": {"vnet_cidr": net.vnet_cidr, "subnet_cidr": net.subnet_cidr, "vnet_id": net.vnet_id, "subnet_id": net.subnet_id, "nsg_id": net.nsg_id},
+            "addons": addon::cluster_addons_json(&spec.addons),
         },
         "status": {
             "phase": phase(status.phase),
@@ -368,6 +391,7 @@ pub fn cluster_text(c: &pb::Cluster) -> String {
         ));
     }
     out.push_str(&nodepool::cluster_versions_text(c));
+    out.push_str(&addon::cluster_addons_text(&spec.addons));
     if let Some(op) = &s.operation {
         out.push_str(&operation_text(op));
     }
@@ -391,13 +415,13 @@ pub fn operation_text(op: &pb::Operation) -> String {
     if let Some(p) = &op.pause {
         out.push_str(&format!("  {}\n", pause_text(p)));
         out.push_str(&format!("  paused steps: {}\n", p.steps.join(", ")));
-        // What an operator may do next; compensation applies to creates (of a cluster or a
-        // node pool) only.
+        // What an operator may do next; compensation applies to what is undone on failure
+        // (a cluster's or a node pool's creation, an add-on's addition) only.
         let mut next = vec![
             format!("resume {}", op.id),
             format!("retry-step {} STEP", op.id),
         ];
-        if matches!(op_kind(op.kind).as_str(), "create" | "create_node_pool") {
+        if compensable(op.kind) {
             next.push(format!("compensate {}", op.id));
         }
         next.push(format!("abandon {}", op.id));
@@ -438,6 +462,25 @@ pub fn operation_text(op: &pb::Operation) -> String {
     out
 }
 
+/// Whether an operator may turn a paused operation of `kind` around (`operation
+/// compensate`): the kinds whose failure undoes what they made.
+fn compensable(kind: i32) -> bool {
+    use pb::OperationKind as K;
+    match K::try_from(kind) {
+        Ok(K::Create | K::CreateNodePool | K::AddAddon) => true,
+        Ok(
+            K::Delete
+            | K::UpdateCluster
+            | K::UpdateNodePool
+            | K::DeleteNodePool
+            | K::UpdateAddon
+            | K::RemoveAddon
+            | K::Unspecified,
+        )
+        | Err(_) => false,
+    }
+}
+
 /// `paused since <time>: <step>: <code>: <message>`.
 pub fn pause_text(p: &pb::PauseDetail) -> String {
     let reason = p.reason.clone().unwrap_or_default();
@@ -459,7 +502,7 @@ pub fn pause_text(p: &pb::PauseDetail) -> String {
 pub fn operations_table(ops: &[pb::Operation], wide: bool) -> Table {
     let mut headers = vec!["ID", "CLUSTER", "KIND", "STATE", "STARTED"];
     if wide {
-        headers.extend(["ENDED", "STEPS", "REQUEST ID", "NODE POOL"]);
+        headers.extend(["ENDED", "STEPS", "REQUEST ID", "NODE POOL", "ADD-ON"]);
     }
     headers.push("DETAIL");
     let mut table = Table::new(headers);
@@ -491,6 +534,7 @@ pub fn operations_table(ops: &[pb::Operation], wide: bool) -> Table {
                 format!("{done}/{total}"),
                 o.request_id.clone(),
                 o.node_pool.clone(),
+                o.addon.clone(),
             ]);
         }
         row.push(detail);
@@ -550,6 +594,13 @@ pub fn outcome(c: &pb::Cluster) -> String {
                 let to =
                     if op.kind == pb::OperationKind::UpdateCluster as i32 && !version.is_empty() {
                         format!(" to {version}")
+                    } else if op.kind == pb::OperationKind::UpdateAddon as i32 {
+                        // The version the cluster's spec carries once the move succeeded.
+                        c.spec
+                            .as_ref()
+                            .and_then(|s| s.addons.iter().find(|a| a.name == op.addon))
+                            .map(|a| format!(" to {}", a.version))
+                            .unwrap_or_default()
                     } else {
                         String::new()
                     };
@@ -1323,6 +1374,116 @@ mod tests {
             outcome(&ready),
             "Cluster demo is ready (1/1 steps done in 10s)."
         );
+    }
+
+    /// `demo` running an add-on operation on `logging`, carrying it at 1.5.0.
+    fn addon_change(kind: pb::OperationKind, state: pb::OperationState) -> pb::Cluster {
+        let mut c = day2(kind, "", state);
+        if let Some(op) = c.status.as_mut().and_then(|s| s.operation.as_mut()) {
+            op.addon = "logging".into();
+            op.steps = vec![step("addon.logging", pb::StepState::Running, 1, None)];
+        }
+        if let Some(spec) = c.spec.as_mut() {
+            spec.addons = vec![pb::ClusterAddon {
+                name: "logging".into(),
+                version: "1.5.0".into(),
+                scope: pb::AddonScope::Platform as i32,
+            }];
+        }
+        c
+    }
+
+    #[test]
+    fn add_on_operations_read_as_words_in_tables_watches_and_outcomes() {
+        use pb::OperationKind as K;
+        use pb::OperationState::{Failed, Running, Succeeded};
+        use pb::StepState;
+        for (kind, name) in [
+            (K::AddAddon, "add_addon"),
+            (K::UpdateAddon, "update_addon"),
+            (K::RemoveAddon, "remove_addon"),
+        ] {
+            assert_eq!(op_kind(kind as i32), name);
+            let c = addon_change(kind, Running);
+            let op = c.status.as_ref().and_then(|s| s.operation.clone()).unwrap();
+            assert!(is_day2(&op), "{name}");
+            assert_eq!(op_kind_and_pool(&op), format!("{name} logging"));
+            assert_eq!(operation_json(&op)["addon"], "logging");
+            let row = operations_table(std::slice::from_ref(&op), true).render(true);
+            assert!(row.contains("ADD-ON") && row.contains(" logging"), "{row}");
+        }
+        let lines = Progress::default().changes(&addon_change(K::AddAddon, Running));
+        assert!(
+            lines[0].ends_with("is updating: addition of add-on logging (operation op-2)"),
+            "{lines:?}"
+        );
+        let lines = Progress::default().changes(&addon_change(K::RemoveAddon, Running));
+        assert!(lines[0].contains("removal of add-on logging"), "{lines:?}");
+
+        let done = |kind| {
+            outcome(&ended(
+                addon_change(kind, Running),
+                Succeeded,
+                StepState::Succeeded,
+            ))
+        };
+        assert_eq!(
+            done(K::AddAddon),
+            "Add-on logging of cluster demo is added (1/1 steps done in 1m35s)."
+        );
+        assert_eq!(
+            done(K::UpdateAddon),
+            "Add-on logging of cluster demo is updated to 1.5.0 (1/1 steps done in 1m35s)."
+        );
+        assert_eq!(
+            done(K::RemoveAddon),
+            "Add-on logging of cluster demo is removed (1/1 steps done in 1m35s)."
+        );
+        let failed = outcome(&ended(
+            addon_change(K::AddAddon, Running),
+            Failed,
+            StepState::Failed,
+        ));
+        assert_eq!(
+            failed,
+            "Add-on logging of cluster demo: addition failed: addon.logging: QuotaExceeded: not enough vCPUs (0/1 steps done in 1m35s); cluster demo is ready."
+        );
+        // A paused addition can be compensated (the add-on removed again); a removal not.
+        let mut paused = paused_create();
+        paused.kind = K::AddAddon as i32;
+        assert!(operation_text(&paused).contains("compensate op-1"));
+        paused.kind = K::RemoveAddon as i32;
+        assert!(!operation_text(&paused).contains("compensate"));
+    }
+
+    #[test]
+    fn cluster_get_shows_the_clusters_add_ons() {
+        let c = addon_change(pb::OperationKind::UpdateAddon, pb::OperationState::Running);
+        let text = cluster_text(&c);
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| *l == "Add-ons:")
+            .unwrap_or_else(|| panic!("no add-ons in:\n{text}"));
+        assert_eq!(
+            lines[at + 1].split_whitespace().collect::<Vec<_>>(),
+            ["NAME", "VERSION", "SCOPE"]
+        );
+        assert_eq!(
+            lines[at + 2].split_whitespace().collect::<Vec<_>>(),
+            ["logging", "1.5.0", "platform"]
+        );
+        assert!(
+            text.contains("Operation: op-2 (update_addon logging) running"),
+            "{text}"
+        );
+        let doc = cluster_json(&c);
+        assert_eq!(
+            doc["spec"]["addons"],
+            json!([{"name": "logging", "version": "1.5.0", "scope": "platform"}])
+        );
+        let none = cluster_text(&cluster("demo", pb::ClusterPhase::Ready, 2));
+        assert!(none.contains("\nAdd-ons:   <none>\n"), "{none}");
     }
 
     #[test]

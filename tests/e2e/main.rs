@@ -9,6 +9,7 @@ mod addons;
 mod audit_and_lifecycle;
 mod azure_sdks;
 mod cli;
+mod cli_addons;
 mod cli_rollouts;
 mod cli_tenants;
 mod closed_bus;

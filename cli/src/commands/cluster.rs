@@ -72,6 +72,133 @@ pub enum ClusterCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Put an add-on on a ready cluster, move it to another version, or take it off.
+    ///
+    /// Package Operator rolls an add-on out in its phases, each once the one before is
+    /// available, partly on the management cluster (next to the cluster's control plane) and
+    /// partly inside the hosted cluster. The cluster pins the version it runs: a new version
+    /// reaches it only through `set`. Each change is one operation on the cluster (one at a
+    /// time, the cluster ready), followed with --wait as every change is. `cluster get`
+    /// shows the add-ons a cluster carries; `hypersaga addon list` the catalog.
+    #[command(subcommand)]
+    Addon(ClusterAddonCommand),
+}
+
+/// What `hypersaga cluster addon` can do.
+#[derive(Subcommand, Debug)]
+pub enum ClusterAddonCommand {
+    /// Put an add-on on a cluster, or move the one it carries to another version.
+    ///
+    /// The add-on is [SCOPE:]NAME[@VERSION]: NAME takes the newest version in the catalog,
+    /// NAME@VERSION that version; the tenant's own add-on of that name if it has one, else
+    /// the platform's, unless a platform: or tenant: prefix says whose. An add-on the cluster
+    /// does not carry is added (an add_addon operation: one that does not become available
+    /// is removed again); one it carries is moved to the version (update_addon: a version
+    /// that does not become available stops, and the running one stays). The version a
+    /// cluster runs already is refused (FAILED_PRECONDITION, exit 1).
+    ///
+    /// Answers at once with the operation; --wait follows it to the end (exit 0 once it
+    /// succeeded, 10 if it failed).
+    ///
+    /// Example: hypersaga cluster addon set demo logging@1.5.0 --wait
+    Set(AddonSetArgs),
+    /// Take an add-on off a cluster: Package Operator removes its objects from both the
+    /// management cluster and the hosted cluster (a remove_addon operation).
+    ///
+    /// Answers at once with the operation; --wait follows it to the end. The version it ran
+    /// stays in the catalog (`hypersaga addon delete` deletes it once no cluster runs it).
+    ///
+    /// Example: hypersaga cluster addon remove demo logging --wait
+    Remove(AddonRemoveArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct AddonSetArgs {
+    /// The cluster's name.
+    pub cluster: String,
+    /// The add-on: NAME (the newest version), NAME@VERSION, platform:NAME[@VERSION] or
+    /// tenant:NAME[@VERSION].
+    #[arg(value_name = "[SCOPE:]NAME[@VERSION]", value_parser = super::addon::parse_addon_ref)]
+    pub addon: pb::ClusterAddon,
+    /// Change only if the cluster is still as last read: its etag, from `cluster get -o
+    /// json` (ABORTED, exit 1, if it has changed since) [default: no check].
+    #[arg(long)]
+    pub etag: Option<String>,
+    /// Idempotency key: retrying with the same key returns the same operation
+    /// [default: random].
+    #[arg(long)]
+    pub request_id: Option<String>,
+    /// Follow the change, showing each step, until it has succeeded or failed.
+    #[arg(long)]
+    pub wait: bool,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct AddonRemoveArgs {
+    /// The cluster's name.
+    pub cluster: String,
+    /// The add-on's name (a cluster carries one version of it).
+    #[arg(value_parser = super::addon::parse_addon_name)]
+    pub addon: String,
+    /// Change only if the cluster is still as last read: its etag, from `cluster get -o
+    /// json` (ABORTED, exit 1, if it has changed since) [default: no check].
+    #[arg(long)]
+    pub etag: Option<String>,
+    /// Idempotency key: retrying with the same key returns the same operation
+    /// [default: random].
+    #[arg(long)]
+    pub request_id: Option<String>,
+    /// Follow the removal, showing each step, until it has succeeded or failed.
+    #[arg(long)]
+    pub wait: bool,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `cluster addon set`'s request.
+pub fn addon_set_request(a: &AddonSetArgs, request_id: String) -> pb::SetClusterAddonRequest {
+    pb::SetClusterAddonRequest {
+        cluster: a.cluster.clone(),
+        addon: Some(a.addon.clone()),
+        request_id,
+        etag: super::etag(a.etag.as_deref()),
+    }
+}
+
+/// `cluster addon remove`'s request.
+pub fn addon_remove_request(
+    a: &AddonRemoveArgs,
+    request_id: String,
+) -> pb::RemoveClusterAddonRequest {
+    pb::RemoveClusterAddonRequest {
+        cluster: a.cluster.clone(),
+        addon: a.addon.clone(),
+        request_id,
+        etag: super::etag(a.etag.as_deref()),
+    }
+}
+
+/// What `cluster addon set` says it does, once the API said which (the operation's kind).
+fn addon_set_said(a: &AddonSetArgs, op: &pb::Operation) -> String {
+    let version = if a.addon.version.is_empty() {
+        "its newest version".to_owned()
+    } else {
+        format!("version {}", a.addon.version)
+    };
+    let name = &a.addon.name;
+    if op.kind == pb::OperationKind::UpdateAddon as i32 {
+        format!(
+            "Moving add-on {name} of cluster {} to {version} (operation {}).",
+            a.cluster, op.id
+        )
+    } else {
+        format!(
+            "Adding add-on {name} at {version} to cluster {} (operation {}).",
+            a.cluster, op.id
+        )
+    }
 }
 
 #[derive(Args, Debug)]
@@ -163,6 +290,18 @@ pub struct CreateArgs {
     /// rollout create --selector KEY=VALUE`).
     #[arg(long = "label", value_name = "KEY=VALUE", value_parser = super::nodepool::parse_label)]
     pub labels: Vec<(String, String)>,
+    /// An add-on for the cluster to carry, from the catalog (`hypersaga addon list`); repeat
+    /// for several. NAME takes the newest version, NAME@VERSION pins one; the tenant's own
+    /// add-on of that name if it has one, else the platform's, unless a prefix says whose:
+    /// platform:NAME[@VERSION] or tenant:NAME[@VERSION]. Package Operator rolls each out in
+    /// its phases once the control plane is available, on the management cluster and in the
+    /// hosted cluster; the cluster is ready once they are available.
+    #[arg(
+        long = "addon",
+        value_name = "[SCOPE:]NAME[@VERSION]",
+        value_parser = super::addon::parse_addon_ref
+    )]
+    pub addons: Vec<pb::ClusterAddon>,
     /// Idempotency key: retrying with the same key returns the same operation [default: random].
     #[arg(long)]
     pub request_id: Option<String>,
@@ -241,6 +380,45 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
             let c = client.client().await?;
             follow(&client, c, &Follow::watch(&name)).await
         }
+        ClusterCommand::Addon(ClusterAddonCommand::Set(a)) => {
+            let req = addon_set_request(&a, super::request_id_or_new(a.request_id.clone()));
+            let mut c = a.client.client().await?;
+            let op = match c.set_cluster_addon(req).await {
+                Ok(r) => r.into_inner(),
+                Err(s) => return fail(&a.client, s),
+            };
+            if matches!(a.client.output, Output::Text | Output::Wide) {
+                outln!("{}", addon_set_said(&a, &op))?;
+            }
+            let end = Follow::addon(&a.cluster, &a.addon.name, &op);
+            if a.wait {
+                return follow(&a.client, c, &end).await;
+            }
+            accepted(&a.client, &end, &op)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::Addon(ClusterAddonCommand::Remove(a)) => {
+            let req = addon_remove_request(&a, super::request_id_or_new(a.request_id.clone()));
+            let mut c = a.client.client().await?;
+            let op = match c.remove_cluster_addon(req).await {
+                Ok(r) => r.into_inner(),
+                Err(s) => return fail(&a.client, s),
+            };
+            if matches!(a.client.output, Output::Text | Output::Wide) {
+                outln!(
+                    "Removing add-on {} from cluster {} (operation {}).",
+                    a.addon,
+                    a.cluster,
+                    op.id
+                )?;
+            }
+            let end = Follow::addon(&a.cluster, &a.addon, &op);
+            if a.wait {
+                return follow(&a.client, c, &end).await;
+            }
+            accepted(&a.client, &end, &op)?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -284,6 +462,7 @@ pub(crate) fn accepted(
 
 async fn create(a: CreateArgs) -> anyhow::Result<ExitCode> {
     let labels = super::label_map("--label", &a.labels)?;
+    super::addon::unique_addons(&a.addons)?;
     let mut c = a.client.client().await?;
     let node_pools = vec![pb::NodePoolSpec {
         name: a.node_pool_name.clone(),
@@ -310,7 +489,7 @@ async fn create(a: CreateArgs) -> anyhow::Result<ExitCode> {
                 subnet_id: a.subnet_id.clone().unwrap_or_default(),
                 nsg_id: a.nsg_id.clone().unwrap_or_default(),
             }),
-            addons: Vec::new(),
+            addons: a.addons.clone(),
         }),
     };
     let op = match c.create_cluster(req).await {
@@ -339,6 +518,9 @@ pub(crate) struct Follow<'a> {
     /// The node pool the operation acts on: the end shows it rather than the whole cluster,
     /// and `-o name` names it.
     pub pool: Option<&'a str>,
+    /// The add-on the operation acts on: the end shows the cluster's add-ons rather than the
+    /// whole cluster.
+    pub addon: Option<&'a str>,
     /// A cluster's deletion: the cluster going away is the end.
     pub deleting: bool,
 }
@@ -350,6 +532,7 @@ impl<'a> Follow<'a> {
             cluster,
             operation: None,
             pool: None,
+            addon: None,
             deleting: false,
         }
     }
@@ -366,6 +549,14 @@ impl<'a> Follow<'a> {
     pub fn pool(cluster: &'a str, pool: &'a str, op: &pb::Operation) -> Self {
         Self {
             pool: Some(pool),
+            ..Self::cluster(cluster, op)
+        }
+    }
+
+    /// Operation `op`, which the command started on add-on `addon` of `cluster`.
+    pub fn addon(cluster: &'a str, addon: &'a str, op: &pb::Operation) -> Self {
+        Self {
+            addon: Some(addon),
             ..Self::cluster(cluster, op)
         }
     }
@@ -601,8 +792,8 @@ fn show_end(format: Output, end: &Follow<'_>, last: &pb::Cluster) -> anyhow::Res
     match format {
         Output::Text | Output::Wide => {
             outln!()?;
-            match end.pool {
-                Some(pool) => {
+            match (end.pool, end.addon) {
+                (Some(pool), _) => {
                     let pools = last.status.as_ref().map(|s| s.node_pools.as_slice());
                     let found = pools
                         .unwrap_or_default()
@@ -612,7 +803,15 @@ fn show_end(format: Output, end: &Follow<'_>, last: &pb::Cluster) -> anyhow::Res
                         out!("{}", output::nodepool_text(p))?;
                     }
                 }
-                None => out!("{}", output::cluster_text(last))?,
+                (None, Some(_)) => {
+                    let addons = last.spec.as_ref().map(|s| s.addons.as_slice());
+                    out!(
+                        "Cluster {}\n{}",
+                        last.name,
+                        output::addon::cluster_addons_text(addons.unwrap_or_default())
+                    )?;
+                }
+                (None, None) => out!("{}", output::cluster_text(last))?,
             }
             outln!("{}", output::outcome(last))?;
         }
@@ -700,6 +899,133 @@ mod tests {
         )
         .unwrap_err();
         assert!(twice.0.starts_with("--label env is given twice"), "{twice}");
+    }
+
+    #[test]
+    fn create_takes_repeated_add_ons_pinned_or_not_and_scoped_or_not() {
+        let create = |extra: &[&str]| {
+            let mut argv = vec!["hypersaga", "cluster", "create", "demo"];
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv).map(|c| match c.command {
+                Command::Cluster(ClusterCommand::Create(a)) => a,
+                other => panic!("{other:?}"),
+            })
+        };
+        let a = create(&[
+            "--addon",
+            "logging@1.4.0",
+            "--addon",
+            "platform:monitoring",
+            "--addon",
+            "tenant:policy@2",
+        ])
+        .unwrap();
+        let addon = |name: &str, version: &str, scope: pb::AddonScope| pb::ClusterAddon {
+            name: name.into(),
+            version: version.into(),
+            scope: scope as i32,
+        };
+        assert_eq!(
+            a.addons,
+            [
+                addon("logging", "1.4.0", pb::AddonScope::Unspecified),
+                addon("monitoring", "", pb::AddonScope::Platform),
+                addon("policy", "2", pb::AddonScope::Tenant),
+            ]
+        );
+        assert!(super::super::addon::unique_addons(&a.addons).is_ok());
+        assert!(create(&[]).unwrap().addons.is_empty());
+        let e = create(&["--addon", "acme:logging"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{e}");
+        assert_eq!(e.exit_code(), 2);
+        let said = e.to_string();
+        assert!(
+            said.contains("--addon <[SCOPE:]NAME[@VERSION]>") && said.contains("is not a scope"),
+            "{said}"
+        );
+        let twice = create(&["--addon", "logging", "--addon", "logging@2"]).unwrap();
+        assert!(super::super::addon::unique_addons(&twice.addons).is_err());
+    }
+
+    #[test]
+    fn cluster_addon_set_and_remove_send_the_add_on_the_etag_and_the_request_id() {
+        let parse = |args: &[&str]| {
+            let mut argv = vec!["hypersaga", "cluster", "addon"];
+            argv.extend_from_slice(args);
+            Cli::try_parse_from(argv).map(|c| match c.command {
+                Command::Cluster(ClusterCommand::Addon(a)) => a,
+                other => panic!("{other:?}"),
+            })
+        };
+        let Ok(ClusterAddonCommand::Set(a)) = parse(&[
+            "set",
+            "demo",
+            "platform:logging@1.5.0",
+            "--etag",
+            "7",
+            "--request-id",
+            "r-1",
+            "--wait",
+        ]) else {
+            panic!("not a set");
+        };
+        assert!(a.wait);
+        let req = addon_set_request(&a, "r-1".into());
+        assert_eq!(req.cluster, "demo");
+        assert_eq!(req.etag, "\"7\"");
+        assert_eq!(req.request_id, "r-1");
+        assert_eq!(
+            req.addon,
+            Some(pb::ClusterAddon {
+                name: "logging".into(),
+                version: "1.5.0".into(),
+                scope: pb::AddonScope::Platform as i32,
+            })
+        );
+        let op = |kind: pb::OperationKind| pb::Operation {
+            id: "op-1".into(),
+            kind: kind as i32,
+            ..Default::default()
+        };
+        assert_eq!(
+            addon_set_said(&a, &op(pb::OperationKind::UpdateAddon)),
+            "Moving add-on logging of cluster demo to version 1.5.0 (operation op-1)."
+        );
+        let Ok(ClusterAddonCommand::Set(a)) = parse(&["set", "demo", "logging"]) else {
+            panic!("not a set");
+        };
+        assert_eq!(
+            addon_set_request(&a, "r".into()).etag,
+            "",
+            "no --etag, no check"
+        );
+        assert_eq!(
+            addon_set_said(&a, &op(pb::OperationKind::AddAddon)),
+            "Adding add-on logging at its newest version to cluster demo (operation op-1)."
+        );
+
+        let Ok(ClusterAddonCommand::Remove(a)) = parse(&["remove", "demo", "logging"]) else {
+            panic!("not a remove");
+        };
+        let req = addon_remove_request(&a, "r-2".into());
+        assert_eq!(
+            (req.cluster.as_str(), req.addon.as_str(), req.etag.as_str()),
+            ("demo", "logging", "")
+        );
+        let e = parse(&["remove", "demo", "logging@1.4.0"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{e}");
+        assert!(e.to_string().contains("name alone"), "{e}");
+        let e = parse(&["set", "demo", "logging@"]).unwrap_err();
+        assert!(e.to_string().contains("no version after '@'"), "{e}");
+        assert_eq!(
+            parse(&["set", "demo"]).map(|_| ()).map_err(|e| e.kind()),
+            Err(clap::error::ErrorKind::MissingRequiredArgument)
+        );
+        let op = op(pb::OperationKind::RemoveAddon);
+        let end = Follow::addon("demo", "logging", &op);
+        assert_eq!(end.name_line(), "cluster/demo");
+        assert_eq!(end.addon, Some("logging"));
+        assert_eq!(end.operation.as_deref(), Some("op-1"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Client commands.
 
+pub mod addon;
 pub mod audit;
 pub mod bus;
 pub mod cluster;
