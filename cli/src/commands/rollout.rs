@@ -105,18 +105,24 @@ pub enum RolloutCommand {
 #[derive(Args, Debug)]
 pub struct CreateArgs {
     /// A label every chosen cluster carries, KEY=VALUE (as `cluster create --label` set it);
-    /// repeat for several: a cluster must carry them all.
+    /// repeat for several: a cluster must carry them all. Required with --release-image;
+    /// without it an --addon rollout takes every cluster that carries the add-on.
     #[arg(
         long = "selector",
         value_name = "KEY=VALUE",
         value_parser = parse_label,
-        required = true
+        required_unless_present = "addon"
     )]
     pub selector: Vec<(String, String)>,
     /// The OpenShift release image to move the control planes to; its tag states the version
     /// (`…/ocp-release:4.22.0-multi`, a digest may follow the tag).
-    #[arg(long)]
-    pub release_image: String,
+    #[arg(long, required_unless_present = "addon", conflicts_with = "addon")]
+    pub release_image: Option<String>,
+    /// Instead of a release: move an add-on to a version on every chosen cluster that carries
+    /// it, `[SCOPE:]NAME[@VERSION]` (no version: the catalog's newest). Each cluster gets an
+    /// update_addon operation; Package Operator rolls the new version out on it.
+    #[arg(long, value_name = "[SCOPE:]NAME[@VERSION]", value_parser = super::addon::parse_addon_ref)]
+    pub addon: Option<pb::ClusterAddon>,
     /// Clusters in the first wave, the canary: upgraded first, alone, so a bad release stops
     /// the rollout having touched only them [default: 1].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -143,11 +149,16 @@ pub fn create_request(
 ) -> Result<pb::CreateRolloutRequest, Usage> {
     Ok(pb::CreateRolloutRequest {
         selector: super::label_map("--selector", &a.selector)?,
-        release_image: a.release_image.trim().to_owned(),
+        release_image: a
+            .release_image
+            .as_deref()
+            .unwrap_or_default()
+            .trim()
+            .to_owned(),
         canary: a.canary.unwrap_or(0),
         max_parallel: a.max_parallel.unwrap_or(0),
         request_id,
-        addon: None,
+        addon: a.addon.clone(),
     })
 }
 
@@ -461,6 +472,24 @@ mod tests {
         let req = create_request(&a, "r-2".into()).unwrap();
         assert_eq!((req.canary, req.max_parallel), (0, 0));
         assert!(!a.wait);
+    }
+
+    #[test]
+    fn an_addon_rollout_needs_no_selector_and_no_release() {
+        let a = create(&["--addon", "platform:logging@2"]).unwrap();
+        let req = create_request(&a, "r-3".into()).unwrap();
+        let addon = req.addon.expect("addon");
+        assert_eq!(
+            (addon.name.as_str(), addon.version.as_str()),
+            ("logging", "2")
+        );
+        assert_eq!(addon.scope, pb::AddonScope::Platform as i32);
+        assert!(req.release_image.is_empty() && req.selector.is_empty());
+        assert!(create(&["--addon", "logging", "--release-image", IMAGE]).is_err());
+        assert!(
+            create(&[]).is_err(),
+            "a release rollout needs its selector and image"
+        );
     }
 
     #[test]

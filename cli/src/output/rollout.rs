@@ -123,6 +123,7 @@ pub fn rollout_json(r: &pb::Rollout) -> Value {
         "message": r.message,
         "selector": selector,
         "release_image": r.release_image,
+        "addon": r.addon.as_ref().map(crate::commands::addon::addon_ref_text),
         "canary": r.canary,
         "max_parallel": r.max_parallel,
         "wave": r.wave,
@@ -150,7 +151,7 @@ pub fn rollout_json(r: &pb::Rollout) -> Value {
 /// ID, STATE, WAVE (now, of all), CLUSTERS (upgraded/total), UPGRADING, RELEASE, MESSAGE;
 /// `wide` adds the selector, the canary, the wave size and when it was made and ended.
 pub fn rollouts_table(items: &[pb::Rollout], wide: bool) -> Table {
-    let mut headers = vec!["ID", "STATE", "WAVE", "CLUSTERS", "UPGRADING", "RELEASE"];
+    let mut headers = vec!["ID", "STATE", "WAVE", "CLUSTERS", "UPGRADING", "TARGET"];
     if wide {
         headers.extend(["SELECTOR", "CANARY", "MAX PARALLEL", "CREATED", "ENDED"]);
     }
@@ -164,7 +165,7 @@ pub fn rollouts_table(items: &[pb::Rollout], wide: bool) -> Table {
             wave_text(r),
             format!("{}/{}", c.succeeded, c.total),
             c.upgrading.to_string(),
-            r.release_image.clone(),
+            target_text(r),
         ];
         if wide {
             row.extend([
@@ -185,6 +186,14 @@ pub fn rollouts_table(items: &[pb::Rollout], wide: bool) -> Table {
     table
 }
 
+/// What a rollout moves its clusters to: a release image, or `add-on NAME@VERSION`.
+pub fn target_text(r: &pb::Rollout) -> String {
+    match &r.addon {
+        Some(a) => format!("add-on {}", crate::commands::addon::addon_ref_text(a)),
+        None => r.release_image.clone(),
+    }
+}
+
 /// One rollout in detail: what it upgrades to, its waves, and each cluster with its wave,
 /// state, operation and error.
 pub fn rollout_text(r: &pb::Rollout) -> String {
@@ -196,7 +205,10 @@ pub fn rollout_text(r: &pb::Rollout) -> String {
         r.message
     ));
     out.push_str(&format!("Selector:  {}\n", selector_text(r)));
-    out.push_str(&format!("Release:   {}\n", r.release_image));
+    match &r.addon {
+        Some(_) => out.push_str(&format!("Add-on:    {}\n", target_text(r))),
+        None => out.push_str(&format!("Release:   {}\n", r.release_image)),
+    }
     out.push_str(&format!(
         "Waves:     {} (a canary of {}, then at most {} at a time); wave {}\n",
         r.waves,
@@ -243,7 +255,7 @@ pub fn rollout_started(r: &pb::Rollout) -> String {
         r.id,
         if n == 1 { "" } else { "s" },
         selector_text(r),
-        r.release_image,
+        target_text(r),
         r.waves,
         if r.waves == 1 { "" } else { "s" },
         r.canary,
@@ -266,7 +278,7 @@ pub fn rollout_outcome(r: &pb::Rollout) -> String {
             r.id,
             c.succeeded,
             c.total,
-            r.release_image,
+            target_text(r),
             r.waves,
             if r.waves == 1 { "" } else { "s" }
         ),
@@ -484,7 +496,7 @@ mod tests {
                 "WAVE",
                 "CLUSTERS",
                 "UPGRADING",
-                "RELEASE",
+                "TARGET",
                 "MESSAGE"
             ],
             "{t}"
