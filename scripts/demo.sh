@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up (idempotently), starts the whole system locally with `hypersaga dev`, and runs a demo
-# cluster's life through the CLI: create (showing each step) → ready → a second node pool,
-# scaled → the control plane and then a pool upgraded → delete → deleted.
+# cluster's life through the CLI: an add-on put in the catalog → create (showing each step,
+# the add-on rolled out by Package Operator) → ready → a second node pool, scaled → the control
+# plane and then a pool upgraded → delete → deleted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -30,8 +31,10 @@ export HYPERSAGA_ENDPOINTS="$state/endpoints.json"
 
 echo; echo "==> hypersaga tenant list (the platform's admin: tenants onboarded with no secret of theirs)"
 "$hs" tenant list
-echo; echo "==> hypersaga cluster create demo --label env=demo --wait"
-"$hs" cluster create demo --node-pool-replicas 2 --label env=demo --wait
+echo; echo "==> hypersaga addon put --file examples/addons/logging.yaml (an add-on in Package Operator's phases)"
+"$hs" addon put --file examples/addons/logging.yaml
+echo; echo "==> hypersaga cluster create demo --label env=demo --addon logging --wait"
+"$hs" cluster create demo --node-pool-replicas 2 --label env=demo --addon logging --wait
 echo; echo "==> hypersaga cluster list"
 "$hs" cluster list
 echo; echo "==> hypersaga management-cluster list (where its control plane was placed)"
@@ -53,4 +56,4 @@ echo; echo "==> hypersaga cluster delete demo --wait"
 "$hs" cluster delete demo --wait
 echo; echo "==> hypersaga audit tail --cluster demo --from-start (first 12 of the public audit events)"
 "$hs" audit tail --cluster demo --from-start --count 12
-echo; echo "demo finished: the cluster was created, became ready, got a second node pool, was upgraded, and was deleted."
+echo; echo "demo finished: the cluster was created with its add-on, became ready, got a second node pool, was upgraded, and was deleted."

@@ -735,8 +735,14 @@ fn kube_code_is_what_the_cluster_roles_grant() {
     assert_eq!(
         kube_use("services/controlplane/src"),
         (
-            set(&["HostedCluster", "Namespace", "Secret"]),
-            BTreeSet::new()
+            set(&[
+                "HostedCluster",
+                "Namespace",
+                "Secret",
+                "objectdeployments",
+                "objectsets"
+            ]),
+            BTreeSet::from(["ListParams"])
         ),
         "the controlplane role's kinds and calls: keep hypersaga-controlplane's rules in step"
     );
@@ -764,6 +770,8 @@ fn check_rbac(r: &Rendered) {
                 grant("", "namespaces", &object),
                 grant("", "secrets", &["create", "patch", "delete"]),
                 grant("hypershift.openshift.io", "hostedclusters", &object),
+                grant("package-operator.run", "objectdeployments", &object),
+                grant("package-operator.run", "objectsets", &["list"]),
             ]),
         ),
         (

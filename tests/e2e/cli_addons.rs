@@ -22,13 +22,13 @@ phases:
   objects:
   - object: {apiVersion: v1, kind: Namespace, metadata: {name: logging}}
   - object: {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: log-reader}}
-  - object: {apiVersion: v1, kind: ServiceAccount, metadata: {name: collector, namespace: logging}}
 - name: deploy
   objects:
   - object: {apiVersion: apps/v1, kind: Deployment, metadata: {name: log-forwarder}, spec: {}}
 - name: configure
   class: hosted-cluster
   objects:
+  - object: {apiVersion: v1, kind: ServiceAccount, metadata: {name: collector, namespace: logging}}
   - object: {apiVersion: v1, kind: ConfigMap, metadata: {name: pipeline, namespace: logging}}
 "#;
 
@@ -143,9 +143,9 @@ async fn cli_addons_put_list_get_and_delete_a_tenants_and_the_platforms_add_ons(
         "  1. rbac (class hosted-cluster: in the hosted cluster)",
         "       Namespace/logging",
         "       ClusterRole/log-reader",
-        "       ServiceAccount logging/collector",
         "  2. deploy (on the management cluster, in the control-plane namespace)",
         "       Deployment/log-forwarder",
+        "       ServiceAccount logging/collector",
         "       ConfigMap logging/pipeline",
     ] {
         assert!(

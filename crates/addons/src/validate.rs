@@ -352,4 +352,12 @@ phases:
         );
         assert!(v.is_empty(), "{v:?}");
     }
+
+    #[test]
+    fn the_example_add_on_is_valid() {
+        let example = include_str!("../../../examples/addons/logging.yaml");
+        let addon = Addon::parse(example).expect("the example parses");
+        assert_eq!(validate(&addon), Vec::new());
+        assert_eq!(addon.phases.len(), 3);
+    }
 }

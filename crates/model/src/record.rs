@@ -282,11 +282,14 @@ pub fn resources_of<'a>(
 ) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for (step, outputs) in outputs {
-        let pool = step.strip_prefix("nodepool.");
+        // Steps of one of several (a pool, an add-on) name theirs after it.
+        let one_of = step
+            .strip_prefix("nodepool.")
+            .or_else(|| step.strip_prefix("controlplane.addon."));
         for (k, v) in outputs {
             if let (Some(role), Some(v)) = (k.strip_suffix("_id"), v.as_str()) {
-                let role = match pool {
-                    Some(pool) => format!("{role}/{pool}"),
+                let role = match one_of {
+                    Some(name) => format!("{role}/{name}"),
                     None => role.to_owned(),
                 };
                 out.insert(role, v.to_owned());
@@ -327,4 +330,32 @@ pub const DEFAULT_MANAGEMENT_CLUSTER: &str = "default";
 
 fn default_management_cluster() -> String {
     DEFAULT_MANAGEMENT_CLUSTER.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn resources_of_pools_and_add_ons_are_named_after_them() {
+        let outputs = |k: &str, v: &str| BTreeMap::from([(k.to_owned(), json!(v))]);
+        let owned = BTreeMap::from([
+            ("network.vnet".to_owned(), outputs("vnet_id", "/v")),
+            ("nodepool.gpu".to_owned(), outputs("node_pool_id", "np/gpu")),
+            (
+                "controlplane.addon.logging".to_owned(),
+                outputs("object_deployment_id", "od/logging"),
+            ),
+            (
+                "controlplane.addon.metrics".to_owned(),
+                outputs("object_deployment_id", "od/metrics"),
+            ),
+        ]);
+        let r = resources_of(owned.iter().map(|(k, v)| (k.as_str(), v)));
+        assert_eq!(r["vnet"], "/v");
+        assert_eq!(r["node_pool/gpu"], "np/gpu");
+        assert_eq!(r["object_deployment/logging"], "od/logging");
+        assert_eq!(r["object_deployment/metrics"], "od/metrics");
+    }
 }

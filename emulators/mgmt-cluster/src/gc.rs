@@ -4,8 +4,6 @@
 //! `propagationPolicy: Foreground` keeps the `foregroundDeletion` finalizer until its
 //! dependents are gone, deleting them first.
 
-use std::collections::HashSet;
-
 use serde_json::Value;
 
 use crate::kinds::{KINDS, by_kind};
@@ -39,12 +37,15 @@ fn locate(obj: &Value) -> Option<(usize, &str, &str)> {
 
 /// One pass over `store`.
 pub(crate) fn collect(store: &Store) {
-    let objects = store.dump();
-    let uids: HashSet<&str> = objects.iter().filter_map(|o| meta_str(o, "uid")).collect();
+    // Only dependents and owners being deleted in the foreground matter; every uid does.
+    let (uids, objects) = store.uids_and(|o| {
+        !owner_uids(o).is_empty()
+            || (is_deleting(o) && finalizers(o).iter().any(|f| f == FOREGROUND))
+    });
     for obj in &objects {
         let owners = owner_uids(obj);
         if !owners.is_empty()
-            && !owners.iter().any(|u| uids.contains(u))
+            && !owners.iter().any(|u| uids.contains(*u))
             && !is_deleting(obj)
             && let Some((res, ns, name)) = locate(obj)
         {

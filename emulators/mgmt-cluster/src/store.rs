@@ -5,7 +5,7 @@
 //! one mutex, so resourceVersion order, the event history and the broadcast to watchers always
 //! agree. No lock is held across an `.await`.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Value, json};
@@ -130,6 +130,23 @@ impl Store {
             .map(|(_, v)| v.clone())
             .collect();
         (items, st.rv)
+    }
+
+    /// The uid of every object, and copies of only those `keep` selects: one pass under the
+    /// lock, cloning what the caller needs rather than the whole store (events included).
+    pub fn uids_and(&self, keep: impl Fn(&Value) -> bool) -> (HashSet<String>, Vec<Value>) {
+        let st = self.lock();
+        let mut uids = HashSet::with_capacity(st.objects.len());
+        let mut kept = Vec::new();
+        for v in st.objects.values() {
+            if let Some(uid) = v.pointer("/metadata/uid").and_then(Value::as_str) {
+                uids.insert(uid.to_owned());
+            }
+            if keep(v) {
+                kept.push(v.clone());
+            }
+        }
+        (uids, kept)
     }
 
     /// Every object, for the admin dump.

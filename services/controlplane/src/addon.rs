@@ -16,7 +16,7 @@ use hypersaga_stepkit::kube::{self as kube_ops, Check, Notes, target};
 use hypersaga_worker::StepResult;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
-use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::core::{ApiResource, DynamicObject};
 use serde_json::Value;
 use tracing::info;
 
@@ -24,19 +24,29 @@ use crate::handler::ControlPlaneHandler;
 
 /// Package Operator's `ObjectDeployment` (`package-operator.run/v1alpha1`).
 fn object_deployments() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("package-operator.run", "v1alpha1", "ObjectDeployment"),
-        "objectdeployments",
-    )
+    ApiResource {
+        group: PACKAGE_OPERATOR_GROUP.into(),
+        version: PACKAGE_OPERATOR_VERSION.into(),
+        api_version: format!("{PACKAGE_OPERATOR_GROUP}/{PACKAGE_OPERATOR_VERSION}"),
+        kind: "ObjectDeployment".into(),
+        plural: "objectdeployments".into(),
+    }
 }
 
-/// Package Operator's `ObjectSet`: one per revision of an `ObjectDeployment`'s template.
+/// Package Operator's `ObjectSet`: one per revision of an `ObjectDeployment`'s template,
+/// listed (by the add-on's label) to read why the current one cannot become available.
 fn object_sets() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("package-operator.run", "v1alpha1", "ObjectSet"),
-        "objectsets",
-    )
+    ApiResource {
+        group: PACKAGE_OPERATOR_GROUP.into(),
+        version: PACKAGE_OPERATOR_VERSION.into(),
+        api_version: format!("{PACKAGE_OPERATOR_GROUP}/{PACKAGE_OPERATOR_VERSION}"),
+        kind: "ObjectSet".into(),
+        plural: "objectsets".into(),
+    }
 }
+
+const PACKAGE_OPERATOR_GROUP: &str = "package-operator.run";
+const PACKAGE_OPERATOR_VERSION: &str = "v1alpha1";
 
 impl ControlPlaneHandler {
     /// `do`: the add-on's `ObjectDeployment` at the version the spec pins, available.

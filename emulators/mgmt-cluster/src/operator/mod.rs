@@ -106,10 +106,10 @@ impl Operator {
     fn reconcile(&mut self, shared: &Shared, now: Instant) -> Option<Instant> {
         let faults = lock(&shared.faults).clone();
         let mut deadline = Deadline::default();
-        let (clusters, _) = shared.store.list(HOSTED_CLUSTERS, None);
+        let (hosted_clusters, _) = shared.store.list(HOSTED_CLUSTERS, None);
         let (pools, _) = shared.store.list(NODE_POOLS, None);
         let mut live = Vec::new();
-        for hc in &clusters {
+        for hc in &hosted_clusters {
             live.push(uid(hc));
             self.hosted_cluster(shared, hc, &pools, &faults, now, &mut deadline);
         }
@@ -127,7 +127,7 @@ impl Operator {
             nodes: true,
         }];
         for (ns, api) in &hosted {
-            let nodes = clusters_nodes(&clusters_list(shared), &pools, ns);
+            let nodes = clusters_nodes(&hosted_clusters, &pools, ns);
             clusters.push(workloads::Cluster {
                 store: &api.shared().store,
                 nodes,
@@ -149,10 +149,6 @@ impl Operator {
         shared.store.finalize_namespaces();
         deadline.0
     }
-}
-
-fn clusters_list(shared: &Shared) -> Vec<Value> {
-    shared.store.list(HOSTED_CLUSTERS, None).0
 }
 
 /// Whether the HostedCluster whose control plane runs in `cp_namespace` has a ready node.

@@ -174,14 +174,7 @@ impl AddonService for Addons {
     ) -> Result<Response<pb::Addon>, Status> {
         let caller = self.caller(&req)?;
         let req = req.into_inner();
-        let mut v = Vec::new();
-        check_addon_name(&mut v, "name", &req.name);
-        if !req.version.is_empty() {
-            check_addon_version(&mut v, "version", &req.version);
-        }
-        if !v.is_empty() {
-            return Err(invalid(v));
-        }
+        check_name_and_version(&req.name, &req.version)?;
         let owners = caller.readable(scope_from_pb(req.scope));
         let found = self
             .gateway
@@ -222,14 +215,7 @@ impl AddonService for Addons {
         let caller = self.caller(&req)?;
         let req = req.into_inner();
         let owner = caller.writable(scope_from_pb(req.scope))?;
-        let mut v = Vec::new();
-        check_addon_name(&mut v, "name", &req.name);
-        if !req.version.is_empty() {
-            check_addon_version(&mut v, "version", &req.version);
-        }
-        if !v.is_empty() {
-            return Err(invalid(v));
-        }
+        check_name_and_version(&req.name, &req.version)?;
         tracing::Span::current().record("addon", req.name.as_str());
         let versions: Vec<String> = self
             .gateway
@@ -529,6 +515,20 @@ pub(super) fn with_addon_set(
         _ => Err(Status::aborted(
             "the cluster's add-ons changed while the call was made; retry",
         )),
+    }
+}
+
+/// A request's `name` and (optional) `version` of an add-on, as the catalog keys them.
+fn check_name_and_version(name: &str, version: &str) -> Result<(), Status> {
+    let mut v = Vec::new();
+    check_addon_name(&mut v, "name", name);
+    if !version.is_empty() {
+        check_addon_version(&mut v, "version", version);
+    }
+    if v.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid(v))
     }
 }
 
