@@ -204,6 +204,9 @@ fn mgmt_admin_of(
     hypersaga_emulator_mgmt::admin_client::AdminClient::new(m.admin_url.clone())
 }
 
+/// A step's deadline in the fast profile (`step_timeout_s`).
+const STEP_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_management_cluster_that_fails_holds_up_only_its_own_clusters() {
     let system = System::start_with(&[
@@ -234,14 +237,21 @@ async fn a_management_cluster_that_fails_holds_up_only_its_own_clusters() {
     let two = system.watch_to_end("acme", "on-two").await;
     assert_eq!(phase(&two), "ready", "{two:?}");
     // mc-1's cluster is held at its first management-cluster step (its attempt keeps meeting
-    // 503s until the step's deadline), then pauses; mc-2's was built meanwhile.
+    // 503s until the step's deadline, 120 s in the fast profile), then pauses; mc-2's was
+    // built meanwhile. The wait is that deadline and the time to act on it, under load.
     let one = system
-        .wait_until("acme", "on-one", "its operation to pause", |c| {
-            c.status
-                .as_ref()
-                .and_then(|s| s.operation.as_ref())
-                .is_some_and(|o| o.state == pb::OperationState::Paused as i32)
-        })
+        .wait_until_within(
+            "acme",
+            "on-one",
+            "its operation to pause",
+            STEP_DEADLINE + TIMEOUT,
+            |c| {
+                c.status
+                    .as_ref()
+                    .and_then(|s| s.operation.as_ref())
+                    .is_some_and(|o| o.state == pb::OperationState::Paused as i32)
+            },
+        )
         .await;
     let op = one
         .status

@@ -365,8 +365,22 @@ impl System {
         what: &str,
         pred: impl Fn(&pb::Cluster) -> bool,
     ) -> pb::Cluster {
+        self.wait_until_within(tenant, name, what, TIMEOUT, pred)
+            .await
+    }
+
+    /// [`System::wait_until`] with its own budget, for a wait that is itself a deadline of
+    /// the system (a step's, `TIMEOUT` long in the fast profile) plus the time to act on it.
+    pub async fn wait_until_within(
+        &self,
+        tenant: &str,
+        name: &str,
+        what: &str,
+        budget: Duration,
+        pred: impl Fn(&pb::Cluster) -> bool,
+    ) -> pb::Cluster {
         let mut c = self.client(tenant).await;
-        let deadline = Instant::now() + TIMEOUT;
+        let deadline = Instant::now() + budget;
         loop {
             if let Ok(r) = c
                 .get_cluster(pb::GetClusterRequest { name: name.into() })
