@@ -352,6 +352,27 @@ impl Gateway {
         Ok((resolved, v))
     }
 
+    /// One add-on a request names at `at` (`addon`), resolved as [`Gateway::resolve_addons`]
+    /// resolves a list; its violations named at `at` itself.
+    pub(super) async fn resolve_addon(
+        &self,
+        tenant: &TenantId,
+        at: &str,
+        requested: &pb::ClusterAddon,
+    ) -> Result<Result<AddonRef, Vec<FieldViolation>>, Status> {
+        let (mut resolved, violations) = self
+            .resolve_addons(tenant, at, std::slice::from_ref(requested))
+            .await?;
+        if violations.is_empty() && !resolved.is_empty() {
+            return Ok(Ok(resolved.remove(0)));
+        }
+        let list_item = format!("{at}[0]");
+        Ok(Err(violations
+            .into_iter()
+            .map(|f| FieldViolation::new(f.field.replacen(&list_item, at, 1), f.description))
+            .collect()))
+    }
+
     /// The clusters (`tenant/name`) that run one of `versions` of `owner`'s add-on `name`.
     async fn clusters_running(
         &self,
@@ -401,17 +422,10 @@ impl Gateway {
         let Some(raw) = req.addon else {
             return Err(invalid(vec![FieldViolation::new("addon", "is required")]));
         };
-        let (mut resolved, violations) = self
-            .resolve_addons(&tenant.id, "addon", std::slice::from_ref(&raw))
-            .await?;
-        let violations: Vec<FieldViolation> = violations
-            .into_iter()
-            .map(|f| FieldViolation::new(f.field.replacen("addon[0]", "addon", 1), f.description))
-            .collect();
-        if !violations.is_empty() {
-            return Err(invalid(violations));
-        }
-        let want = resolved.remove(0);
+        let want = match self.resolve_addon(&tenant.id, "addon", &raw).await? {
+            Ok(want) => want,
+            Err(violations) => return Err(invalid(violations)),
+        };
         // Which kind: whether the cluster carries it now. Judged again on the record the
         // change is written against (`apply`), so a concurrent change is caught.
         let carried = self

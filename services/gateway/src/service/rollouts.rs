@@ -130,18 +130,13 @@ impl Gateway {
         }
         checks.extend(v);
         let addon = match &req.addon {
-            Some(raw) => {
-                let (mut resolved, unresolved) = self
-                    .resolve_addons(&tenant.id, "addon", std::slice::from_ref(raw))
-                    .await?;
-                checks.extend(unresolved.into_iter().map(|f| {
-                    hypersaga_model::FieldViolation::new(
-                        f.field.replacen("addon[0]", "addon", 1),
-                        f.description,
-                    )
-                }));
-                (!resolved.is_empty()).then(|| resolved.remove(0))
-            }
+            Some(raw) => match self.resolve_addon(&tenant.id, "addon", raw).await? {
+                Ok(addon) => Some(addon),
+                Err(unresolved) => {
+                    checks.extend(unresolved);
+                    None
+                }
+            },
             None => None,
         };
         checks.request_id("request_id", req.request_id.trim());
