@@ -13,8 +13,9 @@
 //! One system for the whole matrix, one cluster per cell, all at once: every fault is scoped
 //! to its cluster by the request path (a cluster's name is in its resource groups', its
 //! identities' and its zone's names), so cells do not take each other's faults. The public
-//! zone look-up is the same request for every cluster of a tenant, so its cells run one after
-//! another as the second tenant.
+//! zone look-up is the same request for every cluster of a tenant, and the issuer is the
+//! tenant's, so each of their cells has a tenant of its own, its fault scoped to that
+//! tenant's subscription or issuer container.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -22,8 +23,19 @@ use std::time::{Duration, Instant};
 use crate::support::*;
 
 const TENANT: &str = "acme";
-/// The tenant whose public-zone look-ups the public-zone cells fault, one cell at a time.
-const LOOKUP_TENANT: &str = "globex";
+/// The tenants of the cells whose faults are scoped by tenant (the public-zone look-up, the
+/// issuer), one each: every tenant `hypersaga dev --tenants` onboards after the first.
+const LOOKUP_TENANTS: [&str; 9] = [
+    "globex",
+    "initech",
+    "umbrella",
+    "hooli",
+    "soylent",
+    "wonka",
+    "tyrell",
+    "cyberdyne",
+    "oscorp",
+];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Kind {
@@ -94,8 +106,8 @@ enum Reach {
     Rollout,
     /// Azure Storage's blob data plane: PUTs of the tenant's issuer documents, through the
     /// ARM emulator's data-plane faults in front of Azurite. `refusal` as for ARM. The issuer
-    /// is the tenant's, not the cluster's, so its cells go one at a time, as
-    /// [`LOOKUP_TENANT`]; Storage throttles with 503 `ServerBusy` (never 429), and answers
+    /// is the tenant's, not the cluster's, so each cell has a tenant of its own (see
+    /// [`LOOKUP_TENANTS`]); Storage throttles with 503 `ServerBusy` (never 429), and answers
     /// every request itself (no operation to fail).
     Blob {
         refusal: (u16, &'static str, &'static str),
@@ -381,7 +393,7 @@ fn inject(reach: Reach, kind: Kind, cluster: &str) -> Result<Vec<String>, String
             };
             let mut all = vec!["emulator", "fault", "add"];
             all.extend(args);
-            // Scoped to the tenant's issuer container in the sequential lane (see there).
+            // Scoped to the cell's tenant's issuer container (see where the cells are played).
             all.extend([
                 "--method",
                 "PUT",
@@ -884,8 +896,9 @@ fn render(cells: &[Cell], outcomes: &BTreeMap<String, Outcome>) -> String {
 async fn every_step_fails_for_good_on_a_refusal_and_recovers_from_what_azure_retries() {
     let started = Instant::now();
     // Budgets well above the matrix's ~2,500 writes, so no cell waits on another's.
-    let system = System::start_with(&["--arm-budget-scale", "20"]).await;
     let cells = cells();
+    let tenants = (LOOKUP_TENANTS.len() + 1).to_string();
+    let system = System::start_with(&["--arm-budget-scale", "20", "--tenants", &tenants]).await;
 
     // Every step of the create DAG is in the matrix, with a cluster of its own per cell.
     let spec = hypersaga_model::ClusterSpec {
@@ -955,35 +968,33 @@ async fn every_step_fails_for_good_on_a_refusal_and_recovers_from_what_azure_ret
             .map(|c| async { (c.cluster.clone(), play(&system, c, TENANT).await) }),
     );
     // The public zone is looked up by one request per create, the same for every cluster of a
-    // tenant, and the issuer is the tenant's: their cells go one after another, as the other
-    // tenant, meanwhile.
-    let globex_sub = system.subscription(LOOKUP_TENANT);
-    let sequential = async {
-        let mut out = Vec::new();
-        for c in &lookups {
-            if let Ok(args) = &c.inject {
-                let mut args = args.clone();
-                // Scoped to the other tenant's subscription (the look-up) or issuer container
-                // rather than the cluster's name, which neither path holds.
-                if let Some(last) = args.last_mut() {
-                    *last = if c.step == "identity.oidc" {
-                        format!("/oidc-{LOOKUP_TENANT}/")
-                    } else {
-                        globex_sub.clone()
-                    };
+    // tenant, and the issuer is the tenant's: each of their cells is played as a tenant of its
+    // own, its fault scoped to that tenant's subscription or issuer container.
+    assert!(
+        lookups.len() <= LOOKUP_TENANTS.len(),
+        "a tenant for each look-up cell"
+    );
+    let by_tenant =
+        futures::future::join_all(lookups.iter().zip(LOOKUP_TENANTS).map(|(c, tenant)| {
+            let system = &system;
+            async move {
+                if let Ok(args) = &c.inject {
+                    let mut args = args.clone();
+                    // Scoped to the tenant's subscription (the look-up) or issuer container
+                    // rather than the cluster's name, which neither path holds.
+                    if let Some(last) = args.last_mut() {
+                        *last = if c.step == "identity.oidc" {
+                            format!("/oidc-{tenant}/")
+                        } else {
+                            system.subscription(tenant)
+                        };
+                    }
+                    run(system, args).await;
                 }
-                // The next cell looks the zone up by the same request: the refusal is used
-                // once (the look-up fails for good at its first answer anyway).
-                if c.kind == Kind::Terminal {
-                    args.extend(strings(&["--count", "1"]));
-                }
-                run(&system, args).await;
+                (c.cluster.clone(), play(system, c, tenant).await)
             }
-            out.push((c.cluster.clone(), play(&system, c, LOOKUP_TENANT).await));
-        }
-        out
-    };
-    let (a, b, base) = tokio::join!(concurrent, sequential, follow(&system, TENANT, baseline));
+        }));
+    let (a, b, base) = tokio::join!(concurrent, by_tenant, follow(&system, TENANT, baseline));
     assert_eq!(phase(&base), "ready", "without a fault: {base:#?}");
     let outcomes: BTreeMap<String, Outcome> = a.into_iter().chain(b).collect();
 

@@ -62,6 +62,16 @@ pub struct DevArgs {
     /// Timing profile of the emulators and retries.
     #[arg(long, value_enum, default_value_t = Profile::Demo)]
     pub profile: Profile,
+    /// Tenants onboarded at start, each with its own subscription, principal, public DNS zone
+    /// and token: acme, globex, then initech, umbrella, hooli, soylent, wonka, tyrell,
+    /// cyberdyne, oscorp.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=10))]
+    pub tenants: u8,
+    /// Seconds one action of one step may take before its operation pauses with
+    /// `StepDeadlineExceeded` (`coordinator.step_timeout_s`) [default: the profile's: 120 in
+    /// demo and fast, 2700 in real].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(10..))]
+    pub step_timeout: Option<u64>,
     /// Multiplies ARM's throttling limits — the emulator's buckets and the services' shared
     /// budget alike — so load tests can scale budgets and latencies down together (1 = Azure's
     /// real limits).
@@ -78,7 +88,19 @@ pub struct DevArgs {
     pub log: String,
 }
 
-const TENANT_NAMES: [&str; 2] = ["acme", "globex"];
+/// The tenants onboarded at start, in order; `--tenants` takes the first N.
+const TENANT_NAMES: [&str; 10] = [
+    "acme",
+    "globex",
+    "initech",
+    "umbrella",
+    "hooli",
+    "soylent",
+    "wonka",
+    "tyrell",
+    "cyberdyne",
+    "oscorp",
+];
 /// Hosted control planes each of several management clusters carries, unless
 /// `--management-cluster-capacity` says.
 const DEFAULT_CAPACITY: u32 = 50;
@@ -153,14 +175,21 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     hypersaga_telemetry::init("warn", hypersaga_telemetry::LogFormat::Text);
     let shutdown = shutdown_on_signals()?;
     let state = prepare_state_dir(&args.state_dir)?;
-    let timings = args.profile.timings();
+    let mut timings = args.profile.timings();
+    if let Some(secs) = args.step_timeout {
+        timings.coordinator.step_timeout_s = secs;
+    }
 
     let ca = DevCa::generate()?;
     let ca_path = state.join("ca.pem");
     std::fs::write(&ca_path, ca.cert_pem())?;
     let cert = ca.issue_loopback_cert()?;
 
-    let mut tenants: Vec<DevTenant> = TENANT_NAMES.iter().map(|n| new_tenant(n)).collect();
+    let mut tenants: Vec<DevTenant> = TENANT_NAMES
+        .iter()
+        .take(usize::from(args.tenants))
+        .map(|n| new_tenant(n))
+        .collect();
     let tls = TlsFiles::write(&state.join("tls"), &cert)?;
     let closed = bus::prepare(&state, BUS_PREFIX, &tls)?;
     let audit_passwords = bus::write_audit_passwords(&closed.credentials_dir, &tenants)?;

@@ -123,6 +123,10 @@ pub struct StepCommand {
     pub context: StepContext,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 fn default_lease_ms() -> u64 {
     60_000
 }
@@ -271,6 +275,11 @@ pub enum Outcome {
     /// worker's heartbeat: it renews the step's lease.
     Progress {
         message: String,
+        /// Milliseconds this attempt spent waiting for (or gave back to) a budget it shares
+        /// with every other step, such as its subscription's ARM requests, since its last
+        /// report. Not the step's own time: the coordinator moves its deadline out by as much.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        paced_ms: u64,
     },
     /// Not done, and nothing to do but wait (an ARM operation running, a HostedCluster not yet
     /// `Available`): the coordinator sends a re-check after `recheck_after_ms`, with `memo`,

@@ -383,7 +383,8 @@ pub struct CoordinatorConfig {
     /// How long a dispatched command may wait for a free worker before it is presumed lost.
     pub start_lease_ms: u64,
     /// Wall time one action of one step may take, waits and retries included, before the
-    /// saga pauses with a reason.
+    /// saga pauses with a reason. Time spent waiting for the subscription's shared ARM
+    /// request budget is not the step's own and does not count.
     pub step_timeout_s: u64,
     /// Bounds on how soon and how late a waiting step is re-checked.
     pub recheck_min_ms: u64,

@@ -75,6 +75,10 @@ pub struct StepRecord {
     /// Leases of `action` that expired without a word from the service.
     #[serde(default)]
     pub lease_expiries: u32,
+    /// Milliseconds `action` spent waiting for budgets it shares with every other step (its
+    /// subscription's ARM requests): added to its deadline, which bounds the step's own time.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub paced_ms: u64,
     /// The service must report (or heartbeat) by then, or the coordinator takes the step back.
     #[serde(
         default,
@@ -109,6 +113,10 @@ pub struct StepRecord {
     pub ended_at: Option<OffsetDateTime>,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 impl StepRecord {
     fn new(def: &StepDef) -> Self {
         Self {
@@ -121,6 +129,7 @@ impl StepRecord {
             fence: 0,
             throttled: 0,
             lease_expiries: 0,
+            paced_ms: 0,
             lease_until: None,
             not_before: None,
             deadline: None,
@@ -138,6 +147,17 @@ impl StepRecord {
 
     pub(crate) fn in_flight(&self) -> bool {
         matches!(self.state, StepState::Running | StepState::Compensating)
+    }
+
+    /// Counts `ms` spent waiting for a shared budget: the deadline, which bounds the step's
+    /// own time, moves out by as much (the operation's deadline still bounds the whole).
+    pub(crate) fn add_paced(&mut self, ms: u64) {
+        if ms == 0 {
+            return;
+        }
+        self.paced_ms = self.paced_ms.saturating_add(ms);
+        let by = time::Duration::milliseconds(i64::try_from(ms).unwrap_or(i64::MAX));
+        self.deadline = self.deadline.map(|d| d.saturating_add(by));
     }
 
     /// Takes the step out of flight as failed: no lease, no wait (a late report or re-check

@@ -635,6 +635,76 @@ fn throttling_is_waited_out_without_spending_an_attempt() {
 }
 
 #[test]
+fn time_spent_waiting_for_the_shared_arm_budget_does_not_count_against_a_steps_deadline() {
+    let mut s = saga(OperationKind::Create);
+    s.advance(t0());
+    let cmd = drain(&mut s)
+        .into_iter()
+        .find(|c| c.step == plan::RESOURCE_GROUPS)
+        .unwrap();
+    let deadline = step(&s, plan::RESOURCE_GROUPS).deadline.unwrap();
+    // The worker deferred the command 40 s for its subscription's budget, then slept 20 s
+    // in its requests' slots: a minute that was not the step's own.
+    for (at, paced_ms) in [(10, 40_000), (70, 20_000)] {
+        let note = Outcome::Progress {
+            message: "ensuring 2 resource groups".into(),
+            paced_ms,
+        };
+        s.apply(&StepEvent::new(&cmd, note), t0() + Duration::seconds(at));
+    }
+    // ARM then throttled it; the coordinator waits its delay out before sending it again.
+    let error = StepError::throttled("SubscriptionRequestsThrottled", "slow down", 6_000);
+    report(&mut s, &cmd, Outcome::Failed { error });
+    let again = drain(&mut s)
+        .into_iter()
+        .find(|c| c.step == plan::RESOURCE_GROUPS)
+        .unwrap();
+    let throttle = again.not_before.unwrap() - t0();
+    let rg = step(&s, plan::RESOURCE_GROUPS);
+    let paced = Duration::seconds(60) + throttle;
+    assert_eq!(rg.deadline, Some(deadline + paced));
+    assert_eq!(
+        i128::from(rg.paced_ms),
+        paced.whole_milliseconds(),
+        "the step records what it waited for"
+    );
+
+    // Past the old deadline the step runs on (every step keeps waiting meanwhile); past the
+    // moved one it pauses, saying both.
+    let rg_paused = |s: &Saga| {
+        s.pause
+            .as_ref()
+            .is_some_and(|p| p.steps.iter().any(|id| id == plan::RESOURCE_GROUPS))
+    };
+    let mut out = vec![again];
+    let mut now = t0() + Duration::seconds(70);
+    let end = deadline + paced;
+    while now + Duration::seconds(20) < end {
+        now += Duration::seconds(20);
+        for cmd in std::mem::take(&mut out) {
+            let waiting = Outcome::Waiting {
+                message: "still".into(),
+                recheck_after_ms: 20_000,
+                memo: Value::Null,
+            };
+            s.apply(&StepEvent::new(&cmd, waiting), now);
+        }
+        out = drain(&mut s);
+        s.tick(now);
+        assert!(!rg_paused(&s), "paused at {now}, before {end}");
+    }
+    assert!(now > deadline, "the test ran past the first deadline");
+    s.tick(end);
+    assert!(rg_paused(&s), "paused at {end}");
+    let said = format!(
+        "did not finish within 600 s (besides {} s waiting for the ARM request budget)",
+        rg.paced_ms.div_ceil(1000)
+    );
+    let error = step(&s, plan::RESOURCE_GROUPS).last_error.expect("why");
+    assert!(error.info.message.contains(&said), "{}", error.info.message);
+}
+
+#[test]
 fn a_report_of_an_older_fence_is_ignored_and_a_newer_one_means_the_record_is_behind() {
     let mut s = saga(OperationKind::Create);
     s.advance(t0());
@@ -938,6 +1008,7 @@ fn progress_renews_the_lease() {
         &cmd,
         Outcome::Progress {
             message: "publishing".into(),
+            paced_ms: 0,
         },
     );
     assert_eq!(s.apply(&beat, at), Applied::Changed);

@@ -99,10 +99,18 @@ impl Saga {
                 let info = ErrorInfo {
                     code: "StepDeadlineExceeded".into(),
                     message: format!(
-                        "{} ({}) did not finish within {} s{}",
+                        "{} ({}) did not finish within {} s{}{}",
                         s.id,
                         s.action.as_str(),
                         self.timing.step_timeout_s,
+                        if s.paced_ms == 0 {
+                            String::new()
+                        } else {
+                            format!(
+                                " (besides {} s waiting for the ARM request budget)",
+                                s.paced_ms.div_ceil(1000)
+                            )
+                        },
                         if s.message.is_empty() {
                             String::new()
                         } else {

@@ -143,6 +143,7 @@ impl Saga {
         s.attempts = 1;
         s.throttled = 0;
         s.lease_expiries = 0;
+        s.paced_ms = 0;
         s.state = match action {
             Action::Do => StepState::Running,
             Action::Undo => StepState::Compensating,
@@ -200,11 +201,12 @@ impl Saga {
             return Applied::Ignored("stale or duplicate report");
         }
         match &ev.outcome {
-            Outcome::Progress { message } => {
+            Outcome::Progress { message, paced_ms } => {
                 let lease =
                     Duration::milliseconds(i64::try_from(self.timing.lease_ms).unwrap_or(i64::MAX));
                 let s = &mut self.steps[i];
                 s.lease_until = Some(now + lease);
+                s.add_paced(*paced_ms);
                 if &s.message != message {
                     s.message = message.clone();
                     self.audit("step.progress", Some(i), json!({ "message": message }), now);
@@ -320,6 +322,7 @@ impl Saga {
                 s.fence
             );
             let delay = self.retry.throttle_delay(&key, error.retry_after_ms);
+            s.add_paced(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX));
             self.audit(
                 "step.throttled",
                 Some(i),

@@ -143,6 +143,8 @@ impl Gate for PacerGate {
                     "class" => class.as_str(),
                 )
                 .record(wait.as_secs_f64());
+                // Not the step's own time: its deadline does not count it.
+                hypersaga_worker::count_paced(wait);
                 tokio::time::sleep(wait).await
             }
             Ok(Err(wait)) => {

@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_nats::jetstream::{AckKind, kv};
@@ -112,6 +113,22 @@ pub struct WorkerOptions {
     pub drain_grace: Duration,
 }
 
+tokio::task_local! {
+    /// Milliseconds the running attempt has waited for shared budgets, not yet reported.
+    static PACED: Arc<AtomicU64>;
+}
+
+/// Counts `wait` as time the step running on this task spent waiting for a budget it shares
+/// with every other step (its subscription's ARM requests). The next progress note reports
+/// it, and the coordinator does not count it against the step's deadline. Outside a worker's
+/// step (tests, tools) it is dropped.
+pub fn count_paced(wait: Duration) {
+    let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+    if ms > 0 {
+        let _ = PACED.try_with(|paced| paced.fetch_add(ms, Ordering::Relaxed));
+    }
+}
+
 /// Lets a handler say what it is waiting on; shown to users on the step while it runs. The
 /// latest note is also what the heartbeat repeats.
 pub struct Progress {
@@ -119,9 +136,21 @@ pub struct Progress {
     cmd: Arc<StepCommand>,
     trace: hypersaga_telemetry::TraceParent,
     last: std::sync::Mutex<String>,
+    /// See [`count_paced`]; taken by the next note or heartbeat.
+    paced: Arc<AtomicU64>,
 }
 
 impl Progress {
+    fn new(bus: Bus, cmd: Arc<StepCommand>, trace: hypersaga_telemetry::TraceParent) -> Self {
+        Self {
+            bus,
+            cmd,
+            trace,
+            last: std::sync::Mutex::new(String::new()),
+            paced: Arc::default(),
+        }
+    }
+
     /// Publishes a progress note (best effort: a lost note never fails the step).
     pub async fn note(&self, message: impl Into<String>) {
         let message = message.into();
@@ -135,8 +164,14 @@ impl Progress {
         self.publish(message).await;
     }
 
+    /// Runs `work` with [`count_paced`] counting into this attempt's progress.
+    async fn pacing<T>(&self, work: impl std::future::Future<Output = T>) -> T {
+        PACED.scope(self.paced.clone(), work).await
+    }
+
     async fn publish(&self, message: String) {
-        let event = StepEvent::new(&self.cmd, Outcome::Progress { message });
+        let paced_ms = self.paced.swap(0, Ordering::Relaxed);
+        let event = StepEvent::new(&self.cmd, Outcome::Progress { message, paced_ms });
         let subject = self
             .bus
             .subjects()
@@ -268,12 +303,7 @@ async fn handle(
         hand_back(&msg, &cmd, &refused).await;
         return;
     }
-    let progress = Progress {
-        bus: bus.clone(),
-        cmd: cmd.clone(),
-        trace,
-        last: std::sync::Mutex::new(String::new()),
-    };
+    let progress = Progress::new(bus.clone(), cmd.clone(), trace);
     if defer_for_budget(handler.as_ref(), &msg, &cmd, &progress).await {
         return;
     }
@@ -284,7 +314,7 @@ async fn handle(
         let started = std::time::Instant::now();
         let beat = Duration::from_millis(cmd.lease_ms.max(300) / 3).min(ack_wait / 3);
         let result = tokio::select! {
-            r = guard.scope(handler.run(&cmd, &progress)) => r,
+            r = progress.pacing(guard.scope(handler.run(&cmd, &progress))) => r,
             () = heartbeat(&msg, &sagas, &cmd, &progress, beat) => {
                 warn!("the saga took this step back (lease lost); stopping the handler");
                 tracing::Span::current().record("outcome", "lease_lost");
@@ -384,6 +414,10 @@ async fn defer_for_budget(
         return false;
     };
     let wait = wait.min(Duration::from_millis(cmd.lease_ms / 2).max(Duration::from_millis(100)));
+    progress.paced.fetch_add(
+        u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+        Ordering::Relaxed,
+    );
     progress
         .note(format!(
             "waiting for the subscription's ARM request budget (~{} s)",
@@ -580,4 +614,27 @@ async fn reject_undecodable(
         }
     }
     let _ = msg.ack_with(AckKind::Term).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn budget_waits_are_counted_for_the_step_running_on_the_task_only() {
+        let paced = Arc::new(AtomicU64::new(0));
+        count_paced(Duration::from_secs(1));
+        PACED
+            .scope(paced.clone(), async {
+                count_paced(Duration::from_millis(1_500));
+                tokio::task::yield_now().await;
+                count_paced(Duration::from_millis(500));
+                // Another task (another step) counts for itself.
+                tokio::spawn(async { count_paced(Duration::from_secs(9)) })
+                    .await
+                    .expect("task");
+            })
+            .await;
+        assert_eq!(paced.load(Ordering::Relaxed), 2_000);
+    }
 }
