@@ -1,10 +1,8 @@
 //! Fault injection through the admin API.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use hypersaga_emulator_mgmt::admin_client::{ApiFault, Fault, FaultKind};
 use hypersaga_hypershift::{HostedCluster, NodePool};
 use kube::api::{Api, PostParams};

@@ -2,13 +2,11 @@
 //! on a simulated demand, Replace rollouts of a new release, the release and skew checks
 //! HyperShift makes against the control plane, InPlace pools, and what changes in place.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use hypersaga_emulator_mgmt::Config;
 use hypersaga_hypershift::{HostedCluster, NodePool};
 use kube::api::{Api, Patch, PatchParams, PostParams};

@@ -1,10 +1,8 @@
 //! Errors, conflicts, auth, selectors, namespaces and watches.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use futures::{StreamExt, TryStreamExt};
 use hypersaga_emulator_mgmt::Config;
 use hypersaga_hypershift::HostedCluster;

@@ -4,11 +4,9 @@
 //! configured time; a downgrade or a release above the operator's range is refused with
 //! `ValidReleaseImage=False` and nothing moves; NodePools are not touched.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use hypersaga_emulator_mgmt::Config;
 use hypersaga_hypershift::{HostedCluster, NodePool};
 use kube::api::{Api, Patch, PatchParams, PostParams};

@@ -3,9 +3,7 @@
 //! `status.details.causes` with `FieldValueInvalid`, the field path and the rule's message.
 //! Nothing refused is stored.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 const NPS: &str = "/apis/hypershift.openshift.io/v1beta1/namespaces/npv/nodepools";

@@ -2,11 +2,9 @@
 //! own API from its `service-network-admin-kubeconfig`, ObjectDeployments whose phases go
 //! to the hosted cluster or stay on the management cluster, in order.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use hypersaga_hypershift::{HostedCluster, NodePool};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};

@@ -3,16 +3,14 @@
 //! with the replicas, go with a scale-down or the NodePool's deletion (before its finalizer
 //! is released), and a missing role assignment stops them with ARM's refusal on the Machine.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::common::*;
 use axum::Json;
 use axum::routing::get;
-use common::*;
 use hypersaga_emulator_arm::admin_client::AdminClient;
 use hypersaga_emulator_mgmt::{AzureEndpoints, Config};
 use hypersaga_hypershift::{HostedCluster, LocalObjectReference, NodePool, WorkloadIdentity};

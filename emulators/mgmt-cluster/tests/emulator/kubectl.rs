@@ -6,13 +6,11 @@
 //! Assertions hold for every kubectl from Debian's 1.20 to 1.33: tables are compared by
 //! their cells, `explain` by the lines it prints for fields.
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use hypersaga_emulator_mgmt::{Config, Fault, FaultKind, kubeconfig_yaml};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};

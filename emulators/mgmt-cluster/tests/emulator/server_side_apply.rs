@@ -10,11 +10,9 @@
 //! markers: `HostedClusterStatus.Conditions` is `+listType=map` `+listMapKey=type`;
 //! `ObjectMeta.Finalizers` is `+listType=set`.
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::*;
+use crate::common::*;
 use hypersaga_hypershift::HostedCluster;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};

@@ -2,9 +2,7 @@
 //! request bodies, `Accept` with transformations, aggregated discovery, OpenAPI caching,
 //! events and their field selectors.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 const KUBECTL_DISCOVERY: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,\

@@ -1,10 +1,8 @@
 //! HostedCluster and NodePool lifecycle through the real kube-rs client.
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::*;
+use crate::common::*;
 use hypersaga_hypershift::{HYPERSHIFT_FINALIZER, HostedCluster, NodePool};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};

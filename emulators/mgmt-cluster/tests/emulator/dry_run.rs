@@ -10,9 +10,7 @@
 //! resourceVersion; a dry-run update returns the would-be object; a dry-run delete checks
 //! the preconditions and returns the object).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use futures::{StreamExt, TryStreamExt};
 use hypersaga_hypershift::HostedCluster;
 use k8s_openapi::api::core::v1::ConfigMap;

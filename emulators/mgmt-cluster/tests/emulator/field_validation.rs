@@ -11,9 +11,7 @@
 //! field fails whatever the directive, with structured-merge-diff's message and a 500, as in
 //! current kube-apiserver (kubernetes/kubernetes#122480 and #139253).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use hypersaga_hypershift::HostedCluster;
 use kube::api::{Api, Patch, PatchParams, ValidationDirective};
 use serde_json::{Value, json};
