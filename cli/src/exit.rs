@@ -23,6 +23,10 @@ pub const EXHAUSTED: u8 = 6;
 /// The API could not be reached (connection refused, TLS, `UNAVAILABLE`), or `--wait` /
 /// `watch` lost its stream and could not get it back within the reconnect bound.
 pub const UNREACHABLE: u8 = 7;
+/// The preflight found something in the way: a create (or change) refused before anything
+/// was made (`FAILED_PRECONDITION` with every problem on its own line), or a `--dry-run`
+/// whose plan lists problems.
+pub const PRECONDITION: u8 = 9;
 /// `--wait` / `watch`: the operation ended, but failed (the cluster is `failed`).
 pub const OPERATION_FAILED: u8 = 10;
 /// Interrupted (Ctrl-C).
@@ -42,13 +46,20 @@ Exit codes:
   5    unauthenticated or permission denied
   6    quota or rate limit exceeded
   7    API unreachable, or --wait/watch could not reconnect in time
+  9    the preflight found problems (each on its own line): nothing was made
   10   --wait/watch: the operation failed
   130  interrupted
   141  the output's reader went away (e.g. `| head -1`); nothing more printed";
 
 /// The exit code of a gRPC failure.
-pub fn for_status(code: tonic::Code) -> u8 {
-    match code {
+pub fn for_status(status: &tonic::Status) -> u8 {
+    use tonic_types::StatusExt;
+    if status.code() == tonic::Code::FailedPrecondition
+        && status.get_details_precondition_failure().is_some()
+    {
+        return PRECONDITION;
+    }
+    match status.code() {
         tonic::Code::InvalidArgument => USAGE,
         tonic::Code::NotFound => NOT_FOUND,
         tonic::Code::AlreadyExists => ALREADY_EXISTS,
@@ -110,8 +121,22 @@ mod tests {
             code_for_error(&Usage("--server needs --token".into()).into()),
             USAGE
         );
-        assert_eq!(for_status(tonic::Code::InvalidArgument), USAGE);
-        assert_eq!(for_status(tonic::Code::Unavailable), UNREACHABLE);
+        let status = |code| tonic::Status::new(code, "");
+        assert_eq!(for_status(&status(tonic::Code::InvalidArgument)), USAGE);
+        assert_eq!(for_status(&status(tonic::Code::Unavailable)), UNREACHABLE);
+        assert_eq!(for_status(&status(tonic::Code::FailedPrecondition)), ERROR);
+        let mut details = tonic_types::ErrorDetails::new();
+        details.add_precondition_failure_violation(
+            "QUOTA",
+            "spec.node_pools[0].vm_size",
+            "no room",
+        );
+        let preflight = <tonic::Status as tonic_types::StatusExt>::with_error_details(
+            tonic::Code::FailedPrecondition,
+            "preflight",
+            details,
+        );
+        assert_eq!(for_status(&preflight), PRECONDITION);
     }
 
     /// The table in `--help` and the one in docs/operations.md list the same codes.

@@ -278,6 +278,90 @@ pub fn operation_json(o: &pb::Operation) -> Value {
     })
 }
 
+/// A dry run's plan, for scripts: every step with its changes, and the findings.
+pub fn plan_json(p: &pb::Plan) -> Value {
+    json!({
+        "infra_id": p.infra_id,
+        "management_cluster": p.management_cluster,
+        "steps": p.steps.iter().map(|s| json!({
+            "step": s.step,
+            "service": s.service,
+            "depends_on": s.depends_on,
+            "changes": s.changes.iter().map(|c| json!({
+                "target": c.target,
+                "verb": c.verb,
+                "type": c.r#type,
+                "name": c.name,
+                "id": c.id,
+                "api_version": c.api_version,
+                "location": c.location,
+            })).collect::<Vec<_>>(),
+            "not_planned": error_json(&s.not_planned),
+        })).collect::<Vec<_>>(),
+        "findings": p.findings.iter().map(|f| json!({
+            "field": f.field,
+            "kind": f.kind,
+            "message": f.message,
+            "remedy": f.remedy,
+            "step": f.step,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// A dry run's plan, for people: the steps in order, each change on its own line, then what
+/// stands in the way.
+pub fn plan_text(p: &pb::Plan) -> String {
+    let mut out = format!(
+        "Plan (nothing was made): infra id {} (a create picks its own), management cluster {}\n",
+        p.infra_id, p.management_cluster
+    );
+    for s in &p.steps {
+        let after = if s.depends_on.is_empty() {
+            String::new()
+        } else {
+            format!("  (after {})", s.depends_on.join(", "))
+        };
+        out.push_str(&format!("\n{}{after}\n", s.step));
+        if let Some(e) = &s.not_planned {
+            out.push_str(&format!("  not planned: {}: {}\n", e.code, e.message));
+        }
+        for c in &s.changes {
+            let at = if c.location.is_empty() {
+                String::new()
+            } else {
+                format!(" in {}", c.location)
+            };
+            let api = if c.api_version.is_empty() {
+                String::new()
+            } else {
+                format!(" @{}", c.api_version)
+            };
+            out.push_str(&format!(
+                "  {:<7} {} {}{at}{api}\n",
+                c.verb, c.r#type, c.name
+            ));
+            if !c.id.is_empty() && c.id != c.name {
+                out.push_str(&format!("          {}\n", c.id));
+            }
+        }
+    }
+    if p.findings.is_empty() {
+        out.push_str("\nPreflight: nothing in the way.\n");
+    } else {
+        out.push_str(&format!(
+            "\nPreflight: {} problem(s); a create would be refused:\n",
+            p.findings.len()
+        ));
+        for f in &p.findings {
+            out.push_str(&format!("  - {}: {} [{}]\n", f.field, f.message, f.kind));
+            if !f.remedy.is_empty() {
+                out.push_str(&format!("    {}\n", f.remedy));
+            }
+        }
+    }
+    out
+}
+
 pub fn cluster_json(c: &pb::Cluster) -> Value {
     let spec = c.spec.clone().unwrap_or_default();
     let net = spec.network.clone().unwrap_or_default();
@@ -785,6 +869,14 @@ pub fn status_text(status: &tonic::Status) -> String {
         out = format!("{:?}: the request is invalid:", status.code());
         for v in bad.field_violations {
             out.push_str(&format!("\n  - {}: {}", v.field, v.description));
+        }
+    }
+    if let Some(failed) = status.get_details_precondition_failure() {
+        for v in failed.violations {
+            out.push_str(&format!(
+                "\n  - {}: {} [{}]",
+                v.subject, v.description, v.r#type
+            ));
         }
     }
     // The machine-readable reason (e.g. `OperationNotPaused`), for scripts that grep stderr.

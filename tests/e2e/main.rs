@@ -23,6 +23,7 @@ mod observability;
 mod operator;
 mod placement;
 mod rollouts;
+mod safety_net;
 mod supersede;
 mod tenants_and_validation;
 mod tenants_live;

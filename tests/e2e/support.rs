@@ -463,6 +463,7 @@ impl Drop for Stopped {
 
 pub fn create_request(name: &str, replicas: i32) -> pb::CreateClusterRequest {
     pb::CreateClusterRequest {
+        validate_only: false,
         labels: Default::default(),
         name: name.into(),
         request_id: uuid::Uuid::new_v4().to_string(),

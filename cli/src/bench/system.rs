@@ -329,6 +329,7 @@ fn tail(path: &Path, lines: usize) -> String {
 /// A create request like the CLI's defaults: one pool of two workers, a network of ours.
 pub fn create_request(name: &str) -> pb::CreateClusterRequest {
     pb::CreateClusterRequest {
+        validate_only: false,
         labels: Default::default(),
         name: name.into(),
         request_id: uuid::Uuid::new_v4().to_string(),

@@ -306,8 +306,13 @@ pub struct CreateArgs {
     #[arg(long)]
     pub request_id: Option<String>,
     /// Follow the creation, showing each step, until the cluster is ready or failed.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "dry_run")]
     pub wait: bool,
+    /// Make nothing: print what the create would do, step by step (every Azure resource and
+    /// Kubernetes object, in the order the steps would run), and what the preflight finds in
+    /// its way. Exit code 0 when nothing is in the way, 9 when a create would be refused.
+    #[arg(long)]
+    pub dry_run: bool,
     #[command(flatten)]
     pub client: ClientArgs,
 }
@@ -491,11 +496,15 @@ async fn create(a: CreateArgs) -> anyhow::Result<ExitCode> {
             }),
             addons: a.addons.clone(),
         }),
+        validate_only: a.dry_run,
     };
     let op = match c.create_cluster(req).await {
         Ok(r) => r.into_inner(),
         Err(s) => return fail(&a.client, s),
     };
+    if a.dry_run {
+        return dry_run(&a.client, &op);
+    }
     if matches!(a.client.output, Output::Text | Output::Wide) {
         outln!("Creating cluster {} (operation {}).", a.name, op.id)?;
     }
@@ -505,6 +514,21 @@ async fn create(a: CreateArgs) -> anyhow::Result<ExitCode> {
     }
     accepted(&a.client, &end, &op)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints a dry run's plan; its exit code says whether a create would be refused.
+fn dry_run(client: &ClientArgs, op: &pb::Operation) -> anyhow::Result<ExitCode> {
+    let plan = op.plan.clone().unwrap_or_default();
+    if let Some(doc) = client.output.document(&output::plan_json(&plan))? {
+        out!("{doc}")?;
+    } else {
+        out!("{}", output::plan_text(&plan))?;
+    }
+    Ok(if plan.findings.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(crate::exit::PRECONDITION)
+    })
 }
 
 /// What `--wait` or `watch` follows, and what it ends with.

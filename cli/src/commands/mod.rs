@@ -46,7 +46,7 @@ fn failure(target: Option<&crate::cli::Target>, status: &tonic::Status) -> (Stri
         Some(u) => (u.to_string(), crate::exit::UNREACHABLE),
         None => (
             crate::output::status_text(status),
-            crate::exit::for_status(status.code()),
+            crate::exit::for_status(status),
         ),
     }
 }

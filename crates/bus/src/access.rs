@@ -149,6 +149,8 @@ impl Role {
                     format!("$KV.{ROLLOUTS_BUCKET}.>"),
                     // The add-on catalog: put, listed and deleted through the API.
                     format!("$KV.{ADDONS_BUCKET}.>"),
+                    // Dry runs and preflights: what the services' steps would do.
+                    format!("{p}.*.plan.*"),
                 ]);
                 // Listing and watching records: ordered consumers, with flow control.
                 for bucket in [
@@ -172,6 +174,9 @@ impl Role {
                 ]);
                 // A doorbell: the core subscription that says a tenant's queue has work.
                 perms.subscribe.push(format!("{p}.*.cmd.{service}"));
+                // Plan requests from the gateway, answered once each on their reply subject.
+                perms.subscribe.push(format!("{p}.*.plan.{service}"));
+                perms.allow_responses = true;
                 // Its queues, one durable consumer per tenant (`worker_consumer`), made when a
                 // tenant first has work: any name, but only over its own service's commands.
                 // Names cannot be bounded by a wildcard (NATS matches whole tokens), so a
@@ -400,6 +405,18 @@ mod tests {
                 .any(|s| s.starts_with("hcp.") && s.contains(".cmd."))
         );
         assert!(!perms.publish.iter().any(|s| s.starts_with("$KV.hcp_sagas")));
+        // It answers the plan requests of its own service, and may not ask any.
+        let plans: Vec<_> = perms
+            .subscribe
+            .iter()
+            .filter(|s| s.contains(".plan."))
+            .collect();
+        assert_eq!(plans, vec!["hcp.*.plan.dns"]);
+        assert!(
+            perms.allow_responses,
+            "answered on each request's reply subject"
+        );
+        assert!(!perms.publish.iter().any(|s| s.contains(".plan.")));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! | `<p>.<tenant>.evt.<service>` | `HCP_EVT` | completion events from services |
 //! | `<p>.<tenant>.saga.start` | `HCP_EVT` | wake-ups for new operations |
 //! | `<p>.<tenant>.audit.<cluster>` | `HCP_AUDIT` (limits, long retention) | public lifecycle events |
+//! | `<p>.<tenant>.plan.<service>` | none (request and reply) | what an operation would do ([`plan`]) |
 //! | KV `hcp_sagas`, `hcp_clusters` | JetStream KV | saga state; cluster records |
 //! | KV `hcp_active` | JetStream KV | keys of unfinished sagas (the resync's work list) |
 //! | KV `hcp_tenants` | JetStream KV | onboarded tenants, followed live by every role |
@@ -17,6 +18,7 @@
 pub mod access;
 pub mod callout;
 pub mod envelope;
+pub mod plan;
 pub mod steps;
 pub mod subjects;
 mod topology;

@@ -30,6 +30,16 @@ impl Subjects {
         format!("{}.*.cmd.{service}", self.prefix)
     }
 
+    /// Plan requests to one service (core request and reply, no stream).
+    pub fn plan(&self, tenant: &TenantId, service: &str) -> String {
+        format!("{}.{tenant}.plan.{service}", self.prefix)
+    }
+
+    /// All tenants' plan requests to one service (what its replicas subscribe to).
+    pub fn plan_filter(&self, service: &str) -> String {
+        format!("{}.*.plan.{service}", self.prefix)
+    }
+
     /// Completion events from one service.
     pub fn evt(&self, tenant: &TenantId, service: &str) -> String {
         format!("{}.{tenant}.evt.{service}", self.prefix)

@@ -170,36 +170,18 @@ impl Placement {
     pub async fn place(&self, key: &str, uid: &str, region: &str) -> Result<String, Error> {
         for _ in 0..TRIES {
             let views = self.all().await?;
-            if let Some(v) = views
-                .iter()
-                .find(|v| v.record.hosted.get(key).is_some_and(|p| p.uid == uid))
-            {
-                return Ok(v.record.name.clone());
-            }
-            let in_region: Vec<&View> = views
-                .iter()
-                .filter(|v| self.configured.contains(&v.record.name))
-                .filter(|v| v.record.serves(region))
-                .collect();
-            let open: Vec<&View> = in_region
-                .iter()
-                .copied()
-                .filter(|v| v.record.cordoned.is_none())
-                .collect();
-            let best = open.iter().filter(|v| v.free() != Some(0)).max_by_key(|v| {
-                (
-                    v.free().map_or(u64::MAX, u64::from),
-                    std::cmp::Reverse(v.record.name.clone()),
-                )
-            });
-            let Some(best) = best else {
-                // Full, or looks it: give back what deleted clusters hold, then look again.
-                if self.reclaim(&open).await? {
-                    continue;
+            let best = match self.choose_from(&views, key, uid, region) {
+                Choice::Holding(name) => return Ok(name),
+                Choice::Best(best) => best,
+                Choice::None { open, in_region } => {
+                    // Full, or looks it: give back what deleted clusters hold, then look again.
+                    if self.reclaim(&open).await? {
+                        continue;
+                    }
+                    return Err(Error::NoRoom(no_room(region, &in_region)));
                 }
-                return Err(Error::NoRoom(no_room(region, &in_region)));
             };
-            let mut chosen = (*best).clone();
+            let mut chosen = best.clone();
             if chosen.record.capacity == 0 {
                 // No limit: nothing to count, and no hot record for every create to contend on.
                 return Ok(chosen.record.name);
@@ -220,6 +202,48 @@ impl Placement {
             name: region.to_owned(),
             tries: TRIES,
         })
+    }
+
+    /// Where [`Placement::place`] would put cluster `key` now, without placing it (a dry run):
+    /// nothing is written, and placements of deleted clusters are not given back.
+    pub async fn choose(&self, key: &str, uid: &str, region: &str) -> Result<String, Error> {
+        let views = self.all().await?;
+        match self.choose_from(&views, key, uid, region) {
+            Choice::Holding(name) => Ok(name),
+            Choice::Best(best) => Ok(best.record.name.clone()),
+            Choice::None { in_region, .. } => Err(Error::NoRoom(no_room(region, &in_region))),
+        }
+    }
+
+    /// The management cluster holding `key` already, else the open one in `region` with the
+    /// most room.
+    fn choose_from<'a>(&self, views: &'a [View], key: &str, uid: &str, region: &str) -> Choice<'a> {
+        if let Some(v) = views
+            .iter()
+            .find(|v| v.record.hosted.get(key).is_some_and(|p| p.uid == uid))
+        {
+            return Choice::Holding(v.record.name.clone());
+        }
+        let in_region: Vec<&View> = views
+            .iter()
+            .filter(|v| self.configured.contains(&v.record.name))
+            .filter(|v| v.record.serves(region))
+            .collect();
+        let open: Vec<&View> = in_region
+            .iter()
+            .copied()
+            .filter(|v| v.record.cordoned.is_none())
+            .collect();
+        let best = open.iter().filter(|v| v.free() != Some(0)).max_by_key(|v| {
+            (
+                v.free().map_or(u64::MAX, u64::from),
+                std::cmp::Reverse(v.record.name.clone()),
+            )
+        });
+        match best {
+            Some(best) => Choice::Best(best),
+            None => Choice::None { open, in_region },
+        }
     }
 
     /// Cordons (`Some`) or uncordons (`None`) management cluster `name`.
@@ -335,6 +359,19 @@ fn encode(record: &ManagementRecord) -> Result<Vec<u8>, Error> {
 }
 
 /// Why nothing in `region` can take a cluster, naming each candidate.
+/// Where a cluster would go.
+enum Choice<'a> {
+    /// The management cluster already holding it.
+    Holding(String),
+    /// The open one with the most room.
+    Best(&'a View),
+    /// None has room: the open ones and all of the region's, to say so.
+    None {
+        open: Vec<&'a View>,
+        in_region: Vec<&'a View>,
+    },
+}
+
 fn no_room(region: &str, in_region: &[&View]) -> String {
     if in_region.is_empty() {
         return format!("no management cluster serves region {region}");

@@ -37,6 +37,7 @@ mod flow;
 pub mod kube;
 mod notes;
 mod pacing;
+pub mod plan;
 mod service;
 mod tags;
 

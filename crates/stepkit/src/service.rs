@@ -55,9 +55,9 @@ pub async fn tenants(
         .map_err(|e| Error::Config(format!("tenants: {e}")))
 }
 
-/// Runs `handler` on the service's commands until `shutdown`. Queues follow the work: those
-/// of tenants with commands stored are opened at once, any other's from its first command
-/// (however many tenants are onboarded).
+/// Runs `handler` on the service's commands, and answers plan requests with it, until
+/// `shutdown`. Queues follow the work: those of tenants with commands stored are opened at
+/// once, any other's from its first command (however many tenants are onboarded).
 pub async fn run_service(
     config: &Config,
     service: &str,
@@ -72,6 +72,23 @@ pub async fn run_service(
         ack_wait: Duration::from_secs(config.worker.ack_wait_s.max(1)),
         drain_grace: DRAIN_GRACE,
     };
-    hypersaga_worker::run(bus, handler, opts, shutdown).await?;
+    // Plans are answered beside the steps; a plan server that stops takes the service down
+    // with it, as a worker that stops does.
+    let plans = hypersaga_worker::serve_plans(
+        bus.clone(),
+        handler.clone(),
+        service.to_owned(),
+        shutdown.clone(),
+    );
+    let (worked, planned) = tokio::join!(
+        hypersaga_worker::run(bus, handler, opts, shutdown.clone()),
+        async {
+            let r = plans.await;
+            shutdown.cancel();
+            r
+        }
+    );
+    worked?;
+    planned?;
     Ok(())
 }

@@ -45,6 +45,9 @@ pub enum Fenced {
     /// The saga record could not be read, so the command cannot be vouched for.
     #[error("cannot read the saga record to check the command's fence: {0}")]
     Unreadable(String),
+    /// The step is being planned (a dry run or a preflight): nothing may change.
+    #[error("a plan changes nothing; the call was not made")]
+    Planning,
 }
 
 /// How long a command is handed back for when the saga record read lags it.
@@ -56,7 +59,7 @@ impl Fenced {
     /// How long the command is handed back for; `None`: it is dropped.
     pub(crate) fn retry_after(&self) -> Option<Duration> {
         match self {
-            Self::MovedOn { .. } => None,
+            Self::MovedOn { .. } | Self::Planning => None,
             Self::Behind { .. } => Some(BEHIND_RETRY),
             Self::Unreadable(_) => Some(UNREADABLE_RETRY),
         }
@@ -65,7 +68,9 @@ impl Fenced {
 
 /// The fence of the command one task is running.
 pub(crate) struct Guard {
-    sagas: Arc<kv::Store>,
+    /// The saga records, to judge the command by; `None` while a plan runs (nothing may
+    /// change, whatever the records say).
+    sagas: Option<Arc<kv::Store>>,
     cmd: Arc<StepCommand>,
     refused: Mutex<Option<Fenced>>,
 }
@@ -73,9 +78,18 @@ pub(crate) struct Guard {
 impl Guard {
     pub(crate) fn new(sagas: Arc<kv::Store>, cmd: Arc<StepCommand>) -> Arc<Self> {
         Arc::new(Self {
-            sagas,
+            sagas: Some(sagas),
             cmd,
             refused: Mutex::new(None),
+        })
+    }
+
+    /// The guard of a plan: every mutating call is refused ([`Fenced::Planning`]).
+    pub(crate) fn planning(cmd: Arc<StepCommand>) -> Arc<Self> {
+        Arc::new(Self {
+            sagas: None,
+            cmd,
+            refused: Mutex::new(Some(Fenced::Planning)),
         })
     }
 
@@ -94,7 +108,10 @@ impl Guard {
         if let Some(refused) = self.refusal() {
             return Err(refused);
         }
-        let verdict = fence::check(&self.sagas, &self.cmd).await;
+        let Some(sagas) = &self.sagas else {
+            return Err(Fenced::Planning);
+        };
+        let verdict = fence::check(sagas, &self.cmd).await;
         // Calls made at once (a `join_all`) check at once: one refused meanwhile refuses all.
         let mut refused = self.lock();
         if let Some(earlier) = refused.as_ref() {

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_nats::jetstream::{AckKind, kv};
+use hypersaga_bus::plan::StepPlan;
 use hypersaga_bus::{Bus, Outcome, Outputs, StepCommand, StepError, StepEvent, trace_of};
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -32,8 +33,10 @@ use tracing::{Instrument, field, info, info_span, warn};
 mod fair;
 mod fence;
 mod guard;
+mod plan;
 
 pub use guard::{Fenced, before_mutation};
+pub use plan::serve_plans;
 
 /// Runs one attempt of a step of a saga.
 ///
@@ -46,6 +49,17 @@ pub use guard::{Fenced, before_mutation};
 #[async_trait::async_trait]
 pub trait StepHandler: Send + Sync + 'static {
     async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError>;
+
+    /// What `cmd`'s step would do, and what stands in its way, changing nothing: the dry run
+    /// and the preflight of an operation (see [`hypersaga_bus::plan`]). It must come from the
+    /// code [`StepHandler::run`] runs, so a plan cannot disagree with the real run; every
+    /// mutating call made meanwhile is refused ([`Fenced::Planning`]).
+    async fn plan(&self, cmd: &StepCommand) -> Result<StepPlan, StepError> {
+        Err(StepError::terminal(
+            "PlanUnsupported",
+            format!("the {} service cannot plan {} yet", cmd.service(), cmd.step),
+        ))
+    }
 
     /// How long `cmd` should be held back before it runs at all — e.g. its subscription's
     /// ARM budget is spent that far ahead. The worker defers it without taking a slot, so

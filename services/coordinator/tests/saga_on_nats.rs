@@ -268,6 +268,7 @@ impl Drop for Harness {
 
 fn request(name: &str) -> pb::CreateClusterRequest {
     pb::CreateClusterRequest {
+        validate_only: false,
         labels: Default::default(),
         name: name.into(),
         request_id: String::new(),

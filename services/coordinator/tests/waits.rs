@@ -55,6 +55,7 @@ impl StepHandler for Scripted {
 
 fn request(name: &str) -> pb::CreateClusterRequest {
     pb::CreateClusterRequest {
+        validate_only: false,
         labels: Default::default(),
         name: name.into(),
         request_id: String::new(),

@@ -257,6 +257,7 @@ pub fn operation_to_pb(o: &OperationView) -> pb::Operation {
         error: o.error.as_ref().map(error_to_pb),
         steps: o.steps.iter().map(step_to_pb).collect(),
         request_id: o.request_id.clone().unwrap_or_default(),
+        plan: None,
         pause: o.pause.as_ref().map(|p| pb::PauseDetail {
             since: Some(ts(p.since)),
             reason: Some(error_to_pb(&p.reason)),

@@ -12,6 +12,7 @@ mod clusters;
 mod day2;
 mod limits;
 mod operator;
+mod plan;
 mod quota;
 mod rate;
 mod rollouts;
@@ -412,19 +413,18 @@ impl Gateway {
     /// The management cluster a new cluster goes to; `RESOURCE_EXHAUSTED` naming the region
     /// when none has room.
     async fn place(&self, key: &str, uid: &str, region: &str) -> Result<String, Status> {
-        match self.placement.place(key, uid, region).await {
-            Ok(name) => Ok(name),
-            Err(hypersaga_placement::Error::NoRoom(why)) => Err(Status::with_error_details(
-                tonic::Code::ResourceExhausted,
-                why,
-                tonic_types::ErrorDetails::with_error_info(
-                    "NoManagementClusterCapacity",
-                    operator::ERROR_DOMAIN,
-                    std::collections::HashMap::from([("region".to_owned(), region.to_owned())]),
-                ),
-            )),
-            Err(e) => Err(internal("place the cluster")(e)),
-        }
+        self.placement
+            .place(key, uid, region)
+            .await
+            .map_err(|e| placement_refused(region, e))
+    }
+
+    /// Where [`Gateway::place`] would put the cluster now, placing nothing.
+    async fn choose_placement(&self, key: &str, uid: &str, region: &str) -> Result<String, Status> {
+        self.placement
+            .choose(key, uid, region)
+            .await
+            .map_err(|e| placement_refused(region, e))
     }
 
     /// Drives the live rollouts (every replica does; compare-and-set keeps them apart) until
@@ -438,6 +438,22 @@ impl Gateway {
         self.placement
             .ensure(&self.config.kube.management_clusters())
             .await
+    }
+}
+
+/// RESOURCE_EXHAUSTED when no management cluster in `region` has room; INTERNAL otherwise.
+fn placement_refused(region: &str, e: hypersaga_placement::Error) -> Status {
+    match e {
+        hypersaga_placement::Error::NoRoom(why) => Status::with_error_details(
+            tonic::Code::ResourceExhausted,
+            why,
+            tonic_types::ErrorDetails::with_error_info(
+                "NoManagementClusterCapacity",
+                operator::ERROR_DOMAIN,
+                std::collections::HashMap::from([("region".to_owned(), region.to_owned())]),
+            ),
+        ),
+        e => internal("place the cluster")(e),
     }
 }
 
@@ -578,6 +594,25 @@ impl ClusterService for Gateway {
         }
         self.check_quotas(&tenant, true).await?;
         let uid = uuid::Uuid::new_v4().to_string();
+        let infra = infra_id(&req.name, &uid);
+        // The preflight, before anything is written: the services plan the create with the
+        // code its steps run, and whatever they find in its way refuses it. A dry run stops
+        // here with the plan.
+        let chosen = self.choose_placement(&key, &uid, &spec.location).await?;
+        let planned = self
+            .plan_create(&tenant.id, &req.name, (&uid, &infra), &spec, &chosen)
+            .await;
+        if req.validate_only {
+            return Ok(Response::new(pb::Operation {
+                cluster: req.name.clone(),
+                kind: pb::OperationKind::Create as i32,
+                plan: Some(planned.to_pb(&infra, &chosen)),
+                ..Default::default()
+            }));
+        }
+        if let Some(refused) = planned.refusal() {
+            return Err(refused);
+        }
         let management_cluster = self.place(&key, &uid, &spec.location).await?;
         let now = OffsetDateTime::now_utc();
         let op_id = new_operation_id();
@@ -585,7 +620,7 @@ impl ClusterService for Gateway {
             v: CLUSTER_RECORD_VERSION,
             tenant: tenant.id.clone(),
             name: req.name.clone(),
-            infra_id: infra_id(&req.name, &uid),
+            infra_id: infra,
             uid,
             spec,
             created_at: now,

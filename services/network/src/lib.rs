@@ -25,6 +25,7 @@ mod vnet;
 
 use std::sync::Arc;
 
+use hypersaga_bus::plan::StepPlan;
 use hypersaga_bus::{Action, Outputs, Service, StepCommand, StepError, StepId};
 use hypersaga_config::Config;
 use hypersaga_stepkit::{ArmClients, ArmStep, Halt, Notes, Ops, unknown_step};
@@ -124,6 +125,23 @@ impl StepHandler for NetworkHandler {
 
     async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {
         self.check(cmd, progress).await
+    }
+
+    /// The create's plan of each `network.*` step, from the ids and bodies its run writes.
+    async fn plan(&self, cmd: &StepCommand) -> Result<StepPlan, StepError> {
+        let step = cmd.step_id()?;
+        if step.service() != Service::Network || cmd.action != Action::Do {
+            return Err(cmd.unknown_step());
+        }
+        let arm = self.arm.tenant(&cmd.tenant)?;
+        match step {
+            StepId::ResourceGroups => Ok(resource_groups::plan(&arm, cmd)),
+            StepId::Nsg => nsg::plan(&arm, cmd).await,
+            StepId::Vnet => vnet::plan(&arm, cmd).await,
+            StepId::PublicIp => Ok(public_ip::plan(&arm, cmd)),
+            StepId::LoadBalancer => load_balancer::plan(&arm, cmd),
+            _ => Err(cmd.unknown_step()),
+        }
     }
 }
 

@@ -3,9 +3,11 @@
 //! in-cluster cloud provider expect (`loadBalancerName=INFRA`, backend pool `INFRA`).
 
 use hypersaga_azure::ids;
+use hypersaga_bus::plan::StepPlan;
 use hypersaga_bus::{
-    LoadBalancerOutputs, Outputs, PublicIpOutputs, StepCommand, StepId, StepOutputs,
+    LoadBalancerOutputs, Outputs, PublicIpOutputs, StepCommand, StepError, StepId, StepOutputs,
 };
+use hypersaga_stepkit::plan::azure_create;
 use hypersaga_stepkit::{Halt, Ops, TenantArm, ensure, remove, tags};
 use serde_json::{Value, json};
 
@@ -101,6 +103,25 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Res
         load_balancer_id: id,
     }
     .into_outputs())
+}
+
+/// What [`create`] would make, on the public IP the step before says.
+pub(crate) fn plan(arm: &TenantArm, cmd: &StepCommand) -> Result<StepPlan, StepError> {
+    let PublicIpOutputs { public_ip_id } = cmd.context.outputs_of(&StepId::PublicIp)?;
+    let id = id(arm, cmd);
+    Ok(StepPlan {
+        step: cmd.step.clone(),
+        changes: vec![azure_create(
+            &id,
+            NETWORK_API,
+            &body(cmd, &id, &public_ip_id),
+        )],
+        findings: Vec::new(),
+        outputs: LoadBalancerOutputs {
+            load_balancer_id: id,
+        }
+        .into_outputs(),
+    })
 }
 
 pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Result<Outputs, Halt> {

@@ -2,12 +2,14 @@
 //! with an empty rule set (docs/reference/hypershift-azure.md §1.1 row 4) — the in-cluster cloud
 //! provider adds rules later, which is why an existing NSG is adopted, never re-PUT.
 
-use hypersaga_bus::{NsgOutputs, Outputs, StepCommand, StepOutputs};
+use hypersaga_bus::plan::StepPlan;
+use hypersaga_bus::{NsgOutputs, Outputs, StepCommand, StepError, StepOutputs};
+use hypersaga_stepkit::plan::azure_create;
 use hypersaga_stepkit::{Halt, Ops, TenantArm, any, ensure, remove, tags};
 use serde_json::{Value, json};
 
 use crate::NETWORK_API;
-use crate::user_network::{given, look_up};
+use crate::user_network::{given, look_up, plan_look_up};
 
 /// ARM type of network security groups.
 pub(crate) const TYPE: &str = "Microsoft.Network/networkSecurityGroups";
@@ -49,6 +51,28 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Res
     )
     .await?;
     Ok(NsgOutputs { nsg_id: id }.into_outputs())
+}
+
+/// What [`create`] would do: read the user's NSG, or make ours.
+pub(crate) async fn plan(arm: &TenantArm, cmd: &StepCommand) -> Result<StepPlan, StepError> {
+    let network = &cmd.context.spec.network;
+    let mut findings = Vec::new();
+    let (change, nsg_id) = if network.is_user_brought() {
+        let nsg_id = given("nsg_id", network.nsg_id.as_deref())?;
+        (
+            plan_look_up(arm, "nsg_id", nsg_id, &mut findings).await?,
+            nsg_id.to_owned(),
+        )
+    } else {
+        let id = id(arm, cmd);
+        (azure_create(&id, NETWORK_API, &body(cmd)), id)
+    };
+    Ok(StepPlan {
+        step: cmd.step.clone(),
+        changes: vec![change],
+        findings,
+        outputs: NsgOutputs { nsg_id }.into_outputs(),
+    })
 }
 
 /// Deletes our NSG. A user-brought NSG is left alone (the saga never asks, but this service

@@ -2,7 +2,9 @@
 //! (docs/reference/hypershift-azure.md §1.1 row 10). HyperShift wraps this PUT in a 409 retry loop;
 //! here a 409 is a retryable step failure and the saga's backoff does the same job, visibly.
 
+use hypersaga_bus::plan::StepPlan;
 use hypersaga_bus::{Outputs, PublicIpOutputs, StepCommand, StepOutputs};
+use hypersaga_stepkit::plan::azure_create;
 use hypersaga_stepkit::{Halt, Ops, TenantArm, any, ensure, remove, tags};
 use serde_json::{Value, json};
 
@@ -46,6 +48,17 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Res
     )
     .await?;
     Ok(PublicIpOutputs { public_ip_id: id }.into_outputs())
+}
+
+/// What [`create`] would make.
+pub(crate) fn plan(arm: &TenantArm, cmd: &StepCommand) -> StepPlan {
+    let id = id(arm, cmd);
+    StepPlan {
+        step: cmd.step.clone(),
+        changes: vec![azure_create(&id, NETWORK_API, &body(cmd))],
+        findings: Vec::new(),
+        outputs: PublicIpOutputs { public_ip_id: id }.into_outputs(),
+    }
 }
 
 pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Result<Outputs, Halt> {

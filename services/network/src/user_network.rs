@@ -1,7 +1,9 @@
 //! A network the user brings: only ever read, never written or deleted.
 
 use hypersaga_azure::ids::ResourceId;
+use hypersaga_bus::plan::{Change, Finding, Verb};
 use hypersaga_bus::{StepCommand, StepError};
+use hypersaga_stepkit::plan::{azure, finding_of};
 use hypersaga_stepkit::{TenantArm, step_error};
 use serde_json::Value;
 
@@ -33,6 +35,28 @@ pub(crate) async fn look_up(arm: &TenantArm, field: &str, id: &str) -> Result<Va
         )
         .with_target(format!("spec.network.{field}"))),
     }
+}
+
+/// The user's resource `id`, read as [`look_up`] reads it for a plan: the read, and a finding
+/// on `spec.network.<field>` when it is not there.
+pub(crate) async fn plan_look_up(
+    arm: &TenantArm,
+    field: &str,
+    id: &str,
+    findings: &mut Vec<Finding>,
+) -> Result<Change, StepError> {
+    let mut read = azure(Verb::Read, id, NETWORK_API, "");
+    match look_up(arm, field, id).await {
+        Ok(resource) => {
+            read.location = resource["location"].as_str().unwrap_or_default().to_owned();
+        }
+        Err(e) => findings.push(finding_of(
+            e,
+            "NETWORK",
+            "give the id of a resource that exists in the tenant's subscription, or leave spec.network empty for hypersaga to make the network",
+        )?),
+    }
+    Ok(read)
 }
 
 /// Resource group ids (lower-cased) holding anything the user brought: never deleted, even if a

@@ -2,12 +2,16 @@
 //! (docs/reference/hypershift-azure.md §1.1 row 6), or the user's VNet and subnet, looked up.
 
 use hypersaga_azure::ids;
-use hypersaga_bus::{NsgOutputs, Outputs, StepCommand, StepId, StepOutputs, VnetOutputs};
+use hypersaga_bus::plan::StepPlan;
+use hypersaga_bus::{
+    NsgOutputs, Outputs, StepCommand, StepError, StepId, StepOutputs, VnetOutputs,
+};
+use hypersaga_stepkit::plan::azure_create;
 use hypersaga_stepkit::{Halt, Ops, TenantArm, ensure, remove, tags};
 use serde_json::{Value, json};
 
 use crate::NETWORK_API;
-use crate::user_network::{given, look_up};
+use crate::user_network::{given, look_up, plan_look_up};
 
 /// ARM type of virtual networks.
 pub(crate) const TYPE: &str = "Microsoft.Network/virtualNetworks";
@@ -95,6 +99,42 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Res
         subnet_id,
     }
     .into_outputs())
+}
+
+/// What [`create`] would do: read the user's VNet and subnet, or make ours with the NSG the
+/// step before says.
+pub(crate) async fn plan(arm: &TenantArm, cmd: &StepCommand) -> Result<StepPlan, StepError> {
+    let network = &cmd.context.spec.network;
+    let mut findings = Vec::new();
+    let (changes, outputs) = if network.is_user_brought() {
+        let vnet_id = given("vnet_id", network.vnet_id.as_deref())?;
+        let subnet_id = given("subnet_id", network.subnet_id.as_deref())?;
+        let changes = vec![
+            plan_look_up(arm, "vnet_id", vnet_id, &mut findings).await?,
+            plan_look_up(arm, "subnet_id", subnet_id, &mut findings).await?,
+        ];
+        let outputs = VnetOutputs {
+            vnet_id: vnet_id.to_owned(),
+            subnet_id: subnet_id.to_owned(),
+        };
+        (changes, outputs)
+    } else {
+        let NsgOutputs { nsg_id } = cmd.context.outputs_of(&StepId::Nsg)?;
+        let id = id(arm, cmd);
+        let change = azure_create(&id, NETWORK_API, &body(cmd, &nsg_id));
+        let subnet_id = ids::child_id(&id, "subnets", &cmd.context.names.subnet);
+        let outputs = VnetOutputs {
+            vnet_id: id,
+            subnet_id,
+        };
+        (vec![change], outputs)
+    };
+    Ok(StepPlan {
+        step: cmd.step.clone(),
+        changes,
+        findings,
+        outputs: outputs.into_outputs(),
+    })
 }
 
 /// Deletes our VNet (its subnet goes with it). A user-brought VNet is left alone.

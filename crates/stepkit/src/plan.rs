@@ -1,0 +1,94 @@
+//! Building a step's plan ([`hypersaga_bus::plan`]) from the same ids and bodies its run
+//! writes, and turning what stands in its way into findings.
+
+use hypersaga_azure::ids::ResourceId;
+use hypersaga_bus::StepError;
+use hypersaga_bus::plan::{Change, Finding, Target, Verb};
+use serde_json::Value;
+
+/// An Azure resource a step makes (or adopts) by PUTting `body` at `id`.
+pub fn azure_create(id: &str, api_version: &str, body: &Value) -> Change {
+    let location = body["location"].as_str().unwrap_or_default();
+    azure(Verb::Create, id, api_version, location)
+}
+
+/// An Azure resource a step touches with `verb`.
+pub fn azure(verb: Verb, id: &str, api_version: &str, location: &str) -> Change {
+    let (kind, name) = kind_and_name(id);
+    Change {
+        target: Some(Target::Azure),
+        verb: Some(verb),
+        kind,
+        name,
+        id: id.to_owned(),
+        api_version: api_version.to_owned(),
+        location: location.to_owned(),
+    }
+}
+
+/// An ARM id's type and name; a resource group's are `Microsoft.Resources/resourceGroups`
+/// and its name. An id that does not parse is shown as it is.
+fn kind_and_name(id: &str) -> (String, String) {
+    match ResourceId::parse(id) {
+        Ok(rid) => match (rid.resource_type(), rid.name()) {
+            (Some(kind), Some(name)) => (kind, name.to_owned()),
+            _ => (
+                "Microsoft.Resources/resourceGroups".to_owned(),
+                rid.resource_group().to_owned(),
+            ),
+        },
+        Err(_) => (String::new(), id.to_owned()),
+    }
+}
+
+/// A failure met while planning that the user can act on — a terminal error naming a field
+/// of the request (a resource of theirs that is missing) — as a finding of `kind`; anything
+/// else (Azure unreachable, a throttle) is an error of the plan itself.
+pub fn finding_of(e: StepError, kind: &str, remedy: &str) -> Result<Finding, StepError> {
+    match &e.info.target {
+        Some(field) if !e.is_retryable() && !field.is_empty() => Ok(Finding {
+            field: field.clone(),
+            kind: kind.to_owned(),
+            message: e.info.message.clone(),
+            remedy: remedy.to_owned(),
+        }),
+        _ => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_change_names_the_resource_as_arm_does() {
+        let id = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v";
+        let c = azure_create(id, "2023-11-01", &json!({ "location": "eastus" }));
+        assert_eq!(
+            (c.kind.as_str(), c.name.as_str(), c.location.as_str()),
+            ("Microsoft.Network/virtualNetworks", "v", "eastus")
+        );
+        let rg = azure(
+            Verb::Create,
+            "/subscriptions/s/resourceGroups/rg",
+            "2021-04-01",
+            "",
+        );
+        assert_eq!(
+            (rg.kind.as_str(), rg.name.as_str()),
+            ("Microsoft.Resources/resourceGroups", "rg")
+        );
+    }
+
+    #[test]
+    fn only_what_the_user_can_fix_is_a_finding() {
+        let missing = StepError::terminal("UserNetworkNotFound", "no such VNet")
+            .with_target("spec.network.vnet_id");
+        let f = finding_of(missing, "NETWORK", "bring a VNet that exists").unwrap();
+        assert_eq!(f.field, "spec.network.vnet_id");
+        let down = StepError::retryable("ServiceUnavailable", "try later");
+        assert!(finding_of(down, "NETWORK", "").is_err());
+    }
+}

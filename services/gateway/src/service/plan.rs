@@ -1,0 +1,392 @@
+//! Dry runs and preflights: what an operation would do, asked of the services that run its
+//! steps ([`hypersaga_bus::plan`]), level by level of its DAG, so each step is planned with
+//! the outputs the steps before it predict. Nothing is written.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use futures::future::join_all;
+use hypersaga_api::v1 as pb;
+use hypersaga_bus::plan::{
+    Change, Finding, PlanReply, PlanRequest, PlannedStep, StepPlan, Target, Verb,
+};
+use hypersaga_bus::{Action, StepContext, step_service};
+use hypersaga_model::{ClusterSpec, ErrorInfo, Names, TenantId};
+use hypersaga_saga::StepDef;
+use tonic::Status;
+use tonic_types::{ErrorDetails, StatusExt};
+use tracing::warn;
+
+use super::Gateway;
+use crate::convert::error_to_pb;
+
+/// How long one service may take to plan its steps of one level.
+const PLAN_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What the services said of each step, in the order of the plan.
+pub(super) struct Planned {
+    pub steps: Vec<(StepDef, Result<StepPlan, ErrorInfo>)>,
+}
+
+impl Planned {
+    /// Every finding, with the step that found it.
+    pub fn findings(&self) -> Vec<(&str, &Finding)> {
+        self.steps
+            .iter()
+            .filter_map(|(def, plan)| plan.as_ref().ok().map(|p| (def.id.as_str(), p)))
+            .flat_map(|(step, p)| p.findings.iter().map(move |f| (step, f)))
+            .collect()
+    }
+
+    /// The plan as the API shows it.
+    pub fn to_pb(&self, infra_id: &str, management_cluster: &str) -> pb::Plan {
+        pb::Plan {
+            infra_id: infra_id.to_owned(),
+            management_cluster: management_cluster.to_owned(),
+            steps: self
+                .steps
+                .iter()
+                .map(|(def, plan)| pb::PlannedStep {
+                    step: def.id.clone(),
+                    service: step_service(&def.id).to_owned(),
+                    depends_on: def.deps.clone(),
+                    changes: plan
+                        .as_ref()
+                        .map(|p| p.changes.iter().map(change_to_pb).collect())
+                        .unwrap_or_default(),
+                    not_planned: plan.as_ref().err().map(error_to_pb),
+                })
+                .collect(),
+            findings: self
+                .findings()
+                .into_iter()
+                .map(|(step, f)| finding_to_pb(step, f))
+                .collect(),
+        }
+    }
+
+    /// FAILED_PRECONDITION with a `google.rpc.PreconditionFailure` naming every finding, when
+    /// there are any.
+    pub fn refusal(&self) -> Option<Status> {
+        let findings = self.findings();
+        if findings.is_empty() {
+            return None;
+        }
+        let summary: Vec<String> = findings
+            .iter()
+            .map(|(_, f)| format!("{}: {}", f.field, f.message))
+            .collect();
+        let mut details = ErrorDetails::new();
+        for (_, f) in &findings {
+            let description = if f.remedy.is_empty() {
+                f.message.clone()
+            } else {
+                format!("{} ({})", f.message, f.remedy)
+            };
+            details.add_precondition_failure_violation(&f.kind, &f.field, description);
+        }
+        Some(Status::with_error_details(
+            tonic::Code::FailedPrecondition,
+            format!(
+                "preflight: {} problem(s) before anything is made: {}",
+                findings.len(),
+                summary.join("; ")
+            ),
+            details,
+        ))
+    }
+}
+
+impl Gateway {
+    /// The create of `tenant`'s cluster `name` (of uid `uid`, infra id `infra_id`) as the
+    /// coordinator would plan it, placed on `management_cluster`, planned by the services.
+    pub(super) async fn plan_create(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        (uid, infra_id): (&str, &str),
+        spec: &ClusterSpec,
+        management_cluster: &str,
+    ) -> Planned {
+        let context = StepContext {
+            cluster_uid: uid.to_owned(),
+            names: Names::new(tenant, name, infra_id, &spec.base_domain),
+            spec: spec.clone(),
+            outputs: BTreeMap::new(),
+            management_cluster: management_cluster.to_owned(),
+        };
+        let steps = hypersaga_saga::create_plan(spec, Default::default());
+        self.plan_steps(tenant, name, steps, context).await
+    }
+
+    /// Plans `steps` (an operation's, in DAG order) of `tenant`'s cluster `cluster` against
+    /// `context`, asking each service for its steps of each level at once.
+    pub(super) async fn plan_steps(
+        &self,
+        tenant: &TenantId,
+        cluster: &str,
+        steps: Vec<StepDef>,
+        mut context: StepContext,
+    ) -> Planned {
+        let mut plans: HashMap<String, Result<StepPlan, ErrorInfo>> = HashMap::new();
+        let mut left: Vec<&StepDef> = steps.iter().collect();
+        while !left.is_empty() {
+            let (ready, blocked): (Vec<&StepDef>, Vec<&StepDef>) = left
+                .iter()
+                .partition(|s| s.deps.iter().all(|d| plans.contains_key(d)));
+            if ready.is_empty() {
+                // A cycle cannot come from the saga's plans; say so rather than loop.
+                for s in blocked {
+                    plans.insert(s.id.clone(), Err(not_planned("dependencies never planned")));
+                }
+                break;
+            }
+            let mut by_service: BTreeMap<&str, Vec<PlannedStep>> = BTreeMap::new();
+            // A step after one that could not be planned is asked all the same: it is
+            // planned if it does not need that one's outputs, and says so if it does.
+            for s in &ready {
+                by_service
+                    .entry(step_service(&s.id))
+                    .or_default()
+                    .push(PlannedStep {
+                        step: s.id.clone(),
+                        action: Action::Do,
+                    });
+            }
+            let asked = by_service.into_iter().map(|(service, steps)| {
+                let req = PlanRequest::new(tenant.clone(), cluster, steps, context.clone());
+                async move { (req.steps.clone(), self.ask(service, &req).await) }
+            });
+            for (asked, reply) in join_all(asked).await {
+                settle(&mut plans, &asked, reply);
+            }
+            for plan in plans.values().flatten() {
+                if !plan.outputs.is_empty() {
+                    context
+                        .outputs
+                        .insert(plan.step.clone(), plan.outputs.clone());
+                }
+            }
+            left = blocked;
+        }
+        Planned {
+            steps: steps
+                .into_iter()
+                .map(|def| {
+                    let plan = plans
+                        .remove(&def.id)
+                        .unwrap_or_else(|| Err(not_planned("not asked")));
+                    (def, plan)
+                })
+                .collect(),
+        }
+    }
+
+    /// One service's answer to `req`, or why there is none.
+    async fn ask(&self, service: &str, req: &PlanRequest) -> Result<PlanReply, ErrorInfo> {
+        let body = serde_json::to_vec(req)
+            .map_err(|e| not_planned(&format!("cannot encode the plan request: {e}")))?;
+        let subject = self.bus.subjects().plan(&req.tenant, service);
+        let answer = tokio::time::timeout(
+            PLAN_TIMEOUT,
+            self.bus.client().request(subject, body.into()),
+        )
+        .await;
+        let msg = match answer {
+            Err(_) => {
+                return Err(not_planned(&format!(
+                    "the {service} service did not answer within {} s",
+                    PLAN_TIMEOUT.as_secs()
+                )));
+            }
+            Ok(Err(e)) => {
+                warn!(%service, error = %e, "plan request failed");
+                return Err(not_planned(&format!(
+                    "the {service} service did not answer: {e}"
+                )));
+            }
+            Ok(Ok(msg)) => msg,
+        };
+        serde_json::from_slice(&msg.payload).map_err(|e| {
+            not_planned(&format!(
+                "the {service} service's answer does not decode: {e}"
+            ))
+        })
+    }
+}
+
+/// Files a service's answer (or its absence) under each step it was asked.
+fn settle(
+    plans: &mut HashMap<String, Result<StepPlan, ErrorInfo>>,
+    asked: &[PlannedStep],
+    reply: Result<PlanReply, ErrorInfo>,
+) {
+    let (mut answered, error) = match reply {
+        Ok(r) => (
+            r.steps
+                .into_iter()
+                .map(|p| (p.step.clone(), p))
+                .collect::<HashMap<_, _>>(),
+            r.error,
+        ),
+        Err(e) => (HashMap::new(), Some(e)),
+    };
+    for s in asked {
+        let plan = match answered.remove(&s.step) {
+            Some(p) => Ok(p),
+            None => Err(error
+                .clone()
+                .unwrap_or_else(|| not_planned("the service did not plan it"))),
+        };
+        plans.insert(s.step.clone(), plan);
+    }
+}
+
+fn not_planned(why: &str) -> ErrorInfo {
+    ErrorInfo {
+        code: "NotPlanned".into(),
+        message: why.to_owned(),
+        ..Default::default()
+    }
+}
+
+fn change_to_pb(c: &Change) -> pb::PlannedChange {
+    pb::PlannedChange {
+        target: c.target.map(target_name).unwrap_or_default().to_owned(),
+        verb: c.verb.map(verb_name).unwrap_or_default().to_owned(),
+        r#type: c.kind.clone(),
+        name: c.name.clone(),
+        id: c.id.clone(),
+        api_version: c.api_version.clone(),
+        location: c.location.clone(),
+    }
+}
+
+fn finding_to_pb(step: &str, f: &Finding) -> pb::PreflightFinding {
+    pb::PreflightFinding {
+        field: f.field.clone(),
+        kind: f.kind.clone(),
+        message: f.message.clone(),
+        remedy: f.remedy.clone(),
+        step: step.to_owned(),
+    }
+}
+
+fn target_name(t: Target) -> &'static str {
+    match t {
+        Target::Azure => "azure",
+        Target::Storage => "storage",
+        Target::ManagementCluster => "management_cluster",
+        Target::HostedCluster => "hosted_cluster",
+    }
+}
+
+fn verb_name(v: Verb) -> &'static str {
+    match v {
+        Verb::Create => "create",
+        Verb::Update => "update",
+        Verb::Delete => "delete",
+        Verb::Read => "read",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(id: &str, deps: &[&str]) -> StepDef {
+        StepDef {
+            id: id.to_owned(),
+            deps: deps.iter().map(|d| (*d).to_owned()).collect(),
+            undo: hypersaga_saga::UndoPolicy::Undo,
+        }
+    }
+
+    #[test]
+    fn a_service_that_did_not_answer_leaves_its_steps_unplanned_with_the_reason() {
+        let mut plans = HashMap::new();
+        let asked = vec![
+            PlannedStep {
+                step: "network.nsg".into(),
+                action: Action::Do,
+            },
+            PlannedStep {
+                step: "network.public-ip".into(),
+                action: Action::Do,
+            },
+        ];
+        let reply = PlanReply {
+            v: 1,
+            steps: vec![StepPlan {
+                step: "network.nsg".into(),
+                ..Default::default()
+            }],
+            error: Some(ErrorInfo {
+                code: "PlanUnsupported".into(),
+                message: "cannot plan network.public-ip yet".into(),
+                ..Default::default()
+            }),
+        };
+        settle(&mut plans, &asked, Ok(reply));
+        assert!(plans["network.nsg"].is_ok());
+        assert_eq!(
+            plans["network.public-ip"].as_ref().unwrap_err().code,
+            "PlanUnsupported"
+        );
+        let planned = Planned {
+            steps: vec![
+                (
+                    def("network.nsg", &[]),
+                    plans.remove("network.nsg").unwrap(),
+                ),
+                (
+                    def("network.public-ip", &[]),
+                    plans.remove("network.public-ip").unwrap(),
+                ),
+            ],
+        };
+        let pb = planned.to_pb("demo-x", "default");
+        assert_eq!(
+            pb.steps[1].not_planned.as_ref().map(|e| e.code.as_str()),
+            Some("PlanUnsupported")
+        );
+        assert!(planned.refusal().is_none(), "no finding, no refusal");
+    }
+
+    #[test]
+    fn every_finding_is_a_precondition_failure_with_its_field() {
+        let finding = |field: &str, kind: &str| Finding {
+            field: field.into(),
+            kind: kind.into(),
+            message: format!("{field} is wrong"),
+            remedy: "fix it".into(),
+        };
+        let planned = Planned {
+            steps: vec![(
+                def("nodepool.workers", &[]),
+                Ok(StepPlan {
+                    step: "nodepool.workers".into(),
+                    findings: vec![
+                        finding("spec.node_pools[0].vm_size", "QUOTA"),
+                        finding("spec.base_domain", "DNS_ZONE"),
+                    ],
+                    ..Default::default()
+                }),
+            )],
+        };
+        let status = planned.refusal().expect("refused");
+        assert_eq!(status.code(), tonic::Code::FailedPrecondition);
+        let violations = status
+            .get_details_precondition_failure()
+            .expect("PreconditionFailure")
+            .violations;
+        let subjects: Vec<&str> = violations.iter().map(|v| v.subject.as_str()).collect();
+        assert_eq!(subjects, ["spec.node_pools[0].vm_size", "spec.base_domain"]);
+        assert_eq!(violations[0].r#type, "QUOTA");
+        assert!(
+            status.message().contains("2 problem(s)"),
+            "{}",
+            status.message()
+        );
+    }
+}
