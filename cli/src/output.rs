@@ -295,6 +295,7 @@ pub fn plan_json(p: &pb::Plan) -> Value {
                 "id": c.id,
                 "api_version": c.api_version,
                 "location": c.location,
+                "note": c.note,
             })).collect::<Vec<_>>(),
             "not_planned": error_json(&s.not_planned),
         })).collect::<Vec<_>>(),
@@ -342,6 +343,9 @@ pub fn plan_text(p: &pb::Plan) -> String {
             ));
             if !c.id.is_empty() && c.id != c.name {
                 out.push_str(&format!("          {}\n", c.id));
+            }
+            if !c.note.is_empty() {
+                out.push_str(&format!("          ({})\n", c.note));
             }
         }
     }

@@ -8,27 +8,74 @@ use tonic_types::StatusExt;
 
 use crate::support::*;
 
-/// ARM requests that change something (every method but GET), all subscriptions.
+/// ARM requests that change a resource (PUT, PATCH, DELETE, or a POST action on one; not
+/// Entra's token requests), all subscriptions, as the emulator's request log counts them.
 async fn arm_writes(system: &System) -> u64 {
     let stats = system.arm_admin().requests().await.expect("request stats");
     stats
         .counts
         .iter()
         .filter(|c| !c.method.eq_ignore_ascii_case("GET"))
+        .filter(|c| c.resource_type.contains('/'))
         .map(|c| c.count)
         .sum()
 }
 
-/// `type name` of every Azure resource a planned step would create, the plan's infra id
-/// replaced by `infra`.
-fn planned_creates(plan: &pb::Plan, infra: &str) -> BTreeSet<String> {
-    plan.steps
+const ROLE_ASSIGNMENTS: &str = "/providers/Microsoft.Authorization/roleAssignments/";
+
+/// What a plan says the create makes in Azure, its infra id replaced by `infra`: `type name`
+/// of each resource named in full, `(type, prefix, suffix)` of each named by HyperShift's
+/// CAPZ (`name-*-nic`), and the scope of each role assignment (named after the infra id).
+struct Listed {
+    named: BTreeSet<String>,
+    patterns: Vec<(String, String, String)>,
+    role_scopes: Vec<String>,
+}
+
+fn listed(plan: &pb::Plan, infra: &str) -> Listed {
+    let mut out = Listed {
+        named: BTreeSet::new(),
+        patterns: Vec::new(),
+        role_scopes: Vec::new(),
+    };
+    let creates = plan
+        .steps
         .iter()
-        .filter(|s| s.not_planned.is_none())
         .flat_map(|s| &s.changes)
-        .filter(|c| c.target == "azure" && c.verb == "create")
-        .map(|c| format!("{} {}", c.r#type, c.name.replace(&plan.infra_id, infra)))
-        .collect()
+        .filter(|c| c.target == "azure" && c.verb == "create");
+    for c in creates {
+        let name = c.name.replace(&plan.infra_id, infra);
+        if let Some((scope, _)) = c.id.split_once(ROLE_ASSIGNMENTS) {
+            out.role_scopes
+                .push(scope.replace(&plan.infra_id, infra).to_lowercase());
+        } else if let Some((prefix, suffix)) = name.split_once('*') {
+            out.patterns
+                .push((c.r#type.clone(), prefix.to_owned(), suffix.to_owned()));
+        } else {
+            out.named.insert(format!("{} {name}", c.r#type));
+        }
+    }
+    out.role_scopes.sort();
+    out
+}
+
+/// The scopes of the subscription's role assignments, lower-cased.
+async fn role_scopes(system: &System, tenant: &str) -> Vec<String> {
+    let all = system
+        .arm_admin()
+        .role_assignments(Some(&system.subscription(tenant)))
+        .await
+        .expect("role assignments");
+    let mut scopes: Vec<String> = all
+        .iter()
+        .filter_map(|a| a["id"].as_str())
+        .filter_map(|id| {
+            id.split_once(ROLE_ASSIGNMENTS)
+                .map(|(s, _)| s.to_lowercase())
+        })
+        .collect();
+    scopes.sort();
+    scopes
 }
 
 #[tokio::test]
@@ -55,10 +102,7 @@ async fn a_dry_run_lists_what_the_create_then_makes_and_the_preflight_refuses_be
             assert!(seen.contains(d), "{} is listed before {d}", s.step);
         }
         seen.insert(s.step.clone());
-        // Every step is planned, or says why not.
-        if let Some(why) = &s.not_planned {
-            assert!(!why.message.is_empty(), "{}: {why:?}", s.step);
-        }
+        assert!(s.not_planned.is_none(), "{}: {:?}", s.step, s.not_planned);
     }
     assert!(plan.findings.is_empty(), "{:?}", plan.findings);
     let network: Vec<&pb::PlannedStep> = plan
@@ -99,18 +143,52 @@ async fn a_dry_run_lists_what_the_create_then_makes_and_the_preflight_refuses_be
     assert_eq!(gone.code(), tonic::Code::NotFound);
 
     // The create then makes what the plan listed, by type and name (its own infra id).
+    let there_before = system.resource_names("acme").await;
+    let scopes_before = role_scopes(&system, "acme").await;
     req.validate_only = false;
     client.create_cluster(req).await.expect("create");
     let ready = system.watch_to_end("acme", "planned").await;
     assert_eq!(phase(&ready), "ready", "{ready:#?}");
     let infra = ready.status.as_ref().expect("status").infra_id.clone();
-    let made = system.resource_names("acme").await;
-    let listed = planned_creates(&plan, &infra);
-    let missing: Vec<&String> = listed.difference(&made).collect();
+    let listed = listed(&plan, &infra);
+    let made: BTreeSet<String> = system
+        .resource_names("acme")
+        .await
+        .difference(&there_before)
+        .cloned()
+        .collect();
+    // What CAPZ named: each pattern takes one resource of its type whose name fits it.
+    let mut by_capz = made
+        .difference(&listed.named)
+        .cloned()
+        .collect::<BTreeSet<_>>();
+    for (kind, prefix, suffix) in &listed.patterns {
+        let fits = by_capz
+            .iter()
+            .find(|r| {
+                r.strip_prefix(&format!("{kind} {prefix}"))
+                    .is_some_and(|rest| rest.ends_with(suffix.as_str()) && !rest.is_empty())
+            })
+            .cloned();
+        let fits =
+            fits.unwrap_or_else(|| panic!("no {kind} {prefix}*{suffix} was made: {made:#?}"));
+        by_capz.remove(&fits);
+    }
+    let missing: Vec<&String> = listed.named.difference(&made).collect();
     assert!(
-        missing.is_empty(),
-        "planned but not made: {missing:?}\nmade: {made:#?}"
+        missing.is_empty() && by_capz.is_empty(),
+        "planned but not made: {missing:#?}\nmade but not planned: {by_capz:#?}"
     );
+    let scopes: Vec<String> = {
+        let mut now = role_scopes(&system, "acme").await;
+        for s in &scopes_before {
+            if let Some(i) = now.iter().position(|n| n == s) {
+                now.remove(i);
+            }
+        }
+        now
+    };
+    assert_eq!(scopes, listed.role_scopes, "role assignments, by scope");
 
     // A network the user brings that does not exist: refused before any write, naming it.
     let before = arm_writes(&system).await;

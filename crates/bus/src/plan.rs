@@ -144,6 +144,10 @@ pub struct Change {
     pub api_version: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub location: String,
+    /// What the plan cannot know yet (a name or type that depends on what Azure or
+    /// HyperShift will answer).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
 }
 
 /// Something in an operation's way, found before anything is written.

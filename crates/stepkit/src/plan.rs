@@ -23,6 +23,29 @@ pub fn azure(verb: Verb, id: &str, api_version: &str, location: &str) -> Change 
         id: id.to_owned(),
         api_version: api_version.to_owned(),
         location: location.to_owned(),
+        note: String::new(),
+    }
+}
+
+/// A Kubernetes object a step applies (`namespace` empty for a cluster-scoped one).
+pub fn kube_create(
+    target: Target,
+    api_version: &str,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+) -> Change {
+    Change {
+        target: Some(target),
+        verb: Some(Verb::Create),
+        kind: format!("{api_version}/{kind}"),
+        name: name.to_owned(),
+        id: if namespace.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{namespace}/{name}")
+        },
+        ..Change::default()
     }
 }
 

@@ -11,6 +11,7 @@ use hypersaga_addons::{
     ADDON_LABEL, Catalog, DeploymentStatus, ObjectDeploymentTarget, Owner, is_current_object_set,
     object_deployment, read_status, refusal,
 };
+use hypersaga_bus::plan::{StepPlan, Target};
 use hypersaga_bus::{AddonOutputs, Outputs, StepCommand, StepError, StepOutputs};
 use hypersaga_stepkit::kube::{self as kube_ops, Check, Notes, target};
 use hypersaga_worker::StepResult;
@@ -240,5 +241,22 @@ fn check_available(od: &Value, what: &str, version: &str) -> Check<AddonOutputs>
         DeploymentStatus::Progressing { message } => {
             Check::Wait(format!("Package Operator is rolling out {what}: {message}"))
         }
+    }
+}
+
+/// What the add-on step would apply: its ObjectDeployment in the control-plane namespace
+/// (Package Operator then makes the add-on's objects, phase by phase).
+pub(crate) fn plan(cmd: &StepCommand, name: &str) -> StepPlan {
+    let ns = cmd.context.names.control_plane_namespace();
+    StepPlan {
+        step: cmd.step.clone(),
+        changes: vec![hypersaga_stepkit::plan::kube_create(
+            Target::ManagementCluster,
+            "package-operator.run/v1alpha1",
+            "ObjectDeployment",
+            &ns,
+            name,
+        )],
+        ..StepPlan::default()
     }
 }

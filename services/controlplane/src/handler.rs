@@ -24,7 +24,9 @@ use kube::api::ObjectMeta;
 use kube::{Api, Resource};
 use tracing::info;
 
+use hypersaga_bus::plan::{StepPlan, Target};
 use hypersaga_stepkit::kube::{self as kube_ops, Check, Notes, Waits, target};
+use hypersaga_stepkit::plan::kube_create;
 
 use crate::{DEFAULT_AVAILABLE_TIMEOUT, Error};
 
@@ -391,6 +393,80 @@ impl ControlPlaneHandler {
 impl StepHandler for ControlPlaneHandler {
     async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {
         self.execute(cmd, progress).await
+    }
+
+    /// The create's plan of each `controlplane.*` step: the objects its run applies on the
+    /// management cluster.
+    async fn plan(&self, cmd: &StepCommand) -> Result<StepPlan, StepError> {
+        if cmd.action != Action::Do {
+            return Err(cmd.unknown_step());
+        }
+        match cmd.step_id()? {
+            StepId::HostedCluster => self.plan_hosted_cluster(cmd),
+            // Only a wait: nothing applied.
+            StepId::Rollout => Ok(StepPlan {
+                step: cmd.step.clone(),
+                outputs: RolloutOutputs::default().into_outputs(),
+                ..StepPlan::default()
+            }),
+            StepId::Addon(name) => Ok(crate::addon::plan(cmd, &name)),
+            _ => Err(cmd.unknown_step()),
+        }
+    }
+}
+
+impl ControlPlaneHandler {
+    /// What [`ControlPlaneHandler::create`] would apply: the namespace, its three secrets and
+    /// the HostedCluster, from the inputs it gathers first. The endpoint is HyperShift's to
+    /// report: the outputs predict it empty.
+    fn plan_hosted_cluster(&self, cmd: &StepCommand) -> Result<StepPlan, StepError> {
+        let tenant = self.tenants.get(&cmd.tenant).ok_or_else(|| {
+            StepError::terminal(
+                "TenantNotConfigured",
+                format!("tenant {} is not onboarded (or was removed)", cmd.tenant),
+            )
+        })?;
+        Inputs::from_command(cmd, &tenant.config)?;
+        let names = &cmd.context.names;
+        let ns = names.namespace.as_str();
+        let on_management = |api_version: &str, kind: &str, namespace: &str, name: &str| {
+            kube_create(
+                Target::ManagementCluster,
+                api_version,
+                kind,
+                namespace,
+                name,
+            )
+        };
+        let mut changes = vec![on_management("v1", "Namespace", "", ns)];
+        for secret in [
+            &names.pull_secret,
+            &names.signing_key_secret,
+            &names.cloud_credentials_secret,
+        ] {
+            changes.push(on_management("v1", "Secret", ns, secret));
+        }
+        changes.push(on_management(
+            hypersaga_hypershift::API_VERSION,
+            "HostedCluster",
+            ns,
+            &cmd.cluster,
+        ));
+        Ok(StepPlan {
+            step: cmd.step.clone(),
+            changes,
+            findings: Vec::new(),
+            outputs: HostedClusterOutputs {
+                control_plane_host: String::new(),
+                control_plane_port: 0,
+                hosted_cluster_id: format!(
+                    "hostedclusters.hypershift.openshift.io/{ns}/{}",
+                    cmd.cluster
+                ),
+                namespace_id: format!("namespaces/{ns}"),
+            }
+            .into_outputs(),
+        })
     }
 }
 

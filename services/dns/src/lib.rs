@@ -23,6 +23,7 @@ mod zone;
 
 use std::sync::Arc;
 
+use hypersaga_bus::plan::StepPlan;
 use hypersaga_bus::{Action, Outputs, Service, StepCommand, StepError, StepId};
 use hypersaga_config::Config;
 use hypersaga_stepkit::{ArmClients, ArmStep, Halt, Notes, Ops, TenantArm, unknown_step};
@@ -117,6 +118,23 @@ impl StepHandler for DnsHandler {
 
     async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {
         self.check(cmd, progress).await
+    }
+
+    /// The create's plan of each `dns.*` step, from the ids and bodies its run writes; a
+    /// public zone that is not there is a finding.
+    async fn plan(&self, cmd: &StepCommand) -> Result<StepPlan, StepError> {
+        let step = cmd.step_id()?;
+        if step.service() != Service::Dns || cmd.action != Action::Do {
+            return Err(cmd.unknown_step());
+        }
+        let arm = self.arm.tenant(&cmd.tenant)?;
+        match step {
+            StepId::PublicZone => public_zone::plan(&arm, cmd).await,
+            StepId::PrivateZone => Ok(zone::plan(&arm, cmd)),
+            StepId::VnetLink => vnet_link::plan(&arm, cmd),
+            StepId::DnsRecords => records::plan(&arm, cmd),
+            _ => Err(cmd.unknown_step()),
+        }
     }
 }
 

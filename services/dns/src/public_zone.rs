@@ -4,7 +4,9 @@
 //! Looked up, never written; first in the plan, so a missing zone fails the create before
 //! anything exists.
 
-use hypersaga_bus::{Outputs, PublicZoneOutputs, StepCommand, StepError, StepOutputs};
+use hypersaga_bus::plan::{StepPlan, Verb};
+use hypersaga_bus::{Outputs, PublicZoneOutputs, StepCommand, StepError, StepId, StepOutputs};
+use hypersaga_stepkit::plan::{azure, finding_of};
 use hypersaga_stepkit::{Halt, TenantArm, step_error};
 
 /// Public DNS (`Microsoft.Network/dnsZones`) api-version.
@@ -44,4 +46,33 @@ pub(crate) async fn find(arm: &TenantArm, cmd: &StepCommand) -> Result<Outputs, 
         .into());
     };
     Ok(PublicZoneOutputs { public_zone }.into_outputs())
+}
+
+/// What [`find`] would read: the zone, or a finding on `spec.base_domain` when the
+/// subscription has none of that name.
+pub(crate) async fn plan(arm: &TenantArm, cmd: &StepCommand) -> Result<StepPlan, StepError> {
+    let mut plan = StepPlan {
+        step: cmd.step.clone(),
+        ..StepPlan::default()
+    };
+    match find(arm, cmd).await {
+        Ok(outputs) => {
+            let zone = PublicZoneOutputs::from_outputs(&StepId::PublicZone, &outputs)?;
+            plan.changes
+                .push(azure(Verb::Read, &zone.public_zone, DNS_API, "global"));
+            plan.outputs = outputs;
+        }
+        Err(Halt::Failed(e)) => plan.findings.push(finding_of(
+            e,
+            "DNS_ZONE",
+            "create the zone in the tenant's subscription and delegate it, or choose another base domain",
+        )?),
+        Err(Halt::Wait { id, .. }) => {
+            return Err(StepError::retryable(
+                "Unexpected",
+                format!("looking the zone up waits on {id}"),
+            ));
+        }
+    }
+    Ok(plan)
 }

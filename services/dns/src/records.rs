@@ -5,9 +5,11 @@
 use std::net::Ipv4Addr;
 
 use hypersaga_azure::ids;
+use hypersaga_bus::plan::{StepPlan, Verb};
 use hypersaga_bus::{
-    DnsRecordsOutputs, HostedClusterOutputs, Outputs, StepCommand, StepId, StepOutputs,
+    DnsRecordsOutputs, HostedClusterOutputs, Outputs, StepCommand, StepError, StepId, StepOutputs,
 };
+use hypersaga_stepkit::plan::azure;
 use hypersaga_stepkit::{Halt, Ops, TenantArm, ensure, remove, step_error};
 use serde_json::{Value, json};
 
@@ -106,6 +108,32 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Res
     )
     .await?;
     Ok(DnsRecordsOutputs { api_record_id: id }.into_outputs())
+}
+
+/// What [`create`] would make: the `api` record set of the type the control plane's endpoint
+/// calls for. Before HyperShift has reported it (a plan), its type is not known: an `A`
+/// record is listed, with a note.
+pub(crate) fn plan(arm: &TenantArm, cmd: &StepCommand) -> Result<StepPlan, StepError> {
+    let HostedClusterOutputs {
+        control_plane_host, ..
+    } = cmd.context.outputs_of(&StepId::HostedCluster)?;
+    let known = !control_plane_host.is_empty();
+    let target = if known {
+        Target::parse(&control_plane_host)
+    } else {
+        Target::A(Ipv4Addr::UNSPECIFIED)
+    };
+    let id = record_id(arm, cmd, target.record_type());
+    let mut change = azure(Verb::Create, &id, PRIVATE_DNS_API, "");
+    if !known {
+        change.note = "A for the address HyperShift reports for the control plane, CNAME (same name) for a host name".into();
+    }
+    Ok(StepPlan {
+        step: cmd.step.clone(),
+        changes: vec![change],
+        findings: Vec::new(),
+        outputs: DnsRecordsOutputs { api_record_id: id }.into_outputs(),
+    })
 }
 
 /// Deletes the `api` record set, A or CNAME, whichever exists (absent is success).

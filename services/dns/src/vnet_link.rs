@@ -2,9 +2,11 @@
 //! the guest resolves `*.apps.NAME.BD` privately.
 
 use hypersaga_azure::{ArmError, Progress, ids};
+use hypersaga_bus::plan::StepPlan;
 use hypersaga_bus::{
     Outputs, StepCommand, StepError, StepId, StepOutputs, VnetLinkOutputs, VnetOutputs,
 };
+use hypersaga_stepkit::plan::azure_create;
 use hypersaga_stepkit::{
     Halt, Notes, Ops, TenantArm, provisioning_state, remove, step_error, tags,
 };
@@ -113,6 +115,18 @@ fn finish_link(
         vnet_link_id: id.to_owned(),
     }
     .into_outputs())
+}
+
+/// What [`create`] would make, on the VNet the network plan says.
+pub(crate) fn plan(arm: &TenantArm, cmd: &StepCommand) -> Result<StepPlan, StepError> {
+    let VnetOutputs { vnet_id, .. } = cmd.context.outputs_of(&StepId::Vnet)?;
+    let id = id(arm, cmd);
+    Ok(StepPlan {
+        step: cmd.step.clone(),
+        changes: vec![azure_create(&id, PRIVATE_DNS_API, &body(cmd, &vnet_id))],
+        findings: Vec::new(),
+        outputs: VnetLinkOutputs { vnet_link_id: id }.into_outputs(),
+    })
 }
 
 pub(crate) async fn delete(

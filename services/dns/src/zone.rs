@@ -1,6 +1,8 @@
 //! `dns.private-zone`: the private zone `NAME.BD` in the managed RG, location `global`.
 
+use hypersaga_bus::plan::StepPlan;
 use hypersaga_bus::{Outputs, PrivateZoneOutputs, StepCommand, StepOutputs};
+use hypersaga_stepkit::plan::azure_create;
 use hypersaga_stepkit::{Halt, Notes, Ops, TenantArm, any, ensure, remove, tags};
 use serde_json::{Value, json};
 
@@ -42,6 +44,20 @@ pub(crate) async fn create(
         private_zone_id: id,
     }
     .into_outputs())
+}
+
+/// What [`create`] would make.
+pub(crate) fn plan(arm: &TenantArm, cmd: &StepCommand) -> StepPlan {
+    let id = zone_id(arm, cmd);
+    StepPlan {
+        step: cmd.step.clone(),
+        changes: vec![azure_create(&id, PRIVATE_DNS_API, &body(cmd))],
+        findings: Vec::new(),
+        outputs: PrivateZoneOutputs {
+            private_zone_id: id,
+        }
+        .into_outputs(),
+    }
 }
 
 /// Deletes the zone (with its record sets). Its VNet links are undone first by the DAG;

@@ -7,9 +7,10 @@
 //! store (`[signing_keys]`, a private container per tenant in an account of its own), apart
 //! from the anonymously readable issuer documents (`[blob]`).
 
+use hypersaga_bus::plan::{Change, StepPlan, Target, Verb};
 use hypersaga_bus::{OidcOutputs, Outputs, StepCommand, StepError, StepOutputs};
 use hypersaga_model::names::oidc_container;
-use hypersaga_oidc::{BlobPublisher, KeyStore, Migration, SigningKey};
+use hypersaga_oidc::{BlobPublisher, DISCOVERY_PATH, JWKS_PATH, KeyStore, Migration, SigningKey};
 use hypersaga_stepkit::Notes;
 use tracing::info;
 
@@ -92,4 +93,49 @@ pub(crate) async fn ensure(
         kid: key.kid(),
     }
     .into_outputs())
+}
+
+/// What [`ensure`] would do: make the tenant's signing key if it has none (its id is then not
+/// known yet), and publish the issuer's two documents in its public container.
+pub(crate) async fn plan(
+    publisher: &BlobPublisher,
+    keys: &KeyStore,
+    cmd: &StepCommand,
+) -> Result<StepPlan, StepError> {
+    let tenant = cmd.tenant.as_str();
+    let container = oidc_container(&cmd.tenant);
+    let issuer = publisher.issuer_url(&container);
+    let stored = keys.load(tenant).await.map_err(step_error)?;
+    let blob = |name: &str, verb: Verb| Change {
+        target: Some(Target::Storage),
+        verb: Some(verb),
+        kind: "blob".into(),
+        name: name.to_owned(),
+        id: format!("{container}/{name}"),
+        ..Change::default()
+    };
+    let mut changes = Vec::new();
+    if stored.is_none() {
+        changes.push(Change {
+            note: "an RSA 4096 key, made once per tenant, kept in the key store".into(),
+            ..blob(&format!("signing key of {tenant}"), Verb::Create)
+        });
+    }
+    changes.push(Change {
+        kind: "container".into(),
+        id: container.clone(),
+        ..blob(&container, Verb::Create)
+    });
+    changes.push(blob(DISCOVERY_PATH, Verb::Update));
+    changes.push(blob(JWKS_PATH, Verb::Update));
+    Ok(StepPlan {
+        step: cmd.step.clone(),
+        changes,
+        findings: Vec::new(),
+        outputs: OidcOutputs {
+            issuer_url: issuer,
+            kid: stored.map(|k| k.kid()).unwrap_or_default(),
+        }
+        .into_outputs(),
+    })
 }

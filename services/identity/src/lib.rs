@@ -21,6 +21,7 @@ mod workload;
 
 use std::sync::Arc;
 
+use hypersaga_bus::plan::StepPlan;
 use hypersaga_bus::{Action, Outputs, Service, StepCommand, StepError, StepId};
 use hypersaga_config::Config;
 use hypersaga_oidc::{BlobConfig, BlobPublisher, KeyStore, Migration, Secret};
@@ -180,5 +181,18 @@ impl StepHandler for IdentityHandler {
 
     async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {
         self.check(cmd, progress).await
+    }
+
+    /// The create's plan of each `identity.*` step, from the ids and bodies its run writes.
+    async fn plan(&self, cmd: &StepCommand) -> Result<StepPlan, StepError> {
+        if cmd.action != Action::Do {
+            return Err(cmd.unknown_step());
+        }
+        match cmd.step_id()? {
+            StepId::Oidc => issuer::plan(&self.publisher, &self.keys, cmd).await,
+            StepId::WorkloadIdentities => workload::plan(&self.arm.tenant(&cmd.tenant)?, cmd),
+            StepId::RoleAssignments => roles::plan(&self.arm.tenant(&cmd.tenant)?, cmd),
+            _ => Err(cmd.unknown_step()),
+        }
     }
 }

@@ -10,11 +10,13 @@
 
 use futures::future::join_all;
 use hypersaga_azure::ids::{self, ResourceId};
+use hypersaga_bus::plan::{StepPlan, Verb};
 use hypersaga_bus::{
     Outputs, PublicZoneOutputs, ResourceGroupsOutputs, RoleAssignmentsOutputs, StepCommand,
     StepError, StepId, StepOutputs, WorkloadIdentitiesOutputs,
 };
 use hypersaga_model::identities::{ROLE_GRANTS, RoleScope, role_assignment_name};
+use hypersaga_stepkit::plan::azure;
 use hypersaga_stepkit::{Halt, Ops, TenantArm, step_error};
 use serde_json::{Value, json};
 use tracing::info;
@@ -31,7 +33,7 @@ pub(crate) struct Assignment {
 }
 
 /// Every assignment of the cluster, from the identities' principals and the groups' ids.
-pub(crate) fn plan(arm: &TenantArm, cmd: &StepCommand) -> Result<Vec<Assignment>, StepError> {
+pub(crate) fn wanted(arm: &TenantArm, cmd: &StepCommand) -> Result<Vec<Assignment>, StepError> {
     let identities: WorkloadIdentitiesOutputs =
         cmd.context.outputs_of(&StepId::WorkloadIdentities)?;
     let groups: ResourceGroupsOutputs = cmd.context.outputs_of(&StepId::ResourceGroups)?;
@@ -95,9 +97,27 @@ pub(crate) fn plan(arm: &TenantArm, cmd: &StepCommand) -> Result<Vec<Assignment>
     Ok(out)
 }
 
+/// What [`ensure`] would make: every assignment, named as it will be (the principals they
+/// grant are Entra's to assign when the identities are made).
+pub(crate) fn plan(arm: &TenantArm, cmd: &StepCommand) -> Result<StepPlan, StepError> {
+    let wanted = wanted(arm, cmd)?;
+    Ok(StepPlan {
+        step: cmd.step.clone(),
+        changes: wanted
+            .iter()
+            .map(|a| azure(Verb::Create, &a.id, AUTHORIZATION_API, ""))
+            .collect(),
+        findings: Vec::new(),
+        outputs: RoleAssignmentsOutputs {
+            role_assignments: wanted.into_iter().map(|a| a.id).collect(),
+        }
+        .into_outputs(),
+    })
+}
+
 /// Makes every assignment (in parallel: they are independent writes).
 pub(crate) async fn ensure(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Result<Outputs, Halt> {
-    let wanted = plan(arm, cmd)?;
+    let wanted = wanted(arm, cmd)?;
     let results = join_all(wanted.iter().map(|a| ensure_one(arm, ops, a))).await;
     crate::workload::all_of(results)?;
     Ok(RoleAssignmentsOutputs {
@@ -109,7 +129,7 @@ pub(crate) async fn ensure(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Res
 /// Removes every assignment the cluster's create would make (already gone is done).
 pub(crate) async fn delete(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Result<Outputs, Halt> {
     // Without the create's outputs (it never got that far) nothing was assigned.
-    let Ok(wanted) = plan(arm, cmd) else {
+    let Ok(wanted) = wanted(arm, cmd) else {
         return Ok(Outputs::new());
     };
     let results = join_all(wanted.iter().map(|a| async move {

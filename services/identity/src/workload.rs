@@ -5,11 +5,13 @@
 
 use futures::future::join_all;
 use hypersaga_azure::ids;
+use hypersaga_bus::plan::StepPlan;
 use hypersaga_bus::{
     OidcOutputs, Outputs, StepCommand, StepError, StepId, StepOutputs, WorkloadClient,
     WorkloadIdentitiesOutputs,
 };
 use hypersaga_model::identities::{AUDIENCE, WORKLOAD_IDENTITIES, WorkloadIdentity};
+use hypersaga_stepkit::plan::azure_create;
 use hypersaga_stepkit::{
     Halt, Notes, Ops, TenantArm, any, ensure as ensure_resource, remove, tags,
 };
@@ -121,6 +123,42 @@ pub(crate) async fn ensure(
         .await,
     )?;
     Ok(outputs(&rg_id, &identities))
+}
+
+/// What [`ensure`] would make: the identity group (adopted where it is), each identity and its
+/// federated credentials for the issuer the OIDC step says. Client and principal ids are
+/// Entra's to assign: the outputs predict them empty.
+pub(crate) fn plan(arm: &TenantArm, cmd: &StepCommand) -> Result<StepPlan, StepError> {
+    let OidcOutputs { issuer_url, .. } = cmd.context.outputs_of(&StepId::Oidc)?;
+    let names = &cmd.context.names;
+    let rg_id = arm.resource_group_id(&names.identity_rg);
+    let mut changes = vec![azure_create(&rg_id, RESOURCES_API, &identity_body(cmd))];
+    let mut identities = Vec::new();
+    for w in WORKLOAD_IDENTITIES {
+        let id = arm.resource_id(&names.identity_rg, MSI_TYPE, &names.identity(w.suffix));
+        changes.push(azure_create(&id, MSI_API, &identity_body(cmd)));
+        for (suffix, subject) in w.credentials {
+            let fic_id = ids::child_id(
+                &id,
+                "federatedIdentityCredentials",
+                &names.federated_credential(suffix),
+            );
+            let body = credential_body(&issuer_url, subject);
+            changes.push(azure_create(&fic_id, FIC_API, &body));
+        }
+        identities.push(Identity {
+            key: w.key,
+            id,
+            client_id: String::new(),
+            principal_id: String::new(),
+        });
+    }
+    Ok(StepPlan {
+        step: cmd.step.clone(),
+        changes,
+        findings: Vec::new(),
+        outputs: outputs(&rg_id, &identities),
+    })
 }
 
 /// Removes every identity of the cluster, in parallel; Azure removes an identity's federated

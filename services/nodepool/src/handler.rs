@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use hypersaga_bus::plan::{StepPlan, Target};
 use hypersaga_bus::{
     Action, NodePoolOutputs, Outputs, StepCommand, StepError, StepId, StepOutputs, VnetOutputs,
 };
@@ -14,6 +15,7 @@ use hypersaga_hypershift::{
 use hypersaga_model::{NodePoolSpec as PoolSpec, ReleaseVersion};
 use hypersaga_stepkit::ArmClients;
 use hypersaga_stepkit::kube::{self as kube_ops, Check, Notes, Waits, target};
+use hypersaga_stepkit::plan::{finding_of, kube_create};
 use hypersaga_worker::{Progress, StepHandler, StepResult};
 use kube::{Api, Resource};
 use serde_json::json;
@@ -74,19 +76,7 @@ impl NodePoolHandler {
         let api: Api<NodePool> = Api::namespaced(self.clients.of(cmd)?, ns);
         match cmd.action {
             Action::Do => {
-                let pool = cmd
-                    .context
-                    .spec
-                    .node_pools
-                    .iter()
-                    .find(|p| p.name == pool_name)
-                    .ok_or_else(|| {
-                        StepError::terminal(
-                            "UnknownNodePool",
-                            format!("the cluster spec has no node pool {pool_name:?}"),
-                        )
-                        .with_target(format!("spec.node_pools.{pool_name}"))
-                    })?;
+                let pool = pool_of(cmd, pool_name)?;
                 if !cmd.is_recheck() {
                     notes.note(format!("applying {what}")).await;
                 }
@@ -267,6 +257,69 @@ impl StepHandler for NodePoolHandler {
     async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {
         self.execute(cmd, progress).await
     }
+
+    /// The NodePool the step would apply, and its quota check: a VM size the region does not
+    /// offer, or more vCPUs than the subscription has left, is a finding.
+    async fn plan(&self, cmd: &StepCommand) -> Result<StepPlan, StepError> {
+        let (StepId::NodePool(pool_name), Action::Do) = (cmd.step_id()?, cmd.action) else {
+            return Err(cmd.unknown_step());
+        };
+        let pool = pool_of(cmd, &pool_name)?;
+        let ns = cmd.context.names.namespace.as_str();
+        let name = cmd.context.names.node_pool(&pool_name);
+        let what = target("NodePool", Some(ns), &name);
+        let api: Api<NodePool> = Api::namespaced(self.clients.of(cmd)?, ns);
+        let mut findings = Vec::new();
+        if let Err(e) = self.check_quota(cmd, pool, &api, &name, &what).await {
+            let (kind, remedy) = if e.info.code == "SkuNotAvailable" {
+                (
+                    "VM_SIZE",
+                    "choose a VM size the region offers the subscription",
+                )
+            } else {
+                (
+                    "QUOTA",
+                    "ask Azure for more vCPU quota in the region, or ask for fewer or smaller nodes",
+                )
+            };
+            findings.push(finding_of(e, kind, remedy)?);
+        }
+        let mut changes = vec![kube_create(
+            Target::ManagementCluster,
+            hypersaga_hypershift::API_VERSION,
+            "NodePool",
+            ns,
+            &name,
+        )];
+        changes.extend(machines::planned(&name, pool, &cmd.context.spec.location));
+        Ok(StepPlan {
+            step: cmd.step.clone(),
+            changes,
+            findings,
+            outputs: NodePoolOutputs {
+                node_pool_id: format!("nodepools.hypershift.openshift.io/{ns}/{name}"),
+                ready_replicas: pool.min_nodes(),
+                version: String::new(),
+            }
+            .into_outputs(),
+        })
+    }
+}
+
+/// The pool of the cluster's spec a `nodepool.<pool>` step is about.
+fn pool_of<'a>(cmd: &'a StepCommand, pool_name: &str) -> Result<&'a PoolSpec, StepError> {
+    cmd.context
+        .spec
+        .node_pools
+        .iter()
+        .find(|p| p.name == pool_name)
+        .ok_or_else(|| {
+            StepError::terminal(
+                "UnknownNodePool",
+                format!("the cluster spec has no node pool {pool_name:?}"),
+            )
+            .with_target(format!("spec.node_pools.{pool_name}"))
+        })
 }
 
 /// A wait's message, with the refusals CAPZ reported on the Machines.

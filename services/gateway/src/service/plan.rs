@@ -259,6 +259,7 @@ fn change_to_pb(c: &Change) -> pb::PlannedChange {
         id: c.id.clone(),
         api_version: c.api_version.clone(),
         location: c.location.clone(),
+        note: c.note.clone(),
     }
 }
 
