@@ -233,6 +233,32 @@ pub fn parse(machine: &str, reason: &str, message: &str) -> Option<MachineFailur
     })
 }
 
+/// What HyperShift's Cluster API provider (CAPZ) makes in Azure for each node of `pool` once
+/// its NodePool `name` is applied: a VM named after its Machine (`<NodePool>-<set>-<machine>`,
+/// suffixes of CAPI's choosing), its NIC and its OS disk, in `location`. Named by CAPZ, so a
+/// plan gives only the pattern; for an autoscaled pool, the nodes it starts with.
+pub(crate) fn planned(name: &str, pool: &NodePoolSpec, location: &str) -> Vec<Change> {
+    let note = "made by HyperShift's Cluster API provider (CAPZ) for each node; its name ends as CAPI chooses";
+    let made = |kind: &str, suffix: &str| Change {
+        target: Some(Target::Azure),
+        verb: Some(Verb::Create),
+        kind: kind.to_owned(),
+        name: format!("{name}-*{suffix}"),
+        location: location.to_owned(),
+        note: note.to_owned(),
+        ..Change::default()
+    };
+    (0..pool.min_nodes())
+        .flat_map(|_| {
+            [
+                made("Microsoft.Compute/virtualMachines", ""),
+                made("Microsoft.Network/networkInterfaces", "-nic"),
+                made("Microsoft.Compute/disks", "_OSDisk"),
+            ]
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -312,30 +338,4 @@ mod tests {
             failed_for_good("w", &serde_json::json!({"status": {"phase": "Running"}})).is_none()
         );
     }
-}
-
-/// What HyperShift's Cluster API provider (CAPZ) makes in Azure for each node of `pool` once
-/// its NodePool `name` is applied: a VM named after its Machine (`<NodePool>-<set>-<machine>`,
-/// suffixes of CAPI's choosing), its NIC and its OS disk, in `location`. Named by CAPZ, so a
-/// plan gives only the pattern; for an autoscaled pool, the nodes it starts with.
-pub(crate) fn planned(name: &str, pool: &NodePoolSpec, location: &str) -> Vec<Change> {
-    let note = "made by HyperShift's Cluster API provider (CAPZ) for each node; its name ends as CAPI chooses";
-    let made = |kind: &str, suffix: &str| Change {
-        target: Some(Target::Azure),
-        verb: Some(Verb::Create),
-        kind: kind.to_owned(),
-        name: format!("{name}-*{suffix}"),
-        location: location.to_owned(),
-        note: note.to_owned(),
-        ..Change::default()
-    };
-    (0..pool.min_nodes())
-        .flat_map(|_| {
-            [
-                made("Microsoft.Compute/virtualMachines", ""),
-                made("Microsoft.Network/networkInterfaces", "-nic"),
-                made("Microsoft.Compute/disks", "_OSDisk"),
-            ]
-        })
-        .collect()
 }
