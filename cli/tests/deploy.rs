@@ -736,6 +736,7 @@ fn kube_code_is_what_the_cluster_roles_grant() {
         kube_use("services/controlplane/src"),
         (
             set(&[
+                "ConfigMap",
                 "HostedCluster",
                 "Namespace",
                 "Secret",
@@ -772,6 +773,7 @@ fn check_rbac(r: &Rendered) {
                 grant("hypershift.openshift.io", "hostedclusters", &object),
                 grant("package-operator.run", "objectdeployments", &object),
                 grant("package-operator.run", "objectsets", &["list"]),
+                grant("", "configmaps", &["get"]),
             ]),
         ),
         (
@@ -789,6 +791,15 @@ fn check_rbac(r: &Rendered) {
         let got = grants(cluster_role);
         assert_eq!(got, want, "{}: ClusterRole {name}", r.overlay);
         for rule in cluster_role["rules"].as_array().unwrap() {
+            // Config maps are HyperShift's to keep: one, by name.
+            if strs(&rule["resources"]).contains(&"configmaps") {
+                assert_eq!(
+                    strs(&rule["resourceNames"]),
+                    ["supported-versions"],
+                    "{}: {name} reads one config map",
+                    r.overlay
+                );
+            }
             for field in ["apiGroups", "resources", "verbs"] {
                 assert!(
                     !strs(&rule[field]).contains(&"*"),

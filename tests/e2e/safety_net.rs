@@ -190,16 +190,65 @@ async fn a_dry_run_lists_what_the_create_then_makes_and_the_preflight_refuses_be
     };
     assert_eq!(scopes, listed.role_scopes, "role assignments, by scope");
 
-    // A network the user brings that does not exist: refused before any write, naming it.
-    let before = arm_writes(&system).await;
+    // Four misconfigurations at once, all refused in one answer before any ARM write: a
+    // subnet outside the VNet the user brings, a base domain without a public zone, a release
+    // the management cluster's HyperShift does not support, no vCPU quota left for the pool.
     let sub = system.subscription("acme");
-    let net = format!("/subscriptions/{sub}/resourceGroups/nowhere/providers/Microsoft.Network");
-    let mut req = create_request("unbuildable", 1);
+    let arm = system.arm("acme");
+    let rg = format!("/subscriptions/{sub}/resourceGroups/corp-network");
+    arm.put(
+        &rg,
+        "2021-04-01",
+        &serde_json::json!({"location": "eastus"}),
+    )
+    .await
+    .expect("rg");
+    let nsg = format!("{rg}/providers/Microsoft.Network/networkSecurityGroups/corp-nsg");
+    arm.put(
+        &nsg,
+        "2023-11-01",
+        &serde_json::json!({"location": "eastus", "properties": {}}),
+    )
+    .await
+    .expect("nsg");
+    let vnet = |name: &str, prefix: &str| {
+        (
+            format!("{rg}/providers/Microsoft.Network/virtualNetworks/{name}"),
+            serde_json::json!({"location": "eastus", "properties": {
+                "addressSpace": {"addressPrefixes": [format!("{prefix}.0.0/16")]},
+                "subnets": [{"name": "clusters", "properties": {
+                    "addressPrefix": format!("{prefix}.4.0/24"),
+                    "networkSecurityGroup": {"id": nsg}
+                }}]
+            }}),
+        )
+    };
+    let (corp, corp_body) = vnet("corp-vnet", "172.16");
+    let (lab, lab_body) = vnet("lab-vnet", "172.17");
+    arm.put(&corp, "2023-11-01", &corp_body)
+        .await
+        .expect("vnet");
+    arm.put(&lab, "2023-11-01", &lab_body).await.expect("vnet");
+    // The one worker of `planned` uses the region's Dsv5 vCPUs up.
+    system
+        .arm_admin()
+        .set_quota_limit(&hypersaga_emulator_arm::QuotaLimit {
+            subscription: sub.clone(),
+            location: "eastus".into(),
+            name: "standardDSv5Family".into(),
+            limit: 4,
+        })
+        .await
+        .expect("quota");
+    let before = arm_writes(&system).await;
+    let mut req = create_request("misfit", 2);
     if let Some(spec) = req.spec.as_mut() {
+        spec.base_domain = "nozone.example.org".into();
+        spec.release_image = "quay.io/openshift-release-dev/ocp-release:4.23.0-multi".into();
         spec.network = Some(pb::NetworkSpec {
-            vnet_id: format!("{net}/virtualNetworks/absent"),
-            subnet_id: format!("{net}/virtualNetworks/absent/subnets/default"),
-            nsg_id: format!("{net}/networkSecurityGroups/absent"),
+            vnet_id: corp.clone(),
+            subnet_id: format!("{lab}/subnets/clusters"),
+            nsg_id: nsg.clone(),
             ..Default::default()
         });
     }
@@ -216,17 +265,24 @@ async fn a_dry_run_lists_what_the_create_then_makes_and_the_preflight_refuses_be
         .get_details_precondition_failure()
         .expect("a PreconditionFailure")
         .violations;
-    let fields: BTreeSet<&str> = violations.iter().map(|v| v.subject.as_str()).collect();
+    let found: BTreeSet<(&str, &str)> = violations
+        .iter()
+        .map(|v| (v.subject.as_str(), v.r#type.as_str()))
+        .collect();
     assert_eq!(
-        fields,
+        found,
         BTreeSet::from([
-            "spec.network.nsg_id",
-            "spec.network.subnet_id",
-            "spec.network.vnet_id"
+            ("spec.base_domain", "DNS_ZONE"),
+            ("spec.network.subnet_id", "NETWORK"),
+            ("spec.node_pools.workers.replicas", "QUOTA"),
+            ("spec.release_image", "RELEASE"),
         ]),
         "{violations:#?}"
     );
-    assert!(violations.iter().all(|v| v.r#type == "NETWORK"));
+    assert!(
+        violations.iter().all(|v| !v.description.is_empty()),
+        "{violations:#?}"
+    );
     assert_eq!(
         arm_writes(&system).await,
         before,
@@ -234,7 +290,7 @@ async fn a_dry_run_lists_what_the_create_then_makes_and_the_preflight_refuses_be
     );
     let gone = client
         .get_cluster(pb::GetClusterRequest {
-            name: "unbuildable".into(),
+            name: "misfit".into(),
         })
         .await
         .expect_err("no cluster");

@@ -299,13 +299,16 @@ fn check_user_brought(v: &mut Vec<FieldViolation>, n: &NetworkSpec) {
             "must be empty when vnet_id/subnet_id/nsg_id are given",
         ));
     }
-    let vnet = required_id(
+    // Each id well formed here; how they fit together (the subnet one of the VNet's, in the
+    // cluster's region, the NSG the subnet's) is the preflight's to say, with the others of
+    // the user's Azure that stand in the create's way, in one answer.
+    required_id(
         v,
         "spec.network.vnet_id",
         n.vnet_id.as_deref(),
         &["virtualNetworks"],
     );
-    let subnet = required_id(
+    required_id(
         v,
         "spec.network.subnet_id",
         n.subnet_id.as_deref(),
@@ -317,16 +320,6 @@ fn check_user_brought(v: &mut Vec<FieldViolation>, n: &NetworkSpec) {
         n.nsg_id.as_deref(),
         &["networkSecurityGroups"],
     );
-    if let (Some(vnet), Some(subnet)) = (vnet, subnet)
-        && !subnet
-            .to_ascii_lowercase()
-            .starts_with(&(vnet.to_ascii_lowercase() + "/subnets/"))
-    {
-        v.push(FieldViolation::new(
-            "spec.network.subnet_id",
-            "must be a subnet of spec.network.vnet_id",
-        ));
-    }
 }
 
 /// Checks an ARM id of `Microsoft.Network/<types…>` and returns it when well formed.
@@ -571,12 +564,11 @@ mod tests {
             "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v"
                 .into(),
         );
+        // A subnet of another VNet is well formed: that it does not fit is the preflight's
+        // to say, with the user's other Azure problems (services/network).
         s.network.subnet_id = Some("/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/other/subnets/x".into());
         let v = validate_create("demo", Some(&s));
-        assert_eq!(
-            fields(&v),
-            vec!["spec.network.nsg_id", "spec.network.subnet_id"]
-        );
+        assert_eq!(fields(&v), vec!["spec.network.nsg_id"]);
     }
 
     #[test]

@@ -65,11 +65,13 @@ fn kind_and_name(id: &str) -> (String, String) {
 }
 
 /// A failure met while planning that the user can act on — a terminal error naming a field
-/// of the request (a resource of theirs that is missing) — as a finding of `kind`; anything
-/// else (Azure unreachable, a throttle) is an error of the plan itself.
+/// of the request (`spec.…`: a resource of theirs that is missing, a size the region does not
+/// have) — as a finding of `kind`; anything else (Azure unreachable, a throttle, a refusal of
+/// the tenant's principal) is an error of the plan itself, and the step then says it could
+/// not be planned.
 pub fn finding_of(e: StepError, kind: &str, remedy: &str) -> Result<Finding, StepError> {
     match &e.info.target {
-        Some(field) if !e.is_retryable() && !field.is_empty() => Ok(Finding {
+        Some(field) if !e.is_retryable() && field.starts_with("spec.") => Ok(Finding {
             field: field.clone(),
             kind: kind.to_owned(),
             message: e.info.message.clone(),
@@ -113,5 +115,11 @@ mod tests {
         assert_eq!(f.field, "spec.network.vnet_id");
         let down = StepError::retryable("ServiceUnavailable", "try later");
         assert!(finding_of(down, "NETWORK", "").is_err());
+        let refused = StepError::terminal("AuthorizationFailed", "no")
+            .with_target("/subscriptions/s/providers/Microsoft.Network/dnszones");
+        assert!(
+            finding_of(refused, "DNS_ZONE", "").is_err(),
+            "not a field of the request"
+        );
     }
 }

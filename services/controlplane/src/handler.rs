@@ -402,7 +402,7 @@ impl StepHandler for ControlPlaneHandler {
             return Err(cmd.unknown_step());
         }
         match cmd.step_id()? {
-            StepId::HostedCluster => self.plan_hosted_cluster(cmd),
+            StepId::HostedCluster => self.plan_hosted_cluster(cmd).await,
             // Only a wait: nothing applied.
             StepId::Rollout => Ok(StepPlan {
                 step: cmd.step.clone(),
@@ -417,16 +417,12 @@ impl StepHandler for ControlPlaneHandler {
 
 impl ControlPlaneHandler {
     /// What [`ControlPlaneHandler::create`] would apply: the namespace, its three secrets and
-    /// the HostedCluster, from the inputs it gathers first. The endpoint is HyperShift's to
+    /// the HostedCluster; a release the management
+    /// cluster's HyperShift does not support is a finding. The endpoint is HyperShift's to
     /// report: the outputs predict it empty.
-    fn plan_hosted_cluster(&self, cmd: &StepCommand) -> Result<StepPlan, StepError> {
-        let tenant = self.tenants.get(&cmd.tenant).ok_or_else(|| {
-            StepError::terminal(
-                "TenantNotConfigured",
-                format!("tenant {} is not onboarded (or was removed)", cmd.tenant),
-            )
-        })?;
-        Inputs::from_command(cmd, &tenant.config)?;
+    async fn plan_hosted_cluster(&self, cmd: &StepCommand) -> Result<StepPlan, StepError> {
+        // What it applies does not depend on the earlier steps' outputs (their own plans say
+        // whether those can be made), so the release is checked even when they cannot.
         let names = &cmd.context.names;
         let ns = names.namespace.as_str();
         let on_management = |api_version: &str, kind: &str, namespace: &str, name: &str| {
@@ -452,10 +448,15 @@ impl ControlPlaneHandler {
             ns,
             &cmd.cluster,
         ));
+        let supported = crate::release::supported(self.clients.of(cmd)?).await?;
+        let findings = supported
+            .and_then(|s| crate::release::check(cmd, &s))
+            .into_iter()
+            .collect();
         Ok(StepPlan {
             step: cmd.step.clone(),
             changes,
-            findings: Vec::new(),
+            findings,
             outputs: HostedClusterOutputs {
                 control_plane_host: String::new(),
                 control_plane_port: 0,

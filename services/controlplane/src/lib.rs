@@ -19,6 +19,7 @@
 
 mod addon;
 mod handler;
+mod release;
 
 use std::sync::Arc;
 use std::time::Duration;

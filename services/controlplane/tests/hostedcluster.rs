@@ -31,10 +31,15 @@ async fn started() -> (Mgmt, Azurite, ControlPlaneHandler) {
     (mgmt, az, handler)
 }
 
+/// The emulator's delays in the test that watches the control plane come up: long enough
+/// that its pods' restart (`Degraded=True` for the first half of the rollout) is seen by
+/// checks ~100 ms apart on a loaded machine.
+const OBSERVED_DELAY: Duration = Duration::from_secs(1);
+
 #[tokio::test]
 async fn do_is_idempotent_and_undo_removes_everything() {
     hypersaga_devca::install_crypto_provider();
-    let (mgmt, az) = tokio::join!(mgmt(DELAY), azurite());
+    let (mgmt, az) = tokio::join!(mgmt(OBSERVED_DELAY), azurite());
     let key = SigningKey::generate().expect("key");
     key_store(&az).store("acme", &key).await.expect("store key");
     let handler = ControlPlaneHandler::new(&config(&mgmt, Some(&az), &["acme"]))

@@ -9,7 +9,7 @@ use hypersaga_stepkit::{Halt, Ops, TenantArm, any, ensure, remove, tags};
 use serde_json::{Value, json};
 
 use crate::NETWORK_API;
-use crate::user_network::{given, look_up, plan_look_up};
+use crate::user_network::{check_location, given, look_up, plan_look_up};
 
 /// ARM type of network security groups.
 pub(crate) const TYPE: &str = "Microsoft.Network/networkSecurityGroups";
@@ -59,10 +59,11 @@ pub(crate) async fn plan(arm: &TenantArm, cmd: &StepCommand) -> Result<StepPlan,
     let mut findings = Vec::new();
     let (change, nsg_id) = if network.is_user_brought() {
         let nsg_id = given("nsg_id", network.nsg_id.as_deref())?;
-        (
-            plan_look_up(arm, "nsg_id", nsg_id, &mut findings).await?,
-            nsg_id.to_owned(),
-        )
+        let (read, nsg) = plan_look_up(arm, "nsg_id", nsg_id, &mut findings).await?;
+        if let Some(nsg) = &nsg {
+            check_location(&mut findings, "nsg_id", nsg, &cmd.context.spec.location);
+        }
+        (read, nsg_id.to_owned())
     } else {
         let id = id(arm, cmd);
         (azure_create(&id, NETWORK_API, &body(cmd)), id)

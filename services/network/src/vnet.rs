@@ -11,7 +11,7 @@ use hypersaga_stepkit::{Halt, Ops, TenantArm, ensure, remove, tags};
 use serde_json::{Value, json};
 
 use crate::NETWORK_API;
-use crate::user_network::{given, look_up, plan_look_up};
+use crate::user_network::{check_fit, check_location, given, look_up, plan_look_up};
 
 /// ARM type of virtual networks.
 pub(crate) const TYPE: &str = "Microsoft.Network/virtualNetworks";
@@ -72,6 +72,13 @@ pub(crate) async fn create(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Res
     if network.is_user_brought() {
         let vnet_id = given("vnet_id", network.vnet_id.as_deref())?;
         let subnet_id = given("subnet_id", network.subnet_id.as_deref())?;
+        let mut unfit = Vec::new();
+        check_fit(&mut unfit, vnet_id, subnet_id, "", None);
+        if let Some(f) = unfit.into_iter().next() {
+            return Err(StepError::terminal("SubnetNotInVnet", f.message)
+                .with_target(f.field)
+                .into());
+        }
         look_up(arm, "vnet_id", vnet_id).await?;
         look_up(arm, "subnet_id", subnet_id).await?;
         return Ok(VnetOutputs {
@@ -109,10 +116,15 @@ pub(crate) async fn plan(arm: &TenantArm, cmd: &StepCommand) -> Result<StepPlan,
     let (changes, outputs) = if network.is_user_brought() {
         let vnet_id = given("vnet_id", network.vnet_id.as_deref())?;
         let subnet_id = given("subnet_id", network.subnet_id.as_deref())?;
-        let changes = vec![
-            plan_look_up(arm, "vnet_id", vnet_id, &mut findings).await?,
-            plan_look_up(arm, "subnet_id", subnet_id, &mut findings).await?,
-        ];
+        let (vnet_read, vnet) = plan_look_up(arm, "vnet_id", vnet_id, &mut findings).await?;
+        let (subnet_read, subnet) =
+            plan_look_up(arm, "subnet_id", subnet_id, &mut findings).await?;
+        if let Some(vnet) = &vnet {
+            check_location(&mut findings, "vnet_id", vnet, &cmd.context.spec.location);
+        }
+        let nsg_id = network.nsg_id.as_deref().unwrap_or_default();
+        check_fit(&mut findings, vnet_id, subnet_id, nsg_id, subnet.as_ref());
+        let changes = vec![vnet_read, subnet_read];
         let outputs = VnetOutputs {
             vnet_id: vnet_id.to_owned(),
             subnet_id: subnet_id.to_owned(),

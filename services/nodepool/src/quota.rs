@@ -38,7 +38,8 @@ fn version_of(image: &str) -> Option<ReleaseVersion> {
 
 /// Refuses `added` more VMs of the pool's size beyond what the tenant's subscription has left
 /// in `location`, with ARO-HCP's words (`InsufficientVMQuota`, terminal: it takes a quota
-/// increase or a smaller change). `target` is the field the refusal points at.
+/// increase or a smaller change). `target` is the field the refusal points at; a size the
+/// region does not offer points at the pool's `vm_size`.
 pub(crate) async fn check(
     arm: &TenantArm,
     location: &str,
@@ -54,7 +55,7 @@ pub(crate) async fn check(
         .client
         .vm_size(sub, location, &pool.vm_size)
         .await
-        .map_err(|e| compute_error(e, target))?;
+        .map_err(|e| compute_error(e, &format!("spec.node_pools.{}.vm_size", pool.name)))?;
     let usages = arm.client.usages(sub, location).await.map_err(step_error)?;
     let demand = [VmDemand::new(pool.vm_size.clone(), added)];
     check_vcpu_quota(&demand, &[size], &usages).map_err(|e| quota_error(&e, target))

@@ -33,6 +33,7 @@ mod node_pool;
 mod np_conditions;
 mod np_spec;
 mod release;
+pub(crate) mod supported_versions;
 pub(crate) mod workloads;
 
 /// The field manager of the simulated operator's writes: controller-runtime clients default
@@ -106,6 +107,7 @@ impl Operator {
     fn reconcile(&mut self, shared: &Shared, now: Instant) -> Option<Instant> {
         let faults = lock(&shared.faults).clone();
         let mut deadline = Deadline::default();
+        supported_versions::ensure(shared);
         let (hosted_clusters, _) = shared.store.list(HOSTED_CLUSTERS, None);
         let (pools, _) = shared.store.list(NODE_POOLS, None);
         let mut live = Vec::new();
