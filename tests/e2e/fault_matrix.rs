@@ -825,12 +825,20 @@ async fn remove_cluster_faults(system: &System, cluster: &str) {
 /// the control-plane step shows it is waiting on the operator, then remove this cluster's
 /// fault (`cluster-fault remove`), as the missing credentials turning up.
 async fn recover_hosted_cluster(system: &System, cluster: &str) {
+    // The whole matrix runs at once: under a loaded machine's share of it, getting through
+    // the eleven steps before the control plane takes more than one `TIMEOUT`.
     system
-        .wait_until(TENANT, cluster, "the control plane step to wait", |c| {
-            steps(c)
-                .get("controlplane.hostedcluster")
-                .is_some_and(|(st, _)| st == "running")
-        })
+        .wait_until_within(
+            TENANT,
+            cluster,
+            "the control plane step to wait",
+            3 * TIMEOUT,
+            |c| {
+                steps(c)
+                    .get("controlplane.hostedcluster")
+                    .is_some_and(|(st, _)| st == "running")
+            },
+        )
         .await;
     // Let the operator report the condition before it goes.
     tokio::time::sleep(Duration::from_secs(1)).await;
