@@ -292,7 +292,11 @@ async fn a_create_the_tenants_principal_may_not_make_is_refused_before_any_write
         .collect();
     assert_eq!(
         found,
-        [("PERMISSION", "identity.role-assignments", zone_group.as_str())],
+        [(
+            "PERMISSION",
+            "identity.role-assignments",
+            zone_group.as_str()
+        )],
         "{:#?}",
         plan.findings
     );
@@ -327,7 +331,10 @@ async fn a_create_the_tenants_principal_may_not_make_is_refused_before_any_write
         .violations;
     assert_eq!(violations.len(), 1, "{violations:#?}");
     assert_eq!(
-        (violations[0].r#type.as_str(), violations[0].subject.as_str()),
+        (
+            violations[0].r#type.as_str(),
+            violations[0].subject.as_str()
+        ),
         ("PERMISSION", zone_group.as_str())
     );
     assert_eq!(

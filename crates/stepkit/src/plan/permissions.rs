@@ -148,7 +148,9 @@ pub fn action_of(change: &Change) -> Option<String> {
         return None;
     }
     if kind.eq_ignore_ascii_case("Microsoft.Resources/resourceGroups") {
-        return Some(format!("Microsoft.Resources/subscriptions/resourceGroups/{verb}"));
+        return Some(format!(
+            "Microsoft.Resources/subscriptions/resourceGroups/{verb}"
+        ));
     }
     Some(format!("{kind}/{verb}"))
 }
@@ -302,10 +304,22 @@ mod tests {
     fn wildcards_match_as_arm_matches() {
         for (pattern, action, expected) in [
             ("*", "Microsoft.Network/virtualNetworks/write", true),
-            ("*/read", "Microsoft.Network/virtualNetworks/subnets/read", true),
+            (
+                "*/read",
+                "Microsoft.Network/virtualNetworks/subnets/read",
+                true,
+            ),
             ("*/read", "Microsoft.Network/virtualNetworks/write", false),
-            ("Microsoft.Network/*", "Microsoft.Network/privateDnsZones/A/write", true),
-            ("Microsoft.Network/*", "Microsoft.Compute/disks/write", false),
+            (
+                "Microsoft.Network/*",
+                "Microsoft.Network/privateDnsZones/A/write",
+                true,
+            ),
+            (
+                "Microsoft.Network/*",
+                "Microsoft.Compute/disks/write",
+                false,
+            ),
             (
                 "Microsoft.Authorization/*/Write",
                 "Microsoft.Authorization/roleAssignments/write",
@@ -367,22 +381,41 @@ mod tests {
     #[test]
     fn each_change_needs_the_action_of_its_verb_and_type() {
         let vnet = format!("{RG}/providers/Microsoft.Network/virtualNetworks/v");
-        let record = format!("{RG}/providers/Microsoft.Network/privateDnsZones/z.example.com/A/api");
+        let record =
+            format!("{RG}/providers/Microsoft.Network/privateDnsZones/z.example.com/A/api");
         let fic = format!(
             "{RG}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/mi/federatedIdentityCredentials/f"
         );
         let on_vnet = format!("{vnet}/providers/Microsoft.Authorization/roleAssignments/g");
         let cases = [
-            (azure(Verb::Create, RG, "2021-04-01", ""), "Microsoft.Resources/subscriptions/resourceGroups/write"),
-            (azure(Verb::Delete, RG, "2021-04-01", ""), "Microsoft.Resources/subscriptions/resourceGroups/delete"),
-            (azure(Verb::Read, &vnet, "2023-11-01", ""), "Microsoft.Network/virtualNetworks/read"),
-            (azure(Verb::Update, &vnet, "2023-11-01", ""), "Microsoft.Network/virtualNetworks/write"),
-            (azure(Verb::Create, &record, "2024-06-01", ""), "Microsoft.Network/privateDnsZones/A/write"),
+            (
+                azure(Verb::Create, RG, "2021-04-01", ""),
+                "Microsoft.Resources/subscriptions/resourceGroups/write",
+            ),
+            (
+                azure(Verb::Delete, RG, "2021-04-01", ""),
+                "Microsoft.Resources/subscriptions/resourceGroups/delete",
+            ),
+            (
+                azure(Verb::Read, &vnet, "2023-11-01", ""),
+                "Microsoft.Network/virtualNetworks/read",
+            ),
+            (
+                azure(Verb::Update, &vnet, "2023-11-01", ""),
+                "Microsoft.Network/virtualNetworks/write",
+            ),
+            (
+                azure(Verb::Create, &record, "2024-06-01", ""),
+                "Microsoft.Network/privateDnsZones/A/write",
+            ),
             (
                 azure_create(&fic, "2023-01-31", &serde_json::json!({})),
                 "Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials/write",
             ),
-            (azure(Verb::Create, &on_vnet, "2022-04-01", ""), "Microsoft.Authorization/roleAssignments/write"),
+            (
+                azure(Verb::Create, &on_vnet, "2022-04-01", ""),
+                "Microsoft.Authorization/roleAssignments/write",
+            ),
         ];
         for (change, action) in cases {
             assert_eq!(action_of(&change).as_deref(), Some(action), "{}", change.id);
@@ -425,7 +458,10 @@ mod tests {
             "Contributor"
         );
         assert_eq!(
-            zone_scope(&format!("{RG}/providers/Microsoft.Network/dnsZones/example.com")).as_deref(),
+            zone_scope(&format!(
+                "{RG}/providers/Microsoft.Network/dnsZones/example.com"
+            ))
+            .as_deref(),
             Some(RG)
         );
     }

@@ -6,9 +6,7 @@
 
 use super::{ResourceRef, Target, eq, not_found_path};
 use crate::errors::Result;
-use crate::types::{
-    self, PERMISSION_VERSIONS, ROLE_ASSIGNMENT_VERSIONS, ROLE_DEFINITION_VERSIONS,
-};
+use crate::types::{self, PERMISSION_VERSIONS, ROLE_ASSIGNMENT_VERSIONS, ROLE_DEFINITION_VERSIONS};
 
 /// The namespace every extension path here belongs to.
 pub const NAMESPACE: &str = "Microsoft.Authorization";
@@ -48,7 +46,7 @@ impl AuthzKind {
             AuthzKind::Permissions,
         ]
         .into_iter()
-            .find(|k| eq(k.type_path(), s))
+        .find(|k| eq(k.type_path(), s))
     }
 }
 

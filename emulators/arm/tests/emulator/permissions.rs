@@ -34,7 +34,11 @@ async fn list_as(emu: &TestEmu, token: &str, scope: &str, v: &str) -> Resp {
 fn entries(r: &Resp) -> Vec<(Vec<String>, usize)> {
     let strings = |v: &Value| -> Vec<String> {
         v.as_array()
-            .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let mut out: Vec<(Vec<String>, usize)> = r.body["value"]
@@ -60,7 +64,9 @@ async fn the_permissions_list_shows_the_roles_assigned_at_the_scope_or_above() {
     emu.rg("other").await;
     let nsg = net("managed", "networkSecurityGroups/nsg");
     assert_eq!(
-        emu.put(&nsg, NET, json!({"location": "eastus"})).await.status,
+        emu.put(&nsg, NET, json!({"location": "eastus"}))
+            .await
+            .status,
         StatusCode::CREATED
     );
     let (token, me, _issuer) = identity_token(&emu).await;
