@@ -71,13 +71,13 @@ pub struct Permission {
     pub not_data_actions: Vec<String>,
 }
 
-/// The permissions lists read for one tenant's principal, by scope (lower case), with when
-/// they were read. Shared by the clones of a tenant's [`TenantArm`]; a new client (the tenant's
-/// access changed) starts empty.
+/// A permissions list as read, and when.
+type Read = (Instant, Arc<Vec<Permission>>);
+
+/// The permissions lists read for one tenant's principal, by scope (lower case). Shared by the
+/// clones of a tenant's [`TenantArm`]; a new client (the tenant's access changed) starts empty.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct PermissionCache(
-    Arc<tokio::sync::Mutex<HashMap<String, (Instant, Arc<Vec<Permission>>)>>>,
-);
+pub(crate) struct PermissionCache(Arc<tokio::sync::Mutex<HashMap<String, Read>>>);
 
 /// Whether `pattern` (with `*` wildcards) matches `action`, ignoring ASCII case.
 pub fn matches(pattern: &str, action: &str) -> bool {
