@@ -268,6 +268,7 @@ pub async fn missing_permissions(
 /// `plan`, with a finding for each permission its Azure changes need that the tenant's
 /// principal lacks, checked at the public zone's group ([`permission_scope`]; for
 /// `dns.public-zone` itself, the zone its plan found). The last call of a step's plan.
+/// Idempotent: it only reads (at most one GET per tenant and scope in [`CACHE_FOR`]).
 pub async fn permitted(
     arm: &TenantArm,
     cmd: &StepCommand,

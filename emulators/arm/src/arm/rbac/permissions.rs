@@ -43,6 +43,7 @@ fn permission(role: &BuiltIn) -> Value {
     })
 }
 
+/// Answers the list for the caller. A read: idempotent, it changes nothing.
 pub(super) fn list(ctx: &Ctx<'_>, store: &Store, r: &AuthzRef) -> Result<Response> {
     if matches!(r.scope, AuthzScope::Subscription) {
         return Err(ArmError::new(
