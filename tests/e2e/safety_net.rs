@@ -296,3 +296,113 @@ async fn a_dry_run_lists_what_the_create_then_makes_and_the_preflight_refuses_be
         .expect_err("no cluster");
     assert_eq!(gone.code(), tonic::Code::NotFound);
 }
+
+/// Role Based Access Control Administrator, one of the two roles onboarding grants the
+/// tenant's application (`hypersaga tenant add`, `dev`'s `world::register_app`).
+const RBAC_ADMINISTRATOR: &str = "f58310d9-a9f6-439a-9e8d-f62e7b41a168";
+
+#[tokio::test]
+async fn a_create_the_tenants_principal_may_not_make_is_refused_before_any_write() {
+    let system = System::start().await;
+    let mut client = system.client("acme").await;
+    // The tenant's administrator takes a role back from hypersaga's application: it keeps
+    // Contributor, whose notActions leave out every Microsoft.Authorization write.
+    let sub = system.subscription("acme");
+    let assignments = system
+        .arm_admin()
+        .role_assignments(Some(&sub))
+        .await
+        .expect("role assignments");
+    let rbac_admin = assignments
+        .iter()
+        .find(|a| {
+            a["properties"]["roleDefinitionId"]
+                .as_str()
+                .is_some_and(|r| r.ends_with(RBAC_ADMINISTRATOR))
+        })
+        .and_then(|a| a["id"].as_str())
+        .expect("onboarding granted RBAC Administrator");
+    system
+        .arm_admin()
+        .delete_role_assignment(rbac_admin)
+        .await
+        .expect("delete")
+        .expect("it was there");
+    let before = arm_writes(&system).await;
+
+    // The dry run names what is missing, where, and the step that needs it.
+    let mut req = create_request("ungranted", 1);
+    req.validate_only = true;
+    let plan = client
+        .create_cluster(req.clone())
+        .await
+        .expect("dry run")
+        .into_inner()
+        .plan
+        .expect("the plan");
+    let zone_group = format!("/subscriptions/{sub}/resourceGroups/dns");
+    let found: Vec<(&str, &str, &str)> = plan
+        .findings
+        .iter()
+        .map(|f| (f.kind.as_str(), f.step.as_str(), f.field.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [(
+            "PERMISSION",
+            "identity.role-assignments",
+            zone_group.as_str()
+        )],
+        "{:#?}",
+        plan.findings
+    );
+    let finding = &plan.findings[0];
+    assert!(
+        finding
+            .message
+            .contains("'Microsoft.Authorization/roleAssignments/write'"),
+        "{finding:?}"
+    );
+    assert!(
+        finding
+            .remedy
+            .contains("Role Based Access Control Administrator"),
+        "{finding:?}"
+    );
+
+    // The create is refused with it, before anything is written.
+    req.validate_only = false;
+    let refused = client
+        .create_cluster(req)
+        .await
+        .expect_err("the preflight refuses it");
+    assert_eq!(
+        refused.code(),
+        tonic::Code::FailedPrecondition,
+        "{refused:?}"
+    );
+    let violations = refused
+        .get_details_precondition_failure()
+        .expect("a PreconditionFailure")
+        .violations;
+    assert_eq!(violations.len(), 1, "{violations:#?}");
+    assert_eq!(
+        (
+            violations[0].r#type.as_str(),
+            violations[0].subject.as_str()
+        ),
+        ("PERMISSION", zone_group.as_str())
+    );
+    assert_eq!(
+        arm_writes(&system).await,
+        before,
+        "refused before any ARM write"
+    );
+    let gone = client
+        .get_cluster(pb::GetClusterRequest {
+            name: "ungranted".into(),
+        })
+        .await
+        .expect_err("no cluster");
+    assert_eq!(gone.code(), tonic::Code::NotFound);
+}

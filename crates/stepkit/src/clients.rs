@@ -27,6 +27,11 @@ pub struct TenantArm {
     pub client: ArmClient,
     /// The tenant's subscription id.
     pub subscription_id: String,
+    /// The client (application) id of the tenant's service principal.
+    pub client_id: String,
+    /// Its permissions lists read lately, shared by this client's clones
+    /// ([`crate::plan::permitted`]).
+    pub(crate) permissions: crate::plan::PermissionCache,
 }
 
 impl TenantArm {
@@ -181,6 +186,8 @@ impl ArmClients {
         let arm = TenantArm {
             client,
             subscription_id: azure.subscription_id.clone(),
+            client_id: azure.client_id.clone(),
+            permissions: Default::default(),
         };
         cache.insert(tenant.clone(), (access, arm.clone()));
         Ok(arm)

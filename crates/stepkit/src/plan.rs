@@ -1,5 +1,14 @@
 //! Building a step's plan ([`hypersaga_bus::plan`]) from the same ids and bodies its run
-//! writes, and turning what stands in its way into findings.
+//! writes, and turning what stands in its way into findings — among them the permissions the
+//! tenant's principal lacks for the plan's Azure changes ([`permitted`]).
+
+mod permissions;
+
+pub(crate) use permissions::PermissionCache;
+pub use permissions::{
+    CACHE_FOR, PERMISSION, PERMISSIONS_API, Permission, action_of, actions_of, granted, matches,
+    missing_actions, missing_permissions, permission_scope, permitted, role_granting, zone_scope,
+};
 
 use hypersaga_azure::ids::ResourceId;
 use hypersaga_bus::StepError;

@@ -22,6 +22,7 @@ use crate::entra::{Claims, object_id};
 use crate::errors::ArmError;
 
 pub(crate) use action::Request;
+pub(crate) use permissions::at_or_above;
 
 impl Emulator {
     /// Whether the caller of `claims` may perform `req`, or ARM's refusal.

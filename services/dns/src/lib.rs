@@ -121,20 +121,22 @@ impl StepHandler for DnsHandler {
     }
 
     /// The create's plan of each `dns.*` step, from the ids and bodies its run writes; a
-    /// public zone that is not there is a finding.
+    /// public zone that is not there is a finding, and so is each permission the tenant's
+    /// principal lacks for the step's Azure changes.
     async fn plan(&self, cmd: &StepCommand) -> Result<StepPlan, StepError> {
         let step = cmd.step_id()?;
         if step.service() != Service::Dns || cmd.action != Action::Do {
             return Err(cmd.unknown_step());
         }
         let arm = self.arm.tenant(&cmd.tenant)?;
-        match step {
-            StepId::PublicZone => public_zone::plan(&arm, cmd).await,
-            StepId::PrivateZone => Ok(zone::plan(&arm, cmd)),
-            StepId::VnetLink => vnet_link::plan(&arm, cmd),
-            StepId::DnsRecords => records::plan(&arm, cmd),
-            _ => Err(cmd.unknown_step()),
-        }
+        let plan = match step {
+            StepId::PublicZone => public_zone::plan(&arm, cmd).await?,
+            StepId::PrivateZone => zone::plan(&arm, cmd),
+            StepId::VnetLink => vnet_link::plan(&arm, cmd)?,
+            StepId::DnsRecords => records::plan(&arm, cmd)?,
+            _ => return Err(cmd.unknown_step()),
+        };
+        hypersaga_stepkit::plan::permitted(&arm, cmd, plan).await
     }
 }
 

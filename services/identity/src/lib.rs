@@ -183,16 +183,23 @@ impl StepHandler for IdentityHandler {
         self.check(cmd, progress).await
     }
 
-    /// The create's plan of each `identity.*` step, from the ids and bodies its run writes.
+    /// The create's plan of each `identity.*` step, from the ids and bodies its run writes, with
+    /// the permissions the tenant's principal lacks for its Azure changes as findings.
     async fn plan(&self, cmd: &StepCommand) -> Result<StepPlan, StepError> {
         if cmd.action != Action::Do {
             return Err(cmd.unknown_step());
         }
-        match cmd.step_id()? {
-            StepId::Oidc => issuer::plan(&self.publisher, &self.keys, cmd).await,
-            StepId::WorkloadIdentities => workload::plan(&self.arm.tenant(&cmd.tenant)?, cmd),
-            StepId::RoleAssignments => roles::plan(&self.arm.tenant(&cmd.tenant)?, cmd),
-            _ => Err(cmd.unknown_step()),
+        let step = cmd.step_id()?;
+        if step == StepId::Oidc {
+            // Blobs in hypersaga's own issuer account: nothing the tenant's principal does.
+            return issuer::plan(&self.publisher, &self.keys, cmd).await;
         }
+        let arm = self.arm.tenant(&cmd.tenant)?;
+        let plan = match step {
+            StepId::WorkloadIdentities => workload::plan(&arm, cmd)?,
+            StepId::RoleAssignments => roles::plan(&arm, cmd)?,
+            _ => return Err(cmd.unknown_step()),
+        };
+        hypersaga_stepkit::plan::permitted(&arm, cmd, plan).await
     }
 }

@@ -127,21 +127,23 @@ impl StepHandler for NetworkHandler {
         self.check(cmd, progress).await
     }
 
-    /// The create's plan of each `network.*` step, from the ids and bodies its run writes.
+    /// The create's plan of each `network.*` step, from the ids and bodies its run writes, with
+    /// the permissions the tenant's principal lacks for it as findings.
     async fn plan(&self, cmd: &StepCommand) -> Result<StepPlan, StepError> {
         let step = cmd.step_id()?;
         if step.service() != Service::Network || cmd.action != Action::Do {
             return Err(cmd.unknown_step());
         }
         let arm = self.arm.tenant(&cmd.tenant)?;
-        match step {
-            StepId::ResourceGroups => Ok(resource_groups::plan(&arm, cmd)),
-            StepId::Nsg => nsg::plan(&arm, cmd).await,
-            StepId::Vnet => vnet::plan(&arm, cmd).await,
-            StepId::PublicIp => Ok(public_ip::plan(&arm, cmd)),
-            StepId::LoadBalancer => load_balancer::plan(&arm, cmd),
-            _ => Err(cmd.unknown_step()),
-        }
+        let plan = match step {
+            StepId::ResourceGroups => resource_groups::plan(&arm, cmd),
+            StepId::Nsg => nsg::plan(&arm, cmd).await?,
+            StepId::Vnet => vnet::plan(&arm, cmd).await?,
+            StepId::PublicIp => public_ip::plan(&arm, cmd),
+            StepId::LoadBalancer => load_balancer::plan(&arm, cmd)?,
+            _ => return Err(cmd.unknown_step()),
+        };
+        hypersaga_stepkit::plan::permitted(&arm, cmd, plan).await
     }
 }
 

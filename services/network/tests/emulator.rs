@@ -479,3 +479,72 @@ async fn azure_errors_are_classified() {
     assert_eq!(e.info.code, "TenantNotConfigured");
     assert!(!e.is_retryable());
 }
+
+/// The permission check that ends each plan: ARM's permissions list at the public zone's
+/// group, read once for every plan of the tenant within 30 s; a principal refused even that
+/// read holds nothing, so each action its plan needs is a `PERMISSION` finding there.
+#[tokio::test]
+async fn plans_find_the_permissions_the_tenants_principal_lacks() {
+    use hypersaga_bus::PublicZoneOutputs;
+    use hypersaga_testkit::{prior, tenant};
+    use hypersaga_worker::StepHandler;
+
+    hypersaga_devca::install_crypto_provider();
+    let arm = TestArm::start().await;
+    let config = arm.config(None);
+    let user = ArmClients::new(&config)
+        .expect("clients")
+        .tenant(&tenant())
+        .expect("tenant");
+    let zone_group = user.resource_group_id("dns");
+    user.client
+        .put(&zone_group, RESOURCES_API, &json!({"location": "eastus"}))
+        .await
+        .expect("the zone's group");
+    let cmd = |step: StepId| {
+        let zone = PublicZoneOutputs {
+            public_zone: format!("{zone_group}/providers/Microsoft.Network/dnsZones/example.com"),
+        };
+        command(
+            "perm",
+            spec(),
+            step,
+            Action::Do,
+            [prior(StepId::PublicZone, zone)],
+        )
+    };
+    const LIST: &str = "Microsoft.Authorization/permissions";
+
+    // Refused the read: every action the plan needs is missing, once each.
+    arm.fault("GET", LIST, 403, "AuthorizationFailed", 1).await;
+    let refused = NetworkHandler::new(&config).expect("handler");
+    let plan = refused
+        .plan(&cmd(StepId::ResourceGroups))
+        .await
+        .expect("plan");
+    assert_eq!(plan.changes.len(), 3, "{plan:#?}");
+    let [finding] = plan.findings.as_slice() else {
+        panic!("one action, one finding: {:#?}", plan.findings);
+    };
+    assert_eq!(
+        (finding.kind.as_str(), finding.field.as_str()),
+        ("PERMISSION", zone_group.as_str())
+    );
+    assert!(
+        finding
+            .message
+            .contains("'Microsoft.Resources/subscriptions/resourceGroups/write'"),
+        "{finding:?}"
+    );
+    assert!(finding.remedy.contains("Contributor"), "{finding:?}");
+
+    // The operator's principal owns the subscription: nothing missing, and the plans of every
+    // step share one read.
+    let h = NetworkHandler::new(&config).expect("handler");
+    for step in [StepId::ResourceGroups, StepId::PublicIp] {
+        let plan = h.plan(&cmd(step)).await.expect("plan");
+        assert!(plan.findings.is_empty(), "{:#?}", plan.findings);
+    }
+    assert_eq!(arm.count_status("GET", LIST, 403).await, 1);
+    assert_eq!(arm.count_status("GET", LIST, 200).await, 1);
+}

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use hypersaga_bus::plan::{StepPlan, Target};
+use hypersaga_bus::plan::{Finding, StepPlan, Target};
 use hypersaga_bus::{
     Action, NodePoolOutputs, Outputs, StepCommand, StepError, StepId, StepOutputs, VnetOutputs,
 };
@@ -214,6 +214,18 @@ impl NodePoolHandler {
         quota::check(&arm, &cmd.context.spec.location, pool, added, &target).await
     }
 
+    /// The reads of the quota check ([`quota::READS`]) the tenant's principal may not make, as
+    /// findings. The VMs, NICs and disks are CAPZ's, made as HyperShift's node-pool identity,
+    /// so the tenant's principal needs no more than these.
+    async fn quota_permissions(&self, cmd: &StepCommand) -> Result<Vec<Finding>, StepError> {
+        let Some(scope) = hypersaga_stepkit::plan::permission_scope(cmd) else {
+            return Ok(Vec::new());
+        };
+        let arm = self.arm.tenant(&cmd.tenant)?;
+        let reads: Vec<String> = quota::READS.iter().map(|a| (*a).to_owned()).collect();
+        hypersaga_stepkit::plan::missing_actions(&arm, &scope, &reads).await
+    }
+
     /// How many more Machines the pool has than its `ready` nodes (those a scale down is
     /// still removing), when there are any and the management cluster says so.
     async fn surplus(&self, cmd: &StepCommand, name: &str, ready: i32) -> Option<usize> {
@@ -259,7 +271,8 @@ impl StepHandler for NodePoolHandler {
     }
 
     /// The NodePool the step would apply, and its quota check: a VM size the region does not
-    /// offer, or more vCPUs than the subscription has left, is a finding.
+    /// offer, or more vCPUs than the subscription has left, is a finding; so is a read of that
+    /// check the tenant's principal may not make.
     async fn plan(&self, cmd: &StepCommand) -> Result<StepPlan, StepError> {
         let (StepId::NodePool(pool_name), Action::Do) = (cmd.step_id()?, cmd.action) else {
             return Err(cmd.unknown_step());
@@ -269,8 +282,11 @@ impl StepHandler for NodePoolHandler {
         let name = cmd.context.names.node_pool(&pool_name);
         let what = target("NodePool", Some(ns), &name);
         let api: Api<NodePool> = Api::namespaced(self.clients.of(cmd)?, ns);
-        let mut findings = Vec::new();
-        if let Err(e) = self.check_quota(cmd, pool, &api, &name, &what).await {
+        // Without the reads the quota check makes, the check itself cannot be made.
+        let mut findings = self.quota_permissions(cmd).await?;
+        if findings.is_empty()
+            && let Err(e) = self.check_quota(cmd, pool, &api, &name, &what).await
+        {
             let (kind, remedy) = if e.info.code == "SkuNotAvailable" {
                 (
                     "VM_SIZE",

@@ -11,6 +11,13 @@ use hypersaga_hypershift::NodePool;
 use hypersaga_model::{NodePoolSpec, ReleaseVersion, UpgradeType};
 use hypersaga_stepkit::{TenantArm, step_error};
 
+/// The ARM actions the check performs as the tenant's principal: the Resource SKUs list (the
+/// size's vCPUs) and the region's Compute usage list (the quota left).
+pub(crate) const READS: &[&str] = &[
+    "Microsoft.Compute/skus/read",
+    "Microsoft.Compute/locations/usages/read",
+];
+
 /// The VMs applying `pool` would add to what `existing` (the NodePool as it is, if it exists)
 /// already asks for: the nodes beyond its count (at most, with autoscaling), plus the one a
 /// `Replace` rollout of a new release makes before it removes an old one (`maxSurge: 1`).

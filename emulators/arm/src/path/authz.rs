@@ -1,11 +1,12 @@
 //! Paths of the `Microsoft.Authorization` extension resources: role assignments and role
 //! definitions hang on any scope (`{scope}/providers/Microsoft.Authorization/{type}[/{name}]`,
 //! the scope being a subscription, a resource group or a resource), so they cannot be parsed
-//! like the resources of one resource group.
+//! like the resources of one resource group. The caller's permissions list (`…/providers/
+//! Microsoft.Authorization/permissions`) hangs on a resource group or a resource the same way.
 
 use super::{ResourceRef, Target, eq, not_found_path};
 use crate::errors::Result;
-use crate::types::{self, ROLE_ASSIGNMENT_VERSIONS, ROLE_DEFINITION_VERSIONS};
+use crate::types::{self, PERMISSION_VERSIONS, ROLE_ASSIGNMENT_VERSIONS, ROLE_DEFINITION_VERSIONS};
 
 /// The namespace every extension path here belongs to.
 pub const NAMESPACE: &str = "Microsoft.Authorization";
@@ -15,6 +16,9 @@ pub const NAMESPACE: &str = "Microsoft.Authorization";
 pub enum AuthzKind {
     RoleAssignments,
     RoleDefinitions,
+    /// The caller's own permissions at a scope (`Permissions_ListForResourceGroup`,
+    /// `Permissions_ListForResource`): a list only, never one by name.
+    Permissions,
 }
 
 impl AuthzKind {
@@ -23,6 +27,7 @@ impl AuthzKind {
         match self {
             AuthzKind::RoleAssignments => "roleAssignments",
             AuthzKind::RoleDefinitions => "roleDefinitions",
+            AuthzKind::Permissions => "permissions",
         }
     }
 
@@ -30,13 +35,18 @@ impl AuthzKind {
         match self {
             AuthzKind::RoleAssignments => ROLE_ASSIGNMENT_VERSIONS,
             AuthzKind::RoleDefinitions => ROLE_DEFINITION_VERSIONS,
+            AuthzKind::Permissions => PERMISSION_VERSIONS,
         }
     }
 
     fn from_segment(s: &str) -> Option<Self> {
-        [AuthzKind::RoleAssignments, AuthzKind::RoleDefinitions]
-            .into_iter()
-            .find(|k| eq(k.type_path(), s))
+        [
+            AuthzKind::RoleAssignments,
+            AuthzKind::RoleDefinitions,
+            AuthzKind::Permissions,
+        ]
+        .into_iter()
+        .find(|k| eq(k.type_path(), s))
     }
 }
 
@@ -90,6 +100,10 @@ pub(super) fn parse(sub: String, scope: &[&str], tail: &[&str], path: &str) -> R
         },
         _ => return Err(not_found_path(path)),
     };
+    // The permissions list has no members to address by name.
+    if kind == AuthzKind::Permissions && name.is_some() {
+        return Err(not_found_path(path));
+    }
     let scope = match scope {
         [] => AuthzScope::Subscription,
         [rgs, rg] if eq(rgs, "resourcegroups") => AuthzScope::ResourceGroup {

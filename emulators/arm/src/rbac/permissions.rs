@@ -46,7 +46,7 @@ pub(super) fn matches(pattern: &str, action: &str) -> bool {
 
 /// Whether the ids are one path or `outer` is an ancestor of `inner` (case-insensitive,
 /// segment-wise: `/rg` is not an ancestor of `/rg2`).
-pub(super) fn at_or_above(outer: &str, inner: &str) -> bool {
+pub(crate) fn at_or_above(outer: &str, inner: &str) -> bool {
     let outer = outer.trim_end_matches('/').to_ascii_lowercase();
     let inner = inner.trim_end_matches('/').to_ascii_lowercase();
     inner == outer || inner.starts_with(&format!("{outer}/"))

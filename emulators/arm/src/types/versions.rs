@@ -384,6 +384,13 @@ pub const ROLE_DEFINITION_VERSIONS: &[&str] = &[
     "2022-05-01-preview",
 ];
 
+/// `Microsoft.Authorization/permissions` (`Permissions_ListForResourceGroup`,
+/// `Permissions_ListForResource`): the `authorization-RoleDefinitionsCalls.json` files that
+/// define them in `specification/authorization/resource-manager/Microsoft.Authorization`,
+/// `stable/2015-07-01`, `preview/2018-01-01-preview` and `stable/2022-04-01`, each with its
+/// `examples/GetPermissions.json` (`{"value": [{"actions": [], "notActions": []}]}`).
+pub const PERMISSION_VERSIONS: &[&str] = &["2015-07-01", "2018-01-01-preview", "2022-04-01"];
+
 /// `Microsoft.Compute/skus` (`ResourceSkus_List`): the `Skus/stable/{2017-09-01,2019-04-01,
 /// 2021-07-01}` folders of azure-rest-api-specs' compute specification; 2021-07-01 is still the
 /// only current one (every Compute package tag lists it), and CAPZ calls it

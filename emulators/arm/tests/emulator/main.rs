@@ -4,7 +4,8 @@
 //! `rbac`, api-version acceptance and refusals in `api_versions`, failures after acceptance
 //! and refusals of concurrent writes in `refusals`, workload identity federation in
 //! `workload_identity` (with the OIDC issuer of `issuer`), managed identities' authorization
-//! in `identity_rbac`, worker VMs with their NICs and disks in `workers`, references to
+//! in `identity_rbac` (and the permissions list a principal reads of itself in `permissions`),
+//! worker VMs with their NICs and disks in `workers`, references to
 //! missing resources in `references`, the regions and VM sizes Azure offers (and refuses
 //! beyond) with the Resource SKUs list in `offerings`, vCPU quota (the usage list and the 409
 //! beyond it) in `quota`, deletes of resources in use and group cascades in `teardown`,
@@ -20,6 +21,7 @@ mod directories;
 mod identity_rbac;
 mod issuer;
 mod offerings;
+mod permissions;
 mod quota;
 mod rbac;
 mod references;

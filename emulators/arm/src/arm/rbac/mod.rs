@@ -1,4 +1,5 @@
-//! `Microsoft.Authorization`: role assignments at any scope and the built-in role definitions.
+//! `Microsoft.Authorization`: role assignments at any scope, the built-in role definitions, and
+//! the caller's permissions at a resource group or resource ([`permissions`]).
 //!
 //! Behaviour follows `specification/authorization/resource-manager/Microsoft.Authorization/
 //! stable/2022-04-01/authorization-RoleAssignmentsCalls.json` and its examples, and the refusals
@@ -11,6 +12,7 @@ mod assignments;
 mod definitions;
 mod list;
 mod model;
+mod permissions;
 mod principals;
 mod refusals;
 mod request;
@@ -53,6 +55,7 @@ pub(super) fn route(
         (AuthzKind::RoleAssignments, &Method::GET, None) => list::assignments(ctx, store, r),
         (AuthzKind::RoleDefinitions, &Method::GET, Some(name)) => definitions::get(store, r, name),
         (AuthzKind::RoleDefinitions, &Method::GET, None) => definitions::list(ctx, store, r),
+        (AuthzKind::Permissions, &Method::GET, None) => permissions::list(ctx, store, r),
         _ => Err(ArmError::new(
             StatusCode::METHOD_NOT_ALLOWED,
             "MethodNotAllowed",
