@@ -254,8 +254,12 @@ impl TreeView {
         else {
             return String::new();
         };
-        let tree = operation_tree(op);
         let lines = self.lines.changes(c);
+        if op.steps.is_empty() {
+            // Accepted, not yet planned: no DAG to draw.
+            return String::new();
+        }
+        let tree = operation_tree(op);
         if self.shown.as_deref() == Some(tree.as_str()) {
             return String::new();
         }
@@ -371,6 +375,13 @@ mod tests {
             ..Default::default()
         };
         let mut view = TreeView::new("op-1", false);
+        let planned = std::mem::take(&mut op.steps);
+        assert_eq!(
+            view.change(&cluster(&op)),
+            "",
+            "nothing to draw before the plan"
+        );
+        op.steps = planned;
         let first = view.change(&cluster(&op));
         assert!(first.contains("└─ network.rg"), "{first}");
         assert_eq!(view.change(&cluster(&op)), "", "nothing changed");
