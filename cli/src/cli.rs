@@ -62,8 +62,12 @@ pub enum Command {
     /// NAME[@VERSION]`) or later (`hypersaga cluster addon set|remove`).
     #[command(subcommand)]
     Addon(commands::addon::AddonCommand),
-    /// Inspect operations (the sagas behind creates, deletes, upgrades and node pool
-    /// changes), and unstick paused ones.
+    /// Inspect and follow operations (the sagas behind creates, deletes, upgrades and node
+    /// pool changes), and unstick paused ones.
+    ///
+    /// `watch ID --tree` draws an operation's DAG in the terminal as it runs; the gateway's
+    /// live view (its URL is in `hypersaga dev`'s banner) shows the same in a browser, with
+    /// buttons for the calls below.
     ///
     /// An operation pauses, rather than failing or tearing down what it made, when a step's
     /// retries run out, a step passes its deadline, or the service owning a step stops

@@ -44,6 +44,10 @@ pub struct Endpoints {
     /// tenant's.
     #[serde(default)]
     pub admin_token: Option<String>,
+    /// The live view of operations (the gateway's web page), e.g. `https://127.0.0.1:40124/`;
+    /// it asks for a tenant's token (or takes one from a `#token=…` fragment).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub web: Option<String>,
 }
 
 /// Why the endpoints file could not be used.

@@ -8,18 +8,22 @@ pub mod management;
 pub mod nodepool;
 pub mod rollout;
 pub mod tenant;
+pub mod tree;
 
 pub use addon::{addon_json, addon_name, addon_text, addons_table};
 pub use nodepool::{nodepool_json, nodepool_name, nodepool_text, nodepools_table};
 pub use rollout::{rollout_json, rollout_name, rollout_text, rollouts_table};
 pub use tenant::{tenant_json, tenant_name, tenant_text, tenants_table};
+pub use tree::{TreeView, operation_tree};
+
+// One JSON shape for the CLI and the web view: the API crate's.
+pub use hypersaga_api::json::{op_kind, op_state, phase, step_state};
 
 use std::collections::BTreeMap;
 
+use hypersaga_api::json::{enum_name, time};
 use hypersaga_api::v1 as pb;
 use serde_json::{Value, json};
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
 /// Output of commands that print no clusters or operations (audit, tokens, emulators, benches).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -110,40 +114,6 @@ impl Table {
     }
 }
 
-/// `CLUSTER_PHASE_READY` → `ready`.
-fn enum_name(full: &str, prefix: &str) -> String {
-    full.strip_prefix(prefix)
-        .unwrap_or(full)
-        .to_ascii_lowercase()
-}
-
-pub fn phase(p: i32) -> String {
-    pb::ClusterPhase::try_from(p)
-        .map(|p| enum_name(p.as_str_name(), "CLUSTER_PHASE_"))
-        .unwrap_or_else(|_| p.to_string())
-}
-
-pub fn step_state(s: i32) -> String {
-    pb::StepState::try_from(s)
-        .map(|s| enum_name(s.as_str_name(), "STEP_STATE_"))
-        .unwrap_or_else(|_| s.to_string())
-}
-
-pub fn op_state(s: i32) -> String {
-    pb::OperationState::try_from(s)
-        .map(|s| enum_name(s.as_str_name(), "OPERATION_STATE_"))
-        .unwrap_or_else(|_| s.to_string())
-}
-
-/// An operation's kind as the API's error messages and records name it: `create`,
-/// `delete`, `update_cluster`, `create_node_pool`, `update_node_pool`, `delete_node_pool`,
-/// `add_addon`, `update_addon`, `remove_addon`.
-pub fn op_kind(k: i32) -> String {
-    pb::OperationKind::try_from(k)
-        .map(|k| enum_name(k.as_str_name(), "OPERATION_KIND_"))
-        .unwrap_or_else(|_| k.to_string())
-}
-
 /// The kind, with the node pool or the add-on the operation acts on: `update_node_pool
 /// gpu`, `add_addon logging`.
 pub fn op_kind_and_pool(op: &pb::Operation) -> String {
@@ -220,14 +190,6 @@ fn change_phrase(op: &pb::Operation) -> Option<String> {
     })
 }
 
-fn time(t: &Option<prost_types::Timestamp>) -> Value {
-    t.as_ref()
-        .and_then(|t| OffsetDateTime::from_unix_timestamp(t.seconds).ok())
-        .and_then(|t| t.format(&Rfc3339).ok())
-        .map(Value::from)
-        .unwrap_or(Value::Null)
-}
-
 /// A timestamp for people: RFC 3339, or `?` when absent or out of range.
 fn time_text(t: &Option<prost_types::Timestamp>) -> String {
     match time(t) {
@@ -237,45 +199,12 @@ fn time_text(t: &Option<prost_types::Timestamp>) -> String {
 }
 
 fn error_json(e: &Option<pb::ErrorDetail>) -> Value {
-    match e {
-        Some(e) => {
-            json!({ "code": e.code, "message": e.message, "target": e.target, "step": e.step, "retryable": e.retryable })
-        }
-        None => Value::Null,
-    }
+    hypersaga_api::json::error(e)
 }
 
+/// An operation with every step (the document `operation get -o json` prints).
 pub fn operation_json(o: &pb::Operation) -> Value {
-    json!({
-        "id": o.id,
-        "cluster": o.cluster,
-        "kind": op_kind(o.kind),
-        "state": op_state(o.state),
-        "start_time": time(&o.start_time),
-        "end_time": time(&o.end_time),
-        "deadline": time(&o.deadline),
-        "request_id": o.request_id,
-        "node_pool": o.node_pool,
-        "addon": o.addon,
-        "error": error_json(&o.error),
-        "pause": o.pause.as_ref().map(|p| json!({
-            "since": time(&p.since),
-            "reason": error_json(&p.reason),
-            "steps": p.steps,
-        })).unwrap_or(Value::Null),
-        "steps": o.steps.iter().map(|s| json!({
-            "id": s.id,
-            "service": s.service,
-            "state": step_state(s.state),
-            "attempts": s.attempts,
-            "message": s.message,
-            "depends_on": s.depends_on,
-            "last_error": error_json(&s.last_error),
-            "start_time": time(&s.start_time),
-            "end_time": time(&s.end_time),
-            "waiting_since": time(&s.waiting_since),
-        })).collect::<Vec<_>>(),
-    })
+    hypersaga_api::json::operation(o)
 }
 
 /// A dry run's plan, for scripts: every step with its changes, and the findings.

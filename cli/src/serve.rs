@@ -87,6 +87,10 @@ pub struct ServeArgs {
     /// gRPC listen address (gateway only), overriding `gateway.listen`.
     #[arg(long)]
     pub listen: Option<SocketAddr>,
+    /// Serve the live view of operations (a web page and its JSON API) here (gateway only),
+    /// overriding `gateway.web_listen`.
+    #[arg(long, value_name = "ADDR")]
+    pub web_listen: Option<SocketAddr>,
     /// Address of the health probes and metrics (`/healthz`, `/readyz`, `/metrics`),
     /// overriding `health.listen`.
     #[arg(long, value_name = "ADDR")]
@@ -158,6 +162,18 @@ fn load(args: &ServeArgs) -> Result<Config, Problems> {
                 .into_iter()
                 .filter(|p| p.setting == "gateway.listen")
                 .map(|p| Problem::new("--listen", p.message)),
+        );
+    }
+    if let Some(listen) = args.web_listen {
+        config.gateway.web_listen = Some(listen);
+        problems.retain(|p| p.setting != "gateway.web_listen");
+        problems.extend(
+            config
+                .gateway
+                .problems()
+                .into_iter()
+                .filter(|p| p.setting == "gateway.web_listen")
+                .map(|p| Problem::new("--web-listen", p.message)),
         );
     }
     if let Some(listen) = args.health_listen {

@@ -2,6 +2,7 @@
 //! Azurite, both emulators, every service as its own process) in a temporary directory and acts
 //! through the public API, as a user would.
 
+mod browser;
 mod otlp;
 mod support;
 
@@ -19,6 +20,7 @@ mod fault_matrix;
 mod faults;
 mod fleet;
 mod hard_edges;
+mod live_view;
 mod observability;
 mod operator;
 mod placement;

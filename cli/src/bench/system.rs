@@ -316,6 +316,7 @@ fn placeholder_endpoints() -> Endpoints {
         health: Default::default(),
         admin_token: None,
         management_clusters: Vec::new(),
+        web: None,
     }
 }
 

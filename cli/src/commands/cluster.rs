@@ -547,6 +547,18 @@ pub(crate) struct Follow<'a> {
     pub addon: Option<&'a str>,
     /// A cluster's deletion: the cluster going away is the end.
     pub deleting: bool,
+    /// What is shown as it goes.
+    pub view: View,
+}
+
+/// What a follow shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum View {
+    /// The cluster: its phase and each step's changes (`-o json`: each state of the cluster).
+    Cluster,
+    /// Only the operation followed (`operation watch`): its steps' changes, or with `tree`
+    /// its DAG redrawn (`-o json`: each state of the operation).
+    Operation { tree: bool },
 }
 
 impl<'a> Follow<'a> {
@@ -558,6 +570,7 @@ impl<'a> Follow<'a> {
             pool: None,
             addon: None,
             deleting: false,
+            view: View::Cluster,
         }
     }
 
@@ -585,11 +598,16 @@ impl<'a> Follow<'a> {
         }
     }
 
-    fn deleting(self) -> Self {
+    pub(crate) fn deleting(self) -> Self {
         Self {
             deleting: true,
             ..self
         }
+    }
+
+    /// Shows only the operation followed, as `view` says.
+    pub(crate) fn showing(self, view: View) -> Self {
+        Self { view, ..self }
     }
 
     /// What `-o name` prints: `cluster/<name>` or `nodepool/<name>`.
@@ -658,6 +676,13 @@ async fn follow_to_the_end(
     let format = args.output;
     let bound = Duration::from_secs(args.reconnect_timeout);
     let mut progress = output::Progress::default();
+    let mut tree = match (end.view, &end.operation) {
+        (View::Operation { tree: true }, Some(id)) => Some(output::TreeView::new(
+            id,
+            std::io::IsTerminal::is_terminal(&std::io::stdout()),
+        )),
+        _ => None,
+    };
     let mut last: Option<pb::Cluster> = None;
     // Since when the stream has been lost, the last reason, and the backoff being followed.
     let mut lost: Option<(Instant, String, backon::ExponentialBackoff)> = None;
@@ -721,7 +746,7 @@ async fn follow_to_the_end(
                 }
                 Err(s) => return fail(args, s),
             };
-            show_change(format, &mut progress, &cluster)?;
+            show_change(format, end, &mut progress, tree.as_mut(), &cluster)?;
             last = Some(cluster);
         }
         let phase = last
@@ -764,23 +789,48 @@ async fn follow_to_the_end(
     }
 }
 
-/// One state of the watched cluster, as `-o` asks: progress lines, or a document per change.
+/// The operation `end` follows, as `cluster` shows it (none while another runs).
+fn followed<'c>(end: &Follow<'_>, cluster: &'c pb::Cluster) -> Option<&'c pb::Operation> {
+    let id = end.operation.as_deref()?;
+    cluster
+        .status
+        .as_ref()
+        .and_then(|s| s.operation.as_ref())
+        .filter(|op| op.id == id)
+}
+
+/// One state of the watched cluster, as `-o` asks: progress lines (or the operation's tree),
+/// or a document per change (the cluster's, or only the operation's).
 fn show_change(
     format: Output,
+    end: &Follow<'_>,
     progress: &mut output::Progress,
+    tree: Option<&mut output::TreeView>,
     cluster: &pb::Cluster,
 ) -> anyhow::Result<()> {
+    let doc = match end.view {
+        View::Cluster => Some(output::cluster_json(cluster)),
+        View::Operation { .. } => followed(end, cluster).map(output::operation_json),
+    };
     match format {
-        Output::Text | Output::Wide => {
-            for line in progress.changes(cluster) {
-                outln!("{line}")?;
+        Output::Text | Output::Wide => match tree {
+            Some(tree) => out!("{}", tree.change(cluster))?,
+            None => {
+                for line in progress.changes(cluster) {
+                    outln!("{line}")?;
+                }
+            }
+        },
+        Output::Json => {
+            if let Some(doc) = doc {
+                outln!("{}", serde_json::to_string(&doc)?)?;
             }
         }
-        Output::Json => outln!("{}", serde_json::to_string(&output::cluster_json(cluster))?)?,
-        Output::Yaml => out!(
-            "---\n{}",
-            serde_norway::to_string(&output::cluster_json(cluster))?
-        )?,
+        Output::Yaml => {
+            if let Some(doc) = doc {
+                out!("---\n{}", serde_norway::to_string(&doc)?)?;
+            }
+        }
         Output::Name => {}
     }
     Ok(())
@@ -814,6 +864,21 @@ async fn the_operation_followed(
 /// on, while it exists) as it ended, then one line with the outcome; for `-o name`, the name.
 fn show_end(format: Output, end: &Follow<'_>, last: &pb::Cluster) -> anyhow::Result<()> {
     match format {
+        Output::Text | Output::Wide if end.view != View::Cluster => {
+            if let Some(op) = followed(end, last) {
+                match end.view {
+                    // On a terminal, the last tree drawn in place of the one before it.
+                    View::Operation { tree: true }
+                        if std::io::IsTerminal::is_terminal(&std::io::stdout()) =>
+                    {
+                        out!("\x1b[H\x1b[2J{}", output::operation_tree(op))?
+                    }
+                    View::Operation { tree: true } => out!("\n{}", output::operation_tree(op))?,
+                    _ => out!("\n{}", output::operation_text(op))?,
+                }
+            }
+            outln!("{}", output::outcome(last))?;
+        }
         Output::Text | Output::Wide => {
             outln!()?;
             match (end.pool, end.addon) {

@@ -20,6 +20,28 @@ pub enum OperationCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Follow an operation until it ends: each step as it changes, or its DAG with --tree.
+    ///
+    /// The watch reconnects if the stream drops (`--reconnect-timeout`). The exit code says
+    /// how the operation ended: 0 succeeded, 10 failed. An operation that has already ended
+    /// is shown as it ended.
+    ///
+    /// With --tree, every step sits under the step it waits on last (any other dependency is
+    /// named on its line), with its state, attempts, when it started or how long it took,
+    /// what it waits on and since when, and its error; on a terminal the tree is redrawn in
+    /// place as it changes, elsewhere it is printed once and followed by a line per change.
+    /// `-o json` prints the operation's document at each change.
+    ///
+    /// The same view, live in a browser: the live view (`hypersaga dev` prints its URL).
+    Watch {
+        /// The operation (op-…).
+        id: String,
+        /// Show the operation's DAG as an indented tree.
+        #[arg(long)]
+        tree: bool,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// List the tenant's operations, newest first.
     ///
     /// `--state paused` lists those waiting for an operator, each with the step and the
@@ -153,6 +175,7 @@ pub async fn run(cmd: OperationCommand) -> anyhow::Result<ExitCode> {
             }
         }
         OperationCommand::List(a) => list(a).await,
+        OperationCommand::Watch { id, tree, client } => watch(&id, tree, client).await,
         OperationCommand::Resume {
             id,
             request_id,
@@ -229,6 +252,50 @@ pub async fn run(cmd: OperationCommand) -> anyhow::Result<ExitCode> {
             })
         }
     }
+}
+
+/// `operation watch`: follows the operation through its cluster's watch until it ends.
+async fn watch(id: &str, tree: bool, client: ClientArgs) -> anyhow::Result<ExitCode> {
+    use super::cluster::{Follow, View, follow};
+    let mut c = client.client().await?;
+    let op = match c
+        .get_operation(pb::GetOperationRequest { id: id.into() })
+        .await
+    {
+        Ok(r) => r.into_inner(),
+        Err(s) => return fail(&client, s),
+    };
+    let state = pb::OperationState::try_from(op.state);
+    let ended = matches!(
+        state,
+        Ok(pb::OperationState::Succeeded | pb::OperationState::Failed)
+    );
+    if ended {
+        if let Some(doc) = client.output.document(&output::operation_json(&op))? {
+            out!("{doc}")?;
+        } else if client.output == Output::Name {
+            outln!("{}", output::operation_name(&op.id))?;
+        } else if tree {
+            out!("{}", output::operation_tree(&op))?;
+        } else {
+            out!("{}", output::operation_text(&op))?;
+        }
+        return Ok(ExitCode::from(match state {
+            Ok(pb::OperationState::Failed) => crate::exit::OPERATION_FAILED,
+            _ => crate::exit::OK,
+        }));
+    }
+    let end = match (op.node_pool.as_str(), op.addon.as_str()) {
+        ("", "") => Follow::cluster(&op.cluster, &op),
+        ("", addon) => Follow::addon(&op.cluster, addon, &op),
+        (pool, _) => Follow::pool(&op.cluster, pool, &op),
+    };
+    let end = if op.kind == pb::OperationKind::Delete as i32 {
+        end.deleting()
+    } else {
+        end
+    };
+    follow(&client, c, &end.showing(View::Operation { tree })).await
 }
 
 async fn list(a: ListArgs) -> anyhow::Result<ExitCode> {

@@ -51,6 +51,10 @@ pub struct DevArgs {
     /// gRPC listen address of the (first) gateway; port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:50051")]
     pub grpc_listen: SocketAddr,
+    /// Address of the (first) gateway's live view of operations (a web page; the banner
+    /// prints its URL) [default: a free port].
+    #[arg(long, value_name = "ADDR")]
+    pub web_listen: Option<SocketAddr>,
     /// Management clusters (each its own emulator), all in the ARM region: `default` alone,
     /// or `mc-1` … `mc-N`, creates placed on the one with the most room.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
@@ -261,6 +265,13 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     TcpListener::bind(grpc).with_context(|| {
         format!("cannot listen on {grpc} for the gRPC API (another `hypersaga dev`?); pass --grpc-listen 127.0.0.1:0 for a free port")
     })?;
+    let web = match args.web_listen {
+        Some(addr) if addr.port() != 0 => addr,
+        _ => SocketAddr::from(([127, 0, 0, 1], hypersaga_procs::free_port()?)),
+    };
+    TcpListener::bind(web).with_context(|| {
+        format!("cannot listen on {web} for the live view; leave --web-listen out for a free port")
+    })?;
     let admin_token = crate::commands::token::new_token("hsadmin");
     let issuer_blob = BlobConfig {
         endpoint: blob_url.clone(),
@@ -353,6 +364,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
                 name: "dev".into(),
                 tokens: vec![TokenDigest::of(&admin_token)],
             }],
+            web_listen: Some(web),
             ..GatewayConfig::default()
         },
         coordinator: timings.coordinator,
@@ -399,6 +411,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             if role == Role::Gateway && i > 0 {
                 a.push("--listen".into());
                 a.push(format!("127.0.0.1:{}", hypersaga_procs::free_port()?));
+                a.push("--web-listen".into());
+                a.push(format!("127.0.0.1:{}", hypersaga_procs::free_port()?));
             }
             let name = format!("{}-{i}", role.name());
             let probes = format!("127.0.0.1:{}", hypersaga_procs::free_port()?);
@@ -433,6 +447,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         state_dir: absolute(&state),
         health,
         admin_token: Some(admin_token.clone()),
+        web: Some(format!("https://{web}/")),
     };
     let ready = wait_for_gateway(&endpoints, &shutdown).await;
     if ready {
@@ -592,6 +607,14 @@ fn banner(e: &Endpoints, args: &DevArgs, endpoints_env: Option<&std::ffi::OsStr>
         args.profile
     );
     b.push_str(&format!("  gRPC API          {}\n", e.grpc));
+    if let (Some(web), Some(tenant)) = (&e.web, e.tenants.first()) {
+        // The token rides in the fragment, which the browser keeps to itself: the page
+        // takes it once into the tab's storage and drops it from the address.
+        b.push_str(&format!(
+            "  live view         {web}#token={}   (as {}; trust the CA bundle below)\n",
+            tenant.token, tenant.name
+        ));
+    }
     b.push_str(&format!("  NATS              {}\n", e.nats_url));
     b.push_str(&format!("  ARM / Entra       {}\n", e.arm_url));
     b.push_str(&format!(
@@ -663,6 +686,7 @@ mod tests {
             health: Default::default(),
             admin_token: None,
             management_clusters: Vec::new(),
+            web: Some("https://127.0.0.1:50052/".into()),
         }
     }
 
@@ -690,8 +714,16 @@ mod tests {
             "{shown}"
         );
         let default = Path::new("/home/u/.hypersaga");
-        let shown = banner(&endpoints(default), &args(&[]), None);
+        let e = endpoints(default);
+        let shown = banner(&e, &args(&[]), None);
         assert!(!shown.contains("export"), "{shown}");
+        let acme = &e.tenants[0].token;
+        assert!(
+            shown.contains(&format!(
+                "  live view         https://127.0.0.1:50052/#token={acme}   (as acme;"
+            )),
+            "{shown}"
+        );
         assert!(
             shown.contains("  hypersaga cluster create demo --wait"),
             "{shown}"

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod codec;
+pub mod json;
 
 /// Generated types and the `ClusterService` client and server.
 pub mod v1 {

@@ -321,6 +321,10 @@ pub struct GatewayConfig {
     /// tenants). Their tokens are never a tenant's; none listed, the admin API refuses every
     /// call.
     pub admins: Vec<AdminConfig>,
+    /// Where to serve the live view of operations (a web page and its HTTP JSON API, with the
+    /// tenants' bearer tokens, over TLS when `tls` is set, as gRPC is). Unset: not served.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub web_listen: Option<SocketAddr>,
 }
 
 /// One admin of the platform: a name (the actor audited for everything it does) and the
@@ -358,6 +362,7 @@ impl Default for GatewayConfig {
             requests_per_sec_per_tenant: 50,
             request_burst_per_tenant: 200,
             admins: Vec::new(),
+            web_listen: None,
         }
     }
 }
@@ -637,6 +642,7 @@ impl Config {
                     name: "sample".into(),
                     tokens: vec![TokenDigest::of("0123456789abcdef-admin")],
                 }],
+                web_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
                 ..GatewayConfig::default()
             },
             health: HealthConfig {
@@ -935,6 +941,7 @@ client_secret = "from-the-file"
         c.kube.recheck_interval_ms = Some(0);
         c.gateway.listen = "0.0.0.0:0".parse().unwrap();
         c.gateway.max_message_bytes = 10;
+        c.gateway.web_listen = Some(c.gateway.listen);
         c.health.listen = Some(c.gateway.listen);
         c.quotas.max_clusters = 0;
         c.coordinator.concurrency = 0;
@@ -957,6 +964,7 @@ client_secret = "from-the-file"
             "kube.recheck_interval_ms",
             "gateway.listen",
             "gateway.max_message_bytes",
+            "gateway.web_listen",
             "health.listen",
             "quotas.max_clusters",
             "coordinator.concurrency",

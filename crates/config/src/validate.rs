@@ -367,6 +367,15 @@ impl GatewayConfig {
     pub fn problems(&self) -> Vec<Problem> {
         let mut c = Check::new("gateway");
         c.port("listen", self.listen);
+        if let Some(web) = self.web_listen {
+            c.port("web_listen", web);
+            if web == self.listen {
+                c.bad(
+                    "web_listen",
+                    format!("{web} is gateway.listen too: one port cannot serve both"),
+                );
+            }
+        }
         c.range(
             "max_message_bytes",
             self.max_message_bytes as u64,
@@ -422,6 +431,12 @@ impl HealthConfig {
                 c.bad(
                     "listen",
                     format!("{listen} is gateway.listen too: one port cannot serve both"),
+                );
+            }
+            if Some(listen) == gateway.web_listen {
+                c.bad(
+                    "listen",
+                    format!("{listen} is gateway.web_listen too: one port cannot serve both"),
                 );
             }
         }

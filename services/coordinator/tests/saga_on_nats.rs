@@ -1463,3 +1463,190 @@ async fn the_resync_leaves_a_young_index_key_whose_saga_is_not_written_yet() {
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     assert!(active_keys(&bus).await.iter().any(|k| k == key));
 }
+
+/// One event of a Server-Sent Events stream: its name and its data as JSON.
+fn sse_event(block: &str) -> (String, Value) {
+    let mut name = "message".to_owned();
+    let mut data = String::new();
+    for line in block.lines() {
+        if let Some(n) = line.strip_prefix("event:") {
+            name = n.trim().to_owned();
+        } else if let Some(d) = line.strip_prefix("data:") {
+            data.push_str(d.trim_start());
+        }
+    }
+    (name, serde_json::from_str(&data).unwrap_or(Value::Null))
+}
+
+/// The live view's HTTP API is the gRPC API's code over HTTP: the same tenant by the same
+/// token, the same refusals (as JSON, with Google's HTTP statuses), the operator calls that
+/// apply now, and an event stream that follows an operation from its pause to its end.
+#[tokio::test]
+async fn the_live_views_api_answers_as_grpc_does_and_streams_an_operation_to_its_end() {
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let h = Harness::start_with(|c| c.gateway.web_listen = Some(addr)).await;
+    // The resource groups fail retryably as many times as a step may try: the create pauses.
+    let attempts = h.config.coordinator.max_attempts;
+    h.handler.failures.lock().unwrap().insert(
+        ("network.resource-groups".into(), Action::Do),
+        (attempts, true),
+    );
+    let op = h.create("viewed").await;
+    let base = format!("http://{addr}");
+    let http = reqwest::Client::new();
+    let get = |path: &str, token: Option<&str>| {
+        let r = http.get(format!("{base}{path}"));
+        match token {
+            Some(t) => r.bearer_auth(t),
+            None => r,
+        }
+    };
+
+    // The page itself needs no token, and lets only its own script run.
+    let page = get("/", None).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let policy = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(policy.contains("script-src 'sha256-"), "{policy}");
+    assert!(page.text().await.unwrap().contains("live view"));
+
+    // No token, or an unknown one: 401, as the gRPC API's UNAUTHENTICATED.
+    for token in [None, Some("not-a-token-0123456789")] {
+        let r = get("/api/v1/operations", token).send().await.unwrap();
+        assert_eq!(r.status(), 401);
+        assert_eq!(r.headers()["www-authenticate"], "Bearer");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["code"], "UNAUTHENTICATED", "{body}");
+    }
+
+    // Paused, with its reason, and every operator call open to it.
+    let path = format!("/api/v1/operations/{op}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let paused = loop {
+        let body: Value = get(&path, Some(TOKEN))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if body["state"] == "paused" {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "never paused: {body}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        paused["calls"],
+        serde_json::json!(["resume", "retry_step", "compensate", "abandon"]),
+        "{paused}"
+    );
+    assert_eq!(paused["pause"]["reason"]["step"], "network.resource-groups");
+    assert_eq!(paused["pause"]["reason"]["code"], "InternalServerError");
+    let rg = paused["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "network.resource-groups")
+        .unwrap()
+        .clone();
+    assert_eq!(rg["attempts"], attempts, "{rg}");
+    assert!(rg["depends_on"].is_array(), "{rg}");
+
+    // Listed among the paused; a state that does not exist is an invalid argument, named.
+    let listed: Value = get("/api/v1/operations?state=paused", Some(TOKEN))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["operations"][0]["id"], op.as_str(), "{listed}");
+    let bad = get("/api/v1/operations?state=stuck", Some(TOKEN))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    let body: Value = bad.json().await.unwrap();
+    assert_eq!(body["field_violations"][0]["field"], "state", "{body}");
+
+    // Another tenant sees nothing of it, and cannot act on it.
+    let theirs = get(&path, Some(GLOBEX)).send().await.unwrap();
+    assert_eq!(theirs.status(), 404);
+    let post = |call: &str, token: &str, body: &str| {
+        http.post(format!("{base}{path}/{call}"))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+            .send()
+    };
+    assert_eq!(post("resume", GLOBEX, "").await.unwrap().status(), 404);
+    // A step it does not have, a body that is not the call's, a call that does not exist.
+    let r = post("retry-step", TOKEN, r#"{"step": "network.nope"}"#)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["field_violations"][0]["field"], "step", "{body}");
+    let r = post("resume", TOKEN, r#"{"force": true}"#).await.unwrap();
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["field_violations"][0]["field"], "body", "{body}");
+    assert_eq!(post("restart", TOKEN, "").await.unwrap().status(), 404);
+
+    // The stream starts with the operation as it is; a resume from the API sends it on, to
+    // the end of the stream.
+    let mut events = get(&format!("{path}/events"), Some(TOKEN))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status(), 200);
+    let mut buffer = String::new();
+    let mut seen: Vec<(String, Value)> = Vec::new();
+    let read = async {
+        while let Some(chunk) = events.chunk().await.unwrap() {
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(cut) = buffer.find("\n\n") {
+                let block: String = buffer.drain(..cut + 2).collect();
+                let event = sse_event(&block);
+                if event.0 == "operation" && seen.is_empty() {
+                    assert_eq!(event.1["state"], "paused", "{}", event.1);
+                    let accepted = post("resume", TOKEN, r#"{"request_id": "resume-1"}"#)
+                        .await
+                        .unwrap();
+                    assert_eq!(accepted.status(), 202);
+                    let op_then: Value = accepted.json().await.unwrap();
+                    assert_eq!(op_then["id"], op.as_str());
+                }
+                let end = event.0 == "end";
+                seen.push(event);
+                if end {
+                    return;
+                }
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), read)
+        .await
+        .expect("the stream ends once the operation has");
+    let last = seen
+        .iter()
+        .rev()
+        .find(|(name, _)| name == "operation")
+        .map(|(_, op)| op.clone())
+        .unwrap();
+    assert_eq!(last["state"], "succeeded", "{last}");
+    assert_eq!(last["calls"], serde_json::json!([]), "{last}");
+    assert!(seen.len() >= 3, "the pause, a change, the end: {seen:?}");
+
+    // Refused as over gRPC once it has finished, with the reason programs branch on.
+    let r = post("abandon", TOKEN, "").await.unwrap();
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["reason"], "OperationFinished", "{body}");
+}

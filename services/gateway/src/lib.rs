@@ -11,6 +11,7 @@ mod audit_access;
 mod calls;
 mod convert;
 mod service;
+mod web;
 
 use std::net::TcpListener;
 use std::time::Duration;
@@ -48,6 +49,26 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot listen on {addr} for the live view (gateway.web_listen)")]
+    WebListen {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("TLS file {path} holds no valid PEM for the live view")]
+    WebPem {
+        path: std::path::PathBuf,
+        #[source]
+        source: rustls::pki_types::pem::Error,
+    },
+    #[error("the live view's TLS configuration is invalid")]
+    WebTls(#[source] rustls::Error),
+    #[error("the live view's client CA (gateway.tls.client_ca_file) is unusable")]
+    WebClientCa(#[from] rustls::server::VerifierBuilderError),
+    #[error("the live view stopped")]
+    Web(#[source] Box<Error>),
+    #[error("the live view's task failed: {0}")]
+    WebTask(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -70,6 +91,24 @@ pub async fn run(
         .await
         .map_err(|e| Error::Placement(e.to_string()))?;
     let admin = Admin::new(gateway.clone(), tenants.clone()).await?;
+    // The live view, when asked for: bound first, so a port in use stops the start.
+    let live_view = match settings.web_listen {
+        Some(addr) => {
+            let listener =
+                TcpListener::bind(addr).map_err(|source| Error::WebListen { addr, source })?;
+            let tls = settings.tls.as_ref().map(web::tls_config).transpose()?;
+            let (gateway, shutdown) = (gateway.clone(), shutdown.clone());
+            Some(tokio::spawn(async move {
+                let result = web::serve(gateway, listener, tls, shutdown.clone()).await;
+                if let Err(e) = &result {
+                    tracing::error!(error = %e, "the live view stopped; stopping the gateway");
+                    shutdown.cancel();
+                }
+                result
+            }))
+        }
+        None => None,
+    };
     let driving = tokio::spawn(gateway.clone().drive_rollouts(shutdown.clone()));
     // Tenants' audit readers: let in by the callout, cut off as tenants change. A failure
     // stops the gateway (readers would otherwise be refused unseen).
@@ -133,6 +172,13 @@ pub async fn run(
         .await?;
     shutdown.cancel();
     let _ = driving.await;
+    if let Some(live_view) = live_view {
+        match live_view.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(Error::Web(Box::new(e))),
+            Err(e) => return Err(Error::WebTask(e.to_string())),
+        }
+    }
     match callout.await {
         Ok(result) => result,
         Err(e) => Err(Error::Callout(format!("task failed: {e}"))),

@@ -105,8 +105,8 @@ impl Gateway {
 
     /// The tenant of the caller's bearer token; a missing or unknown token is UNAUTHENTICATED,
     /// and logged with the caller's address (never the token). A suspended tenant is
-    /// PERMISSION_DENIED, naming the suspension.
-    fn tenant<T>(&self, req: &Request<T>) -> Result<TenantConfig, Status> {
+    /// PERMISSION_DENIED, naming the suspension. The web view authenticates with it too.
+    pub(crate) fn tenant<T>(&self, req: &Request<T>) -> Result<TenantConfig, Status> {
         let token = bearer_token(req)?;
         let tenant = self.tenants.by_token(token).ok_or_else(|| {
             refused(
@@ -262,6 +262,84 @@ impl Gateway {
             .into_values()
             .map(|r| r.value.operation)
             .find(|op| op.id == id))
+    }
+}
+
+/// An operation as `GetOperation` answers it, and the operator calls that apply to it as it
+/// stands (judged as the gateway judges a call, against its saga).
+pub(crate) struct OperationNow {
+    pub operation: pb::Operation,
+    /// In the order resume, retry a step (one of `operation.pause.steps`), compensate,
+    /// abandon; empty once it has finished, or while its saga is not built yet.
+    pub calls: Vec<OperatorAction>,
+}
+
+impl Gateway {
+    /// Operation `id` of `tenant` as it stands (`GetOperation`'s answer), with the operator
+    /// calls that apply to it now. Read-only, so idempotent.
+    pub(crate) async fn operation_now(
+        &self,
+        tenant: &TenantConfig,
+        id: &str,
+    ) -> Result<OperationNow, Status> {
+        Checks::new().operation_id("id", id).done()?;
+        if let Some(op) = self.load_operation(tenant, id).await? {
+            let paused = op.view.pause.as_ref().and_then(|p| p.steps.first());
+            let calls = [
+                OperatorAction::Resume,
+                OperatorAction::RetryStep,
+                OperatorAction::Compensate,
+                OperatorAction::Abandon,
+            ]
+            .into_iter()
+            .filter(|&action| {
+                let step = (action == OperatorAction::RetryStep)
+                    .then_some(paused.map(String::as_str))
+                    .flatten();
+                op.check_operator(action, step).is_ok()
+            })
+            .collect();
+            return Ok(OperationNow {
+                operation: operation_to_pb(&op.view),
+                calls,
+            });
+        }
+        // Accepted, but its saga is not built yet: the cluster record says how it stands.
+        match self.operation_of_record(tenant, id).await? {
+            Some(op) => Ok(OperationNow {
+                operation: operation_to_pb(&op),
+                calls: Vec::new(),
+            }),
+            None => Err(Status::not_found(format!("operation {id:?} not found"))),
+        }
+    }
+
+    /// `WatchCluster`'s changes of cluster `name` of `tenant`: its state now, then every
+    /// change until its operation ends; the receiver's drop ends the watch. Read-only.
+    pub(crate) async fn watch_record(
+        &self,
+        tenant: &TenantConfig,
+        name: &str,
+    ) -> Result<tokio::sync::mpsc::Receiver<Result<pb::Cluster, Status>>, Status> {
+        Checks::new().cluster_name("name", name).done()?;
+        if self.load_cluster(&tenant.id, name).await?.is_none() {
+            return Err(not_found(name));
+        }
+        let watch = self
+            .clusters
+            .watch_with_history(cluster_key(&tenant.id, name))
+            .await
+            .map_err(internal("watch cluster"))?;
+        let (tx, rx) = tokio::sync::mpsc::channel(16);
+        // Every change until a terminal phase; a client that goes away ends it at once, even
+        // while the cluster is quiet.
+        tokio::spawn(watch::follow(
+            self.clusters.clone(),
+            cluster_key(&tenant.id, name),
+            watch,
+            tx,
+        ));
+        Ok(rx)
     }
 }
 
@@ -1005,26 +1083,9 @@ impl ClusterService for Gateway {
     ) -> Result<Response<Self::WatchClusterStream>, Status> {
         let tenant = self.tenant(&req)?;
         let name = req.into_inner().name;
-        Checks::new().cluster_name("name", &name).done()?;
-        if self.load_cluster(&tenant.id, &name).await?.is_none() {
-            return Err(not_found(&name));
-        }
-        let watch = self
-            .clusters
-            .watch_with_history(cluster_key(&tenant.id, &name))
-            .await
-            .map_err(internal("watch cluster"))?;
-        let (tx, rx) = tokio::sync::mpsc::channel(16);
-        // Every change until a terminal phase; a client that goes away ends it at once, even
-        // while the cluster is quiet.
-        tokio::spawn(watch::follow(
-            self.clusters.clone(),
-            cluster_key(&tenant.id, &name),
-            watch,
-            tx,
-        ));
+        let changes = self.watch_record(&tenant, &name).await?;
         Ok(Response::new(Box::pin(
-            tokio_stream::wrappers::ReceiverStream::new(rx),
+            tokio_stream::wrappers::ReceiverStream::new(changes),
         )))
     }
 
@@ -1034,15 +1095,9 @@ impl ClusterService for Gateway {
     ) -> Result<Response<pb::Operation>, Status> {
         let tenant = self.tenant(&req)?;
         let id = req.into_inner().id;
-        Checks::new().operation_id("id", &id).done()?;
-        if let Some(op) = self.load_operation(&tenant, &id).await? {
-            return Ok(Response::new(operation_to_pb(&op.view)));
-        }
-        // Accepted, but its saga is not built yet: the cluster record says how it stands.
-        match self.operation_of_record(&tenant, &id).await? {
-            Some(op) => Ok(Response::new(operation_to_pb(&op))),
-            None => Err(Status::not_found(format!("operation {id:?} not found"))),
-        }
+        self.operation_now(&tenant, &id)
+            .await
+            .map(|now| Response::new(now.operation))
     }
 
     async fn list_operations(
