@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
+use backon::Retryable as _;
 use futures::future::join_all;
 use hypersaga_api::v1 as pb;
 use hypersaga_bus::plan::{
@@ -187,9 +188,20 @@ impl Gateway {
         let body = serde_json::to_vec(req)
             .map_err(|e| not_planned(&format!("cannot encode the plan request: {e}")))?;
         let subject = self.bus.subjects().plan(&req.tenant, service);
+        let body = bytes::Bytes::from(body);
+        // No replica listening (one restarting, a system starting) is asked again, briefly;
+        // anything else is the answer.
+        let request = || self.bus.client().request(subject.clone(), body.clone());
         let answer = tokio::time::timeout(
             PLAN_TIMEOUT,
-            self.bus.client().request(subject, body.into()),
+            request
+                .retry(
+                    backon::ExponentialBuilder::default()
+                        .with_min_delay(Duration::from_millis(100))
+                        .with_max_delay(Duration::from_secs(1))
+                        .with_max_times(8),
+                )
+                .when(|e| e.kind() == async_nats::RequestErrorKind::NoResponders),
         )
         .await;
         let msg = match answer {
