@@ -14,6 +14,7 @@ mod cli_rollouts;
 mod cli_tenants;
 mod closed_bus;
 mod crash;
+mod dead_letters;
 mod day2;
 mod fault_matrix;
 mod faults;
