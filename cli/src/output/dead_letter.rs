@@ -27,7 +27,7 @@ fn payload_value(bytes: &[u8]) -> Value {
     serde_json::from_slice(bytes).unwrap_or_else(|_| Value::from(String::from_utf8_lossy(bytes)))
 }
 
-/// The payload for people: pretty JSON when it is JSON, else its text.
+/// The payload for people: pretty JSON (keys sorted) when it is JSON, else its text.
 pub fn payload_text(bytes: &[u8]) -> String {
     match serde_json::from_slice::<Value>(bytes) {
         Ok(v) => serde_json::to_string_pretty(&v).unwrap_or_default(),
@@ -215,8 +215,11 @@ mod tests {
         let text = dead_letter_text(&d);
         assert!(text.contains("Reason:         poison: not processed"), "{text}");
         assert!(text.contains("Refused by:     coordinator (consumer coordinator)"));
-        // The payload as pretty JSON, indented under the details.
-        assert!(text.contains("  {\n    \"v\": 1,\n    \"saga_id\": \"op-1\"\n  }"), "{text}");
+        // The payload as pretty JSON (keys sorted), indented under the details.
+        assert!(
+            text.ends_with("  {\n    \"saga_id\": \"op-1\",\n    \"v\": 1\n  }\n"),
+            "{text}"
+        );
 
         let doc = dead_letter_json(&d);
         assert_eq!(doc["reason_code"], "poison");
