@@ -334,9 +334,7 @@ mod tests {
     #[test]
     fn dead_letter_tenant_is_whose_dead_letters_and_a_purge_says_what() {
         let mut cmd = Cli::command();
-        let dead = cmd
-            .find_subcommand_mut("dead-letter")
-            .expect("dead-letter");
+        let dead = cmd.find_subcommand_mut("dead-letter").expect("dead-letter");
         for sub in ["list", "purge"] {
             let help = dead
                 .find_subcommand_mut(sub)
@@ -346,7 +344,10 @@ mod tests {
                 .and_then(|a| a.get_help())
                 .map(ToString::to_string)
                 .unwrap_or_default();
-            assert!(help.starts_with("Only this tenant's dead letters"), "{sub}: {help}");
+            assert!(
+                help.starts_with("Only this tenant's dead letters"),
+                "{sub}: {help}"
+            );
         }
         for refused in [
             &["dead-letter", "purge"][..],

@@ -56,8 +56,7 @@ fn is_paused(c: &pb::Cluster) -> bool {
 #[tokio::test]
 async fn a_forged_command_is_listed_and_purged_and_a_poison_input_is_redriven_once_fixed() {
     // Three failed deliveries make an input poison (0.5 s and 1 s apart), not 80.
-    let system =
-        System::start_with_env(&[], &[("HYPERSAGA_COORDINATOR__POISON_AFTER", "3")]).await;
+    let system = System::start_with_env(&[], &[("HYPERSAGA_COORDINATOR__POISON_AFTER", "3")]).await;
     assert!(
         listed(&system, &[]).is_empty(),
         "a fresh system has no dead letter"
@@ -101,18 +100,30 @@ async fn a_forged_command_is_listed_and_purged_and_a_poison_input_is_redriven_on
     assert_eq!(refused["consumer"], "svc-dns-acme", "{refused:#}");
     assert_eq!(refused["redrivable"], false, "{refused:#}");
     assert!(
-        refused["reason"].as_str().unwrap_or_default().contains("globex"),
+        refused["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("globex"),
         "{refused:#}"
     );
     let seq = refused["sequence"].as_u64().expect("sequence").to_string();
-    let table = hypersaga(&system, &["dead-letter", "list", "--tenant", "acme", "-o", "wide"]);
+    let table = hypersaga(
+        &system,
+        &["dead-letter", "list", "--tenant", "acme", "-o", "wide"],
+    );
     let shown = text(&table);
     assert!(table.status.success(), "{shown}");
     let row = shown
         .lines()
         .find(|l| l.split_whitespace().next() == Some(seq.as_str()))
         .unwrap_or_else(|| panic!("dead letter {seq} in the table: {shown}"));
-    for cell in ["acme", "disowned", "dns", "hcp.acme.cmd.dns", "svc-dns-acme"] {
+    for cell in [
+        "acme",
+        "disowned",
+        "dns",
+        "hcp.acme.cmd.dns",
+        "svc-dns-acme",
+    ] {
         assert!(row.contains(cell), "{cell} in {row}");
     }
     assert!(
@@ -170,14 +181,21 @@ async fn a_forged_command_is_listed_and_purged_and_a_poison_input_is_redriven_on
     assert_eq!(poison["origin"]["stream"], "HCP_EVT", "{poison:#}");
 
     // The fault fixed, the resume is redriven: sent again where it came from, once.
-    sagas.put(&key, good).await.expect("restore the saga record");
+    sagas
+        .put(&key, good)
+        .await
+        .expect("restore the saga record");
     let seq = poison["sequence"].as_u64().expect("sequence").to_string();
     let redriven = hypersaga(&system, &["dead-letter", "redrive", &seq, "-o", "json"]);
     assert!(redriven.status.success(), "{}", text(&redriven));
     let answer: Value = serde_json::from_slice(&redriven.stdout).expect("json");
     assert_eq!(answer["done"], true, "{answer:#}");
     assert_eq!(answer["subject"], "hcp.acme.saga.operate", "{answer:#}");
-    assert_eq!(answer["msg_id"], format!("HCP_DEAD:{seq}:redrive"), "{answer:#}");
+    assert_eq!(
+        answer["msg_id"],
+        format!("HCP_DEAD:{seq}:redrive"),
+        "{answer:#}"
+    );
     let twice = hypersaga(&system, &["dead-letter", "redrive", &seq]);
     assert_eq!(twice.status.code(), Some(3), "{}", text(&twice));
 

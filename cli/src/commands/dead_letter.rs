@@ -15,8 +15,7 @@ use crate::{out, outln};
 
 /// `--tenant`'s meaning here: whose dead letters (the client flag of the same name picks a
 /// dev tenant to act as, which an admin command has no use for).
-const TENANT_FILTER_HELP: &str =
-    "Only this tenant's dead letters (`unknown`: those whose subject names no tenant) \
+const TENANT_FILTER_HELP: &str = "Only this tenant's dead letters (`unknown`: those whose subject names no tenant) \
      [default: every tenant's]";
 
 #[derive(Subcommand, Debug)]
@@ -148,8 +147,11 @@ pub async fn run(cmd: DeadLetterCommand) -> anyhow::Result<ExitCode> {
         }
         DeadLetterCommand::Redrive { sequence, admin } => {
             let req = pb::RedriveDeadLetterRequest { sequence };
-            let r = match call(&admin, |mut c| async move { c.redrive_dead_letter(req).await })
-                .await?
+            let r = match call(
+                &admin,
+                |mut c| async move { c.redrive_dead_letter(req).await },
+            )
+            .await?
             {
                 Ok(r) => r,
                 Err(code) => return Ok(code),
@@ -198,8 +200,11 @@ pub async fn run(cmd: DeadLetterCommand) -> anyhow::Result<ExitCode> {
                 all,
                 tenant,
             };
-            let r = match call(&admin, |mut c| async move { c.purge_dead_letters(req).await })
-                .await?
+            let r = match call(
+                &admin,
+                |mut c| async move { c.purge_dead_letters(req).await },
+            )
+            .await?
             {
                 Ok(r) => r,
                 Err(code) => return Ok(code),

@@ -156,7 +156,10 @@ pub fn dead_letter_text(d: &pb::DeadLetter) -> String {
     if d.redrivable {
         out.push_str("Redrivable:     yes (hypersaga dead-letter redrive)\n");
     } else {
-        out.push_str(&format!("Redrivable:     no: {}\n", d.not_redrivable_reason));
+        out.push_str(&format!(
+            "Redrivable:     no: {}\n",
+            d.not_redrivable_reason
+        ));
     }
     out.push_str(&format!("Payload:        {} bytes\n", d.size));
     if !d.payload.is_empty() {
@@ -206,14 +209,27 @@ mod tests {
             "{t}"
         );
         let row = t.lines().nth(1).unwrap();
-        for cell in ["12", "acme", "poison", "coordinator", "hcp.acme.saga.operate", "42s"] {
+        for cell in [
+            "12",
+            "acme",
+            "poison",
+            "coordinator",
+            "hcp.acme.saga.operate",
+            "42s",
+        ] {
             assert!(row.contains(cell), "{cell}: {t}");
         }
-        let wide = dead_letters_table(&[d.clone()], true, 1_042).render(false);
-        assert!(wide.contains("HCP_EVT:99") && wide.contains("yes"), "{wide}");
+        let wide = dead_letters_table(std::slice::from_ref(&d), true, 1_042).render(false);
+        assert!(
+            wide.contains("HCP_EVT:99") && wide.contains("yes"),
+            "{wide}"
+        );
 
         let text = dead_letter_text(&d);
-        assert!(text.contains("Reason:         poison: not processed"), "{text}");
+        assert!(
+            text.contains("Reason:         poison: not processed"),
+            "{text}"
+        );
         assert!(text.contains("Refused by:     coordinator (consumer coordinator)"));
         // The payload as pretty JSON (keys sorted), indented under the details.
         assert!(

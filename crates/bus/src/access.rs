@@ -450,10 +450,12 @@ mod tests {
         );
         // No other stream's messages: no deletes, no purges, no reads by sequence.
         assert!(
-            !perms.publish.iter().any(|s| (s.contains(".MSG.")
-                || s.contains(".PURGE."))
-                && !s.ends_with(".HCP_DEAD")
-                && !s.contains(".KV_")),
+            !perms
+                .publish
+                .iter()
+                .any(|s| (s.contains(".MSG.") || s.contains(".PURGE."))
+                    && !s.ends_with(".HCP_DEAD")
+                    && !s.contains(".KV_")),
             "{perms:?}"
         );
     }
@@ -464,10 +466,7 @@ mod tests {
         for s in ["hcp.*.cmd.*", "hcp.*.evt.*", "hcp.*.saga.*"] {
             assert!(coordinator.publish.iter().any(|p| p == s), "{s}");
         }
-        for role in Role::all()
-            .into_iter()
-            .filter(|r| *r != Role::Coordinator)
-        {
+        for role in Role::all().into_iter().filter(|r| *r != Role::Coordinator) {
             let perms = role.permissions("hcp");
             assert!(
                 !perms

@@ -394,7 +394,12 @@ impl Bus {
     }
 
     /// Up to `limit` dead letters (of one tenant, or all), oldest first, from sequence `from`.
-    pub async fn dead_letters(&self, tenant: Option<&str>, from: u64, limit: usize) -> Result<Page> {
+    pub async fn dead_letters(
+        &self,
+        tenant: Option<&str>,
+        from: u64,
+        limit: usize,
+    ) -> Result<Page> {
         let stream = self.dead_stream().await?;
         let filter = self.subjects().dead_filter(tenant);
         let mut letters = Vec::new();
@@ -597,7 +602,10 @@ mod tests {
         h.insert(DEAD_REASON_HEADER, "a command for tenant \"globex\"");
         let letter = DeadLetter::from_stored(&s, stored("hcp.acme.dead.dns", h, "{}"));
         assert_eq!(letter.code, DeadCode::Unknown);
-        assert_eq!((letter.tenant.as_str(), letter.role.as_str()), ("acme", "dns"));
+        assert_eq!(
+            (letter.tenant.as_str(), letter.role.as_str()),
+            ("acme", "dns")
+        );
         assert_eq!(letter.subject, "hcp.acme.cmd.dns");
         assert_eq!((letter.origin, letter.deliveries), (None, None));
         assert!(letter.consumer.is_empty() && letter.msg_id.is_empty());
@@ -644,7 +652,11 @@ mod tests {
             letter(Role::Coordinator, "hcp.acme.audit.demo", DeadCode::Poison),
             letter(Role::Coordinator, "hcp.acme.saga.other", DeadCode::Poison),
             letter(Role::Coordinator, "hcp.acme.evt.dns.x", DeadCode::Poison),
-            letter(Role::Coordinator, "$JS.API.STREAM.DELETE.HCP_EVT", DeadCode::Poison),
+            letter(
+                Role::Coordinator,
+                "$JS.API.STREAM.DELETE.HCP_EVT",
+                DeadCode::Poison,
+            ),
         ] {
             assert!(kept.redrivable(&s).is_err(), "{kept:?}");
         }
@@ -664,7 +676,10 @@ mod tests {
         assert_ne!(redrive_msg_id(7), redrive_msg_id(8));
         assert_ne!(redrive_msg_id(7), redrive_request_msg_id(7));
         assert_eq!(DeadCode::parse("poison"), DeadCode::Poison);
-        assert_eq!(DeadCode::parse(DeadCode::Disowned.as_str()), DeadCode::Disowned);
+        assert_eq!(
+            DeadCode::parse(DeadCode::Disowned.as_str()),
+            DeadCode::Disowned
+        );
         assert_eq!(DeadCode::parse("whatever"), DeadCode::Unknown);
     }
 }

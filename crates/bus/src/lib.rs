@@ -34,7 +34,7 @@ use serde::Serialize;
 pub use access::{Permissions, Role};
 pub use dead::{
     DEAD_CODE_HEADER, DEAD_CONSUMER_HEADER, DEAD_REASON_HEADER, DEAD_ROLE_HEADER,
-    DEAD_SUBJECT_HEADER, DeadCode, DeadLetter, REDRIVEN_FROM_HEADER, Redriven, RedriveRequest,
+    DEAD_SUBJECT_HEADER, DeadCode, DeadLetter, REDRIVEN_FROM_HEADER, RedriveRequest, Redriven,
     Refused,
 };
 pub use envelope::*;

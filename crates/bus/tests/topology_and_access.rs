@@ -166,8 +166,17 @@ async fn a_role_waits_for_the_coordinator_and_may_do_only_what_it_is_granted() {
             msg_id: hypersaga_bus::dead::redrive_msg_id(listed[0].sequence),
         }
     );
-    coordinator.dead_letter(&poison("hcp.acme.saga.operate", 4)).await.unwrap();
-    assert_eq!(gateway.purge_dead_letters(None).await.expect("the gateway purges"), 1);
+    coordinator
+        .dead_letter(&poison("hcp.acme.saga.operate", 4))
+        .await
+        .unwrap();
+    assert_eq!(
+        gateway
+            .purge_dead_letters(None)
+            .await
+            .expect("the gateway purges"),
+        1
+    );
 
     // Without credentials nobody gets in.
     let anonymous = async_nats::ConnectOptions::new()
@@ -318,8 +327,12 @@ async fn a_dead_letter_is_redriven_once_however_often_it_is_asked() {
     let refused = poison("hcp.acme.saga.operate", 7);
     bus.dead_letter(&refused).await.unwrap();
     bus.dead_letter(&refused).await.unwrap();
-    bus.dead_letter(&poison("hcp.acme.saga.operate", 8)).await.unwrap();
-    bus.dead_letter(&poison("hcp.globex.saga.operate", 9)).await.unwrap();
+    bus.dead_letter(&poison("hcp.acme.saga.operate", 8))
+        .await
+        .unwrap();
+    bus.dead_letter(&poison("hcp.globex.saga.operate", 9))
+        .await
+        .unwrap();
 
     let (first, next) = bus.dead_letters(Some("acme"), 1, 1).await.unwrap();
     assert_eq!(first.len(), 1, "a repeated refusal is kept once");
@@ -362,7 +375,9 @@ async fn a_dead_letter_is_redriven_once_however_often_it_is_asked() {
     assert_eq!(stored_on(&bus, "hcp.acme.saga.operate").await, 1);
     // Not another tenant's, whatever the request says.
     assert!(matches!(
-        bus.redrive_dead_letter("acme", all[2].sequence).await.unwrap(),
+        bus.redrive_dead_letter("acme", all[2].sequence)
+            .await
+            .unwrap(),
         Redriven::Refused(_)
     ));
 

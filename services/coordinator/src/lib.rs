@@ -352,7 +352,9 @@ fn decode(
         };
     }
     if subject.ends_with(".saga.redrive") {
-        let tenant = subjects.address(subject).map(|(tenant, _, _)| tenant.to_owned());
+        let tenant = subjects
+            .address(subject)
+            .map(|(tenant, _, _)| tenant.to_owned());
         return match (tenant, serde_json::from_slice::<RedriveRequest>(payload)) {
             (Some(tenant), Ok(r)) => Some(Decoded::Redrive(tenant, r)),
             (None, _) => {

@@ -78,7 +78,10 @@ impl Admin {
     async fn dead_letter(&self, sequence: u64) -> Result<DeadLetter, Status> {
         if sequence == 0 {
             let mut checks = Checks::new();
-            checks.push("sequence", "required: a dead letter's sequence (ListDeadLetters)");
+            checks.push(
+                "sequence",
+                "required: a dead letter's sequence (ListDeadLetters)",
+            );
             checks.done()?;
         }
         self.gateway
