@@ -232,4 +232,11 @@ async fn a_forged_command_is_listed_and_purged_and_a_poison_input_is_redriven_on
         "{admin:#?}"
     );
     assert_eq!(admin[1]["detail"]["subject"], "hcp.acme.saga.operate");
+
+    // Whatever else the broken record made fail (its timer's ticks) goes with one purge.
+    let all = hypersaga(&system, &["dead-letter", "purge", "--all", "-o", "json"]);
+    assert!(all.status.success(), "{}", text(&all));
+    let purged: Value = serde_json::from_slice(&all.stdout).expect("json");
+    assert!(purged["purged"].is_u64(), "{purged}");
+    assert!(listed(&system, &[]).is_empty(), "nothing is left");
 }
