@@ -15,8 +15,8 @@ use crate::serve::{self, ServeArgs};
 /// as sagas over NATS JetStream.
 ///
 /// Start the whole system locally with `hypersaga dev`, then use the client commands
-/// (`cluster`, `nodepool`, `addon`, `operation`, `rollout`, `audit`, `tenant`, `emulator`),
-/// which read the endpoints file `dev` writes.
+/// (`cluster`, `nodepool`, `addon`, `operation`, `rollout`, `audit`, `tenant`,
+/// `dead-letter`, `emulator`), which read the endpoints file `dev` writes.
 #[derive(Parser, Debug)]
 #[command(
     name = "hypersaga",
@@ -116,6 +116,16 @@ pub enum Command {
     /// `hypersaga tenant`.
     #[command(subcommand, name = "management-cluster")]
     ManagementCluster(commands::management::ManagementCommand),
+    /// Dead letters (the platform team's): messages the services refused unread or gave up
+    /// on, kept in the bus's HCP_DEAD stream; list them with why, show one, send one again
+    /// where it came from (once), purge them.
+    ///
+    /// A message is dead-lettered when its body disagrees with the subject it came on
+    /// (reason `disowned`: a forged or misrouted message, never acted on) or when it failed
+    /// on every delivery (reason `poison`: fix the fault, then `redrive` it). Admin token as
+    /// for `hypersaga tenant`; redrives and purges are recorded on the tenant's audit stream.
+    #[command(subcommand, name = "dead-letter")]
+    DeadLetter(commands::dead_letter::DeadLetterCommand),
     /// Bearer tokens for tenants' callers: the token, and the digest the configuration keeps.
     #[command(subcommand)]
     Token(commands::token::TokenCommand),
@@ -167,8 +177,8 @@ pub struct ClientArgs {
     #[arg(long, global = true, env = "HYPERSAGA_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Output format: text, json, yaml, wide (tables with more columns) or name
-    /// (`cluster/<name>`, `nodepool/<name>`, `addon/<name>`, `operation/<id>`, `rollout/<id>`
-    /// or `tenant/<id>`, one per line).
+    /// (`cluster/<name>`, `nodepool/<name>`, `addon/<name>`, `operation/<id>`, `rollout/<id>`,
+    /// `tenant/<id>` or `dead-letter/<sequence>`, one per line).
     #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = Output::Text)]
     pub output: Output,
     /// Tables without their header line (text and wide output).
@@ -251,6 +261,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Audit(c) => commands::audit::run(c).await,
         Command::Tenant(c) => commands::tenant::run(c).await,
         Command::ManagementCluster(c) => commands::management::run(c).await,
+        Command::DeadLetter(c) => commands::dead_letter::run(c).await,
         Command::Bus(c) => commands::bus::run(c).await,
         Command::Token(c) => commands::token::run(c),
         Command::Completion { shell } => commands::completion::run(shell),
@@ -322,6 +333,35 @@ mod tests {
             "no help text (a doc comment on the field or variant) for:\n  {}",
             missing.join("\n  ")
         );
+    }
+
+    #[test]
+    fn dead_letter_tenant_is_whose_dead_letters_and_a_purge_says_what() {
+        let mut cmd = Cli::command();
+        let dead = cmd.find_subcommand_mut("dead-letter").expect("dead-letter");
+        for sub in ["list", "purge"] {
+            let help = dead
+                .find_subcommand_mut(sub)
+                .expect(sub)
+                .get_arguments()
+                .find(|a| a.get_id() == "tenant")
+                .and_then(|a| a.get_help())
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            assert!(
+                help.starts_with("Only this tenant's dead letters"),
+                "{sub}: {help}"
+            );
+        }
+        for refused in [
+            &["dead-letter", "purge"][..],
+            &["dead-letter", "purge", "12", "--all"],
+            &["dead-letter", "show", "twelve"],
+        ] {
+            let mut argv = vec!["hypersaga"];
+            argv.extend_from_slice(refused);
+            assert!(Cli::try_parse_from(&argv).is_err(), "{argv:?}");
+        }
     }
 
     #[test]
@@ -442,6 +482,11 @@ mod tests {
                 &[
                     "cluster", "addon", "remove", "demo", "logging", "--etag", "7",
                 ],
+                &["dead-letter", "list", "--tenant", "acme"],
+                &["dead-letter", "show", "12"],
+                &["dead-letter", "redrive", "12"],
+                &["dead-letter", "purge", "12"],
+                &["dead-letter", "purge", "--all", "--tenant", "acme"],
             ] {
                 let mut argv = vec!["hypersaga"];
                 argv.extend_from_slice(args);

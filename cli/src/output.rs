@@ -4,6 +4,7 @@
 //! and tenants.
 
 pub mod addon;
+pub mod dead_letter;
 pub mod management;
 pub mod nodepool;
 pub mod rollout;
@@ -47,8 +48,8 @@ pub enum Output {
     Yaml,
     /// Tables with more columns (location, node pools, the current operation, times).
     Wide,
-    /// `cluster/<name>`, `nodepool/<name>`, `addon/<name>`, `operation/<id>`, `rollout/<id>`
-    /// or `tenant/<id>`, one per line, for `xargs` and loops.
+    /// `cluster/<name>`, `nodepool/<name>`, `addon/<name>`, `operation/<id>`, `rollout/<id>`,
+    /// `tenant/<id>` or `dead-letter/<sequence>`, one per line, for `xargs` and loops.
     Name,
 }
 

@@ -16,6 +16,7 @@ mod cli_tenants;
 mod closed_bus;
 mod crash;
 mod day2;
+mod dead_letters;
 mod fault_matrix;
 mod faults;
 mod fleet;

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod bus;
 pub mod cluster;
 pub mod completion;
+pub mod dead_letter;
 pub mod emulator;
 pub mod management;
 pub mod nodepool;

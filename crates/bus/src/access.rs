@@ -39,7 +39,7 @@ use hypersaga_model::TenantId;
 
 use crate::topology::{
     ACTIVE_BUCKET, ADDONS_BUCKET, AUDIT_STREAM, BUDGETS_BUCKET, CLUSTERS_BUCKET, CMD_STREAM,
-    EVT_STREAM, MANAGEMENT_BUCKET, ROLLOUTS_BUCKET, SAGAS_BUCKET, TENANTS_BUCKET,
+    DEAD_STREAM, EVT_STREAM, MANAGEMENT_BUCKET, ROLLOUTS_BUCKET, SAGAS_BUCKET, TENANTS_BUCKET,
 };
 
 /// The services that run steps (each a worker role of its own).
@@ -129,6 +129,11 @@ impl Role {
                     format!("{p}.*.saga.*"),
                     format!("{p}.*.timer.*"),
                     format!("{p}.*.dead.coordinator"),
+                    // Redrives: a dead letter goes back where it was sent, which for the
+                    // coordinator's own is an event of a service. It consumes those events
+                    // and writes the sagas they change, so this lets it do nothing it could
+                    // not already.
+                    format!("{p}.*.evt.*"),
                 ]);
                 // Following the active index and listing every bucket in the resync: ordered
                 // consumers, whose flow-control replies go to `$JS.FC.<stream>.…`. Without
@@ -151,6 +156,13 @@ impl Role {
                     format!("$KV.{ADDONS_BUCKET}.>"),
                     // Dry runs and preflights: what the services' steps would do.
                     format!("{p}.*.plan.*"),
+                    // Dead letters: listed, shown and purged through the admin API; a redrive
+                    // is a request to the coordinator, which publishes it (the gateway sends
+                    // no command and no event itself).
+                    format!("$JS.API.STREAM.MSG.GET.{DEAD_STREAM}"),
+                    format!("$JS.API.STREAM.MSG.DELETE.{DEAD_STREAM}"),
+                    format!("$JS.API.STREAM.PURGE.{DEAD_STREAM}"),
+                    format!("{p}.*.saga.redrive"),
                 ]);
                 // Listing and watching records: ordered consumers, with flow control.
                 for bucket in [
@@ -417,6 +429,70 @@ mod tests {
             "answered on each request's reply subject"
         );
         assert!(!perms.publish.iter().any(|s| s.contains(".plan.")));
+    }
+
+    #[test]
+    fn the_gateway_reads_and_purges_dead_letters_and_sends_no_command_or_event() {
+        let perms = Role::Gateway.permissions("hcp");
+        let dead: Vec<_> = perms
+            .publish
+            .iter()
+            .filter(|s| s.contains("HCP_DEAD") || s.contains(".dead."))
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            dead,
+            vec![
+                "$JS.API.STREAM.MSG.GET.HCP_DEAD",
+                "$JS.API.STREAM.MSG.DELETE.HCP_DEAD",
+                "$JS.API.STREAM.PURGE.HCP_DEAD",
+                "$JS.API.STREAM.INFO.HCP_DEAD",
+            ]
+        );
+        // Its saga inputs are named one by one; a redrive is a request, not the message.
+        let subjects: Vec<_> = perms
+            .publish
+            .iter()
+            .filter(|s| s.starts_with("hcp."))
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            subjects,
+            vec![
+                "hcp.*.saga.start",
+                "hcp.*.saga.operate",
+                "hcp.*.audit._tenant",
+                "hcp.*.saga.redrive",
+            ]
+        );
+        // No other stream's messages: no deletes, no purges, no reads by sequence.
+        assert!(
+            !perms
+                .publish
+                .iter()
+                .any(|s| (s.contains(".MSG.") || s.contains(".PURGE."))
+                    && !s.ends_with(".HCP_DEAD")
+                    && !s.contains(".KV_")),
+            "{perms:?}"
+        );
+    }
+
+    #[test]
+    fn only_the_coordinator_sends_a_dead_letter_back_to_any_service() {
+        let coordinator = Role::Coordinator.permissions("hcp");
+        for s in ["hcp.*.cmd.*", "hcp.*.evt.*", "hcp.*.saga.*"] {
+            assert!(coordinator.publish.iter().any(|p| p == s), "{s}");
+        }
+        for role in Role::all().into_iter().filter(|r| *r != Role::Coordinator) {
+            let perms = role.permissions("hcp");
+            assert!(
+                !perms
+                    .publish
+                    .iter()
+                    .any(|p| p == "hcp.*.evt.*" || p == "hcp.*.cmd.*"),
+                "{role:?}: {perms:?}"
+            );
+        }
     }
 
     #[test]

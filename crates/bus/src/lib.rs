@@ -8,6 +8,8 @@
 //! | `<p>.<tenant>.saga.start` | `HCP_EVT` | wake-ups for new operations |
 //! | `<p>.<tenant>.audit.<cluster>` | `HCP_AUDIT` (limits, long retention) | public lifecycle events |
 //! | `<p>.<tenant>.plan.<service>` | none (request and reply) | what an operation would do ([`plan`]) |
+//! | `<p>.<tenant>.dead.<role>` | `HCP_DEAD` (30 days) | messages refused unread or given up on ([`dead`]) |
+//! | `<p>.<tenant>.saga.redrive` | `HCP_EVT` | an admin's request to send a dead letter again |
 //! | KV `hcp_sagas`, `hcp_clusters` | JetStream KV | saga state; cluster records |
 //! | KV `hcp_active` | JetStream KV | keys of unfinished sagas (the resync's work list) |
 //! | KV `hcp_tenants` | JetStream KV | onboarded tenants, followed live by every role |
@@ -17,6 +19,7 @@
 
 pub mod access;
 pub mod callout;
+pub mod dead;
 pub mod envelope;
 pub mod plan;
 pub mod steps;
@@ -31,6 +34,11 @@ use hypersaga_telemetry::{TRACEPARENT, TraceParent};
 use serde::Serialize;
 
 pub use access::{Permissions, Role};
+pub use dead::{
+    DEAD_CODE_HEADER, DEAD_CONSUMER_HEADER, DEAD_REASON_HEADER, DEAD_ROLE_HEADER,
+    DEAD_SUBJECT_HEADER, DeadCode, DeadLetter, REDRIVEN_FROM_HEADER, RedriveRequest, Redriven,
+    Refused,
+};
 pub use envelope::*;
 pub use steps::*;
 pub use subjects::Subjects;
@@ -84,11 +92,6 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// Header of a dead letter: the subject it was sent to.
-pub const DEAD_SUBJECT_HEADER: &str = "Hypersaga-Dead-Subject";
-/// Header of a dead letter: why it was refused.
-pub const DEAD_REASON_HEADER: &str = "Hypersaga-Dead-Reason";
 
 /// A connection to the bus: core NATS, JetStream and the subject prefix.
 #[derive(Clone)]
@@ -220,32 +223,6 @@ impl Bus {
             .get_key_value(CLUSTERS_BUCKET)
             .await
             .map_err(|e| Error::js("open KV hcp_clusters", e))
-    }
-
-    /// Keeps a message refused unread in `HCP_DEAD` (under the subject's tenant, by `role`),
-    /// with where it came from and why, for whoever investigates; it is never acted on.
-    pub async fn dead_letter(
-        &self,
-        role: &Role,
-        subject: &str,
-        payload: bytes::Bytes,
-        reason: &str,
-    ) -> Result<()> {
-        let tenant = self
-            .subjects
-            .address(subject)
-            .map_or("unknown", |(tenant, _, _)| tenant);
-        metrics::counter!("hypersaga_dead_letters_total", "role" => role.name()).increment(1);
-        let mut headers = HeaderMap::new();
-        headers.insert(DEAD_SUBJECT_HEADER, subject);
-        headers.insert(DEAD_REASON_HEADER, reason);
-        self.js
-            .publish_with_headers(self.subjects.dead(tenant, &role.name()), headers, payload)
-            .await
-            .map_err(|e| Error::js("dead-letter", e))?
-            .await
-            .map_err(|e| Error::js("dead-letter ack", e))?;
-        Ok(())
     }
 
     /// Publishes `body` as JSON to a JetStream subject and waits for the stream's ack.

@@ -55,6 +55,12 @@ impl Subjects {
         format!("{}.{tenant}.saga.operate", self.prefix)
     }
 
+    /// An admin's request that one of the tenant's dead letters be sent again (the tenant's
+    /// token as the dead letter's subject has it, which may be `unknown`).
+    pub fn saga_redrive(&self, tenant: &str) -> String {
+        format!("{}.{tenant}.saga.redrive", self.prefix)
+    }
+
     /// Timer wake-ups: a saga has something due (a lease, a deadline).
     pub fn saga_tick(&self, tenant: &TenantId) -> String {
         format!("{}.{tenant}.saga.tick", self.prefix)
@@ -86,6 +92,11 @@ impl Subjects {
     /// Where messages refused unread go: a tenant's dead letters, by the role that refused.
     pub fn dead(&self, tenant: &str, role: &str) -> String {
         format!("{}.{tenant}.dead.{role}", self.prefix)
+    }
+
+    /// The dead letters of one tenant (its subject's token), or of every tenant.
+    pub fn dead_filter(&self, tenant: Option<&str>) -> String {
+        format!("{}.{}.dead.*", self.prefix, tenant.unwrap_or("*"))
     }
 
     /// Public lifecycle events of one cluster.

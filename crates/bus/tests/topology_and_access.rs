@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use async_nats::jetstream::stream;
 use hypersaga_bus::access::{self, Role};
-use hypersaga_bus::{AUDIT_STREAM, Access, Bus, DEAD_STREAM};
+use hypersaga_bus::{AUDIT_STREAM, Access, Bus, DEAD_STREAM, DeadCode, Redriven, Refused};
 use hypersaga_procs::NatsServer;
 
 #[tokio::test]
@@ -101,6 +101,81 @@ async fn a_role_waits_for_the_coordinator_and_may_do_only_what_it_is_granted() {
             .await
             .map_or(true, |r| r.is_err()),
         "a worker published another service's event"
+    );
+
+    // Dead letters: the gateway lists and purges them, and sends no command or event (a
+    // redrive is the coordinator's, which may send an event back).
+    let gateway = Bus::connect_as(
+        nats.url(),
+        "hcp",
+        &Role::Gateway,
+        &access_of(&Role::Gateway),
+        1,
+    )
+    .await
+    .expect("the gateway connects");
+    let refused = poison("hcp.acme.evt.dns", 3);
+    let coordinator = Bus::connect_as(
+        nats.url(),
+        "hcp",
+        &Role::Coordinator,
+        &access_of(&Role::Coordinator),
+        1,
+    )
+    .await
+    .expect("the coordinator connects");
+    coordinator
+        .dead_letter(&refused)
+        .await
+        .expect("the coordinator dead-letters");
+    let (listed, _) = gateway
+        .dead_letters(Some("acme"), 1, 10)
+        .await
+        .expect("the gateway lists dead letters");
+    assert_eq!(listed.len(), 1);
+    gateway
+        .request_redrive(&listed[0], "admin:test")
+        .await
+        .expect("the gateway asks for a redrive");
+    // Both at once: a refused publish is only noticed when its ack times out.
+    let forbidden = ["hcp.acme.cmd.dns", "hcp.acme.evt.dns"].map(|subject| {
+        let js = gateway.jetstream().clone();
+        async move {
+            let sent = async {
+                js.publish(subject, "{}".into())
+                    .await?
+                    .await
+                    .map_err(async_nats::Error::from)
+            };
+            let stored = tokio::time::timeout(Duration::from_secs(10), sent)
+                .await
+                .is_ok_and(|r| r.is_ok());
+            (subject, stored)
+        }
+    });
+    for (subject, stored) in futures::future::join_all(forbidden).await {
+        assert!(!stored, "the gateway published on {subject}");
+    }
+    assert_eq!(
+        coordinator
+            .redrive_dead_letter("acme", listed[0].sequence)
+            .await
+            .expect("the coordinator sends an event back"),
+        Redriven::Sent {
+            subject: "hcp.acme.evt.dns".into(),
+            msg_id: hypersaga_bus::dead::redrive_msg_id(listed[0].sequence),
+        }
+    );
+    coordinator
+        .dead_letter(&poison("hcp.acme.saga.operate", 4))
+        .await
+        .unwrap();
+    assert_eq!(
+        gateway
+            .purge_dead_letters(None)
+            .await
+            .expect("the gateway purges"),
+        1
     );
 
     // Without credentials nobody gets in.
@@ -205,4 +280,121 @@ async fn listings_and_watches_keep_up_past_flow_control_on_the_closed_bus() {
     // The gateway watches cluster records (WatchCluster) and lists its tenants' records.
     assert_eq!(watched(gateway.clone(), CLUSTERS_BUCKET).await, KEYS);
     assert_eq!(watched(gateway.clone(), SAGAS_BUCKET).await, KEYS);
+}
+
+/// A coordinator's input given up on after `deliveries`, read as the `origin`-th message of
+/// `HCP_EVT`.
+fn poison(subject: &str, origin: u64) -> Refused {
+    Refused {
+        role: Role::Coordinator,
+        subject: subject.into(),
+        payload: bytes::Bytes::from_static(br#"{"v":1,"saga_id":"op-1"}"#),
+        code: DeadCode::Poison,
+        reason: "not processed after 3 deliveries: saga record acme.op-1 is unreadable".into(),
+        consumer: Some("coordinator".into()),
+        origin: Some(("HCP_EVT".into(), origin)),
+        deliveries: Some(3),
+        msg_id: Some(format!("op-1:operate:{origin}")),
+        trace_parent: None,
+    }
+}
+
+/// How many messages `HCP_EVT` holds on `subject`.
+async fn stored_on(bus: &Bus, subject: &str) -> usize {
+    use futures::TryStreamExt;
+    let stream = bus.jetstream().get_stream("HCP_EVT").await.unwrap();
+    let per_subject: Vec<(String, usize)> = stream
+        .info_with_subjects(subject)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    per_subject.into_iter().map(|(_, n)| n).sum()
+}
+
+/// A redrive sends a dead letter again once: when its redriver died between the publish and
+/// the delete (the publish is de-duplicated), and when it is asked again (it is gone). A
+/// refusal repeated for the same delivery is kept once. Listing pages and filters by tenant;
+/// purging counts.
+#[tokio::test]
+async fn a_dead_letter_is_redriven_once_however_often_it_is_asked() {
+    use async_nats::HeaderMap;
+
+    let dir = tempfile::tempdir().unwrap();
+    let nats = NatsServer::start(dir.path()).await.expect("nats-server");
+    let bus = Bus::connect(nats.url(), "test", "hcp").await.unwrap();
+    let refused = poison("hcp.acme.saga.operate", 7);
+    bus.dead_letter(&refused).await.unwrap();
+    bus.dead_letter(&refused).await.unwrap();
+    bus.dead_letter(&poison("hcp.acme.saga.operate", 8))
+        .await
+        .unwrap();
+    bus.dead_letter(&poison("hcp.globex.saga.operate", 9))
+        .await
+        .unwrap();
+
+    let (first, next) = bus.dead_letters(Some("acme"), 1, 1).await.unwrap();
+    assert_eq!(first.len(), 1, "a repeated refusal is kept once");
+    let next = next.expect("a second page");
+    let (second, last) = bus.dead_letters(Some("acme"), next, 1).await.unwrap();
+    assert_eq!((second.len(), last), (1, None));
+    assert_eq!(first[0].origin, Some(("HCP_EVT".into(), 7)));
+    assert_eq!(second[0].origin, Some(("HCP_EVT".into(), 8)));
+    let (all, _) = bus.dead_letters(None, 1, 10).await.unwrap();
+    assert_eq!(all.len(), 3);
+    let counts = bus.dead_letter_counts().await.unwrap();
+    assert_eq!(counts.get("acme"), Some(&2));
+    assert_eq!(counts.get("globex"), Some(&1));
+
+    // The redriver published, then died before deleting the dead letter.
+    let seq = first[0].sequence;
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        async_nats::header::NATS_MESSAGE_ID,
+        hypersaga_bus::dead::redrive_msg_id(seq).as_str(),
+    );
+    bus.jetstream()
+        .publish_with_headers("hcp.acme.saga.operate", headers, first[0].payload.clone())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    // Another replica takes the request over: the same message id, so one message.
+    assert!(matches!(
+        bus.redrive_dead_letter("acme", seq).await.unwrap(),
+        Redriven::Sent { .. }
+    ));
+    assert_eq!(stored_on(&bus, "hcp.acme.saga.operate").await, 1);
+    assert_eq!(bus.dead_letter_at(seq).await.unwrap(), None);
+    // Asked again: it is gone, and nothing more is sent.
+    assert_eq!(
+        bus.redrive_dead_letter("acme", seq).await.unwrap(),
+        Redriven::Gone
+    );
+    assert_eq!(stored_on(&bus, "hcp.acme.saga.operate").await, 1);
+    // Not another tenant's, whatever the request says.
+    assert!(matches!(
+        bus.redrive_dead_letter("acme", all[2].sequence)
+            .await
+            .unwrap(),
+        Redriven::Refused(_)
+    ));
+
+    // What was sent is the dead letter's payload, as it was first sent.
+    let sent = bus
+        .jetstream()
+        .get_stream("HCP_EVT")
+        .await
+        .unwrap()
+        .get_last_raw_message_by_subject("hcp.acme.saga.operate")
+        .await
+        .unwrap();
+    assert_eq!(sent.payload, first[0].payload);
+
+    assert!(bus.delete_dead_letter(second[0].sequence).await.unwrap());
+    assert!(!bus.delete_dead_letter(second[0].sequence).await.unwrap());
+    assert_eq!(bus.purge_dead_letters(Some("acme")).await.unwrap(), 0);
+    assert_eq!(bus.purge_dead_letters(None).await.unwrap(), 1);
+    assert!(bus.dead_letters(None, 1, 10).await.unwrap().0.is_empty());
 }

@@ -385,10 +385,8 @@ async fn read_command(
     );
     warn!(subject = %msg.subject, %reason, "command refused unread; dead-lettered");
     let role = hypersaga_bus::Role::Worker(service.to_owned());
-    match bus
-        .dead_letter(&role, &msg.subject, msg.payload.clone(), &reason)
-        .await
-    {
+    let refused = hypersaga_bus::Refused::of(msg, &role, hypersaga_bus::DeadCode::Disowned, reason);
+    match bus.dead_letter(&refused).await {
         Ok(()) => {
             let _ = msg.ack_with(AckKind::Term).await;
         }

@@ -24,7 +24,10 @@ use std::time::Duration;
 
 use async_nats::jetstream::consumer::{AckPolicy, pull};
 use futures::StreamExt;
-use hypersaga_bus::{Bus, EVT_STREAM, OperatorCall, SagaWake, StepEvent};
+use hypersaga_bus::{
+    Bus, DeadCode, EVT_STREAM, OperatorCall, RedriveRequest, Redriven, Refused, Role, SagaWake,
+    StepEvent,
+};
 use hypersaga_config::Config;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -189,10 +192,10 @@ async fn consume(
                 Some(Decoded::Input(key, input)) => engine.process(&key, &input).await,
                 Some(Decoded::Refused(reason)) => {
                     warn!(subject = %msg.subject, %reason, "message refused unread; dead-lettered");
-                    bus.dead_letter(&hypersaga_bus::Role::Coordinator, &msg.subject, msg.payload.clone(), &reason)
-                        .await
-                        .map_err(Error::from)
+                    let refused = Refused::of(&msg, &Role::Coordinator, DeadCode::Disowned, reason);
+                    bus.dead_letter(&refused).await.map_err(Error::from)
                 }
+                Some(Decoded::Redrive(tenant, request)) => redrive(&bus, &tenant, &request).await,
                 None => Ok(()),
             };
             match result {
@@ -208,8 +211,8 @@ async fn consume(
                         // pause it if this input mattered.
                         let reason = format!("not processed after {delivered} deliveries: {e}");
                         warn!(subject = %msg.subject, %reason, "input given up on; dead-lettered");
-                        let role = hypersaga_bus::Role::Coordinator;
-                        match bus.dead_letter(&role, &msg.subject, msg.payload.clone(), &reason).await {
+                        let refused = Refused::of(&msg, &Role::Coordinator, DeadCode::Poison, reason);
+                        match bus.dead_letter(&refused).await {
                             Ok(()) => { let _ = msg.ack_with(async_nats::jetstream::AckKind::Term).await; }
                             Err(d) => {
                                 warn!(error = %d, "could not dead-letter an input; retrying later");
@@ -229,6 +232,28 @@ async fn consume(
         while tasks.join_next().await.is_some() {}
     })
     .await;
+    Ok(())
+}
+
+/// Sends dead letter `request.sequence` of `tenant` again where it was sent, once (see
+/// [`Bus::redrive_dead_letter`]). Idempotent: a request repeated (redelivered after this
+/// replica died between the publish and the delete, or asked twice) publishes with the same
+/// `Nats-Msg-Id`, which JetStream drops, or finds the dead letter gone and does nothing. A
+/// request that cannot apply is logged and dropped: it is an admin's, checked by the gateway
+/// first, and never anyone's input to a saga.
+async fn redrive(bus: &Bus, tenant: &str, request: &RedriveRequest) -> Result<()> {
+    let sequence = request.sequence;
+    match bus.redrive_dead_letter(tenant, sequence).await? {
+        Redriven::Sent { subject, msg_id } => {
+            info!(dead_letter = sequence, %tenant, %subject, %msg_id, actor = %request.actor, "dead letter redriven");
+        }
+        Redriven::Gone => {
+            info!(dead_letter = sequence, %tenant, actor = %request.actor, "dead letter already redriven, purged or expired; nothing to do");
+        }
+        Redriven::Refused(why) => {
+            warn!(dead_letter = sequence, %tenant, actor = %request.actor, %why, "dead letter not redriven");
+        }
+    }
     Ok(())
 }
 
@@ -257,6 +282,9 @@ enum Decoded {
     /// A message whose body disagrees with its subject about who sent it: the subject is what
     /// permissions vouch for, so the body is not believed.
     Refused(String),
+    /// An admin's request to send one of the tenant's dead letters again (the tenant as the
+    /// subject names it).
+    Redrive(String, RedriveRequest),
 }
 
 /// The `kind` label of the coordinator's input counter.
@@ -268,6 +296,7 @@ fn input_label(decoded: Option<&Decoded>) -> &'static str {
         Some(Decoded::Input(_, Input::Operate(_))) => "operator_call",
         Some(Decoded::Input(_, _)) => "other",
         Some(Decoded::Refused(_)) => "refused",
+        Some(Decoded::Redrive(..)) => "redrive",
         None => "undecodable",
     }
 }
@@ -318,6 +347,22 @@ fn decode(
             }
             Err(e) => {
                 warn!(error = %e, %subject, "undecodable operator call dropped");
+                None
+            }
+        };
+    }
+    if subject.ends_with(".saga.redrive") {
+        let tenant = subjects
+            .address(subject)
+            .map(|(tenant, _, _)| tenant.to_owned());
+        return match (tenant, serde_json::from_slice::<RedriveRequest>(payload)) {
+            (Some(tenant), Ok(r)) => Some(Decoded::Redrive(tenant, r)),
+            (None, _) => {
+                warn!(%subject, "redrive request outside the bus's prefix dropped");
+                None
+            }
+            (_, Err(e)) => {
+                warn!(error = %e, %subject, "undecodable redrive request dropped");
                 None
             }
         };
@@ -393,3 +438,30 @@ async fn resync_loop(engine: Arc<Engine>, every: Duration, shutdown: Cancellatio
 /// safety net under safety nets, since a lost start wake-up is also re-sent by the client's
 /// retry and every saga is indexed from the moment it is built.
 const FULL_RESYNC_EVERY: u64 = 12;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_redrive_request_is_read_with_the_tenant_its_subject_names() {
+        let subjects = hypersaga_bus::Subjects::new("hcp");
+        let request = RedriveRequest {
+            v: 1,
+            sequence: 12,
+            actor: "admin:ops".into(),
+        };
+        let body = serde_json::to_vec(&request).unwrap();
+        match decode(&subjects, "hcp.acme.saga.redrive", &body, None) {
+            Some(Decoded::Redrive(tenant, read)) => {
+                assert_eq!(tenant, "acme");
+                assert_eq!(read, request);
+            }
+            _ => panic!("not read as a redrive request"),
+        }
+        assert!(
+            decode(&subjects, "hcp.acme.saga.redrive", b"{", None).is_none(),
+            "an undecodable request is dropped, not retried"
+        );
+    }
+}

@@ -4,8 +4,10 @@
 //! every role follows the bucket ([`hypersaga_tenants::Directory`]), so a change is served by
 //! every replica within moments and nothing restarts. Credentials are answered once and kept
 //! as digests. Callers are the configured admins (`gateway.admins`), each change audited with
-//! the admin's name on the tenant's audit subject.
+//! the admin's name on the tenant's audit subject. Dead letters are listed, shown, redriven and
+//! purged here too ([`dead_letters`]).
 
+mod dead_letters;
 mod management;
 mod onboarding;
 
@@ -128,11 +130,23 @@ impl Admin {
         actor: &AdminConfig,
         detail: serde_json::Value,
     ) {
+        self.audit_event(&format!("{EVENT_PREFIX}{kind}"), tenant, actor, detail)
+            .await;
+    }
+
+    /// Publishes an event of type `kind` on the tenant's audit subject, as [`Admin::audit`].
+    async fn audit_event(
+        &self,
+        kind: &str,
+        tenant: &TenantId,
+        actor: &AdminConfig,
+        detail: serde_json::Value,
+    ) {
         let trace = hypersaga_telemetry::otel::current().unwrap_or_else(TraceParent::new_root);
         let event = AuditEvent {
             v: 1,
             seq: 1,
-            kind: format!("{EVENT_PREFIX}{kind}"),
+            kind: kind.to_owned(),
             tenant: tenant.clone(),
             cluster: String::new(),
             operation: format!("admin-{}", uuid::Uuid::new_v4().simple()),
@@ -308,6 +322,48 @@ impl AdminService for Admin {
     ) -> Result<Response<pb::ManagementCluster>, Status> {
         let admin = self.admin(&req)?;
         self.cordon(&admin, &req.get_ref().name, None)
+            .await
+            .map(Response::new)
+    }
+
+    async fn list_dead_letters(
+        &self,
+        req: Request<pb::ListDeadLettersRequest>,
+    ) -> Result<Response<pb::ListDeadLettersResponse>, Status> {
+        self.admin(&req)?;
+        self.dead_letter_page(req.into_inner())
+            .await
+            .map(Response::new)
+    }
+
+    async fn get_dead_letter(
+        &self,
+        req: Request<pb::GetDeadLetterRequest>,
+    ) -> Result<Response<pb::DeadLetter>, Status> {
+        self.admin(&req)?;
+        self.dead_letter_shown(req.get_ref().sequence)
+            .await
+            .map(Response::new)
+    }
+
+    #[instrument(skip_all, fields(dead_letter = req.get_ref().sequence))]
+    async fn redrive_dead_letter(
+        &self,
+        req: Request<pb::RedriveDeadLetterRequest>,
+    ) -> Result<Response<pb::RedriveDeadLetterResponse>, Status> {
+        let admin = self.admin(&req)?;
+        self.redrive(&admin, req.get_ref().sequence)
+            .await
+            .map(Response::new)
+    }
+
+    #[instrument(skip_all, fields(dead_letter = req.get_ref().sequence, tenant = %req.get_ref().tenant))]
+    async fn purge_dead_letters(
+        &self,
+        req: Request<pb::PurgeDeadLettersRequest>,
+    ) -> Result<Response<pb::PurgeDeadLettersResponse>, Status> {
+        let admin = self.admin(&req)?;
+        self.purge(&admin, req.into_inner())
             .await
             .map(Response::new)
     }
