@@ -481,33 +481,9 @@ async fn a_network_the_user_brings_is_used_and_never_deleted() {
     let sub = system.subscription("acme");
     let arm = system.arm("acme");
     // The user's own network, made before hypersaga is asked for anything.
-    let rg = format!("/subscriptions/{sub}/resourceGroups/corp-network");
-    arm.put(
-        &rg,
-        "2021-04-01",
-        &serde_json::json!({"location": "eastus"}),
-    )
-    .await
-    .expect("rg");
-    let nsg = format!("{rg}/providers/Microsoft.Network/networkSecurityGroups/corp-nsg");
-    arm.put(
-        &nsg,
-        "2023-11-01",
-        &serde_json::json!({"location": "eastus", "properties": {}}),
-    )
-    .await
-    .expect("nsg");
-    let vnet = format!("{rg}/providers/Microsoft.Network/virtualNetworks/corp-vnet");
-    arm.put(
-        &vnet,
-        "2023-11-01",
-        &serde_json::json!({"location": "eastus", "properties": {
-            "addressSpace": {"addressPrefixes": ["172.16.0.0/16"]},
-            "subnets": [{"name": "clusters", "properties": {"addressPrefix": "172.16.4.0/24", "networkSecurityGroup": {"id": nsg}}}]
-        }}),
-    )
-    .await
-    .expect("vnet");
+    let user = UserNetwork::make(&system, "acme").await;
+    let nsg = user.nsg.clone();
+    let vnet = user.vnet("corp-vnet", "172.16").await;
     let subnet = format!("{vnet}/subnets/clusters");
 
     let mut req = create_request("byo", 1);

@@ -1,7 +1,6 @@
 //! Azure failures: a terminal one compensates; retryable ones are retried to success.
 
 use hypersaga_emulator_arm::FaultSpec;
-use tonic_types::StatusExt;
 
 use crate::support::*;
 
@@ -195,26 +194,13 @@ async fn a_failing_control_plane_is_compensated_on_the_management_cluster_too() 
 #[tokio::test]
 async fn a_base_domain_without_a_public_zone_is_refused_before_anything_is_made() {
     let system = System::start().await;
+    system.ready_to_plan("acme").await;
     let mut req = create_request("nozone", 1);
     if let Some(spec) = req.spec.as_mut() {
         spec.base_domain = "not-delegated.example.org".into();
     }
     let before = system.resource_names("acme").await;
-    let refused = system
-        .client("acme")
-        .await
-        .create_cluster(req)
-        .await
-        .expect_err("the preflight looks the zone up before anything is written");
-    assert_eq!(
-        refused.code(),
-        tonic::Code::FailedPrecondition,
-        "{refused:?}"
-    );
-    let violations = refused
-        .get_details_precondition_failure()
-        .expect("PreconditionFailure")
-        .violations;
+    let violations = preflight_refusal(system.client("acme").await.create_cluster(req).await);
     assert_eq!(violations.len(), 1, "{violations:#?}");
     assert_eq!(
         (
@@ -239,26 +225,13 @@ async fn a_release_the_management_cluster_does_not_support_is_refused_before_any
     // that follows, are the fault matrix's `controlplane.hostedcluster` row and the
     // controlplane service's tests.)
     let system = System::start().await;
+    system.ready_to_plan("acme").await;
     let mut req = create_request("future", 1);
     if let Some(spec) = req.spec.as_mut() {
         spec.release_image = "quay.io/openshift-release-dev/ocp-release:4.99.0-multi".into();
     }
     let before = system.resource_names("acme").await;
-    let refused = system
-        .client("acme")
-        .await
-        .create_cluster(req)
-        .await
-        .expect_err("refused by the preflight");
-    assert_eq!(
-        refused.code(),
-        tonic::Code::FailedPrecondition,
-        "{refused:?}"
-    );
-    let violations = refused
-        .get_details_precondition_failure()
-        .expect("PreconditionFailure")
-        .violations;
+    let violations = preflight_refusal(system.client("acme").await.create_cluster(req).await);
     assert_eq!(violations.len(), 1, "{violations:#?}");
     let v = &violations[0];
     assert_eq!(
@@ -320,6 +293,7 @@ async fn a_link_azure_refuses_after_accepting_it_compensates_everything() {
 #[tokio::test]
 async fn a_region_and_a_vm_size_azure_does_not_have_are_refused_with_azures_words() {
     let system = System::start().await;
+    system.ready_to_plan("acme").await;
     // One cluster in a region Azure does not have, one with a VM size no region has: the
     // preflight reads the region's Resource SKUs (as CAPZ would, minutes later) and refuses
     // both before anything is made, with what the list says.
@@ -349,16 +323,7 @@ async fn a_region_and_a_vm_size_azure_does_not_have_are_refused_with_azures_word
             "VM size \"Standard_Z99s_v9\" not found in Resource SKUs",
         ),
     ] {
-        let refused = refused.expect_err("refused by the preflight");
-        assert_eq!(
-            refused.code(),
-            tonic::Code::FailedPrecondition,
-            "{refused:?}"
-        );
-        let violations = refused
-            .get_details_precondition_failure()
-            .expect("PreconditionFailure")
-            .violations;
+        let violations = preflight_refusal(refused);
         assert_eq!(violations.len(), 1, "{violations:#?}");
         let v = &violations[0];
         assert_eq!(

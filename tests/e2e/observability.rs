@@ -515,8 +515,20 @@ async fn every_role_serves_probes_and_its_metrics_move_with_a_create() {
     let system = System::start().await;
     for name in system.endpoints.health.keys() {
         for probe in ["healthz", "readyz"] {
+            // The endpoints file is written once the gateway answers; the other roles may
+            // still be starting (connecting, waiting for the bus's topology): each has
+            // `TIMEOUT` to answer, then must answer 200.
             let url = format!("{}/{probe}", system.endpoints.health[name]);
-            let status = reqwest::get(&url).await.expect(&url).status();
+            let deadline = std::time::Instant::now() + crate::support::TIMEOUT;
+            let status = loop {
+                match reqwest::get(&url).await {
+                    Ok(r) if r.status() == 200 || std::time::Instant::now() >= deadline => {
+                        break r.status();
+                    }
+                    Err(e) if std::time::Instant::now() >= deadline => panic!("{url}: {e}"),
+                    _ => tokio::time::sleep(std::time::Duration::from_millis(200)).await,
+                }
+            };
             assert_eq!(status, 200, "{url}");
         }
         // Which build each process runs, by role.

@@ -4,7 +4,6 @@
 use std::collections::BTreeSet;
 
 use hypersaga_api::v1 as pb;
-use tonic_types::StatusExt;
 
 use crate::support::*;
 
@@ -81,6 +80,7 @@ async fn role_scopes(system: &System, tenant: &str) -> Vec<String> {
 #[tokio::test]
 async fn a_dry_run_lists_what_the_create_then_makes_and_the_preflight_refuses_before_any_write() {
     let system = System::start().await;
+    system.ready_to_plan("acme").await;
     let mut client = system.client("acme").await;
     let before = arm_writes(&system).await;
 
@@ -194,41 +194,10 @@ async fn a_dry_run_lists_what_the_create_then_makes_and_the_preflight_refuses_be
     // subnet outside the VNet the user brings, a base domain without a public zone, a release
     // the management cluster's HyperShift does not support, no vCPU quota left for the pool.
     let sub = system.subscription("acme");
-    let arm = system.arm("acme");
-    let rg = format!("/subscriptions/{sub}/resourceGroups/corp-network");
-    arm.put(
-        &rg,
-        "2021-04-01",
-        &serde_json::json!({"location": "eastus"}),
-    )
-    .await
-    .expect("rg");
-    let nsg = format!("{rg}/providers/Microsoft.Network/networkSecurityGroups/corp-nsg");
-    arm.put(
-        &nsg,
-        "2023-11-01",
-        &serde_json::json!({"location": "eastus", "properties": {}}),
-    )
-    .await
-    .expect("nsg");
-    let vnet = |name: &str, prefix: &str| {
-        (
-            format!("{rg}/providers/Microsoft.Network/virtualNetworks/{name}"),
-            serde_json::json!({"location": "eastus", "properties": {
-                "addressSpace": {"addressPrefixes": [format!("{prefix}.0.0/16")]},
-                "subnets": [{"name": "clusters", "properties": {
-                    "addressPrefix": format!("{prefix}.4.0/24"),
-                    "networkSecurityGroup": {"id": nsg}
-                }}]
-            }}),
-        )
-    };
-    let (corp, corp_body) = vnet("corp-vnet", "172.16");
-    let (lab, lab_body) = vnet("lab-vnet", "172.17");
-    arm.put(&corp, "2023-11-01", &corp_body)
-        .await
-        .expect("vnet");
-    arm.put(&lab, "2023-11-01", &lab_body).await.expect("vnet");
+    let user = UserNetwork::make(&system, "acme").await;
+    let corp = user.vnet("corp-vnet", "172.16").await;
+    let lab = user.vnet("lab-vnet", "172.17").await;
+    let nsg = user.nsg.clone();
     // The one worker of `planned` uses the region's Dsv5 vCPUs up.
     system
         .arm_admin()
@@ -252,19 +221,7 @@ async fn a_dry_run_lists_what_the_create_then_makes_and_the_preflight_refuses_be
             ..Default::default()
         });
     }
-    let refused = client
-        .create_cluster(req)
-        .await
-        .expect_err("the preflight refuses it");
-    assert_eq!(
-        refused.code(),
-        tonic::Code::FailedPrecondition,
-        "{refused:?}"
-    );
-    let violations = refused
-        .get_details_precondition_failure()
-        .expect("a PreconditionFailure")
-        .violations;
+    let violations = preflight_refusal(client.create_cluster(req).await);
     let found: BTreeSet<(&str, &str)> = violations
         .iter()
         .map(|v| (v.subject.as_str(), v.r#type.as_str()))
@@ -304,6 +261,7 @@ const RBAC_ADMINISTRATOR: &str = "f58310d9-a9f6-439a-9e8d-f62e7b41a168";
 #[tokio::test]
 async fn a_create_the_tenants_principal_may_not_make_is_refused_before_any_write() {
     let system = System::start().await;
+    system.ready_to_plan("acme").await;
     let mut client = system.client("acme").await;
     // The tenant's administrator takes a role back from hypersaga's application: it keeps
     // Contributor, whose notActions leave out every Microsoft.Authorization write.
@@ -372,19 +330,7 @@ async fn a_create_the_tenants_principal_may_not_make_is_refused_before_any_write
 
     // The create is refused with it, before anything is written.
     req.validate_only = false;
-    let refused = client
-        .create_cluster(req)
-        .await
-        .expect_err("the preflight refuses it");
-    assert_eq!(
-        refused.code(),
-        tonic::Code::FailedPrecondition,
-        "{refused:?}"
-    );
-    let violations = refused
-        .get_details_precondition_failure()
-        .expect("a PreconditionFailure")
-        .violations;
+    let violations = preflight_refusal(client.create_cluster(req).await);
     assert_eq!(violations.len(), 1, "{violations:#?}");
     assert_eq!(
         (

@@ -124,6 +124,35 @@ impl System {
         }
     }
 
+    /// Waits until every service answers plan requests (a dry run of a create plans every
+    /// step): `start` returns once the gateway answers, and a service that is not listening
+    /// yet leaves its steps unplanned, so a preflight would miss what they find.
+    pub async fn ready_to_plan(&self, tenant: &str) {
+        let mut client = self.client(tenant).await;
+        let mut req = create_request("ready-to-plan", 0);
+        req.validate_only = true;
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let plan = client
+                .create_cluster(req.clone())
+                .await
+                .expect("a dry run")
+                .into_inner()
+                .plan
+                .expect("a plan");
+            let unplanned: Vec<_> = plan
+                .steps
+                .iter()
+                .filter(|s| s.not_planned.is_some())
+                .collect();
+            if unplanned.is_empty() {
+                return;
+            }
+            assert!(Instant::now() < deadline, "never planned: {unplanned:#?}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     pub fn state_dir(&self) -> PathBuf {
         self.dir.path().join("state")
     }
@@ -559,4 +588,79 @@ pub async fn azure_sdk_reads(system: &System, tenant: &str) -> Value {
             String::from_utf8_lossy(&out.stdout)
         )
     })
+}
+
+/// The preflight's findings in a refused call: `FAILED_PRECONDITION` with a
+/// `google.rpc.PreconditionFailure`, as a user's client reads them.
+pub fn preflight_refusal<T: std::fmt::Debug>(
+    answer: Result<T, tonic::Status>,
+) -> Vec<tonic_types::PreconditionViolation> {
+    use tonic_types::StatusExt;
+    let refused = answer.expect_err("refused by the preflight");
+    assert_eq!(
+        refused.code(),
+        tonic::Code::FailedPrecondition,
+        "{refused:?}"
+    );
+    refused
+        .get_details_precondition_failure()
+        .expect("a PreconditionFailure")
+        .violations
+}
+
+/// A network of the user's own in `tenant`'s subscription, made as its owner would before
+/// asking hypersaga for anything: group `corp-network` and its NSG `corp-nsg` in eastus.
+pub struct UserNetwork {
+    arm: hypersaga_azure::ArmClient,
+    /// The group's id.
+    pub group: String,
+    /// The NSG's id.
+    pub nsg: String,
+}
+
+impl UserNetwork {
+    pub async fn make(system: &System, tenant: &str) -> Self {
+        let arm = system.arm(tenant);
+        let group = format!(
+            "/subscriptions/{}/resourceGroups/corp-network",
+            system.subscription(tenant)
+        );
+        arm.put(
+            &group,
+            "2021-04-01",
+            &serde_json::json!({"location": "eastus"}),
+        )
+        .await
+        .expect("the user's group");
+        let nsg = format!("{group}/providers/Microsoft.Network/networkSecurityGroups/corp-nsg");
+        arm.put(
+            &nsg,
+            "2023-11-01",
+            &serde_json::json!({"location": "eastus", "properties": {}}),
+        )
+        .await
+        .expect("the user's NSG");
+        Self { arm, group, nsg }
+    }
+
+    /// VNet `name` (`<prefix>.0.0/16`) with subnet `clusters` (`<prefix>.4.0/24`) carrying the
+    /// NSG; its id.
+    pub async fn vnet(&self, name: &str, prefix: &str) -> String {
+        let id = format!(
+            "{}/providers/Microsoft.Network/virtualNetworks/{name}",
+            self.group
+        );
+        let body = serde_json::json!({"location": "eastus", "properties": {
+            "addressSpace": {"addressPrefixes": [format!("{prefix}.0.0/16")]},
+            "subnets": [{"name": "clusters", "properties": {
+                "addressPrefix": format!("{prefix}.4.0/24"),
+                "networkSecurityGroup": {"id": self.nsg}
+            }}]
+        }});
+        self.arm
+            .put(&id, "2023-11-01", &body)
+            .await
+            .expect("the user's VNet");
+        id
+    }
 }

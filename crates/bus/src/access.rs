@@ -449,7 +449,8 @@ mod tests {
                 "$JS.API.STREAM.INFO.HCP_DEAD",
             ]
         );
-        // Its saga inputs are named one by one; a redrive is a request, not the message.
+        // Its saga inputs are named one by one; a redrive is a request, not the message; a
+        // plan request is answered, and never stored.
         let subjects: Vec<_> = perms
             .publish
             .iter()
@@ -462,6 +463,7 @@ mod tests {
                 "hcp.*.saga.start",
                 "hcp.*.saga.operate",
                 "hcp.*.audit._tenant",
+                "hcp.*.plan.*",
                 "hcp.*.saga.redrive",
             ]
         );

@@ -204,10 +204,11 @@ impl Placement {
         })
     }
 
-    /// Where [`Placement::place`] would put cluster `key` now, without placing it (a dry run):
-    /// nothing is written, and placements of deleted clusters are not given back.
+    /// Where [`Placement::place`] would put cluster `key` now, without placing it (a dry run,
+    /// a preflight): nothing is written, and what deleted clusters hold counts as room, as
+    /// `place` would give it back.
     pub async fn choose(&self, key: &str, uid: &str, region: &str) -> Result<String, Error> {
-        let views = self.all().await?;
+        let views = self.list().await?;
         match self.choose_from(&views, key, uid, region) {
             Choice::Holding(name) => Ok(name),
             Choice::Best(best) => Ok(best.record.name.clone()),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use hypersaga_bus::plan::{PlanReply, PlanRequest, StepPlan};
-use hypersaga_bus::{Bus, ENVELOPE_VERSION, StepError};
+use hypersaga_bus::{Bus, ENVELOPE_VERSION, StepError, trace_of};
 use hypersaga_model::ErrorInfo;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -47,8 +47,9 @@ pub async fn serve_plans(
             break;
         };
         let (bus, handler) = (bus.clone(), handler.clone());
+        let trace = trace_of(msg.headers.as_ref());
         tokio::spawn(async move {
-            let reply = answer(&bus, handler.as_ref(), &msg.subject, &msg.payload).await;
+            let reply = answer(&bus, handler.as_ref(), &msg.subject, &msg.payload, &trace).await;
             match serde_json::to_vec(&reply) {
                 Ok(body) => {
                     if let Err(e) = bus.client().publish(reply_to, body.into()).await {
@@ -65,7 +66,13 @@ pub async fn serve_plans(
 
 /// The plans of the request's steps, in order; a request that does not decode, or whose body
 /// names another tenant than its subject (which permissions vouch for), is answered with why.
-async fn answer(bus: &Bus, handler: &dyn StepHandler, subject: &str, payload: &[u8]) -> PlanReply {
+async fn answer(
+    bus: &Bus,
+    handler: &dyn StepHandler,
+    subject: &str,
+    payload: &[u8],
+    trace: &hypersaga_telemetry::TraceParent,
+) -> PlanReply {
     let refused = |code: &str, message: String| PlanReply {
         v: ENVELOPE_VERSION,
         steps: Vec::new(),
@@ -98,7 +105,11 @@ async fn answer(bus: &Bus, handler: &dyn StepHandler, subject: &str, payload: &[
             cluster = %cmd.cluster,
             step = %cmd.step,
             action = cmd.action.as_str(),
+            otel.name = %format_args!("{} plan", cmd.step),
+            otel.kind = "consumer",
         );
+        // A child of the gateway's call that asked for the plan.
+        hypersaga_telemetry::otel::adopt(&span, trace);
         let guard = Guard::planning(cmd.clone());
         match guard.scope(handler.plan(&cmd)).instrument(span).await {
             Ok(plan) => steps.push(plan),

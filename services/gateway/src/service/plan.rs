@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use backon::Retryable as _;
 use futures::future::join_all;
 use hypersaga_api::v1 as pb;
 use hypersaga_bus::plan::{
@@ -188,20 +187,23 @@ impl Gateway {
         let body = serde_json::to_vec(req)
             .map_err(|e| not_planned(&format!("cannot encode the plan request: {e}")))?;
         let subject = self.bus.subjects().plan(&req.tenant, service);
-        let body = bytes::Bytes::from(body);
-        // No replica listening (one restarting, a system starting) is asked again, briefly;
-        // anything else is the answer.
-        let request = || self.bus.client().request(subject.clone(), body.clone());
+        // The plan is part of the caller's trace: each service's `plan` span is a child.
+        let mut headers = async_nats::HeaderMap::new();
+        if let Some(trace) = hypersaga_telemetry::otel::current() {
+            headers.insert(
+                hypersaga_telemetry::TRACEPARENT,
+                hypersaga_telemetry::otel::outgoing(&trace)
+                    .to_string()
+                    .as_str(),
+            );
+        }
+        // No replica listening (a service down or starting) is answered at once ("no
+        // responders"): its steps are not planned, and a create goes on without them.
         let answer = tokio::time::timeout(
             PLAN_TIMEOUT,
-            request
-                .retry(
-                    backon::ExponentialBuilder::default()
-                        .with_min_delay(Duration::from_millis(100))
-                        .with_max_delay(Duration::from_secs(1))
-                        .with_max_times(8),
-                )
-                .when(|e| e.kind() == async_nats::RequestErrorKind::NoResponders),
+            self.bus
+                .client()
+                .request_with_headers(subject, headers, body.into()),
         )
         .await;
         let msg = match answer {
