@@ -261,7 +261,9 @@ const RBAC_ADMINISTRATOR: &str = "f58310d9-a9f6-439a-9e8d-f62e7b41a168";
 #[tokio::test]
 async fn a_create_the_tenants_principal_may_not_make_is_refused_before_any_write() {
     let system = System::start().await;
-    system.ready_to_plan("acme").await;
+    // As the other tenant: acme's permissions are read (and kept 30 s) only once its role
+    // has been taken back.
+    system.ready_to_plan("globex").await;
     let mut client = system.client("acme").await;
     // The tenant's administrator takes a role back from hypersaga's application: it keeps
     // Contributor, whose notActions leave out every Microsoft.Authorization write.

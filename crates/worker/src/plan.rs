@@ -105,7 +105,7 @@ async fn answer(
             cluster = %cmd.cluster,
             step = %cmd.step,
             action = cmd.action.as_str(),
-            otel.name = %format_args!("{} plan", cmd.step),
+            otel.name = %format_args!("plan {}", cmd.step),
             otel.kind = "consumer",
         );
         // A child of the gateway's call that asked for the plan.
