@@ -21,7 +21,9 @@ use super::Gateway;
 use crate::convert::error_to_pb;
 
 /// How long one service may take to plan its steps of one level.
-const PLAN_TIMEOUT: Duration = Duration::from_secs(20);
+const PLAN_TIMEOUT: Duration = Duration::from_secs(10);
+/// The code of a step not planned because its service did not answer in time.
+const TIMED_OUT: &str = "PlanTimedOut";
 
 /// What the services said of each step, in the order of the plan.
 pub(super) struct Planned {
@@ -129,6 +131,7 @@ impl Gateway {
         mut context: StepContext,
     ) -> Planned {
         let mut plans: HashMap<String, Result<StepPlan, ErrorInfo>> = HashMap::new();
+        let mut silent: HashMap<&str, ErrorInfo> = HashMap::new();
         let mut left: Vec<&StepDef> = steps.iter().collect();
         while !left.is_empty() {
             let (ready, blocked): (Vec<&StepDef>, Vec<&StepDef>) = left
@@ -155,9 +158,23 @@ impl Gateway {
             }
             let asked = by_service.into_iter().map(|(service, steps)| {
                 let req = PlanRequest::new(tenant.clone(), cluster, steps, context.clone());
-                async move { (req.steps.clone(), self.ask(service, &req).await) }
+                let silent = silent.get(service).cloned();
+                async move {
+                    // A service that let one request of this plan time out (alive on the bus
+                    // but not answering: hung, or stopped) is not waited for again.
+                    let reply = match silent {
+                        Some(why) => Err(why),
+                        None => self.ask(service, &req).await,
+                    };
+                    (service, req.steps.clone(), reply)
+                }
             });
-            for (asked, reply) in join_all(asked).await {
+            for (service, asked, reply) in join_all(asked).await {
+                if let Err(e) = &reply
+                    && e.code == TIMED_OUT
+                {
+                    silent.insert(service, e.clone());
+                }
                 settle(&mut plans, &asked, reply);
             }
             for plan in plans.values().flatten() {
@@ -208,10 +225,13 @@ impl Gateway {
         .await;
         let msg = match answer {
             Err(_) => {
-                return Err(not_planned(&format!(
-                    "the {service} service did not answer within {} s",
-                    PLAN_TIMEOUT.as_secs()
-                )));
+                return Err(ErrorInfo {
+                    code: TIMED_OUT.into(),
+                    ..not_planned(&format!(
+                        "the {service} service did not answer within {} s",
+                        PLAN_TIMEOUT.as_secs()
+                    ))
+                });
             }
             Ok(Err(e)) => {
                 warn!(%service, error = %e, "plan request failed");
