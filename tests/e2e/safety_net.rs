@@ -20,6 +20,15 @@ async fn arm_writes(system: &System) -> u64 {
         .sum()
 }
 
+/// The tenant has no cluster `name`: nothing was recorded for it.
+async fn assert_no_cluster(client: &mut hypersaga::client::Client, name: &str) {
+    let gone = client
+        .get_cluster(pb::GetClusterRequest { name: name.into() })
+        .await
+        .expect_err("no cluster");
+    assert_eq!(gone.code(), tonic::Code::NotFound, "{name}");
+}
+
 const ROLE_ASSIGNMENTS: &str = "/providers/Microsoft.Authorization/roleAssignments/";
 
 /// What a plan says the create makes in Azure, its infra id replaced by `infra`: `type name`
@@ -134,13 +143,7 @@ async fn a_dry_run_lists_what_the_create_then_makes_and_the_preflight_refuses_be
         before,
         "a dry run writes nothing to ARM"
     );
-    let gone = client
-        .get_cluster(pb::GetClusterRequest {
-            name: "planned".into(),
-        })
-        .await
-        .expect_err("no cluster");
-    assert_eq!(gone.code(), tonic::Code::NotFound);
+    assert_no_cluster(&mut client, "planned").await;
 
     // The create then makes what the plan listed, by type and name (its own infra id).
     let there_before = system.resource_names("acme").await;
@@ -245,13 +248,7 @@ async fn a_dry_run_lists_what_the_create_then_makes_and_the_preflight_refuses_be
         before,
         "refused before any ARM write"
     );
-    let gone = client
-        .get_cluster(pb::GetClusterRequest {
-            name: "misfit".into(),
-        })
-        .await
-        .expect_err("no cluster");
-    assert_eq!(gone.code(), tonic::Code::NotFound);
+    assert_no_cluster(&mut client, "misfit").await;
 }
 
 /// Role Based Access Control Administrator, one of the two roles onboarding grants the
@@ -346,11 +343,5 @@ async fn a_create_the_tenants_principal_may_not_make_is_refused_before_any_write
         before,
         "refused before any ARM write"
     );
-    let gone = client
-        .get_cluster(pb::GetClusterRequest {
-            name: "ungranted".into(),
-        })
-        .await
-        .expect_err("no cluster");
-    assert_eq!(gone.code(), tonic::Code::NotFound);
+    assert_no_cluster(&mut client, "ungranted").await;
 }
