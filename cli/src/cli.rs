@@ -126,6 +126,26 @@ pub enum Command {
     /// for `hypersaga tenant`; redrives and purges are recorded on the tenant's audit stream.
     #[command(subcommand, name = "dead-letter")]
     DeadLetter(commands::dead_letter::DeadLetterCommand),
+    /// Leftovers (the platform team's): list, and remove, what hypersaga made that no live cluster
+    /// owns.
+    ///
+    /// Every Azure resource hypersaga makes is tagged (hypersaga.io_tenant, hypersaga.io_cluster)
+    /// and every management-cluster object labelled (hypersaga.io/tenant, hypersaga.io/cluster).
+    /// A crash, a bug or an operator's `abandon` can leave some behind. The sweep lists each one
+    /// with its cluster and why it is a leftover: cluster_deleted (its cluster was deleted),
+    /// cluster_failed (its cluster's create or delete failed, or was abandoned) or no_record
+    /// (this installation has no record of its cluster: it may be another installation's, so
+    /// it is listed, never removed).
+    ///
+    /// A cluster with an operation running, or that is ready, owns what it made. Without
+    /// --dry-run, each leftover's cluster gets a `sweep` operation that deletes them in dependency
+    /// order (node pools, the control plane and its namespace, DNS, identities and their role
+    /// assignments, the network and the resource groups), paced like any delete and recorded on
+    /// the cluster's audit stream (cluster.sweeping, cluster.swept). Identities a delete kept on
+    /// purpose (--keep-identities) are not leftovers. Admin token as for `hypersaga tenant`.
+    ///
+    /// Examples: hypersaga sweep --dry-run -o wide; hypersaga sweep --tenant acme
+    Sweep(commands::sweep::SweepArgs),
     /// Bearer tokens for tenants' callers: the token, and the digest the configuration keeps.
     #[command(subcommand)]
     Token(commands::token::TokenCommand),
@@ -262,6 +282,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tenant(c) => commands::tenant::run(c).await,
         Command::ManagementCluster(c) => commands::management::run(c).await,
         Command::DeadLetter(c) => commands::dead_letter::run(c).await,
+        Command::Sweep(c) => commands::sweep::run(c).await,
         Command::Bus(c) => commands::bus::run(c).await,
         Command::Token(c) => commands::token::run(c),
         Command::Completion { shell } => commands::completion::run(shell),

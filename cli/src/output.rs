@@ -9,6 +9,7 @@ pub mod management;
 pub mod nodepool;
 pub mod rollout;
 pub mod tenant;
+pub mod sweep;
 pub mod tree;
 
 pub use addon::{addon_json, addon_name, addon_text, addons_table};
@@ -140,7 +141,7 @@ pub fn is_day2(op: &pb::Operation) -> bool {
             | K::UpdateAddon
             | K::RemoveAddon,
         ) => true,
-        Ok(K::Create | K::Delete | K::Unspecified) | Err(_) => false,
+        Ok(K::Create | K::Delete | K::Sweep | K::Unspecified) | Err(_) => false,
     }
 }
 
@@ -176,7 +177,7 @@ fn change(op: &pb::Operation, cluster: &str) -> Option<Change> {
         K::AddAddon => Some(addon("addition", "added")),
         K::UpdateAddon => Some(addon("update", "updated")),
         K::RemoveAddon => Some(addon("removal", "removed")),
-        K::Create | K::Delete | K::Unspecified => None,
+        K::Create | K::Delete | K::Sweep | K::Unspecified => None,
     }
 }
 
@@ -493,6 +494,7 @@ fn compensable(kind: i32) -> bool {
             | K::DeleteNodePool
             | K::UpdateAddon
             | K::RemoveAddon
+            | K::Sweep
             | K::Unspecified,
         )
         | Err(_) => false,

@@ -6,6 +6,7 @@ pub mod bus;
 pub mod cluster;
 pub mod completion;
 pub mod dead_letter;
+pub mod sweep;
 pub mod emulator;
 pub mod management;
 pub mod nodepool;

@@ -156,6 +156,8 @@ impl Role {
                     format!("$KV.{ADDONS_BUCKET}.>"),
                     // Dry runs and preflights: what the services' steps would do.
                     format!("{p}.*.plan.*"),
+                    // The sweeper: what the services made, by tags and labels.
+                    format!("{p}.*.sweep.*"),
                     // Dead letters: listed, shown and purged through the admin API; a redrive
                     // is a request to the coordinator, which publishes it (the gateway sends
                     // no command and no event itself).
@@ -188,6 +190,8 @@ impl Role {
                 perms.subscribe.push(format!("{p}.*.cmd.{service}"));
                 // Plan requests from the gateway, answered once each on their reply subject.
                 perms.subscribe.push(format!("{p}.*.plan.{service}"));
+                // The sweeper's listings, answered the same way.
+                perms.subscribe.push(format!("{p}.*.sweep.{service}"));
                 perms.allow_responses = true;
                 // Its queues, one durable consumer per tenant (`worker_consumer`), made when a
                 // tenant first has work: any name, but only over its own service's commands.
@@ -429,6 +433,13 @@ mod tests {
             "answered on each request's reply subject"
         );
         assert!(!perms.publish.iter().any(|s| s.contains(".plan.")));
+        let sweeps: Vec<_> = perms
+            .subscribe
+            .iter()
+            .filter(|s| s.contains(".sweep."))
+            .collect();
+        assert_eq!(sweeps, vec!["hcp.*.sweep.dns"]);
+        assert!(!perms.publish.iter().any(|s| s.contains(".sweep.")));
     }
 
     #[test]
@@ -464,6 +475,7 @@ mod tests {
                 "hcp.*.saga.operate",
                 "hcp.*.audit._tenant",
                 "hcp.*.plan.*",
+                "hcp.*.sweep.*",
                 "hcp.*.saga.redrive",
             ]
         );

@@ -8,6 +8,7 @@
 //! | `<p>.<tenant>.saga.start` | `HCP_EVT` | wake-ups for new operations |
 //! | `<p>.<tenant>.audit.<cluster>` | `HCP_AUDIT` (limits, long retention) | public lifecycle events |
 //! | `<p>.<tenant>.plan.<service>` | none (request and reply) | what an operation would do ([`plan`]) |
+//! | `<p>.<tenant>.sweep.<service>` | none (request and reply) | what a service made, by tags and labels ([`sweep`]) |
 //! | `<p>.<tenant>.dead.<role>` | `HCP_DEAD` (30 days) | messages refused unread or given up on ([`dead`]) |
 //! | `<p>.<tenant>.saga.redrive` | `HCP_EVT` | an admin's request to send a dead letter again |
 //! | KV `hcp_sagas`, `hcp_clusters` | JetStream KV | saga state; cluster records |
@@ -24,6 +25,7 @@ pub mod envelope;
 pub mod plan;
 pub mod steps;
 pub mod subjects;
+pub mod sweep;
 mod topology;
 
 use std::time::Duration;

@@ -101,6 +101,10 @@ pub enum StepId {
     /// `controlplane.addon.<name>`: one add-on of the cluster spec, by name: its
     /// `ObjectDeployment` in the control-plane namespace, rolled out by Package Operator.
     Addon(String),
+    /// `<service>.sweep`: everything the service tagged or labelled for a cluster no live
+    /// record owns, deleted (a `sweep` operation). `nodepool.sweep` is this step, never a pool
+    /// (the name is reserved).
+    Sweep(Service),
 }
 
 /// Wire ids start with this for node pool steps: `nodepool.<pool>`.
@@ -149,6 +153,7 @@ impl StepId {
             }
             Self::HostedCluster | Self::Rollout | Self::Addon(_) => Service::ControlPlane,
             Self::NodePool(_) => Service::NodePool,
+            Self::Sweep(service) => *service,
         }
     }
 
@@ -185,6 +190,7 @@ impl StepId {
             Self::HostedCluster => "controlplane.hostedcluster",
             Self::DnsRecords => "dns.records",
             Self::Rollout => "controlplane.rollout",
+            Self::Sweep(service) => sweep_id(*service),
             Self::NodePool(pool) => return (NODE_POOL_PREFIX, Some(pool)),
             Self::Addon(name) => return (ADDON_PREFIX, Some(name)),
         };
@@ -203,6 +209,17 @@ impl fmt::Display for StepId {
     }
 }
 
+/// The wire id of a service's sweep step.
+const fn sweep_id(service: Service) -> &'static str {
+    match service {
+        Service::Identity => "identity.sweep",
+        Service::Network => "network.sweep",
+        Service::Dns => "dns.sweep",
+        Service::ControlPlane => "controlplane.sweep",
+        Service::NodePool => "nodepool.sweep",
+    }
+}
+
 /// A string that names no step of the plan.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("unknown step id {0:?}")]
@@ -212,6 +229,9 @@ impl FromStr for StepId {
     type Err = UnknownStepId;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Some(service) = Service::ALL.into_iter().find(|v| sweep_id(*v) == s) {
+            return Ok(Self::Sweep(service));
+        }
         for (prefix, make) in [
             (NODE_POOL_PREFIX, Self::NodePool as fn(String) -> Self),
             (ADDON_PREFIX, Self::Addon),
@@ -409,6 +429,17 @@ mod tests {
             ),
             (StepId::node_pool("a.b"), "nodepool.a.b", Service::NodePool),
         ];
+        for service in Service::ALL {
+            let id = StepId::Sweep(service);
+            assert_eq!(id.to_string(), format!("{service}.sweep"));
+            assert_eq!(id.to_string().parse::<StepId>(), Ok(id.clone()));
+            assert_eq!(id.service(), service);
+        }
+        assert_eq!(
+            format!("nodepool.{}", hypersaga_model::validate::RESERVED_POOL_NAME).parse::<StepId>(),
+            Ok(StepId::Sweep(Service::NodePool)),
+            "no pool is named so"
+        );
         assert_eq!(
             wire.iter().filter(|(id, _, _)| id.pool().is_none()).count(),
             StepId::FIXED.len(),

@@ -40,6 +40,16 @@ impl Subjects {
         format!("{}.*.plan.{service}", self.prefix)
     }
 
+    /// Sweep listings asked of one service (core request and reply, no stream).
+    pub fn sweep(&self, tenant: &TenantId, service: &str) -> String {
+        format!("{}.{tenant}.sweep.{service}", self.prefix)
+    }
+
+    /// All tenants' sweep listings asked of one service (what its replicas subscribe to).
+    pub fn sweep_filter(&self, service: &str) -> String {
+        format!("{}.*.sweep.{service}", self.prefix)
+    }
+
     /// Completion events from one service.
     pub fn evt(&self, tenant: &TenantId, service: &str) -> String {
         format!("{}.{tenant}.evt.{service}", self.prefix)

@@ -69,10 +69,13 @@ pub enum OperationKind {
     UpdateAddon,
     /// An add-on removed from the cluster, its objects with it.
     RemoveAddon,
+    /// What a cluster no live record owns left behind (tagged in Azure, labelled on a
+    /// management cluster), deleted: the sweeper's.
+    Sweep,
 }
 
 impl OperationKind {
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::Create,
         Self::Delete,
         Self::UpdateCluster,
@@ -82,6 +85,7 @@ impl OperationKind {
         Self::AddAddon,
         Self::UpdateAddon,
         Self::RemoveAddon,
+        Self::Sweep,
     ];
 
     /// The kind's wire name (`update_node_pool`), as records and metrics say it.
@@ -96,6 +100,7 @@ impl OperationKind {
             Self::AddAddon => "add_addon",
             Self::UpdateAddon => "update_addon",
             Self::RemoveAddon => "remove_addon",
+            Self::Sweep => "sweep",
         }
     }
 

@@ -13,7 +13,7 @@ use crate::spec::{ClusterSpec, NetworkSpec};
 mod node_pool;
 
 pub use node_pool::{
-    MAX_CLUSTER_NODES, MAX_DRAIN_MINUTES, MAX_NODE_POOL_NAME, MAX_NODE_POOLS, MAX_POOL_NODES,
+    MAX_CLUSTER_NODES, MAX_DRAIN_MINUTES, MAX_NODE_POOL_NAME, MAX_NODE_POOLS, MAX_POOL_NODES, RESERVED_POOL_NAME,
     check_cluster_nodes, check_labels, check_node_pool, check_pool_name, check_pool_update,
     release_version,
 };

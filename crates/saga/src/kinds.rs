@@ -52,6 +52,9 @@ pub struct Behaviour {
     pub compensating_phase: ClusterPhase,
     pub succeeded_phase: ClusterPhase,
     pub failed_phase: ClusterPhase,
+    /// Once it has succeeded, the cluster owns nothing: what it owned is gone however it was
+    /// found (a sweep deletes by tags and labels, not from the steps' outputs).
+    pub forgets_owned: bool,
 }
 
 impl Behaviour {
@@ -69,6 +72,7 @@ impl Behaviour {
             compensating_phase: ClusterPhase::Updating,
             succeeded_phase: ClusterPhase::Ready,
             failed_phase: ClusterPhase::Ready,
+            forgets_owned: false,
         }
     }
 
@@ -94,6 +98,7 @@ pub fn behaviour(kind: OperationKind) -> Behaviour {
             compensating_phase: ClusterPhase::Compensating,
             succeeded_phase: ClusterPhase::Ready,
             failed_phase: ClusterPhase::Failed,
+            forgets_owned: false,
         },
         OperationKind::Delete => Behaviour {
             direction: Backward,
@@ -107,6 +112,7 @@ pub fn behaviour(kind: OperationKind) -> Behaviour {
             compensating_phase: ClusterPhase::Deleting,
             succeeded_phase: ClusterPhase::Deleted,
             failed_phase: ClusterPhase::Failed,
+            forgets_owned: false,
         },
         OperationKind::UpdateCluster => Behaviour::day2(
             Forward,
@@ -163,6 +169,21 @@ pub fn behaviour(kind: OperationKind) -> Behaviour {
             Stop,
             ["addon.removing", "addon.removed", "addon.remove_failed"],
         ),
+        // Each step deletes what its service finds: a step that cannot finish stops the
+        // sweep where it is (nothing to undo), and the sweep can be run again.
+        OperationKind::Sweep => Behaviour {
+            direction: Forward,
+            on_failure: Stop,
+            accepted_event: "cluster.sweeping",
+            succeeded_event: "cluster.swept",
+            failed_event: "cluster.sweep_failed",
+            accepted_phase: ClusterPhase::Deleting,
+            running_phase: ClusterPhase::Deleting,
+            compensating_phase: ClusterPhase::Deleting,
+            succeeded_phase: ClusterPhase::Deleted,
+            failed_phase: ClusterPhase::Failed,
+            forgets_owned: true,
+        },
     }
 }
 
@@ -262,7 +283,35 @@ pub fn plan(kind: OperationKind, input: PlanInput<'_>) -> Result<Vec<StepDef>, P
         OperationKind::AddAddon => addon_step(Undo),
         OperationKind::UpdateAddon => addon_step(Keep),
         OperationKind::RemoveAddon => addon_step(Undo),
+        OperationKind::Sweep => Ok(sweep_plan(input.retain)),
     }
+}
+
+/// A sweep's steps: each service deletes what it finds of the cluster, in the order a
+/// delete removes them (the pools, the control plane and its namespace, then what they used in
+/// Azure: DNS and identities, and the network and resource groups last). Nothing is undone.
+/// Identities a delete kept on purpose (`retain`) are no leftovers: they are not swept.
+fn sweep_plan(retain: Retain) -> Vec<StepDef> {
+    use hypersaga_bus::Service::{ControlPlane, Dns, Identity, Network, NodePool};
+    let nodepool = StepId::Sweep(NodePool);
+    let controlplane = StepId::Sweep(ControlPlane);
+    let (dns, identity) = (StepId::Sweep(Dns), StepId::Sweep(Identity));
+    let mut steps = vec![
+        StepDef::of(nodepool.clone(), &[], UndoPolicy::Keep),
+        StepDef::of(controlplane.clone(), &[nodepool], UndoPolicy::Keep),
+        StepDef::of(dns.clone(), &[controlplane.clone()], UndoPolicy::Keep),
+    ];
+    let mut before_network = vec![dns];
+    if !retain.identities {
+        steps.push(StepDef::of(identity.clone(), &[controlplane], UndoPolicy::Keep));
+        before_network.push(identity);
+    }
+    steps.push(StepDef::of(
+        StepId::Sweep(Network),
+        &before_network,
+        UndoPolicy::Keep,
+    ));
+    steps
 }
 
 fn plan_error(kind: OperationKind, what: &'static str, name: Option<&str>) -> PlanError {
@@ -379,6 +428,23 @@ mod tests {
             })
         );
         assert!(plan(OperationKind::UpdateNodePool, input(&spec, None, &none)).is_err());
+        let sweep = plan(OperationKind::Sweep, input(&spec, None, &none)).unwrap();
+        assert_eq!(
+            ids(&sweep),
+            [
+                "nodepool.sweep",
+                "controlplane.sweep",
+                "dns.sweep",
+                "identity.sweep",
+                "network.sweep"
+            ]
+        );
+        assert!(sweep.iter().all(|s| s.undo == UndoPolicy::Keep));
+        let mut kept = input(&spec, None, &none);
+        kept.retain = Retain { identities: true };
+        let sweep = plan(OperationKind::Sweep, kept).unwrap();
+        assert!(!ids(&sweep).contains(&"identity.sweep"), "kept identities stay");
+        assert_eq!(behaviour(OperationKind::Sweep).succeeded_phase, ClusterPhase::Deleted);
     }
 
     #[test]

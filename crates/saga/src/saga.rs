@@ -447,7 +447,7 @@ impl Saga {
         let pool = self.node_pool.as_deref().and_then(|p| spec.pool(p));
         match self.kind {
             OperationKind::Create => json!({ "spec": spec, "infra_id": infra_id }),
-            OperationKind::Delete => json!({ "infra_id": infra_id }),
+            OperationKind::Delete | OperationKind::Sweep => json!({ "infra_id": infra_id }),
             OperationKind::UpdateCluster => json!({ "release_image": spec.release_image }),
             OperationKind::CreateNodePool | OperationKind::UpdateNodePool => {
                 json!({ "node_pool": self.node_pool, "spec": pool })
@@ -602,6 +602,10 @@ impl Saga {
     /// whose record was written before it kept what the cluster owns gets it here, from the
     /// saga that started from its previous operation's outputs.
     pub fn owned_after(&self, owned: &mut BTreeMap<String, hypersaga_bus::Outputs>) {
+        if self.state == OperationState::Succeeded && kinds::behaviour(self.kind).forgets_owned {
+            owned.clear();
+            return;
+        }
         for (step, outputs) in &self.context.outputs {
             if self.step_index(step).is_none() {
                 owned.entry(step.clone()).or_insert_with(|| outputs.clone());

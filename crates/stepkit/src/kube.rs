@@ -13,6 +13,14 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tracing::{debug, info};
 
+/// The labels every object hypersaga makes on a management cluster carries: whose it is, and
+/// which operation made it. The sweeper finds what no live cluster owns by them.
+pub const LABEL_TENANT: &str = "hypersaga.io/tenant";
+/// See [`LABEL_TENANT`].
+pub const LABEL_CLUSTER: &str = "hypersaga.io/cluster";
+/// See [`LABEL_TENANT`].
+pub const LABEL_SAGA: &str = "hypersaga.io/saga";
+
 /// The field manager of every server-side apply hypersaga makes.
 pub const FIELD_MANAGER: &str = "hypersaga";
 
@@ -289,6 +297,22 @@ impl ManagementClients {
         }
     }
 
+    /// Every management cluster's client, by name (sorted): the sweeper looks on all of them.
+    pub fn all(&self) -> Vec<(&str, kube::Client)> {
+        let mut all: Vec<_> = self
+            .by_name
+            .iter()
+            .map(|(n, c)| (n.as_str(), c.clone()))
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(b.0));
+        all
+    }
+
+    /// The client of the management cluster named so, if this service has one.
+    pub fn named(&self, name: &str) -> Option<kube::Client> {
+        self.by_name.get(name).cloned()
+    }
+
     /// The client of the management cluster `cmd`'s cluster lives on. One this service does
     /// not know is terminal: retrying cannot configure it.
     pub fn of(&self, cmd: &hypersaga_bus::StepCommand) -> Result<kube::Client, StepError> {
@@ -301,4 +325,88 @@ impl ManagementClients {
             .with_target("kube.management_clusters")
         })
     }
+}
+
+/// The label selector of what hypersaga made for `tenant` (and `cluster`).
+pub fn selector(tenant: &hypersaga_model::TenantId, cluster: Option<&str>) -> String {
+    match cluster {
+        Some(c) => format!("{LABEL_TENANT}={tenant},{LABEL_CLUSTER}={c}"),
+        None => format!("{LABEL_TENANT}={tenant},{LABEL_CLUSTER}"),
+    }
+}
+
+/// Every `K` on management cluster `on` (its `client`) labelled for `tenant` (and `cluster`),
+/// in every namespace, as what hypersaga made.
+pub async fn labelled<K>(
+    client: kube::Client,
+    on: &str,
+    tenant: &hypersaga_model::TenantId,
+    cluster: Option<&str>,
+) -> Result<Vec<hypersaga_bus::sweep::Made>, StepError>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+{
+    let api: Api<K> = Api::all(client);
+    let params = kube::api::ListParams::default().labels(&selector(tenant, cluster));
+    let kind = K::kind(&());
+    let listed = api
+        .list(&params)
+        .await
+        .map_err(|e| step_error(&e, &format!("{kind} labelled {}", selector(tenant, cluster))))?;
+    Ok(listed
+        .items
+        .iter()
+        .filter_map(|o| {
+            let meta = o.meta();
+            let name = meta.name.clone()?;
+            let label = |k: &str| meta.labels.as_ref().and_then(|l| l.get(k)).cloned();
+            Some(hypersaga_bus::sweep::Made {
+                cluster: label(LABEL_CLUSTER)?,
+                target: Some(hypersaga_bus::plan::Target::ManagementCluster),
+                kind: format!("{}/{kind}", K::api_version(&())),
+                id: match &meta.namespace {
+                    Some(ns) => format!("{ns}/{name}"),
+                    None => name.clone(),
+                },
+                name,
+                api_version: K::api_version(&()).into_owned(),
+                location: on.to_owned(),
+                operation: label(LABEL_SAGA).unwrap_or_default(),
+            })
+        })
+        .collect())
+}
+
+/// Deletes what [`labelled`] found (a namespaced `K`) and says whether it is gone: `Done`
+/// when it is, `Wait` (naming the finalizers holding it) while it is not.
+pub async fn delete_made<K>(
+    client: kube::Client,
+    made: &hypersaga_bus::sweep::Made,
+) -> Result<Check<()>, StepError>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug,
+{
+    let what = format!("{} {} on {}", made.kind, made.id, made.location);
+    let Some((ns, name)) = made.id.split_once('/') else {
+        return Err(StepError::terminal(
+            "InvalidInput",
+            format!("{what}: a namespaced object's id is namespace/name"),
+        ));
+    };
+    delete_check(&Api::<K>::namespaced(client, ns), name, &what).await
+}
+
+/// [`delete_made`] of a cluster-scoped `K` (a Namespace).
+pub async fn delete_made_cluster_scoped<K>(
+    client: kube::Client,
+    made: &hypersaga_bus::sweep::Made,
+) -> Result<Check<()>, StepError>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+{
+    let what = format!("{} {} on {}", made.kind, made.id, made.location);
+    delete_check(&Api::<K>::all(client), &made.id, &what).await
 }

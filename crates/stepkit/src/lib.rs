@@ -18,6 +18,7 @@
 //!   and by the OIDC blob writes);
 //! * [`Notes`] — what a handler says while it waits, so handlers can run under the worker
 //!   (notes go on the bus) or directly in tests (notes go to the log);
+//! * [`sweep`] — what a service made, found again by its tags, and deleted in order;
 //! * [`run_service`] — connect the bus and run the worker with the configured options;
 //! * [`kube`] — server-side apply, one-shot checks, delete-and-check and `kube` errors as
 //!   step errors, for the handlers that act on the management cluster.
@@ -39,6 +40,7 @@ mod notes;
 mod pacing;
 pub mod plan;
 mod service;
+pub mod sweep;
 mod tags;
 
 pub use clients::{ArmClients, TenantArm};

@@ -55,7 +55,8 @@ pub async fn tenants(
         .map_err(|e| Error::Config(format!("tenants: {e}")))
 }
 
-/// Runs `handler` on the service's commands, and answers plan requests with it, until
+/// Runs `handler` on the service's commands, and answers plan requests and sweep listings
+/// with it, until
 /// `shutdown`. Queues follow the work: those of tenants with commands stored are opened at
 /// once, any other's from its first command (however many tenants are onboarded).
 pub async fn run_service(
@@ -72,9 +73,9 @@ pub async fn run_service(
         ack_wait: Duration::from_secs(config.worker.ack_wait_s.max(1)),
         drain_grace: DRAIN_GRACE,
     };
-    // Plans are answered beside the steps; a plan server that stops takes the service down
-    // with it, as a worker that stops does.
-    let plans = hypersaga_worker::serve_plans(
+    // Plans and sweep listings are answered beside the steps; a request server that stops
+    // takes the service down with it, as a worker that stops does.
+    let plans = hypersaga_worker::serve_requests(
         bus.clone(),
         handler.clone(),
         service.to_owned(),

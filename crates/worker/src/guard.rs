@@ -68,27 +68,25 @@ impl Fenced {
 
 /// The fence of the command one task is running.
 pub(crate) struct Guard {
-    /// The saga records, to judge the command by; `None` while a plan runs (nothing may
-    /// change, whatever the records say).
-    sagas: Option<Arc<kv::Store>>,
-    cmd: Arc<StepCommand>,
+    /// The saga records, and the command to judge by them; `None` while a plan or a sweep's
+    /// listing runs (nothing may change, whatever the records say).
+    judged: Option<(Arc<kv::Store>, Arc<StepCommand>)>,
     refused: Mutex<Option<Fenced>>,
 }
 
 impl Guard {
     pub(crate) fn new(sagas: Arc<kv::Store>, cmd: Arc<StepCommand>) -> Arc<Self> {
         Arc::new(Self {
-            sagas: Some(sagas),
-            cmd,
+            judged: Some((sagas, cmd)),
             refused: Mutex::new(None),
         })
     }
 
-    /// The guard of a plan: every mutating call is refused ([`Fenced::Planning`]).
-    pub(crate) fn planning(cmd: Arc<StepCommand>) -> Arc<Self> {
+    /// The guard of a plan or a sweep's listing: every mutating call is refused
+    /// ([`Fenced::Planning`]).
+    pub(crate) fn planning() -> Arc<Self> {
         Arc::new(Self {
-            sagas: None,
-            cmd,
+            judged: None,
             refused: Mutex::new(Some(Fenced::Planning)),
         })
     }
@@ -108,10 +106,10 @@ impl Guard {
         if let Some(refused) = self.refusal() {
             return Err(refused);
         }
-        let Some(sagas) = &self.sagas else {
+        let Some((sagas, cmd)) = &self.judged else {
             return Err(Fenced::Planning);
         };
-        let verdict = fence::check(sagas, &self.cmd).await;
+        let verdict = fence::check(sagas, cmd).await;
         // Calls made at once (a `join_all`) check at once: one refused meanwhile refuses all.
         let mut refused = self.lock();
         if let Some(earlier) = refused.as_ref() {
@@ -119,12 +117,8 @@ impl Guard {
         }
         let now = match verdict {
             Ok(Verdict::Current) => return Ok(()),
-            Ok(Verdict::MovedOn) => Fenced::MovedOn {
-                fence: self.cmd.fence,
-            },
-            Ok(Verdict::Behind) => Fenced::Behind {
-                fence: self.cmd.fence,
-            },
+            Ok(Verdict::MovedOn) => Fenced::MovedOn { fence: cmd.fence },
+            Ok(Verdict::Behind) => Fenced::Behind { fence: cmd.fence },
             Err(e) => Fenced::Unreadable(e),
         };
         *refused = Some(now.clone());

@@ -33,10 +33,10 @@ use tracing::{Instrument, field, info, info_span, warn};
 mod fair;
 mod fence;
 mod guard;
-mod plan;
+mod requests;
 
 pub use guard::{Fenced, before_mutation};
-pub use plan::serve_plans;
+pub use requests::serve_requests;
 
 /// Runs one attempt of a step of a saga.
 ///
@@ -58,6 +58,21 @@ pub trait StepHandler: Send + Sync + 'static {
         Err(StepError::terminal(
             "PlanUnsupported",
             format!("the {} service cannot plan {} yet", cmd.service(), cmd.step),
+        ))
+    }
+
+    /// What this service made for `tenant` (for `cluster`, or for any of its clusters), found
+    /// by the tags and labels it puts on everything it makes: the sweeper's listing, and what
+    /// each `<service>.sweep` step deletes. It changes nothing (every mutating call is refused
+    /// while a listing runs).
+    async fn made(
+        &self,
+        tenant: &hypersaga_model::TenantId,
+        _cluster: Option<&str>,
+    ) -> Result<Vec<hypersaga_bus::sweep::Made>, StepError> {
+        Err(StepError::terminal(
+            "SweepUnsupported",
+            format!("this service cannot list what it made for tenant {tenant}"),
         ))
     }
 

@@ -30,9 +30,7 @@ use hypersaga_stepkit::plan::kube_create;
 
 use crate::{DEFAULT_AVAILABLE_TIMEOUT, Error};
 
-const LABEL_TENANT: &str = "hypersaga.io/tenant";
-const LABEL_CLUSTER: &str = "hypersaga.io/cluster";
-const LABEL_SAGA: &str = "hypersaga.io/saga";
+use hypersaga_stepkit::kube::{LABEL_CLUSTER, LABEL_SAGA, LABEL_TENANT};
 const SAFE_TO_DELETE: &str = "hypershift.openshift.io/safe-to-delete-with-cluster";
 const CLUSTER_NETWORK: &str = "10.132.0.0/14";
 const SERVICE_NETWORK: &str = "172.31.0.0/16";
@@ -122,6 +120,7 @@ impl ControlPlaneHandler {
             (StepId::Rollout, Action::Undo) => Ok(StepResult::Done(Outputs::new())),
             (StepId::Addon(name), Action::Do) => self.addon_do(cmd, &name, notes).await,
             (StepId::Addon(name), Action::Undo) => self.addon_undo(cmd, &name).await,
+            (StepId::Sweep(_), Action::Do) => self.sweep(cmd).await,
             _ => Err(cmd.unknown_step()),
         }
     }
@@ -393,6 +392,16 @@ impl ControlPlaneHandler {
 impl StepHandler for ControlPlaneHandler {
     async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {
         self.execute(cmd, progress).await
+    }
+
+    /// The HostedClusters, secrets and namespaces labelled for `tenant` (and `cluster`), on
+    /// every management cluster.
+    async fn made(
+        &self,
+        tenant: &hypersaga_model::TenantId,
+        cluster: Option<&str>,
+    ) -> Result<Vec<hypersaga_bus::sweep::Made>, StepError> {
+        self.labelled_all(tenant, cluster).await
     }
 
     /// The create's plan of each `controlplane.*` step: the objects its run applies on the

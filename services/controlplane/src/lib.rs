@@ -20,6 +20,7 @@
 mod addon;
 mod handler;
 mod release;
+mod sweep;
 
 use std::sync::Arc;
 use std::time::Duration;

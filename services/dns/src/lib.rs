@@ -26,7 +26,7 @@ use std::sync::Arc;
 use hypersaga_bus::plan::StepPlan;
 use hypersaga_bus::{Action, Outputs, Service, StepCommand, StepError, StepId};
 use hypersaga_config::Config;
-use hypersaga_stepkit::{ArmClients, ArmStep, Halt, Notes, Ops, TenantArm, unknown_step};
+use hypersaga_stepkit::{ArmClients, ArmStep, Halt, Notes, Ops, TenantArm, sweep, unknown_step};
 use hypersaga_worker::{Progress, StepHandler, StepResult};
 use tokio_util::sync::CancellationToken;
 
@@ -56,6 +56,14 @@ pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<(), Err
     hypersaga_stepkit::run_service(config, service, bus, handler, shutdown).await?;
     Ok(())
 }
+
+/// What `dns.sweep` deletes of a cluster no live record owns, in this order: the private
+/// zone's VNet links first (Azure refuses to delete a zone that has any), then the zone, its
+/// record sets with it. The public zone is the user's and carries no tags of ours.
+const SWEPT: [(&str, &str); 2] = [
+    ("Microsoft.Network/privateDnsZones/virtualNetworkLinks", PRIVATE_DNS_API),
+    (zone::TYPE, PRIVATE_DNS_API),
+];
 
 /// Runs the `dns.*` steps.
 ///
@@ -105,6 +113,7 @@ impl ArmStep for DnsHandler {
             (StepId::VnetLink, Action::Undo) => vnet_link::delete(&arm, cmd, ops, notes).await,
             (StepId::DnsRecords, Action::Do) => records::create(&arm, cmd, ops).await,
             (StepId::DnsRecords, Action::Undo) => records::delete(&arm, cmd, ops).await,
+            (StepId::Sweep(_), Action::Do) => sweep::sweep_step(&arm, cmd, ops, &SWEPT).await,
             _ => Err(unknown_step(cmd).into()),
         }
     }
@@ -118,6 +127,16 @@ impl StepHandler for DnsHandler {
 
     async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {
         self.check(cmd, progress).await
+    }
+
+    /// The private zones and VNet links tagged for `tenant` (and `cluster`).
+    async fn made(
+        &self,
+        tenant: &hypersaga_model::TenantId,
+        cluster: Option<&str>,
+    ) -> Result<Vec<hypersaga_bus::sweep::Made>, StepError> {
+        let arm = self.arm.tenant(tenant)?;
+        sweep::tagged(&arm, tenant, cluster, &SWEPT).await
     }
 
     /// The create's plan of each `dns.*` step, from the ids and bodies its run writes; a

@@ -247,6 +247,7 @@ pub fn operation_to_pb(o: &OperationView) -> pb::Operation {
             OperationKind::AddAddon => pb::OperationKind::AddAddon,
             OperationKind::UpdateAddon => pb::OperationKind::UpdateAddon,
             OperationKind::RemoveAddon => pb::OperationKind::RemoveAddon,
+            OperationKind::Sweep => pb::OperationKind::Sweep,
         } as i32,
         node_pool: o.node_pool.clone().unwrap_or_default(),
         addon: o.addon.clone().unwrap_or_default(),

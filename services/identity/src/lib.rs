@@ -17,6 +17,7 @@
 mod blob;
 mod issuer;
 mod roles;
+mod sweep;
 mod workload;
 
 use std::sync::Arc;
@@ -148,6 +149,10 @@ impl ArmStep for IdentityHandler {
                 let arm = self.arm.tenant(&cmd.tenant)?;
                 workload::delete(&arm, cmd, ops).await
             }
+            (StepId::Sweep(_), Action::Do) => {
+                let arm = self.arm.tenant(&cmd.tenant)?;
+                sweep::run(&arm, cmd, ops).await
+            }
             (StepId::Oidc, Action::Undo) => {
                 info!(step = %cmd.step, "the tenant's issuer is shared; undo leaves it in place");
                 Ok(Outputs::new())
@@ -181,6 +186,17 @@ impl StepHandler for IdentityHandler {
 
     async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {
         self.check(cmd, progress).await
+    }
+
+    /// The workload identities tagged for `tenant` (and `cluster`), and their role
+    /// assignments.
+    async fn made(
+        &self,
+        tenant: &hypersaga_model::TenantId,
+        cluster: Option<&str>,
+    ) -> Result<Vec<hypersaga_bus::sweep::Made>, StepError> {
+        let arm = self.arm.tenant(tenant)?;
+        sweep::made(&arm, tenant, cluster).await
     }
 
     /// The create's plan of each `identity.*` step, from the ids and bodies its run writes, with

@@ -24,7 +24,7 @@ pub const MSI_API: &str = "2024-11-30";
 /// Federated identity credentials: same provider and api-version as the identities.
 pub const FIC_API: &str = "2024-11-30";
 
-const MSI_TYPE: &str = "Microsoft.ManagedIdentity/userAssignedIdentities";
+pub(crate) const MSI_TYPE: &str = "Microsoft.ManagedIdentity/userAssignedIdentities";
 
 /// A managed identity as it ended up.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,7 +92,11 @@ pub(crate) async fn ensure(
     let OidcOutputs { issuer_url, .. } = cmd.context.outputs_of(&StepId::Oidc)?;
     let issuer = issuer_url.as_str();
     let rg_id = arm.resource_group_id(&cmd.context.names.identity_rg);
-    let rg_body = json!({ "location": cmd.context.spec.location, "tags": tags(cmd) });
+    // Shared by the tenant's clusters: tagged for the tenant, not for the cluster that made it.
+    let rg_body = json!({
+        "location": cmd.context.spec.location,
+        "tags": { hypersaga_stepkit::TENANT_TAG: cmd.tenant.as_str() },
+    });
     ensure_resource(
         &arm.client,
         ops,

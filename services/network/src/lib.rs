@@ -28,7 +28,7 @@ use std::sync::Arc;
 use hypersaga_bus::plan::StepPlan;
 use hypersaga_bus::{Action, Outputs, Service, StepCommand, StepError, StepId};
 use hypersaga_config::Config;
-use hypersaga_stepkit::{ArmClients, ArmStep, Halt, Notes, Ops, unknown_step};
+use hypersaga_stepkit::{ArmClients, ArmStep, Halt, Notes, Ops, sweep, unknown_step};
 use hypersaga_worker::{Progress, StepHandler, StepResult};
 use tokio_util::sync::CancellationToken;
 
@@ -36,6 +36,18 @@ use tokio_util::sync::CancellationToken;
 pub const RESOURCES_API: &str = "2021-04-01";
 /// `Microsoft.Network` api-version HyperShift uses for NSG, VNet, public IP and LB.
 pub const NETWORK_API: &str = "2023-11-01";
+
+/// What `network.sweep` deletes of a cluster no live record owns, in this order, with the
+/// api-version of each: the load balancer before its public IP, the VNet before its NSG, and
+/// the resource groups last, with whatever else is in them (the VMs, NICs and disks CAPZ
+/// made). What the user brought carries no tags of ours and is never listed.
+const SWEPT: [(&str, &str); 5] = [
+    (load_balancer::TYPE, NETWORK_API),
+    (public_ip::TYPE, NETWORK_API),
+    (vnet::TYPE, NETWORK_API),
+    (nsg::TYPE, NETWORK_API),
+    (sweep::RESOURCE_GROUP_TYPE, RESOURCES_API),
+];
 
 /// Why the service could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -112,6 +124,7 @@ impl ArmStep for NetworkHandler {
             (StepId::PublicIp, Action::Undo) => public_ip::delete(&arm, cmd, ops).await,
             (StepId::LoadBalancer, Action::Do) => load_balancer::create(&arm, cmd, ops).await,
             (StepId::LoadBalancer, Action::Undo) => load_balancer::delete(&arm, cmd, ops).await,
+            (StepId::Sweep(_), Action::Do) => sweep::sweep_step(&arm, cmd, ops, &SWEPT).await,
             _ => Err(unknown_step(cmd).into()),
         }
     }
@@ -125,6 +138,16 @@ impl StepHandler for NetworkHandler {
 
     async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {
         self.check(cmd, progress).await
+    }
+
+    /// The network's resources and resource groups tagged for `tenant` (and `cluster`).
+    async fn made(
+        &self,
+        tenant: &hypersaga_model::TenantId,
+        cluster: Option<&str>,
+    ) -> Result<Vec<hypersaga_bus::sweep::Made>, StepError> {
+        let arm = self.arm.tenant(tenant)?;
+        sweep::tagged(&arm, tenant, cluster, &SWEPT).await
     }
 
     /// The create's plan of each `network.*` step, from the ids and bodies its run writes, with

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use hypersaga_bus::plan::{Finding, StepPlan, Target};
+use hypersaga_bus::sweep::Made;
 use hypersaga_bus::{
     Action, NodePoolOutputs, Outputs, StepCommand, StepError, StepId, StepOutputs, VnetOutputs,
 };
@@ -65,8 +66,10 @@ impl NodePoolHandler {
         cmd: &StepCommand,
         notes: &dyn Notes,
     ) -> Result<StepResult, StepError> {
-        let StepId::NodePool(pool_name) = cmd.step_id()? else {
-            return Err(cmd.unknown_step());
+        let pool_name = match cmd.step_id()? {
+            StepId::NodePool(pool_name) => pool_name,
+            StepId::Sweep(_) if cmd.action == Action::Do => return self.sweep(cmd).await,
+            _ => return Err(cmd.unknown_step()),
         };
         let pool_name = pool_name.as_str();
         let names = &cmd.context.names;
@@ -262,12 +265,56 @@ impl NodePoolHandler {
     ) -> Result<StepResult, StepError> {
         self.waits.wait(cmd, code, what, why, memo)
     }
+
+    /// Every NodePool labelled for `tenant` (and `cluster`), on every management cluster.
+    async fn labelled(
+        &self,
+        tenant: &hypersaga_model::TenantId,
+        cluster: Option<&str>,
+    ) -> Result<Vec<Made>, StepError> {
+        let mut found = Vec::new();
+        for (name, client) in self.clients.all() {
+            found.extend(kube_ops::labelled::<NodePool>(client, name, tenant, cluster).await?);
+        }
+        Ok(found)
+    }
+
+    /// Runs `nodepool.sweep`: deletes the cluster's NodePools one after another, on whichever
+    /// management cluster each is, waiting while HyperShift drains and deletes its machines.
+    /// Idempotent: each attempt lists again, and a pool already going is only waited for.
+    async fn sweep(&self, cmd: &StepCommand) -> Result<StepResult, StepError> {
+        for made in self.labelled(&cmd.tenant, Some(&cmd.cluster)).await? {
+            let client = self.clients.named(&made.location).ok_or_else(|| {
+                StepError::terminal(
+                    "UnknownManagementCluster",
+                    format!("management cluster {:?} is gone from this service's configuration", made.location),
+                )
+            })?;
+            match kube_ops::delete_made::<NodePool>(client, &made).await? {
+                Check::Done(()) => info!(object = %made.id, on = %made.location, "swept"),
+                Check::Fail(e) => return Err(e),
+                Check::Wait(why) => {
+                    return self.wait(cmd, "NodePoolDeletionPending", &made.id, why, json!(null));
+                }
+            }
+        }
+        Ok(StepResult::Done(Outputs::new()))
+    }
 }
 
 #[async_trait::async_trait]
 impl StepHandler for NodePoolHandler {
     async fn run(&self, cmd: &StepCommand, progress: &Progress) -> Result<StepResult, StepError> {
         self.execute(cmd, progress).await
+    }
+
+    /// The NodePools labelled for `tenant` (and `cluster`), on every management cluster.
+    async fn made(
+        &self,
+        tenant: &hypersaga_model::TenantId,
+        cluster: Option<&str>,
+    ) -> Result<Vec<Made>, StepError> {
+        self.labelled(tenant, cluster).await
     }
 
     /// The NodePool the step would apply, and its quota check: a VM size the region does not
@@ -414,9 +461,9 @@ fn node_pool(cmd: &StepCommand, pool: &PoolSpec, name: &str, subnet_id: String) 
     );
     np.metadata.namespace = Some(cmd.context.names.namespace.clone());
     np.metadata.labels = Some(BTreeMap::from([
-        ("hypersaga.io/tenant".to_owned(), cmd.tenant.to_string()),
-        ("hypersaga.io/cluster".to_owned(), cmd.cluster.clone()),
-        ("hypersaga.io/saga".to_owned(), cmd.saga_id.clone()),
+        (kube_ops::LABEL_TENANT.to_owned(), cmd.tenant.to_string()),
+        (kube_ops::LABEL_CLUSTER.to_owned(), cmd.cluster.clone()),
+        (kube_ops::LABEL_SAGA.to_owned(), cmd.saga_id.clone()),
     ]));
     np
 }

@@ -321,7 +321,7 @@ fn route(
             },
         ) => list_collection(ctx, store, sub, rg.as_deref(), rtype, parent_names),
         (&Method::GET, Target::ResourceGroupList { sub }) => {
-            Ok(list_resource_groups(ctx, store, sub))
+            list_resource_groups(ctx, store, sub)
         }
         (&Method::GET, Target::Inventory { sub, rg }) => inventory(ctx, store, sub, rg.as_deref()),
         (&Method::GET, Target::ResourceSkus { .. }) => list_skus(ctx),

@@ -10,7 +10,7 @@ use super::lookup::{check_rg, embedded, not_found, render_embedded};
 use super::respond::{empty, json_response, page};
 use crate::errors::{ArmError, Result};
 use crate::path::ResourceRef;
-use crate::store::Store;
+use crate::store::{Store, StoredResource};
 use crate::types::{ResourceType, Storage};
 
 pub(super) fn get_resource(ctx: &Ctx<'_>, store: &Store, r: &ResourceRef) -> Result<Response> {
@@ -49,14 +49,23 @@ pub(super) fn head_resource(store: &Store, r: &ResourceRef) -> Response {
     })
 }
 
-/// `GET /subscriptions/{s}/resourcegroups`.
-pub(super) fn list_resource_groups(ctx: &Ctx<'_>, store: &Store, sub: &str) -> Response {
+/// `GET /subscriptions/{s}/resourcegroups[?$filter=tagName eq 'X'[ and tagValue eq 'Y']]`:
+/// ResourceGroups_List filters by tag only.
+pub(super) fn list_resource_groups(ctx: &Ctx<'_>, store: &Store, sub: &str) -> Result<Response> {
+    let filter = match ctx.query.get("$filter") {
+        None => None,
+        Some(f) => match Filter::parse(f) {
+            Some(tag @ (Filter::TagName(_) | Filter::Tag(..))) => Some(tag),
+            _ => return Err(invalid_filter(f)),
+        },
+    };
     let items: Vec<Value> = store
         .all()
         .filter(|r| r.rtype.is_resource_group() && r.sub.eq_ignore_ascii_case(sub))
-        .map(|r| store.render(r))
+        .filter(|r| filter.as_ref().is_none_or(|f| f.keeps(r)))
+        .map(|r| filter.as_ref().map_or_else(|| store.render(r), |f| f.shown(store.render(r))))
         .collect();
-    page(ctx, items)
+    Ok(page(ctx, items))
 }
 
 pub(super) fn list_collection(
@@ -114,13 +123,71 @@ pub(super) fn list_collection(
     Ok(page(ctx, items))
 }
 
-/// `resourceType eq 'X'` — the only `$filter` form the inventory understands.
-fn filter_type(filter: &str) -> Option<String> {
-    let (lhs, rhs) = filter.split_once(" eq ")?;
-    if !lhs.trim().eq_ignore_ascii_case("resourceType") {
-        return None;
+/// The `$filter` forms of Resources_List the emulator evaluates: `resourceType eq 'X'`,
+/// `tagName eq 'X'`, and `tagName eq 'X' and tagValue eq 'Y'` (tag names compare without
+/// case, values with). Anything else is refused as Azure refuses what it cannot parse.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Filter {
+    Type(String),
+    TagName(String),
+    Tag(String, String),
+}
+
+impl Filter {
+    fn parse(filter: &str) -> Option<Self> {
+        let clause = |c: &str, property: &str| {
+            let (lhs, rhs) = c.split_once(" eq ")?;
+            let rhs = rhs.trim();
+            let quoted = rhs.strip_prefix('\'')?.strip_suffix('\'')?;
+            lhs.trim()
+                .eq_ignore_ascii_case(property)
+                .then(|| quoted.replace("''", "'"))
+        };
+        let (first, second) = match filter.split_once(" and ") {
+            Some((a, b)) => (a, Some(b)),
+            None => (filter, None),
+        };
+        match second {
+            None => clause(first, "resourceType")
+                .map(Self::Type)
+                .or_else(|| clause(first, "tagName").map(Self::TagName)),
+            Some(value) => Some(Self::Tag(
+                clause(first, "tagName")?,
+                clause(value, "tagValue")?,
+            )),
+        }
     }
-    Some(rhs.trim().trim_matches('\'').to_owned())
+
+    fn keeps(&self, r: &StoredResource) -> bool {
+        let tag = |name: &str| {
+            r.tags
+                .as_ref()
+                .and_then(Value::as_object)
+                .and_then(|t| t.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)))
+                .map(|(_, v)| v.as_str().unwrap_or_default().to_owned())
+        };
+        match self {
+            Self::Type(t) => r.rtype.full_name().eq_ignore_ascii_case(t),
+            Self::TagName(name) => tag(name).is_some(),
+            Self::Tag(name, value) => tag(name).as_deref() == Some(value.as_str()),
+        }
+    }
+
+    /// What a listing shows of a resource it keeps: filtered by tag name and value, ARM
+    /// leaves the resources' tags out of its answer.
+    fn shown(&self, mut rendered: Value) -> Value {
+        if let (Self::Tag(..), Some(obj)) = (self, rendered.as_object_mut()) {
+            obj.remove("tags");
+        }
+        rendered
+    }
+}
+
+fn invalid_filter(f: &str) -> ArmError {
+    ArmError::bad_request(
+        "InvalidFilterInQueryString",
+        format!("Invalid $filter '{f}' specified in the query string."),
+    )
 }
 
 pub(super) fn inventory(
@@ -135,26 +202,49 @@ pub(super) fn inventory(
             return Err(ArmError::resource_group_not_found(rg));
         }
     }
-    let filter = ctx.query.get("$filter").map(String::as_str);
-    let wanted = match filter {
+    let wanted = match ctx.query.get("$filter") {
         None => None,
-        Some(f) => Some(filter_type(f).ok_or_else(|| {
-            ArmError::bad_request(
-                "InvalidFilterInQueryString",
-                format!("Invalid $filter '{f}' specified in the query string."),
-            )
-        })?),
+        Some(f) => Some(Filter::parse(f).ok_or_else(|| invalid_filter(f))?),
     };
     let items = store
         .all()
         .filter(|r| r.sub.eq_ignore_ascii_case(sub) && r.rtype.in_inventory)
         .filter(|r| rg.is_none_or(|g| r.rg.eq_ignore_ascii_case(g)))
-        .filter(|r| {
-            wanted
-                .as_deref()
-                .is_none_or(|t| r.rtype.full_name().eq_ignore_ascii_case(t))
+        .filter(|r| wanted.as_ref().is_none_or(|f| f.keeps(r)))
+        .map(|r| match &wanted {
+            Some(f) => f.shown(store.render_inventory(r)),
+            None => store.render_inventory(r),
         })
-        .map(|r| store.render_inventory(r))
         .collect();
     Ok(page(ctx, items))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Filter;
+
+    #[test]
+    fn resource_listings_filter_by_type_by_tag_name_or_by_tag_name_and_value() {
+        assert_eq!(
+            Filter::parse("resourceType eq 'Microsoft.Network/virtualNetworks'"),
+            Some(Filter::Type("Microsoft.Network/virtualNetworks".into()))
+        );
+        assert_eq!(
+            Filter::parse("tagName eq 'hypersaga.io_cluster'"),
+            Some(Filter::TagName("hypersaga.io_cluster".into()))
+        );
+        assert_eq!(
+            Filter::parse("tagName eq 'owner' and tagValue eq 'it''s me'"),
+            Some(Filter::Tag("owner".into(), "it's me".into()))
+        );
+        for unparsed in [
+            "name eq 'x'",
+            "tagName eq owner",
+            "tagValue eq 'x' and tagName eq 'y'",
+            "resourceType eq 'a' and tagValue eq 'b'",
+            "startswith(tagName, 'x')",
+        ] {
+            assert_eq!(Filter::parse(unparsed), None, "{unparsed}");
+        }
+    }
 }

@@ -5,11 +5,12 @@
 //! every replica within moments and nothing restarts. Credentials are answered once and kept
 //! as digests. Callers are the configured admins (`gateway.admins`), each change audited with
 //! the admin's name on the tenant's audit subject. Dead letters are listed, shown, redriven and
-//! purged here too ([`dead_letters`]).
+//! purged here too ([`dead_letters`]), and what leaked is swept ([`sweep`]).
 
 mod dead_letters;
 mod management;
 mod onboarding;
+mod sweep;
 
 use std::collections::HashMap;
 
@@ -364,6 +365,18 @@ impl AdminService for Admin {
     ) -> Result<Response<pb::PurgeDeadLettersResponse>, Status> {
         let admin = self.admin(&req)?;
         self.purge(&admin, req.into_inner())
+            .await
+            .map(Response::new)
+    }
+
+    #[instrument(skip_all, fields(tenant = %req.get_ref().tenant, dry_run = req.get_ref().dry_run))]
+    async fn sweep(
+        &self,
+        req: Request<pb::SweepRequest>,
+    ) -> Result<Response<pb::SweepResponse>, Status> {
+        let admin = self.admin(&req)?;
+        let trace_id = super::operation_trace(&req);
+        self.sweep_leftovers(&admin, req.into_inner(), trace_id)
             .await
             .map(Response::new)
     }

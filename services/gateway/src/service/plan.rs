@@ -201,10 +201,20 @@ impl Gateway {
 
     /// One service's answer to `req`, or why there is none.
     async fn ask(&self, service: &str, req: &PlanRequest) -> Result<PlanReply, ErrorInfo> {
-        let body = serde_json::to_vec(req)
-            .map_err(|e| not_planned(&format!("cannot encode the plan request: {e}")))?;
         let subject = self.bus.subjects().plan(&req.tenant, service);
-        // The plan is part of the caller's trace: each service's `plan` span is a child.
+        self.ask_service(service, subject, req).await
+    }
+
+    /// One service's answer to a request (a plan, a sweep's listing), or why there is none.
+    pub(super) async fn ask_service<Q: serde::Serialize, A: serde::de::DeserializeOwned>(
+        &self,
+        service: &str,
+        subject: String,
+        req: &Q,
+    ) -> Result<A, ErrorInfo> {
+        let body = serde_json::to_vec(req)
+            .map_err(|e| not_planned(&format!("cannot encode the request: {e}")))?;
+        // The request is part of the caller's trace: each service's `plan` span is a child.
         let mut headers = async_nats::HeaderMap::new();
         if let Some(trace) = hypersaga_telemetry::otel::current() {
             headers.insert(
@@ -234,7 +244,7 @@ impl Gateway {
                 });
             }
             Ok(Err(e)) => {
-                warn!(%service, error = %e, "plan request failed");
+                warn!(%service, error = %e, "request to a service failed");
                 return Err(not_planned(&format!(
                     "the {service} service did not answer: {e}"
                 )));
@@ -307,7 +317,7 @@ fn finding_to_pb(step: &str, f: &Finding) -> pb::PreflightFinding {
     }
 }
 
-fn target_name(t: Target) -> &'static str {
+pub(super) fn target_name(t: Target) -> &'static str {
     match t {
         Target::Azure => "azure",
         Target::Storage => "storage",

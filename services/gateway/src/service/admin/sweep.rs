@@ -1,0 +1,251 @@
+//! `AdminService.Sweep`: what hypersaga made that no live cluster owns, and a `sweep`
+//! operation per cluster to remove it.
+//!
+//! The services list what they made for each tenant by the tags and labels they put on
+//! everything ([`hypersaga_bus::sweep`]); the cluster records say who owns it. Removing is the
+//! coordinator's, as any operation: paced, traced, audited, paused on a failure, resumable.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use async_nats::jetstream::kv;
+use hypersaga_api::v1 as pb;
+use hypersaga_bus::Service;
+use hypersaga_bus::subjects::cluster_key;
+use hypersaga_bus::sweep::{Made, SweepReply, SweepRequest};
+use hypersaga_config::AdminConfig;
+use hypersaga_model::record::{ClusterRecord, OperationIntent, OperationKind};
+use hypersaga_model::{ClusterPhase, TenantId};
+use time::OffsetDateTime;
+use tonic::Status;
+use tracing::info;
+
+use super::{Admin, actor_of, tenant_id};
+use crate::convert::operation_to_pb;
+use crate::service::plan::target_name;
+use crate::service::{internal, new_operation_id, tenant_kv};
+
+/// Why no live cluster owns a leftover.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Orphaned {
+    /// Its cluster was deleted.
+    Deleted,
+    /// Its cluster's create or delete failed, or was abandoned.
+    Failed,
+    /// This installation has no record of its cluster: it may be another installation's.
+    NoRecord,
+}
+
+impl Orphaned {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Deleted => "CLUSTER_DELETED",
+            Self::Failed => "CLUSTER_FAILED",
+            Self::NoRecord => "NO_RECORD",
+        }
+    }
+}
+
+/// Why `record`'s cluster owns nothing any more, or `None` while it is live: its record is
+/// deleted or failed and no operation runs on it.
+fn orphaned_by(record: Option<&ClusterRecord>) -> Option<Orphaned> {
+    let Some(r) = record else {
+        return Some(Orphaned::NoRecord);
+    };
+    if !r.operation.state.is_terminal() {
+        return None;
+    }
+    match r.phase {
+        ClusterPhase::Deleted => Some(Orphaned::Deleted),
+        ClusterPhase::Failed => Some(Orphaned::Failed),
+        _ => None,
+    }
+}
+
+/// Whether `record`'s last delete kept its identities on purpose: they are no leftovers.
+fn kept_identities(record: Option<&ClusterRecord>) -> bool {
+    record.is_some_and(|r| {
+        r.phase == ClusterPhase::Deleted
+            && r.operation.kind == OperationKind::Delete
+            && r.intent
+                .as_ref()
+                .is_some_and(|i| i.operation == r.operation.id && i.keep_identities)
+    })
+}
+
+impl Admin {
+    /// Lists the leftovers of one tenant or all, and (unless a dry run) starts a sweep of
+    /// each leftover's cluster that has a record.
+    pub(super) async fn sweep_leftovers(
+        &self,
+        admin: &AdminConfig,
+        req: pb::SweepRequest,
+        trace_id: String,
+    ) -> Result<pb::SweepResponse, Status> {
+        let tenants: Vec<TenantId> = if req.tenant.is_empty() {
+            self.directory.ids()
+        } else {
+            let id = tenant_id("tenant", &req.tenant)?;
+            self.served(id.as_str())?;
+            vec![id]
+        };
+        let mut answer = pb::SweepResponse::default();
+        for tenant in tenants {
+            let (found, unlisted) = self.made_for(&tenant).await;
+            answer.unlisted.extend(unlisted);
+            let records = self.records(&tenant).await?;
+            let mut to_sweep = BTreeSet::new();
+            for (service, made) in found {
+                let record = records.get(&made.cluster);
+                let Some(why) = orphaned_by(record) else {
+                    continue;
+                };
+                if service == Service::Identity && kept_identities(record) {
+                    continue;
+                }
+                let removable = why != Orphaned::NoRecord;
+                if removable {
+                    to_sweep.insert(made.cluster.clone());
+                }
+                answer
+                    .leftovers
+                    .push(leftover(&tenant, made, why, record, removable));
+            }
+            if req.dry_run {
+                continue;
+            }
+            for cluster in to_sweep {
+                if let Some(op) = self
+                    .start_sweep(admin, &tenant, &cluster, &trace_id)
+                    .await?
+                {
+                    answer.operations.push(op);
+                }
+            }
+        }
+        Ok(answer)
+    }
+
+    /// What every service made for `tenant`, by service, and which services did not say.
+    async fn made_for(&self, tenant: &TenantId) -> (Vec<(Service, Made)>, Vec<String>) {
+        let asked = Service::ALL.map(|service| async move {
+            let subject = self
+                .gateway
+                .bus
+                .subjects()
+                .sweep(tenant, service.as_str());
+            let req = SweepRequest::new(tenant.clone(), None);
+            let reply: Result<SweepReply, _> = self
+                .gateway
+                .ask_service(service.as_str(), subject, &req)
+                .await;
+            (service, reply)
+        });
+        let mut found = Vec::new();
+        let mut unlisted = Vec::new();
+        for (service, reply) in futures::future::join_all(asked).await {
+            match reply {
+                Ok(SweepReply { error: None, found: made, .. }) => {
+                    found.extend(made.into_iter().map(|m| (service, m)));
+                }
+                Ok(SweepReply { error: Some(e), .. }) | Err(e) => {
+                    unlisted.push(format!("{tenant}/{service}: {}: {}", e.code, e.message));
+                }
+            }
+        }
+        (found, unlisted)
+    }
+
+    /// Every cluster record of `tenant`, deleted ones too, by name.
+    async fn records(&self, tenant: &TenantId) -> Result<BTreeMap<String, ClusterRecord>, Status> {
+        let records = tenant_kv::read::<ClusterRecord>(
+            &self.gateway.bus,
+            &self.gateway.clusters,
+            tenant,
+            "list clusters",
+        )
+        .await?;
+        Ok(records.into_iter().map(|(k, r)| (k, r.value)).collect())
+    }
+
+    /// Starts a `sweep` of `cluster` (compare-and-set on its record, as every operation
+    /// starts), unless it has come back to life meanwhile. Idempotent over a sweep already
+    /// running: that one is answered.
+    async fn start_sweep(
+        &self,
+        admin: &AdminConfig,
+        tenant: &TenantId,
+        cluster: &str,
+        trace_id: &str,
+    ) -> Result<Option<pb::Operation>, Status> {
+        let gateway = &self.gateway;
+        for _ in 0..8 {
+            let Some((mut rec, revision)) = gateway.load_cluster(tenant, cluster).await? else {
+                return Ok(None);
+            };
+            if rec.operation.kind == OperationKind::Sweep && !rec.operation.state.is_terminal() {
+                return Ok(Some(operation_to_pb(&rec.operation)));
+            }
+            if orphaned_by(Some(&rec)).is_none() {
+                return Ok(None);
+            }
+            let op_id = new_operation_id();
+            let previous = std::mem::take(&mut rec.operation.id);
+            rec.intent = Some(OperationIntent {
+                operation: op_id.clone(),
+                actor: actor_of(admin),
+                trace_id: trace_id.to_owned(),
+                previous_operation: Some(previous),
+                supersedes: None,
+                keep_identities: kept_identities(Some(&rec)),
+            });
+            rec.operation =
+                gateway.new_operation(&op_id, cluster, OperationKind::Sweep, None, OffsetDateTime::now_utc());
+            rec.phase = ClusterPhase::Deleting;
+            rec.message = "sweeping what was left".into();
+            rec.error = None;
+            rec.saga_seq = 0;
+            let bytes = serde_json::to_vec(&rec).map_err(internal("encode cluster"))?;
+            match gateway
+                .clusters
+                .update(cluster_key(tenant, cluster), bytes.into(), revision)
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => continue,
+                Err(e) => return Err(internal("write cluster")(e)),
+            }
+            gateway.wake(&rec).await?;
+            info!(%tenant, cluster, operation = %op_id, "sweep accepted");
+            return Ok(Some(operation_to_pb(&rec.operation)));
+        }
+        Err(Status::aborted(format!(
+            "cluster {cluster:?} of tenant {tenant} kept changing; sweep again"
+        )))
+    }
+}
+
+fn leftover(
+    tenant: &TenantId,
+    made: Made,
+    why: Orphaned,
+    record: Option<&ClusterRecord>,
+    removable: bool,
+) -> pb::Leftover {
+    let detail = record
+        .and_then(|r| r.error.as_ref().or(r.operation.error.as_ref()))
+        .map(|e| format!("{}: {}", e.code, e.message))
+        .unwrap_or_default();
+    pb::Leftover {
+        tenant: tenant.to_string(),
+        cluster: made.cluster,
+        reason: why.as_str().to_owned(),
+        detail,
+        target: made.target.map(target_name).unwrap_or_default().to_owned(),
+        r#type: made.kind,
+        name: made.name,
+        id: made.id,
+        location: made.location,
+        made_by: made.operation,
+        removable,
+    }
+}
