@@ -8,8 +8,8 @@ pub mod dead_letter;
 pub mod management;
 pub mod nodepool;
 pub mod rollout;
-pub mod tenant;
 pub mod sweep;
+pub mod tenant;
 pub mod tree;
 
 pub use addon::{addon_json, addon_name, addon_text, addons_table};

@@ -764,13 +764,15 @@ fn check_rbac(r: &Rendered) {
         "hypersaga-dev"
     };
     let object = ["get", "create", "patch", "delete"];
+    // What the sweeper lists by hypersaga's labels, too.
+    let listed = ["get", "list", "create", "patch", "delete"];
     let expected = [
         (
             "controlplane",
             BTreeMap::from([
-                grant("", "namespaces", &object),
-                grant("", "secrets", &["create", "patch", "delete"]),
-                grant("hypershift.openshift.io", "hostedclusters", &object),
+                grant("", "namespaces", &listed),
+                grant("", "secrets", &["list", "create", "patch", "delete"]),
+                grant("hypershift.openshift.io", "hostedclusters", &listed),
                 grant("package-operator.run", "objectdeployments", &object),
                 grant("package-operator.run", "objectsets", &["list"]),
                 grant("", "configmaps", &["get"]),
@@ -779,7 +781,7 @@ fn check_rbac(r: &Rendered) {
         (
             "nodepool",
             BTreeMap::from([
-                grant("hypershift.openshift.io", "nodepools", &object),
+                grant("hypershift.openshift.io", "nodepools", &listed),
                 grant("cluster.x-k8s.io", "machines", &["list"]),
             ]),
         ),

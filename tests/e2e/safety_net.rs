@@ -193,6 +193,89 @@ async fn a_dry_run_lists_what_the_create_then_makes_and_the_preflight_refuses_be
     };
     assert_eq!(scopes, listed.role_scopes, "role assignments, by scope");
 
+    // What leaks is swept: a create held before its DNS record, its coordinator killed, then
+    // abandoned, leaves half a cluster; the sweep lists exactly that (not `planned`, which is
+    // live) and removes it.
+    let left = leave_half_a_cluster(&system, &mut client, "leaky").await;
+    let left_infra = client
+        .get_cluster(pb::GetClusterRequest {
+            name: "leaky".into(),
+        })
+        .await
+        .expect("the abandoned cluster is kept")
+        .into_inner()
+        .status
+        .map(|s| s.infra_id)
+        .expect("its infra id");
+    let listed = sweep(&system, &["--dry-run"]);
+    let leftovers = listed["leftovers"].as_array().expect("leftovers");
+    assert!(
+        leftovers.iter().all(|l| l["cluster"] == "leaky"
+            && l["reason"] == "cluster_failed"
+            && l["removable"] == true),
+        "{listed:#}"
+    );
+    let ids: BTreeSet<String> = leftovers
+        .iter()
+        .map(|l| {
+            format!(
+                "{} {}",
+                l["type"].as_str().unwrap_or("?"),
+                l["id"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    assert_eq!(ids, left, "the dry run lists exactly what was left");
+    assert!(
+        listed["operations"].as_array().is_some_and(Vec::is_empty),
+        "{listed:#}"
+    );
+    assert_eq!(
+        what_is_left(&system, "leaky").await,
+        left,
+        "a dry run removes nothing"
+    );
+
+    let swept = sweep(&system, &[]);
+    let ops = swept["operations"].as_array().expect("operations");
+    assert_eq!(ops.len(), 1, "{swept:#}");
+    let op = ops[0]["id"].as_str().expect("id").to_owned();
+    wait_for_operation(&mut client, &op).await;
+    assert_eq!(
+        what_is_left(&system, "leaky").await,
+        BTreeSet::new(),
+        "all swept"
+    );
+    // Nor anything untagged in its groups (what CAPZ made for the pool went with them).
+    let named_after: Vec<String> = system
+        .inventory("acme")
+        .await
+        .iter()
+        .filter_map(|r| r["id"].as_str())
+        .filter(|id| id.contains(&left_infra))
+        .map(str::to_owned)
+        .collect();
+    assert!(named_after.is_empty(), "{named_after:#?}");
+    let again = sweep(&system, &["--dry-run"]);
+    assert_eq!(again["leftovers"], serde_json::json!([]), "{again:#}");
+    let events: Vec<String> = system
+        .audit_events("acme", "leaky")
+        .await
+        .iter()
+        .filter_map(|e| e["type"].as_str().map(str::to_owned))
+        .collect();
+    for kind in ["cluster.sweeping", "cluster.swept"] {
+        assert!(events.iter().any(|e| e == kind), "{kind}: {events:?}");
+    }
+    let planned = client
+        .get_cluster(pb::GetClusterRequest {
+            name: "planned".into(),
+        })
+        .await
+        .expect("the live cluster is untouched")
+        .into_inner();
+    assert_eq!(phase(&planned), "ready");
+
     // Four misconfigurations at once, all refused in one answer before any ARM write: a
     // subnet outside the VNet the user brings, a base domain without a public zone, a release
     // the management cluster's HyperShift does not support, no vCPU quota left for the pool.
@@ -344,4 +427,172 @@ async fn a_create_the_tenants_principal_may_not_make_is_refused_before_any_write
         "refused before any ARM write"
     );
     assert_no_cluster(&mut client, "ungranted").await;
+}
+
+/// `hypersaga sweep --tenant acme -o json` (with `extra`), as the admin `dev` made.
+fn sweep(system: &System, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["sweep", "--tenant", "acme", "-o", "json"];
+    args.extend_from_slice(extra);
+    let out = hypersaga(system, &args);
+    assert!(out.status.success(), "{}", text(&out));
+    serde_json::from_slice(&out.stdout).expect("the sweep's JSON")
+}
+
+/// Everything of cluster `name` of acme in ARM and on the management cluster, as `type id`:
+/// what its tags or labels name, and the role assignments of its identities' principals.
+async fn what_is_left(system: &System, name: &str) -> BTreeSet<String> {
+    let sub = system.subscription("acme");
+    let stored = system
+        .arm_admin()
+        .resources(Some(&sub))
+        .await
+        .expect("resources");
+    let ours: Vec<&serde_json::Value> = stored
+        .iter()
+        .filter(|r| {
+            r["tags"]["hypersaga.io_tenant"] == "acme" && r["tags"]["hypersaga.io_cluster"] == name
+        })
+        .collect();
+    let principals: BTreeSet<&str> = ours
+        .iter()
+        .filter_map(|r| r["properties"]["principalId"].as_str())
+        .collect();
+    let mut left: BTreeSet<String> = ours
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}",
+                r["type"].as_str().unwrap_or("?"),
+                r["id"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    let assignments = system
+        .arm_admin()
+        .role_assignments(Some(&sub))
+        .await
+        .expect("assignments");
+    for a in &assignments {
+        if a["properties"]["principalId"]
+            .as_str()
+            .is_some_and(|p| principals.contains(p))
+        {
+            left.insert(format!(
+                "Microsoft.Authorization/roleAssignments {}",
+                a["id"].as_str().unwrap_or("?")
+            ));
+        }
+    }
+    for o in system.mgmt_admin().objects().await.expect("objects") {
+        let labels = &o["metadata"]["labels"];
+        if labels["hypersaga.io/tenant"] == "acme" && labels["hypersaga.io/cluster"] == name {
+            let id = match o["metadata"]["namespace"].as_str() {
+                Some(ns) => format!("{ns}/{}", o["metadata"]["name"].as_str().unwrap_or("?")),
+                None => o["metadata"]["name"].as_str().unwrap_or("?").to_owned(),
+            };
+            left.insert(format!(
+                "{}/{} {id}",
+                o["apiVersion"].as_str().unwrap_or("?"),
+                o["kind"].as_str().unwrap_or("?")
+            ));
+        }
+    }
+    left
+}
+
+/// A create of `name` held before its DNS record (after its control plane and pool were
+/// made), its coordinator killed while it waits, then abandoned: what it left.
+async fn leave_half_a_cluster(
+    system: &System,
+    client: &mut hypersaga::client::Client,
+    name: &str,
+) -> BTreeSet<String> {
+    for record in [
+        "Microsoft.Network/privateDnsZones/A",
+        "Microsoft.Network/privateDnsZones/CNAME",
+    ] {
+        system
+            .arm_admin()
+            .add_fault(&hypersaga_emulator_arm::FaultSpec {
+                method: "PUT".into(),
+                resource_type: record.into(),
+                name_contains: None,
+                path_contains: Some(name.into()),
+                status: 503,
+                code: "ServiceUnavailable".into(),
+                message: None,
+                retry_after_secs: None,
+                count: None,
+            })
+            .await
+            .expect("hold the record");
+    }
+    let op = client
+        .create_cluster(create_request(name, 1))
+        .await
+        .expect("create")
+        .into_inner();
+    system
+        .wait_until(ACME, name, "the control plane and the pool", |c| {
+            let s = steps(c);
+            let done = |id: &str| s.get(id).is_some_and(|(state, _)| state == "succeeded");
+            done("controlplane.hostedcluster") && done("nodepool.workers")
+        })
+        .await;
+    system.kill9("coordinator-0");
+    client
+        .abandon_operation(pb::AbandonOperationRequest {
+            id: op.id.clone(),
+            request_id: String::new(),
+        })
+        .await
+        .expect("abandon");
+    system
+        .wait_until(ACME, name, "the abandon to apply", |c| phase(c) == "failed")
+        .await;
+    system
+        .arm_admin()
+        .clear_faults()
+        .await
+        .expect("clear faults");
+    let left = what_is_left(system, name).await;
+    for kind in [
+        "Microsoft.Resources/resourceGroups",
+        "Microsoft.Network/virtualNetworks",
+        "Microsoft.ManagedIdentity/userAssignedIdentities",
+        "Microsoft.Authorization/roleAssignments",
+        "hypershift.openshift.io/v1beta1/HostedCluster",
+        "hypershift.openshift.io/v1beta1/NodePool",
+        "v1/Namespace",
+    ] {
+        assert!(
+            left.iter().any(|l| l.starts_with(&format!("{kind} "))),
+            "no {kind} left: {left:#?}"
+        );
+    }
+    left
+}
+
+const ACME: &str = "acme";
+
+/// Waits for operation `id` to succeed.
+async fn wait_for_operation(client: &mut hypersaga::client::Client, id: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let op = client
+            .get_operation(pb::GetOperationRequest { id: id.into() })
+            .await
+            .expect("the operation")
+            .into_inner();
+        match pb::OperationState::try_from(op.state) {
+            Ok(pb::OperationState::Succeeded) => return,
+            Ok(pb::OperationState::Running) | Ok(pb::OperationState::Compensating) => {}
+            other => panic!("operation {id} ended {other:?}: {op:#?}"),
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "operation {id} still running: {op:#?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
 }

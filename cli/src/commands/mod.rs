@@ -6,12 +6,12 @@ pub mod bus;
 pub mod cluster;
 pub mod completion;
 pub mod dead_letter;
-pub mod sweep;
 pub mod emulator;
 pub mod management;
 pub mod nodepool;
 pub mod operation;
 pub mod rollout;
+pub mod sweep;
 pub mod tenant;
 pub mod token;
 

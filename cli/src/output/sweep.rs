@@ -106,8 +106,11 @@ mod tests {
         };
         let text = leftovers_table(std::slice::from_ref(&l), false).render(true);
         assert!(text.contains("cluster_failed"), "{text}");
-        assert!(text.contains("leaky-vnet") && text.contains("eastus"), "{text}");
-        let wide = leftovers_table(&[l.clone()], true).render(true);
+        assert!(
+            text.contains("leaky-vnet") && text.contains("eastus"),
+            "{text}"
+        );
+        let wide = leftovers_table(std::slice::from_ref(&l), true).render(true);
         assert!(wide.contains("REMOVABLE") && wide.contains("yes"), "{wide}");
         assert_eq!(leftover_json(&l)["reason"], "cluster_failed");
     }

@@ -299,11 +299,15 @@ fn sweep_plan(retain: Retain) -> Vec<StepDef> {
     let mut steps = vec![
         StepDef::of(nodepool.clone(), &[], UndoPolicy::Keep),
         StepDef::of(controlplane.clone(), &[nodepool], UndoPolicy::Keep),
-        StepDef::of(dns.clone(), &[controlplane.clone()], UndoPolicy::Keep),
+        StepDef::of(dns.clone(), std::slice::from_ref(&controlplane), UndoPolicy::Keep),
     ];
     let mut before_network = vec![dns];
     if !retain.identities {
-        steps.push(StepDef::of(identity.clone(), &[controlplane], UndoPolicy::Keep));
+        steps.push(StepDef::of(
+            identity.clone(),
+            &[controlplane],
+            UndoPolicy::Keep,
+        ));
         before_network.push(identity);
     }
     steps.push(StepDef::of(
@@ -443,8 +447,14 @@ mod tests {
         let mut kept = input(&spec, None, &none);
         kept.retain = Retain { identities: true };
         let sweep = plan(OperationKind::Sweep, kept).unwrap();
-        assert!(!ids(&sweep).contains(&"identity.sweep"), "kept identities stay");
-        assert_eq!(behaviour(OperationKind::Sweep).succeeded_phase, ClusterPhase::Deleted);
+        assert!(
+            !ids(&sweep).contains(&"identity.sweep"),
+            "kept identities stay"
+        );
+        assert_eq!(
+            behaviour(OperationKind::Sweep).succeeded_phase,
+            ClusterPhase::Deleted
+        );
     }
 
     #[test]

@@ -349,10 +349,12 @@ where
     let api: Api<K> = Api::all(client);
     let params = kube::api::ListParams::default().labels(&selector(tenant, cluster));
     let kind = K::kind(&());
-    let listed = api
-        .list(&params)
-        .await
-        .map_err(|e| step_error(&e, &format!("{kind} labelled {}", selector(tenant, cluster))))?;
+    let listed = api.list(&params).await.map_err(|e| {
+        step_error(
+            &e,
+            &format!("{kind} labelled {}", selector(tenant, cluster)),
+        )
+    })?;
     Ok(listed
         .items
         .iter()

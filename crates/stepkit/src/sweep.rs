@@ -12,7 +12,9 @@ use hypersaga_bus::sweep::Made;
 use hypersaga_model::TenantId;
 use serde_json::Value;
 
-use crate::{CLUSTER_TAG, Halt, Ops, SAGA_TAG, StepError, TENANT_TAG, TenantArm, remove, step_error};
+use crate::{
+    CLUSTER_TAG, Halt, Ops, SAGA_TAG, StepError, TENANT_TAG, TenantArm, remove, step_error,
+};
 
 /// `Microsoft.Resources` api-version the listings use.
 pub const RESOURCES_API: &str = "2021-04-01";
@@ -36,14 +38,29 @@ pub async fn tagged(
 ) -> Result<Vec<Made>, StepError> {
     let sub = &arm.subscription_id;
     let mut listed = Vec::new();
-    let wants_groups = owned.iter().any(|(t, _)| t.eq_ignore_ascii_case(RESOURCE_GROUP_TYPE));
-    if owned.iter().any(|(t, _)| !t.eq_ignore_ascii_case(RESOURCE_GROUP_TYPE)) {
+    let wants_groups = owned
+        .iter()
+        .any(|(t, _)| t.eq_ignore_ascii_case(RESOURCE_GROUP_TYPE));
+    if owned
+        .iter()
+        .any(|(t, _)| !t.eq_ignore_ascii_case(RESOURCE_GROUP_TYPE))
+    {
         let path = format!("/subscriptions/{sub}/resources?{}", by_cluster_tag());
-        listed.extend(arm.client.list(&path, RESOURCES_API).await.map_err(step_error)?);
+        listed.extend(
+            arm.client
+                .list(&path, RESOURCES_API)
+                .await
+                .map_err(step_error)?,
+        );
     }
     if wants_groups {
         let path = format!("/subscriptions/{sub}/resourcegroups?{}", by_cluster_tag());
-        listed.extend(arm.client.list(&path, RESOURCES_API).await.map_err(step_error)?);
+        listed.extend(
+            arm.client
+                .list(&path, RESOURCES_API)
+                .await
+                .map_err(step_error)?,
+        );
     }
     let mut found = Vec::new();
     for (kind, api_version) in owned {
@@ -132,16 +149,35 @@ mod tests {
                    "location": "eastus", "tags": {TENANT_TAG: tenant, CLUSTER_TAG: cluster, SAGA_TAG: "saga-1"}})
         };
         let vnet = "Microsoft.Network/virtualNetworks";
-        let made = made_of(&r("acme", "demo", vnet), &acme, Some("demo"), vnet, "2023-11-01")
-            .expect("kept");
+        let made = made_of(
+            &r("acme", "demo", vnet),
+            &acme,
+            Some("demo"),
+            vnet,
+            "2023-11-01",
+        )
+        .expect("kept");
         assert_eq!(
-            (made.cluster.as_str(), made.operation.as_str(), made.api_version.as_str()),
+            (
+                made.cluster.as_str(),
+                made.operation.as_str(),
+                made.api_version.as_str()
+            ),
             ("demo", "saga-1", "2023-11-01")
         );
         assert!(made_of(&r("acme", "demo", vnet), &acme, None, vnet, "v").is_some());
         assert!(made_of(&r("globex", "demo", vnet), &acme, None, vnet, "v").is_none());
         assert!(made_of(&r("acme", "other", vnet), &acme, Some("demo"), vnet, "v").is_none());
-        assert!(made_of(&r("acme", "demo", "Microsoft.Network/networkSecurityGroups"), &acme, None, vnet, "v").is_none());
+        assert!(
+            made_of(
+                &r("acme", "demo", "Microsoft.Network/networkSecurityGroups"),
+                &acme,
+                None,
+                vnet,
+                "v"
+            )
+            .is_none()
+        );
         let untagged = json!({"id": "/x", "type": vnet, "tags": {TENANT_TAG: "acme"}});
         assert!(made_of(&untagged, &acme, None, vnet, "v").is_none());
         let shared = json!({"id": "/subscriptions/s/resourceGroups/hcp-acme-identities", "name": "hcp-acme-identities",

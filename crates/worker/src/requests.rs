@@ -35,9 +35,18 @@ pub async fn serve_requests(
     shutdown: CancellationToken,
 ) -> crate::Result<()> {
     let subjects = bus.subjects();
-    let plans = subscribe(&bus, subjects.plan_filter(&service), format!("plan-{service}")).await?;
-    let sweeps =
-        subscribe(&bus, subjects.sweep_filter(&service), format!("sweep-{service}")).await?;
+    let plans = subscribe(
+        &bus,
+        subjects.plan_filter(&service),
+        format!("plan-{service}"),
+    )
+    .await?;
+    let sweeps = subscribe(
+        &bus,
+        subjects.sweep_filter(&service),
+        format!("sweep-{service}"),
+    )
+    .await?;
     let mut requests = futures::stream::select(
         plans.map(|m| (Asked::Plan, m)),
         sweeps.map(|m| (Asked::Sweep, m)),
@@ -158,8 +167,7 @@ async fn answer(
     payload: &[u8],
     trace: &hypersaga_telemetry::TraceParent,
 ) -> PlanReply {
-    let req: PlanRequest = match misaddressed(bus, subject, payload, |r: &PlanRequest| &r.tenant)
-    {
+    let req: PlanRequest = match misaddressed(bus, subject, payload, |r: &PlanRequest| &r.tenant) {
         Ok(r) => r,
         Err(e) => {
             return PlanReply {

@@ -66,10 +66,8 @@ impl ControlPlaneHandler {
             }
         }
         for made in self.labelled::<Namespace>(tenant, cluster).await? {
-            let check = kube_ops::delete_made_cluster_scoped::<Namespace>(
-                self.client_on(&made)?,
-                &made,
-            );
+            let check =
+                kube_ops::delete_made_cluster_scoped::<Namespace>(self.client_on(&made)?, &made);
             if let Some(wait) = self.swept(cmd, &made, check.await?)? {
                 return Ok(wait);
             }

@@ -61,7 +61,10 @@ pub async fn run(config: &Config, shutdown: CancellationToken) -> Result<(), Err
 /// zone's VNet links first (Azure refuses to delete a zone that has any), then the zone, its
 /// record sets with it. The public zone is the user's and carries no tags of ours.
 const SWEPT: [(&str, &str); 2] = [
-    ("Microsoft.Network/privateDnsZones/virtualNetworkLinks", PRIVATE_DNS_API),
+    (
+        "Microsoft.Network/privateDnsZones/virtualNetworkLinks",
+        PRIVATE_DNS_API,
+    ),
     (zone::TYPE, PRIVATE_DNS_API),
 ];
 

@@ -287,7 +287,10 @@ impl NodePoolHandler {
             let client = self.clients.named(&made.location).ok_or_else(|| {
                 StepError::terminal(
                     "UnknownManagementCluster",
-                    format!("management cluster {:?} is gone from this service's configuration", made.location),
+                    format!(
+                        "management cluster {:?} is gone from this service's configuration",
+                        made.location
+                    ),
                 )
             })?;
             match kube_ops::delete_made::<NodePool>(client, &made).await? {

@@ -168,7 +168,9 @@ pub fn check_pool_name(v: &mut Vec<FieldViolation>, field: &str, name: &str) {
     } else if name == RESERVED_POOL_NAME {
         v.push(FieldViolation::new(
             field,
-            format!("{name:?} is reserved (the sweeper's step is named after it): choose another name"),
+            format!(
+                "{name:?} is reserved (the sweeper's step is named after it): choose another name"
+            ),
         ));
     }
 }

@@ -320,9 +320,7 @@ fn route(
                 parent_names,
             },
         ) => list_collection(ctx, store, sub, rg.as_deref(), rtype, parent_names),
-        (&Method::GET, Target::ResourceGroupList { sub }) => {
-            list_resource_groups(ctx, store, sub)
-        }
+        (&Method::GET, Target::ResourceGroupList { sub }) => list_resource_groups(ctx, store, sub),
         (&Method::GET, Target::Inventory { sub, rg }) => inventory(ctx, store, sub, rg.as_deref()),
         (&Method::GET, Target::ResourceSkus { .. }) => list_skus(ctx),
         (&Method::GET, Target::ComputeUsages { sub, location }) => {

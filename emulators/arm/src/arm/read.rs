@@ -63,7 +63,11 @@ pub(super) fn list_resource_groups(ctx: &Ctx<'_>, store: &Store, sub: &str) -> R
         .all()
         .filter(|r| r.rtype.is_resource_group() && r.sub.eq_ignore_ascii_case(sub))
         .filter(|r| filter.as_ref().is_none_or(|f| f.keeps(r)))
-        .map(|r| filter.as_ref().map_or_else(|| store.render(r), |f| f.shown(store.render(r))))
+        .map(|r| {
+            filter
+                .as_ref()
+                .map_or_else(|| store.render(r), |f| f.shown(store.render(r)))
+        })
         .collect();
     Ok(page(ctx, items))
 }

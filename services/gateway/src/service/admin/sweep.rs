@@ -128,11 +128,7 @@ impl Admin {
     /// What every service made for `tenant`, by service, and which services did not say.
     async fn made_for(&self, tenant: &TenantId) -> (Vec<(Service, Made)>, Vec<String>) {
         let asked = Service::ALL.map(|service| async move {
-            let subject = self
-                .gateway
-                .bus
-                .subjects()
-                .sweep(tenant, service.as_str());
+            let subject = self.gateway.bus.subjects().sweep(tenant, service.as_str());
             let req = SweepRequest::new(tenant.clone(), None);
             let reply: Result<SweepReply, _> = self
                 .gateway
@@ -144,7 +140,11 @@ impl Admin {
         let mut unlisted = Vec::new();
         for (service, reply) in futures::future::join_all(asked).await {
             match reply {
-                Ok(SweepReply { error: None, found: made, .. }) => {
+                Ok(SweepReply {
+                    error: None,
+                    found: made,
+                    ..
+                }) => {
                     found.extend(made.into_iter().map(|m| (service, m)));
                 }
                 Ok(SweepReply { error: Some(e), .. }) | Err(e) => {
@@ -198,8 +198,13 @@ impl Admin {
                 supersedes: None,
                 keep_identities: kept_identities(Some(&rec)),
             });
-            rec.operation =
-                gateway.new_operation(&op_id, cluster, OperationKind::Sweep, None, OffsetDateTime::now_utc());
+            rec.operation = gateway.new_operation(
+                &op_id,
+                cluster,
+                OperationKind::Sweep,
+                None,
+                OffsetDateTime::now_utc(),
+            );
             rec.phase = ClusterPhase::Deleting;
             rec.message = "sweeping what was left".into();
             rec.error = None;
@@ -247,5 +252,77 @@ fn leftover(
         location: made.location,
         made_by: made.operation,
         removable,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hypersaga_model::record::OperationState;
+
+    use super::*;
+
+    fn record(phase: ClusterPhase, kind: OperationKind, state: OperationState) -> ClusterRecord {
+        let mut r: ClusterRecord = serde_json::from_value(serde_json::json!({
+            "v": 1, "tenant": "acme", "name": "demo", "uid": "u", "infra_id": "demo-x",
+            "spec": {"location": "eastus", "release_image": "quay.io/openshift-release-dev/ocp-release:4.18.0-multi",
+                     "base_domain": "example.com", "node_pools": []},
+            "created_at": "2026-01-01T00:00:00Z", "phase": "ready",
+            "operation": {"id": "op-1", "cluster": "demo", "kind": "create", "state": "succeeded",
+                          "started_at": "2026-01-01T00:00:00Z", "deadline": "2026-01-01T01:00:00Z", "steps": []}
+        }))
+        .expect("a record");
+        r.phase = phase;
+        r.operation.kind = kind;
+        r.operation.state = state;
+        r
+    }
+
+    #[test]
+    fn only_a_deleted_or_failed_cluster_with_nothing_running_owns_nothing() {
+        use ClusterPhase::*;
+        use OperationKind::{Create, Delete};
+        use OperationState::{Failed as Ended, Running, Succeeded};
+        assert_eq!(orphaned_by(None), Some(Orphaned::NoRecord));
+        assert_eq!(
+            orphaned_by(Some(&record(Deleted, Delete, Succeeded))),
+            Some(Orphaned::Deleted)
+        );
+        assert_eq!(
+            orphaned_by(Some(&record(Failed, Create, Ended))),
+            Some(Orphaned::Failed)
+        );
+        assert_eq!(orphaned_by(Some(&record(Ready, Create, Succeeded))), None);
+        assert_eq!(
+            orphaned_by(Some(&record(Deleting, Delete, Running))),
+            None,
+            "a delete runs"
+        );
+        assert_eq!(orphaned_by(Some(&record(Failed, Create, Running))), None);
+    }
+
+    #[test]
+    fn identities_a_delete_kept_are_no_leftovers() {
+        let mut r = record(
+            ClusterPhase::Deleted,
+            OperationKind::Delete,
+            OperationState::Succeeded,
+        );
+        assert!(!kept_identities(Some(&r)));
+        r.intent = Some(OperationIntent {
+            operation: "op-1".into(),
+            actor: "tenant:acme".into(),
+            trace_id: "t".into(),
+            previous_operation: None,
+            supersedes: None,
+            keep_identities: true,
+        });
+        assert!(kept_identities(Some(&r)));
+        if let Some(i) = r.intent.as_mut() {
+            i.operation = "op-older".into();
+        }
+        assert!(
+            !kept_identities(Some(&r)),
+            "only the last delete's choice counts"
+        );
     }
 }
