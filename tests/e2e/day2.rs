@@ -175,6 +175,7 @@ fn update(
     etag: &str,
 ) -> pb::UpdateNodePoolRequest {
     pb::UpdateNodePoolRequest {
+        validate_only: false,
         cluster: cluster.into(),
         node_pool: Some(pb::NodePool {
             spec: Some(pb::NodePoolSpec {
@@ -220,6 +221,7 @@ async fn node_pools_are_created_scaled_autoscaled_and_deleted_beside_an_untouche
     // A second pool of 3 × Standard_D8s_v5.
     let op = c
         .create_node_pool(pb::CreateNodePoolRequest {
+            validate_only: false,
             cluster: "living".into(),
             node_pool: Some(pb::NodePoolSpec {
                 name: "big".into(),
@@ -299,6 +301,7 @@ async fn node_pools_are_created_scaled_autoscaled_and_deleted_beside_an_untouche
     // A retry of the create is the same operation.
     let again = c
         .create_node_pool(pb::CreateNodePoolRequest {
+            validate_only: false,
             cluster: "living".into(),
             node_pool: Some(pb::NodePoolSpec {
                 name: "big".into(),
@@ -378,6 +381,7 @@ async fn node_pools_are_created_scaled_autoscaled_and_deleted_beside_an_untouche
     // Deleted: its VMs, NICs and disks are gone.
     let op = c
         .delete_node_pool(pb::DeleteNodePoolRequest {
+            validate_only: false,
             cluster: "living".into(),
             name: "big".into(),
             request_id: "big-delete".into(),
@@ -406,6 +410,7 @@ async fn node_pools_are_created_scaled_autoscaled_and_deleted_beside_an_untouche
     // Refused before anything is written, each with its field path.
     let newer = c
         .create_node_pool(pb::CreateNodePoolRequest {
+            validate_only: false,
             cluster: "living".into(),
             node_pool: Some(pb::NodePoolSpec {
                 name: "next".into(),
@@ -421,6 +426,7 @@ async fn node_pools_are_created_scaled_autoscaled_and_deleted_beside_an_untouche
     assert_eq!(violations(&newer), ["node_pool.release_image"]);
     let skip = c
         .update_cluster(pb::UpdateClusterRequest {
+            validate_only: false,
             cluster: Some(pb::Cluster {
                 name: "living".into(),
                 spec: Some(pb::ClusterSpec {
@@ -555,6 +561,7 @@ async fn a_scale_over_the_vcpu_quota_fails_with_the_arithmetic_and_a_failed_pool
         .expect("fault");
     let op = c
         .create_node_pool(pb::CreateNodePoolRequest {
+            validate_only: false,
             cluster: "tight".into(),
             node_pool: Some(pb::NodePoolSpec {
                 name: "gpu".into(),
@@ -696,6 +703,7 @@ async fn a_scale_pauses_and_resumes_survives_kill_9_and_a_delete_supersedes_it()
 /// An upgrade of the control plane of `cluster` to `image`, against `etag` (empty: none).
 fn upgrade(cluster: &str, image: &str, etag: &str) -> pb::UpdateClusterRequest {
     pb::UpdateClusterRequest {
+        validate_only: false,
         cluster: Some(pb::Cluster {
             name: cluster.into(),
             etag: etag.into(),

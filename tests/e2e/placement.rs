@@ -111,6 +111,7 @@ async fn creates_fill_management_clusters_by_room_and_a_full_or_cordoned_region_
     let ready = system.watch_to_end("acme", first).await;
     assert_eq!(phase(&ready), "ready", "{ready:?}");
     acme.create_node_pool(pb::CreateNodePoolRequest {
+        validate_only: false,
         cluster: first.clone(),
         node_pool: Some(pb::NodePoolSpec {
             name: "extra".into(),

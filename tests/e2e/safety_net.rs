@@ -332,6 +332,84 @@ async fn a_dry_run_lists_what_the_create_then_makes_and_the_preflight_refuses_be
         "refused before any ARM write"
     );
     assert_no_cluster(&mut client, "misfit").await;
+
+    // A day-2 change is planned and checked the same way: a pool the quota has no room for
+    // is a finding in its dry run and refused for real, before any write; an upgrade's dry
+    // run lists what it changes and starts nothing.
+    let more = || pb::CreateNodePoolRequest {
+        cluster: "planned".into(),
+        node_pool: Some(pb::NodePoolSpec {
+            name: "more".into(),
+            replicas: Some(1),
+            vm_size: "Standard_D4s_v5".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let before = arm_writes(&system).await;
+    let planned_op = client
+        .create_node_pool(pb::CreateNodePoolRequest {
+            validate_only: true,
+            ..more()
+        })
+        .await
+        .expect("a day-2 dry run")
+        .into_inner();
+    assert!(planned_op.id.is_empty(), "{planned_op:?}");
+    let plan = planned_op.plan.expect("the plan");
+    let steps: Vec<&str> = plan.steps.iter().map(|s| s.step.as_str()).collect();
+    assert_eq!(steps, ["nodepool.more"], "{plan:#?}");
+    assert_eq!(
+        plan.findings
+            .iter()
+            .map(|f| (f.field.as_str(), f.kind.as_str()))
+            .collect::<Vec<_>>(),
+        [("spec.node_pools.more.replicas", "QUOTA")],
+        "{plan:#?}"
+    );
+    let refused = preflight_refusal(client.create_node_pool(more()).await);
+    assert_eq!(refused[0].r#type, "QUOTA", "{refused:#?}");
+    let upgrade = client
+        .update_cluster(pb::UpdateClusterRequest {
+            cluster: Some(pb::Cluster {
+                name: "planned".into(),
+                spec: Some(pb::ClusterSpec {
+                    release_image: "quay.io/openshift-release-dev/ocp-release:4.22.0-multi".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            update_mask: Some(prost_types::FieldMask {
+                paths: vec!["spec.release_image".into()],
+            }),
+            validate_only: true,
+            ..Default::default()
+        })
+        .await
+        .expect("an upgrade's dry run")
+        .into_inner();
+    let plan = upgrade.plan.expect("the plan");
+    assert!(plan.findings.is_empty(), "{plan:#?}");
+    assert!(
+        plan.steps
+            .iter()
+            .flat_map(|s| &s.changes)
+            .any(|c| c.r#type.ends_with("/HostedCluster") && c.name == "planned"),
+        "{plan:#?}"
+    );
+    assert_eq!(arm_writes(&system).await, before, "nothing written");
+    let cluster = client
+        .get_cluster(pb::GetClusterRequest {
+            name: "planned".into(),
+        })
+        .await
+        .expect("planned")
+        .into_inner();
+    assert_eq!(
+        phase(&cluster),
+        "ready",
+        "no operation started: {cluster:#?}"
+    );
 }
 
 /// Role Based Access Control Administrator, one of the two roles onboarding grants the
@@ -427,6 +505,55 @@ async fn a_create_the_tenants_principal_may_not_make_is_refused_before_any_write
         "refused before any ARM write"
     );
     assert_no_cluster(&mut client, "ungranted").await;
+
+    // Five misconfigurations at once, the missing role among them, all refused in one answer
+    // before any ARM write, each with its field: no public zone (the permissions are then
+    // read at another group of the subscription), a subnet outside the VNet the user brings,
+    // a release HyperShift does not support, and no vCPU quota for the pool.
+    let user = UserNetwork::make(&system, "acme").await;
+    let corp = user.vnet("corp-vnet", "172.16").await;
+    let lab = user.vnet("lab-vnet", "172.17").await;
+    system
+        .arm_admin()
+        .set_quota_limit(&hypersaga_emulator_arm::QuotaLimit {
+            subscription: sub.clone(),
+            location: "eastus".into(),
+            name: "standardDSv5Family".into(),
+            limit: 0,
+        })
+        .await
+        .expect("quota");
+    let before = arm_writes(&system).await;
+    let mut req = create_request("misfit", 1);
+    if let Some(spec) = req.spec.as_mut() {
+        spec.base_domain = "nozone.example.org".into();
+        spec.release_image = "quay.io/openshift-release-dev/ocp-release:4.23.0-multi".into();
+        spec.network = Some(pb::NetworkSpec {
+            vnet_id: corp,
+            subnet_id: format!("{lab}/subnets/clusters"),
+            nsg_id: user.nsg.clone(),
+            ..Default::default()
+        });
+    }
+    let violations = preflight_refusal(client.create_cluster(req).await);
+    let kinds: BTreeSet<&str> = violations.iter().map(|v| v.r#type.as_str()).collect();
+    assert_eq!(
+        kinds,
+        BTreeSet::from(["DNS_ZONE", "NETWORK", "PERMISSION", "QUOTA", "RELEASE"]),
+        "{violations:#?}"
+    );
+    assert!(
+        violations
+            .iter()
+            .all(|v| !v.subject.is_empty() && !v.description.is_empty()),
+        "{violations:#?}"
+    );
+    assert_eq!(
+        arm_writes(&system).await,
+        before,
+        "refused before any ARM write"
+    );
+    assert_no_cluster(&mut client, "misfit").await;
 }
 
 /// `hypersaga sweep --tenant acme -o json` (with `extra`), as the admin `dev` made.

@@ -122,6 +122,7 @@ async fn measure(
     let mut c = client.clone();
     let op = c
         .create_node_pool(pb::CreateNodePoolRequest {
+            validate_only: false,
             cluster: CLUSTER.into(),
             node_pool: Some(pb::NodePoolSpec {
                 name: POOL.into(),
@@ -161,6 +162,7 @@ async fn measure(
     let etag = String::new();
     let op = c
         .update_cluster(pb::UpdateClusterRequest {
+            validate_only: false,
             cluster: Some(pb::Cluster {
                 name: CLUSTER.into(),
                 etag,
@@ -251,6 +253,7 @@ async fn measure(
 
 fn pool_update(name: &str, spec: pb::NodePoolSpec, path: &str) -> pb::UpdateNodePoolRequest {
     pb::UpdateNodePoolRequest {
+        validate_only: false,
         cluster: CLUSTER.into(),
         node_pool: Some(pb::NodePool {
             spec: Some(pb::NodePoolSpec {

@@ -131,6 +131,11 @@ pub struct AddonSetArgs {
     /// Follow the change, showing each step, until it has succeeded or failed.
     #[arg(long)]
     pub wait: bool,
+    /// Change nothing: print what the change would do, step by step (the Azure resources and
+    /// Kubernetes objects it would create, change or delete), and what the preflight finds in
+    /// its way. Exit code 0 when nothing is in the way, 9 when the change would be refused.
+    #[arg(long, conflicts_with = "wait")]
+    pub dry_run: bool,
     #[command(flatten)]
     pub client: ClientArgs,
 }
@@ -153,6 +158,11 @@ pub struct AddonRemoveArgs {
     /// Follow the removal, showing each step, until it has succeeded or failed.
     #[arg(long)]
     pub wait: bool,
+    /// Change nothing: print what the change would do, step by step (the Azure resources and
+    /// Kubernetes objects it would create, change or delete), and what the preflight finds in
+    /// its way. Exit code 0 when nothing is in the way, 9 when the change would be refused.
+    #[arg(long, conflicts_with = "wait")]
+    pub dry_run: bool,
     #[command(flatten)]
     pub client: ClientArgs,
 }
@@ -164,6 +174,7 @@ pub fn addon_set_request(a: &AddonSetArgs, request_id: String) -> pb::SetCluster
         addon: Some(a.addon.clone()),
         request_id,
         etag: super::etag(a.etag.as_deref()),
+        validate_only: a.dry_run,
     }
 }
 
@@ -177,6 +188,7 @@ pub fn addon_remove_request(
         addon: a.addon.clone(),
         request_id,
         etag: super::etag(a.etag.as_deref()),
+        validate_only: a.dry_run,
     }
 }
 
@@ -220,6 +232,11 @@ pub struct UpgradeArgs {
     /// Follow the upgrade, showing each step, until it has succeeded or failed.
     #[arg(long)]
     pub wait: bool,
+    /// Change nothing: print what the change would do, step by step (the Azure resources and
+    /// Kubernetes objects it would create, change or delete), and what the preflight finds in
+    /// its way. Exit code 0 when nothing is in the way, 9 when the change would be refused.
+    #[arg(long, conflicts_with = "wait")]
+    pub dry_run: bool,
     #[command(flatten)]
     pub client: ClientArgs,
 }
@@ -240,6 +257,7 @@ pub fn upgrade_request(a: &UpgradeArgs, request_id: String) -> pb::UpdateCluster
             paths: vec!["spec.release_image".to_owned()],
         }),
         request_id,
+        validate_only: a.dry_run,
     }
 }
 
@@ -392,6 +410,9 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
                 Ok(r) => r.into_inner(),
                 Err(s) => return fail(&a.client, s),
             };
+            if a.dry_run {
+                return dry_run(&a.client, &op);
+            }
             if matches!(a.client.output, Output::Text | Output::Wide) {
                 outln!("{}", addon_set_said(&a, &op))?;
             }
@@ -409,6 +430,9 @@ pub async fn run(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
                 Ok(r) => r.into_inner(),
                 Err(s) => return fail(&a.client, s),
             };
+            if a.dry_run {
+                return dry_run(&a.client, &op);
+            }
             if matches!(a.client.output, Output::Text | Output::Wide) {
                 outln!(
                     "Removing add-on {} from cluster {} (operation {}).",
@@ -434,6 +458,9 @@ async fn upgrade(a: UpgradeArgs) -> anyhow::Result<ExitCode> {
         Ok(r) => r.into_inner(),
         Err(s) => return fail(&a.client, s),
     };
+    if a.dry_run {
+        return dry_run(&a.client, &op);
+    }
     if matches!(a.client.output, Output::Text | Output::Wide) {
         outln!(
             "Upgrading the control plane of cluster {} to {} (operation {}).",
@@ -516,8 +543,8 @@ async fn create(a: CreateArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Prints a dry run's plan; its exit code says whether a create would be refused.
-fn dry_run(client: &ClientArgs, op: &pb::Operation) -> anyhow::Result<ExitCode> {
+/// Prints a dry run's plan; its exit code says whether the operation would be refused.
+pub(crate) fn dry_run(client: &ClientArgs, op: &pb::Operation) -> anyhow::Result<ExitCode> {
     let plan = op.plan.clone().unwrap_or_default();
     if let Some(doc) = client.output.document(&output::plan_json(&plan))? {
         out!("{doc}")?;

@@ -212,6 +212,11 @@ pub struct CreateArgs {
     /// Follow the creation, showing each step, until the pool is ready or failed.
     #[arg(long)]
     pub wait: bool,
+    /// Change nothing: print what the change would do, step by step (the Azure resources and
+    /// Kubernetes objects it would create, change or delete), and what the preflight finds in
+    /// its way. Exit code 0 when nothing is in the way, 9 when the change would be refused.
+    #[arg(long, conflicts_with = "wait")]
+    pub dry_run: bool,
     #[command(flatten)]
     pub client: ClientArgs,
 }
@@ -235,6 +240,11 @@ pub struct ScaleArgs {
     /// Follow the change, showing each step, until it has succeeded or failed.
     #[arg(long)]
     pub wait: bool,
+    /// Change nothing: print what the change would do, step by step (the Azure resources and
+    /// Kubernetes objects it would create, change or delete), and what the preflight finds in
+    /// its way. Exit code 0 when nothing is in the way, 9 when the change would be refused.
+    #[arg(long, conflicts_with = "wait")]
+    pub dry_run: bool,
     #[command(flatten)]
     pub client: ClientArgs,
 }
@@ -279,6 +289,11 @@ pub struct UpdateArgs {
     /// Follow the change, showing each step, until it has succeeded or failed.
     #[arg(long)]
     pub wait: bool,
+    /// Change nothing: print what the change would do, step by step (the Azure resources and
+    /// Kubernetes objects it would create, change or delete), and what the preflight finds in
+    /// its way. Exit code 0 when nothing is in the way, 9 when the change would be refused.
+    #[arg(long, conflicts_with = "wait")]
+    pub dry_run: bool,
     #[command(flatten)]
     pub client: ClientArgs,
 }
@@ -300,6 +315,11 @@ pub struct DeleteArgs {
     /// Follow the deletion until the pool is gone.
     #[arg(long)]
     pub wait: bool,
+    /// Change nothing: print what the change would do, step by step (the Azure resources and
+    /// Kubernetes objects it would create, change or delete), and what the preflight finds in
+    /// its way. Exit code 0 when nothing is in the way, 9 when the change would be refused.
+    #[arg(long, conflicts_with = "wait")]
+    pub dry_run: bool,
     #[command(flatten)]
     pub client: ClientArgs,
 }
@@ -389,6 +409,7 @@ pub fn create_request(
             node_drain_timeout_minutes: a.drain_timeout_minutes.unwrap_or(0),
         }),
         request_id,
+        validate_only: a.dry_run,
     })
 }
 
@@ -417,6 +438,7 @@ fn update_pool(
             paths: paths.into_iter().map(str::to_owned).collect(),
         }),
         request_id,
+        validate_only: false,
     }
 }
 
@@ -491,6 +513,7 @@ pub fn delete_request(a: &DeleteArgs, request_id: String) -> pb::DeleteNodePoolR
         name: a.name.clone(),
         request_id,
         etag: super::etag(a.etag.as_deref()),
+        validate_only: a.dry_run,
     }
 }
 
@@ -501,7 +524,15 @@ pub async fn run(cmd: NodePoolCommand) -> anyhow::Result<ExitCode> {
             let said = format!("Creating node pool {} in cluster {}", a.name, a.cluster);
             let mut c = a.client.client().await?;
             let answer = c.create_node_pool(req).await;
-            changed(answer, c, &a.client, &a.cluster, &a.name, &said, a.wait).await
+            changed(
+                answer,
+                c,
+                &a.client,
+                (&a.cluster, &a.name),
+                &said,
+                (a.wait, a.dry_run),
+            )
+            .await
         }
         NodePoolCommand::Get {
             cluster,
@@ -546,7 +577,8 @@ pub async fn run(cmd: NodePoolCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         NodePoolCommand::Scale(a) => {
-            let req = scale_request(&a, request_id_or_new(a.request_id.clone()));
+            let mut req = scale_request(&a, request_id_or_new(a.request_id.clone()));
+            req.validate_only = a.dry_run;
             let said = format!(
                 "Scaling node pool {} of cluster {} to {}",
                 a.name,
@@ -555,10 +587,19 @@ pub async fn run(cmd: NodePoolCommand) -> anyhow::Result<ExitCode> {
             );
             let mut c = a.client.client().await?;
             let answer = c.update_node_pool(req).await;
-            changed(answer, c, &a.client, &a.cluster, &a.name, &said, a.wait).await
+            changed(
+                answer,
+                c,
+                &a.client,
+                (&a.cluster, &a.name),
+                &said,
+                (a.wait, a.dry_run),
+            )
+            .await
         }
         NodePoolCommand::Update(a) => {
-            let req = update_request(&a, request_id_or_new(a.request_id.clone()))?;
+            let mut req = update_request(&a, request_id_or_new(a.request_id.clone()))?;
+            req.validate_only = a.dry_run;
             let paths = req
                 .update_mask
                 .as_ref()
@@ -570,33 +611,52 @@ pub async fn run(cmd: NodePoolCommand) -> anyhow::Result<ExitCode> {
             );
             let mut c = a.client.client().await?;
             let answer = c.update_node_pool(req).await;
-            changed(answer, c, &a.client, &a.cluster, &a.name, &said, a.wait).await
+            changed(
+                answer,
+                c,
+                &a.client,
+                (&a.cluster, &a.name),
+                &said,
+                (a.wait, a.dry_run),
+            )
+            .await
         }
         NodePoolCommand::Delete(a) => {
             let req = delete_request(&a, request_id_or_new(a.request_id.clone()));
             let said = format!("Deleting node pool {} of cluster {}", a.name, a.cluster);
             let mut c = a.client.client().await?;
             let answer = c.delete_node_pool(req).await;
-            changed(answer, c, &a.client, &a.cluster, &a.name, &said, a.wait).await
+            changed(
+                answer,
+                c,
+                &a.client,
+                (&a.cluster, &a.name),
+                &said,
+                (a.wait, a.dry_run),
+            )
+            .await
         }
     }
 }
 
 /// After a change was asked: the refusal, or what was accepted (`said`, and the operation)
-/// and, with `--wait`, the operation followed to its end as `cluster create --wait` does.
+/// and, with `--wait`, the operation followed to its end as `cluster create --wait` does; a
+/// dry run's plan.
 async fn changed(
     answer: Result<tonic::Response<pb::Operation>, tonic::Status>,
     c: crate::client::Client,
     client: &ClientArgs,
-    cluster: &str,
-    pool: &str,
+    (cluster, pool): (&str, &str),
     said: &str,
-    wait: bool,
+    (wait, dry_run): (bool, bool),
 ) -> anyhow::Result<ExitCode> {
     let op = match answer {
         Ok(r) => r.into_inner(),
         Err(s) => return fail(client, s),
     };
+    if dry_run {
+        return super::cluster::dry_run(client, &op);
+    }
     if matches!(client.output, Output::Text | Output::Wide) {
         outln!("{said} (operation {}).", op.id)?;
     }

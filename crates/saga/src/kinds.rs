@@ -299,7 +299,11 @@ fn sweep_plan(retain: Retain) -> Vec<StepDef> {
     let mut steps = vec![
         StepDef::of(nodepool.clone(), &[], UndoPolicy::Keep),
         StepDef::of(controlplane.clone(), &[nodepool], UndoPolicy::Keep),
-        StepDef::of(dns.clone(), std::slice::from_ref(&controlplane), UndoPolicy::Keep),
+        StepDef::of(
+            dns.clone(),
+            std::slice::from_ref(&controlplane),
+            UndoPolicy::Keep,
+        ),
     ];
     let mut before_network = vec![dns];
     if !retain.identities {

@@ -408,7 +408,19 @@ impl StepHandler for ControlPlaneHandler {
     /// management cluster.
     async fn plan(&self, cmd: &StepCommand) -> Result<StepPlan, StepError> {
         if cmd.action != Action::Do {
-            return Err(cmd.unknown_step());
+            // An add-on's removal: its ObjectDeployment (Package Operator then removes its
+            // objects from both clusters).
+            return match cmd.step_id()? {
+                StepId::Addon(name) => {
+                    let mut plan = crate::addon::plan(cmd, &name);
+                    for change in &mut plan.changes {
+                        change.verb = Some(hypersaga_bus::plan::Verb::Delete);
+                    }
+                    plan.outputs = Outputs::new();
+                    Ok(plan)
+                }
+                _ => Err(cmd.unknown_step()),
+            };
         }
         match cmd.step_id()? {
             StepId::HostedCluster => self.plan_hosted_cluster(cmd).await,

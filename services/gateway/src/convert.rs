@@ -237,18 +237,7 @@ pub fn operation_to_pb(o: &OperationView) -> pb::Operation {
     pb::Operation {
         id: o.id.clone(),
         cluster: o.cluster.clone(),
-        kind: match o.kind {
-            OperationKind::Create => pb::OperationKind::Create,
-            OperationKind::Delete => pb::OperationKind::Delete,
-            OperationKind::UpdateCluster => pb::OperationKind::UpdateCluster,
-            OperationKind::CreateNodePool => pb::OperationKind::CreateNodePool,
-            OperationKind::UpdateNodePool => pb::OperationKind::UpdateNodePool,
-            OperationKind::DeleteNodePool => pb::OperationKind::DeleteNodePool,
-            OperationKind::AddAddon => pb::OperationKind::AddAddon,
-            OperationKind::UpdateAddon => pb::OperationKind::UpdateAddon,
-            OperationKind::RemoveAddon => pb::OperationKind::RemoveAddon,
-            OperationKind::Sweep => pb::OperationKind::Sweep,
-        } as i32,
+        kind: kind_to_pb(o.kind) as i32,
         node_pool: o.node_pool.clone().unwrap_or_default(),
         addon: o.addon.clone().unwrap_or_default(),
         state: op_state_to_pb(o.state) as i32,
@@ -309,6 +298,22 @@ pub fn cluster_to_pb(r: &ClusterRecord, revision: u64) -> pb::Cluster {
 }
 
 /// The control plane's rolled-out version and history, as the last rollout step saw them.
+/// An operation kind as the API says it.
+pub(crate) fn kind_to_pb(kind: OperationKind) -> pb::OperationKind {
+    match kind {
+        OperationKind::Create => pb::OperationKind::Create,
+        OperationKind::Delete => pb::OperationKind::Delete,
+        OperationKind::UpdateCluster => pb::OperationKind::UpdateCluster,
+        OperationKind::CreateNodePool => pb::OperationKind::CreateNodePool,
+        OperationKind::UpdateNodePool => pb::OperationKind::UpdateNodePool,
+        OperationKind::DeleteNodePool => pb::OperationKind::DeleteNodePool,
+        OperationKind::AddAddon => pb::OperationKind::AddAddon,
+        OperationKind::UpdateAddon => pb::OperationKind::UpdateAddon,
+        OperationKind::RemoveAddon => pb::OperationKind::RemoveAddon,
+        OperationKind::Sweep => pb::OperationKind::Sweep,
+    }
+}
+
 fn control_plane_to_pb(r: &ClusterRecord) -> pb::ControlPlaneStatus {
     let rollout = r.owned.get("controlplane.rollout");
     let history: Vec<VersionEntry> = rollout

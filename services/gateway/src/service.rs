@@ -885,6 +885,7 @@ impl ClusterService for Gateway {
             request_id,
             etag: Some(day2::Etag::Cluster(cluster.etag)),
             trace_id,
+            validate_only: req.validate_only,
             apply: &apply,
         };
         self.accept_change(&tenant, change).await.map(Response::new)
@@ -944,6 +945,7 @@ impl ClusterService for Gateway {
             request_id,
             etag: None,
             trace_id,
+            validate_only: req.validate_only,
             apply: &apply,
         };
         self.accept_change(&tenant, change).await.map(Response::new)
@@ -1041,6 +1043,7 @@ impl ClusterService for Gateway {
                 etag: pool.etag,
             }),
             trace_id,
+            validate_only: req.validate_only,
             apply: &apply,
         };
         self.accept_change(&tenant, change).await.map(Response::new)
@@ -1070,6 +1073,7 @@ impl ClusterService for Gateway {
                 etag: req.etag.clone(),
             }),
             trace_id,
+            validate_only: req.validate_only,
             apply: &apply,
         };
         self.accept_change(&tenant, change).await.map(Response::new)

@@ -32,21 +32,37 @@ pub(crate) struct Assignment {
     pub role_definition_id: String,
 }
 
+/// The group of a resource the user brought (or owns, as the public zone).
+fn group_of_resource(id: &str) -> Result<String, StepError> {
+    let parsed =
+        ResourceId::parse(id).map_err(|e| StepError::terminal("InvalidResourceId", e.to_string()))?;
+    Ok(ids::resource_group_id(
+        parsed.subscription(),
+        parsed.resource_group(),
+    ))
+}
+
+/// The public zone's group, from `dns.public-zone`'s outputs.
+fn zone_group(cmd: &StepCommand) -> Result<String, StepError> {
+    let PublicZoneOutputs { public_zone } = cmd.context.outputs_of(&StepId::PublicZone)?;
+    group_of_resource(&public_zone)
+}
+
 /// Every assignment of the cluster, from the identities' principals and the groups' ids.
 pub(crate) fn wanted(arm: &TenantArm, cmd: &StepCommand) -> Result<Vec<Assignment>, StepError> {
+    assignments(arm, cmd, Some(&zone_group(cmd)?))
+}
+
+/// The assignments of the cluster; those on the public zone's group only when it is known.
+fn assignments(
+    arm: &TenantArm,
+    cmd: &StepCommand,
+    zone_rg: Option<&str>,
+) -> Result<Vec<Assignment>, StepError> {
     let identities: WorkloadIdentitiesOutputs =
         cmd.context.outputs_of(&StepId::WorkloadIdentities)?;
     let groups: ResourceGroupsOutputs = cmd.context.outputs_of(&StepId::ResourceGroups)?;
     let network = &cmd.context.spec.network;
-    // The group of a resource the user brought (or owns, as the public zone).
-    let group_of_resource = |id: &str| {
-        let parsed = ResourceId::parse(id)
-            .map_err(|e| StepError::terminal("InvalidResourceId", e.to_string()))?;
-        Ok::<_, StepError>(ids::resource_group_id(
-            parsed.subscription(),
-            parsed.resource_group(),
-        ))
-    };
     let group_of =
         |ours: &Option<String>, brought: &Option<String>, what: &str| match (ours, brought) {
             (Some(id), _) => Ok(id.clone()),
@@ -58,8 +74,6 @@ pub(crate) fn wanted(arm: &TenantArm, cmd: &StepCommand) -> Result<Vec<Assignmen
         };
     let vnet_rg = group_of(&groups.vnet_rg_id, &network.vnet_id, "VNet")?;
     let nsg_rg = group_of(&groups.nsg_rg_id, &network.nsg_id, "NSG")?;
-    let PublicZoneOutputs { public_zone } = cmd.context.outputs_of(&StepId::PublicZone)?;
-    let zone_rg = group_of_resource(&public_zone)?;
     let infra = &cmd.context.names.infra_id;
     let mut out = Vec::new();
     for grant in ROLE_GRANTS {
@@ -76,11 +90,12 @@ pub(crate) fn wanted(arm: &TenantArm, cmd: &StepCommand) -> Result<Vec<Assignmen
                 )
             })?;
         for scope in grant.scopes {
-            let scope = match scope {
-                RoleScope::Managed => &groups.managed_rg_id,
-                RoleScope::Vnet => &vnet_rg,
-                RoleScope::Nsg => &nsg_rg,
-                RoleScope::PublicZone => &zone_rg,
+            let scope = match (scope, zone_rg) {
+                (RoleScope::Managed, _) => groups.managed_rg_id.as_str(),
+                (RoleScope::Vnet, _) => vnet_rg.as_str(),
+                (RoleScope::Nsg, _) => nsg_rg.as_str(),
+                (RoleScope::PublicZone, Some(zone_rg)) => zone_rg,
+                (RoleScope::PublicZone, None) => continue,
             };
             let name = role_assignment_name(infra, grant.component, scope);
             out.push(Assignment {
@@ -99,8 +114,10 @@ pub(crate) fn wanted(arm: &TenantArm, cmd: &StepCommand) -> Result<Vec<Assignmen
 
 /// What [`ensure`] would make: every assignment, named as it will be (the principals they
 /// grant are Entra's to assign when the identities are made).
+/// Without the public zone (its own finding), the others are planned all the same, so what
+/// they need is checked in the same answer.
 pub(crate) fn plan(arm: &TenantArm, cmd: &StepCommand) -> Result<StepPlan, StepError> {
-    let wanted = wanted(arm, cmd)?;
+    let wanted = assignments(arm, cmd, zone_group(cmd).ok().as_deref())?;
     Ok(StepPlan {
         step: cmd.step.clone(),
         changes: wanted

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use hypersaga_bus::plan::{Finding, StepPlan, Target};
+use hypersaga_bus::plan::{Finding, StepPlan, Target, Verb};
 use hypersaga_bus::sweep::Made;
 use hypersaga_bus::{
     Action, NodePoolOutputs, Outputs, StepCommand, StepError, StepId, StepOutputs, VnetOutputs,
@@ -324,8 +324,27 @@ impl StepHandler for NodePoolHandler {
     /// offer, or more vCPUs than the subscription has left, is a finding; so is a read of that
     /// check the tenant's principal may not make.
     async fn plan(&self, cmd: &StepCommand) -> Result<StepPlan, StepError> {
-        let (StepId::NodePool(pool_name), Action::Do) = (cmd.step_id()?, cmd.action) else {
-            return Err(cmd.unknown_step());
+        let pool_name = match (cmd.step_id()?, cmd.action) {
+            (StepId::NodePool(pool_name), Action::Do) => pool_name,
+            // A pool's removal: its NodePool (HyperShift's CAPZ then deletes its machines).
+            (StepId::NodePool(pool_name), Action::Undo) => {
+                let ns = cmd.context.names.namespace.as_str();
+                let mut change = kube_create(
+                    Target::ManagementCluster,
+                    hypersaga_hypershift::API_VERSION,
+                    "NodePool",
+                    ns,
+                    &cmd.context.names.node_pool(&pool_name),
+                );
+                change.verb = Some(Verb::Delete);
+                change.note = "HyperShift's CAPZ deletes the pool's VMs, NICs and disks".into();
+                return Ok(StepPlan {
+                    step: cmd.step.clone(),
+                    changes: vec![change],
+                    ..StepPlan::default()
+                });
+            }
+            _ => return Err(cmd.unknown_step()),
         };
         let pool = pool_of(cmd, &pool_name)?;
         let ns = cmd.context.names.namespace.as_str();

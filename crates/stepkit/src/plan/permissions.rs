@@ -27,7 +27,9 @@
 //! hypersaga's roles. A grant made only on some other group (the one the cluster's resources
 //! will go to cannot be granted on beforehand) does not show, and one made only on the zone's
 //! group shows as if it held everywhere; deny assignments and conditions are not evaluated.
-//! Without the zone (its own finding refuses the create) nothing is checked.
+//! Without the zone (its own finding refuses the create, and every other finding is wanted in
+//! the same answer) the list is read at another resource group of the subscription, the first
+//! ARM lists: it shows the grants made at the subscription just as well.
 //!
 //! **Cost.** The list of a scope is read once per tenant and kept 30 s ([`CACHE_FOR`]), shared
 //! by every plan the service answers meanwhile: the ~15 step plans of one create cost one GET
@@ -279,11 +281,38 @@ pub async fn permitted(
             .ok()
             .and_then(|z| zone_scope(&z.public_zone))
     });
+    let needs = actions_of(&plan.changes);
+    if needs.is_empty() {
+        return Ok(plan);
+    }
+    let scope = match scope {
+        Some(scope) => Some(scope),
+        None => any_group(arm).await?,
+    };
     if let Some(scope) = scope {
-        let missing = missing_permissions(arm, &scope, &plan.changes).await?;
+        let missing = missing_actions(arm, &scope, &needs).await?;
         plan.findings.extend(missing);
     }
     Ok(plan)
+}
+
+/// A resource group of the tenant's subscription, where grants made at the subscription show
+/// as well as at the zone's: the first ARM lists, by id. `None` in a subscription with none
+/// (then nothing can be checked before the create makes its own).
+async fn any_group(arm: &TenantArm) -> Result<Option<String>, StepError> {
+    let groups = arm
+        .client
+        .list(
+            &format!("/subscriptions/{}/resourcegroups", arm.subscription_id),
+            crate::sweep::RESOURCES_API,
+        )
+        .await
+        .map_err(step_error)?;
+    Ok(groups
+        .iter()
+        .filter_map(|g| g["id"].as_str())
+        .min()
+        .map(str::to_owned))
 }
 
 #[cfg(test)]

@@ -446,6 +446,7 @@ impl Gateway {
             request_id,
             etag: cluster_etag(req.etag),
             trace_id,
+            validate_only: req.validate_only,
             apply: &apply,
         };
         self.accept_change(tenant, change).await
@@ -480,6 +481,7 @@ impl Gateway {
             request_id,
             etag: cluster_etag(req.etag),
             trace_id,
+            validate_only: req.validate_only,
             apply: &apply,
         };
         self.accept_change(tenant, change).await

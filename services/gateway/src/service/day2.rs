@@ -57,6 +57,8 @@ pub(super) struct Change<'a> {
     pub request_id: Option<String>,
     pub etag: Option<Etag>,
     pub trace_id: String,
+    /// Plan only: answer what the change would do, write nothing.
+    pub validate_only: bool,
     /// The cluster's spec with the request applied, or why it cannot be: a function of the
     /// record, so a retry computes the same spec and a concurrent change is judged again.
     pub apply: &'a (dyn Fn(&ClusterRecord) -> Result<ClusterSpec, Status> + Send + Sync),
@@ -96,6 +98,22 @@ impl Gateway {
             if !within_quota {
                 self.check_quotas(tenant, false).await?;
                 within_quota = true;
+            }
+            // The preflight, as a create's: the services plan the change with the code its
+            // steps run; a dry run stops here with the plan.
+            let planned = self.plan_change(&rec, &spec, &change).await?;
+            if change.validate_only {
+                return Ok(pb::Operation {
+                    cluster: change.cluster.to_owned(),
+                    kind: crate::convert::kind_to_pb(change.kind) as i32,
+                    node_pool: change.node_pool.clone().unwrap_or_default(),
+                    addon: change.addon.clone().unwrap_or_default(),
+                    plan: Some(planned.to_pb(&rec.infra_id, &rec.management_cluster)),
+                    ..Default::default()
+                });
+            }
+            if let Some(refused) = planned.refusal() {
+                return Err(refused);
             }
             let op_id = new_operation_id();
             let now = OffsetDateTime::now_utc();

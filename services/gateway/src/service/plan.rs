@@ -11,8 +11,9 @@ use hypersaga_bus::plan::{
     Change, Finding, PlanReply, PlanRequest, PlannedStep, StepPlan, Target, Verb,
 };
 use hypersaga_bus::{Action, StepContext, step_service};
-use hypersaga_model::{ClusterSpec, ErrorInfo, Names, TenantId};
-use hypersaga_saga::StepDef;
+use hypersaga_model::{ClusterRecord, ClusterSpec, ErrorInfo, Names, TenantId};
+use hypersaga_saga::kinds::{self, Direction, Existing, PlanInput};
+use hypersaga_saga::{Retain, StepDef};
 use tonic::Status;
 use tonic_types::{ErrorDetails, StatusExt};
 use tracing::warn;
@@ -118,7 +119,45 @@ impl Gateway {
             management_cluster: management_cluster.to_owned(),
         };
         let steps = hypersaga_saga::create_plan(spec, Default::default());
-        self.plan_steps(tenant, name, steps, context).await
+        self.plan_steps(tenant, name, steps, context, Action::Do)
+            .await
+    }
+
+    /// A day-2 `change` of the cluster of `rec`, leading to `spec`, as the coordinator would
+    /// plan it (from what the cluster owns), planned by the services: each step's `do`, or
+    /// its `undo` for an operation that removes (a pool's or an add-on's).
+    pub(super) async fn plan_change(
+        &self,
+        rec: &ClusterRecord,
+        spec: &ClusterSpec,
+        change: &super::day2::Change<'_>,
+    ) -> Result<Planned, Status> {
+        let existing = Existing::from_steps(rec.owned.keys().map(String::as_str));
+        let steps = kinds::plan(
+            change.kind,
+            PlanInput {
+                spec,
+                node_pool: change.node_pool.as_deref(),
+                addon: change.addon.as_deref(),
+                retain: Retain::default(),
+                existing: &existing,
+            },
+        )
+        .map_err(|e| Status::failed_precondition(e.to_string()))?;
+        let context = StepContext {
+            cluster_uid: rec.uid.clone(),
+            names: Names::new(&rec.tenant, &rec.name, &rec.infra_id, &spec.base_domain),
+            spec: spec.clone(),
+            outputs: rec.owned.clone(),
+            management_cluster: rec.management_cluster.clone(),
+        };
+        let action = match kinds::behaviour(change.kind).direction {
+            Direction::Forward => Action::Do,
+            Direction::Backward => Action::Undo,
+        };
+        Ok(self
+            .plan_steps(&rec.tenant, &rec.name, steps, context, action)
+            .await)
     }
 
     /// Plans `steps` (an operation's, in DAG order) of `tenant`'s cluster `cluster` against
@@ -129,6 +168,7 @@ impl Gateway {
         cluster: &str,
         steps: Vec<StepDef>,
         mut context: StepContext,
+        action: Action,
     ) -> Planned {
         let mut plans: HashMap<String, Result<StepPlan, ErrorInfo>> = HashMap::new();
         let mut silent: HashMap<&str, ErrorInfo> = HashMap::new();
@@ -153,7 +193,7 @@ impl Gateway {
                     .or_default()
                     .push(PlannedStep {
                         step: s.id.clone(),
-                        action: Action::Do,
+                        action,
                     });
             }
             let asked = by_service.into_iter().map(|(service, steps)| {

@@ -175,6 +175,7 @@ async fn advance(gateway: &Gateway, r: &mut RolloutRecord) {
                 request_id: Some(request_id),
                 etag: None,
                 trace_id: TraceParent::new_root().trace_id(),
+                validate_only: false,
                 apply: &apply,
             };
             match gateway.accept_change(&tenant.config, change).await {
