@@ -486,7 +486,7 @@ async fn node_pools_are_created_scaled_autoscaled_and_deleted_beside_an_untouche
 }
 
 #[tokio::test]
-async fn a_scale_over_the_vcpu_quota_fails_with_the_arithmetic_and_a_failed_pool_create_leaves_the_cluster_as_it_was()
+async fn a_scale_over_the_vcpu_quota_is_refused_with_the_arithmetic_and_a_failed_pool_create_leaves_the_cluster_as_it_was()
  {
     let system = System::start().await;
     let mut c = system.client("acme").await;
@@ -506,25 +506,28 @@ async fn a_scale_over_the_vcpu_quota_fails_with_the_arithmetic_and_a_failed_pool
         })
         .await
         .expect("quota");
-    let op = c
-        .update_node_pool(update(
+    // The scale's preflight refuses it before anything is applied.
+    let refused = preflight_refusal(
+        c.update_node_pool(update(
             "tight",
             "workers",
             replicas(3),
             &["spec.replicas"],
             "",
         ))
-        .await
-        .expect("scale")
-        .into_inner();
-    let failed = ended(&system, &op.id).await;
-    let error = failed.error.clone().expect("error");
-    assert_eq!(error.code, "InsufficientVMQuota", "{failed:#?}");
-    assert!(
-        error.message.contains("need 8 vCPUs, have 4 remaining"),
-        "{error:?}"
+        .await,
     );
-    assert_eq!(error.target, "spec.node_pools.workers.replicas");
+    assert_eq!(refused.len(), 1, "{refused:#?}");
+    assert_eq!(
+        (refused[0].r#type.as_str(), refused[0].subject.as_str()),
+        ("QUOTA", "spec.node_pools.workers.replicas")
+    );
+    assert!(
+        refused[0]
+            .description
+            .contains("need 8 vCPUs, have 4 remaining"),
+        "{refused:#?}"
+    );
     let cluster = system
         .wait_until("acme", "tight", "ready with what it has", |c| {
             phase(c) == "ready"

@@ -34,8 +34,8 @@ pub(crate) struct Assignment {
 
 /// The group of a resource the user brought (or owns, as the public zone).
 fn group_of_resource(id: &str) -> Result<String, StepError> {
-    let parsed =
-        ResourceId::parse(id).map_err(|e| StepError::terminal("InvalidResourceId", e.to_string()))?;
+    let parsed = ResourceId::parse(id)
+        .map_err(|e| StepError::terminal("InvalidResourceId", e.to_string()))?;
     Ok(ids::resource_group_id(
         parsed.subscription(),
         parsed.resource_group(),
