@@ -192,6 +192,32 @@ async fn a_dry_run_lists_what_the_create_then_makes_and_the_preflight_refuses_be
         now
     };
     assert_eq!(scopes, listed.role_scopes, "role assignments, by scope");
+    // And on the management cluster, the objects it listed, by type, namespace and name (the
+    // namespace is named after the cluster's uid, which the real create picks anew).
+    let namespace_of = |entries: &BTreeSet<String>| {
+        entries
+            .iter()
+            .find_map(|e| e.strip_prefix("v1/Namespace ").map(str::to_owned))
+            .expect("a namespace")
+    };
+    let kube_planned: BTreeSet<String> = plan
+        .steps
+        .iter()
+        .flat_map(|s| &s.changes)
+        .filter(|c| c.target == "management_cluster" && c.verb == "create")
+        .map(|c| format!("{} {}", c.r#type, c.id))
+        .collect();
+    let kube_made: BTreeSet<String> = what_is_left(&system, "planned")
+        .await
+        .into_iter()
+        .filter(|l| !l.starts_with("Microsoft."))
+        .collect();
+    let (planned_ns, made_ns) = (namespace_of(&kube_planned), namespace_of(&kube_made));
+    let kube_planned: BTreeSet<String> = kube_planned
+        .iter()
+        .map(|e| e.replace(&planned_ns, &made_ns))
+        .collect();
+    assert_eq!(kube_made, kube_planned, "management-cluster objects");
 
     // What leaks is swept: a create held before its DNS record, its coordinator killed, then
     // abandoned, leaves half a cluster; the sweep lists exactly that (not `planned`, which is

@@ -273,15 +273,19 @@ impl Gateway {
                 .request_with_headers(subject, headers, body.into()),
         )
         .await;
+        // The client's own request timeout (as long as ours) may say so first: either way the
+        // service is silent, and the rest of the plan does not wait for it again.
+        let timed_out = || ErrorInfo {
+            code: TIMED_OUT.into(),
+            ..not_planned(&format!(
+                "the {service} service did not answer within {} s",
+                PLAN_TIMEOUT.as_secs()
+            ))
+        };
         let msg = match answer {
-            Err(_) => {
-                return Err(ErrorInfo {
-                    code: TIMED_OUT.into(),
-                    ..not_planned(&format!(
-                        "the {service} service did not answer within {} s",
-                        PLAN_TIMEOUT.as_secs()
-                    ))
-                });
+            Err(_) => return Err(timed_out()),
+            Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::TimedOut => {
+                return Err(timed_out());
             }
             Ok(Err(e)) => {
                 warn!(%service, error = %e, "request to a service failed");
