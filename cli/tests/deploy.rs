@@ -771,7 +771,7 @@ fn check_rbac(r: &Rendered) {
             "controlplane",
             BTreeMap::from([
                 grant("", "namespaces", &listed),
-                grant("", "secrets", &["list", "create", "patch", "delete"]),
+                grant("", "secrets", &["create", "patch", "delete"]),
                 grant("hypershift.openshift.io", "hostedclusters", &listed),
                 grant("package-operator.run", "objectdeployments", &object),
                 grant("package-operator.run", "objectsets", &["list"]),

@@ -131,10 +131,7 @@ pub struct AddonSetArgs {
     /// Follow the change, showing each step, until it has succeeded or failed.
     #[arg(long)]
     pub wait: bool,
-    /// Change nothing: print what the change would do, step by step (the Azure resources and
-    /// Kubernetes objects it would create, change or delete), and what the preflight finds in
-    /// its way. Exit code 0 when nothing is in the way, 9 when the change would be refused.
-    #[arg(long, conflicts_with = "wait")]
+    #[arg(long, conflicts_with = "wait", help = super::DRY_RUN_HELP)]
     pub dry_run: bool,
     #[command(flatten)]
     pub client: ClientArgs,
@@ -158,10 +155,7 @@ pub struct AddonRemoveArgs {
     /// Follow the removal, showing each step, until it has succeeded or failed.
     #[arg(long)]
     pub wait: bool,
-    /// Change nothing: print what the change would do, step by step (the Azure resources and
-    /// Kubernetes objects it would create, change or delete), and what the preflight finds in
-    /// its way. Exit code 0 when nothing is in the way, 9 when the change would be refused.
-    #[arg(long, conflicts_with = "wait")]
+    #[arg(long, conflicts_with = "wait", help = super::DRY_RUN_HELP)]
     pub dry_run: bool,
     #[command(flatten)]
     pub client: ClientArgs,
@@ -232,10 +226,7 @@ pub struct UpgradeArgs {
     /// Follow the upgrade, showing each step, until it has succeeded or failed.
     #[arg(long)]
     pub wait: bool,
-    /// Change nothing: print what the change would do, step by step (the Azure resources and
-    /// Kubernetes objects it would create, change or delete), and what the preflight finds in
-    /// its way. Exit code 0 when nothing is in the way, 9 when the change would be refused.
-    #[arg(long, conflicts_with = "wait")]
+    #[arg(long, conflicts_with = "wait", help = super::DRY_RUN_HELP)]
     pub dry_run: bool,
     #[command(flatten)]
     pub client: ClientArgs,

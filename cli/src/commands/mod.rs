@@ -15,6 +15,12 @@ pub mod sweep;
 pub mod tenant;
 pub mod token;
 
+/// `--dry-run`'s help on every day-2 command.
+pub(crate) const DRY_RUN_HELP: &str = "Change nothing: print what the change would do, step by step (the Azure \
+     resources and Kubernetes objects it would create, change or delete), and what the \
+     preflight finds in its way. Exit code 0 when nothing is in the way, 9 when the change \
+     would be refused";
+
 use std::process::ExitCode;
 
 use crate::output::{self, Output, Table};

@@ -212,10 +212,7 @@ pub struct CreateArgs {
     /// Follow the creation, showing each step, until the pool is ready or failed.
     #[arg(long)]
     pub wait: bool,
-    /// Change nothing: print what the change would do, step by step (the Azure resources and
-    /// Kubernetes objects it would create, change or delete), and what the preflight finds in
-    /// its way. Exit code 0 when nothing is in the way, 9 when the change would be refused.
-    #[arg(long, conflicts_with = "wait")]
+    #[arg(long, conflicts_with = "wait", help = super::DRY_RUN_HELP)]
     pub dry_run: bool,
     #[command(flatten)]
     pub client: ClientArgs,
@@ -240,10 +237,7 @@ pub struct ScaleArgs {
     /// Follow the change, showing each step, until it has succeeded or failed.
     #[arg(long)]
     pub wait: bool,
-    /// Change nothing: print what the change would do, step by step (the Azure resources and
-    /// Kubernetes objects it would create, change or delete), and what the preflight finds in
-    /// its way. Exit code 0 when nothing is in the way, 9 when the change would be refused.
-    #[arg(long, conflicts_with = "wait")]
+    #[arg(long, conflicts_with = "wait", help = super::DRY_RUN_HELP)]
     pub dry_run: bool,
     #[command(flatten)]
     pub client: ClientArgs,
@@ -289,10 +283,7 @@ pub struct UpdateArgs {
     /// Follow the change, showing each step, until it has succeeded or failed.
     #[arg(long)]
     pub wait: bool,
-    /// Change nothing: print what the change would do, step by step (the Azure resources and
-    /// Kubernetes objects it would create, change or delete), and what the preflight finds in
-    /// its way. Exit code 0 when nothing is in the way, 9 when the change would be refused.
-    #[arg(long, conflicts_with = "wait")]
+    #[arg(long, conflicts_with = "wait", help = super::DRY_RUN_HELP)]
     pub dry_run: bool,
     #[command(flatten)]
     pub client: ClientArgs,
@@ -315,10 +306,7 @@ pub struct DeleteArgs {
     /// Follow the deletion until the pool is gone.
     #[arg(long)]
     pub wait: bool,
-    /// Change nothing: print what the change would do, step by step (the Azure resources and
-    /// Kubernetes objects it would create, change or delete), and what the preflight finds in
-    /// its way. Exit code 0 when nothing is in the way, 9 when the change would be refused.
-    #[arg(long, conflicts_with = "wait")]
+    #[arg(long, conflicts_with = "wait", help = super::DRY_RUN_HELP)]
     pub dry_run: bool,
     #[command(flatten)]
     pub client: ClientArgs,

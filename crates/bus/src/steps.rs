@@ -101,9 +101,9 @@ pub enum StepId {
     /// `controlplane.addon.<name>`: one add-on of the cluster spec, by name: its
     /// `ObjectDeployment` in the control-plane namespace, rolled out by Package Operator.
     Addon(String),
-    /// `<service>.sweep`: everything the service tagged or labelled for a cluster no live
-    /// record owns, deleted (a `sweep` operation). `nodepool.sweep` is this step, never a pool
-    /// (the name is reserved).
+    /// `<service>._sweep`: everything the service tagged or labelled for a cluster no live
+    /// record owns, deleted (a `sweep` operation). No pool or add-on can be named `_sweep`
+    /// (their names are DNS labels), so `nodepool._sweep` is never a pool's step.
     Sweep(Service),
 }
 
@@ -209,14 +209,14 @@ impl fmt::Display for StepId {
     }
 }
 
-/// The wire id of a service's sweep step.
+/// The wire id of a service's sweep step (`_` keeps it apart from every pool's and add-on's).
 const fn sweep_id(service: Service) -> &'static str {
     match service {
-        Service::Identity => "identity.sweep",
-        Service::Network => "network.sweep",
-        Service::Dns => "dns.sweep",
-        Service::ControlPlane => "controlplane.sweep",
-        Service::NodePool => "nodepool.sweep",
+        Service::Identity => "identity._sweep",
+        Service::Network => "network._sweep",
+        Service::Dns => "dns._sweep",
+        Service::ControlPlane => "controlplane._sweep",
+        Service::NodePool => "nodepool._sweep",
     }
 }
 
@@ -431,14 +431,14 @@ mod tests {
         ];
         for service in Service::ALL {
             let id = StepId::Sweep(service);
-            assert_eq!(id.to_string(), format!("{service}.sweep"));
+            assert_eq!(id.to_string(), format!("{service}._sweep"));
             assert_eq!(id.to_string().parse::<StepId>(), Ok(id.clone()));
             assert_eq!(id.service(), service);
         }
         assert_eq!(
-            format!("nodepool.{}", hypersaga_model::validate::RESERVED_POOL_NAME).parse::<StepId>(),
-            Ok(StepId::Sweep(Service::NodePool)),
-            "no pool is named so"
+            "nodepool.sweep".parse::<StepId>(),
+            Ok(StepId::node_pool("sweep")),
+            "a pool may be named sweep"
         );
         assert_eq!(
             wire.iter().filter(|(id, _, _)| id.pool().is_none()).count(),

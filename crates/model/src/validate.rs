@@ -14,8 +14,8 @@ mod node_pool;
 
 pub use node_pool::{
     MAX_CLUSTER_NODES, MAX_DRAIN_MINUTES, MAX_NODE_POOL_NAME, MAX_NODE_POOLS, MAX_POOL_NODES,
-    RESERVED_POOL_NAME, check_cluster_nodes, check_labels, check_node_pool, check_pool_name,
-    check_pool_update, release_version,
+    check_cluster_nodes, check_labels, check_node_pool, check_pool_name, check_pool_update,
+    release_version,
 };
 /// Longest cluster name: Azure names derived from it (`NAME-image-registry-INFRA`, …) stay
 /// within Azure's limits.

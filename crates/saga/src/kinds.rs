@@ -440,11 +440,11 @@ mod tests {
         assert_eq!(
             ids(&sweep),
             [
-                "nodepool.sweep",
-                "controlplane.sweep",
-                "dns.sweep",
-                "identity.sweep",
-                "network.sweep"
+                "nodepool._sweep",
+                "controlplane._sweep",
+                "dns._sweep",
+                "identity._sweep",
+                "network._sweep"
             ]
         );
         assert!(sweep.iter().all(|s| s.undo == UndoPolicy::Keep));
@@ -452,7 +452,7 @@ mod tests {
         kept.retain = Retain { identities: true };
         let sweep = plan(OperationKind::Sweep, kept).unwrap();
         assert!(
-            !ids(&sweep).contains(&"identity.sweep"),
+            !ids(&sweep).contains(&"identity._sweep"),
             "kept identities stay"
         );
         assert_eq!(

@@ -308,9 +308,34 @@ impl ManagementClients {
         all
     }
 
-    /// The client of the management cluster named so, if this service has one.
-    pub fn named(&self, name: &str) -> Option<kube::Client> {
-        self.by_name.get(name).cloned()
+    /// Every `K` labelled for `tenant` (and `cluster`), on every management cluster.
+    pub async fn labelled<K>(
+        &self,
+        tenant: &hypersaga_model::TenantId,
+        cluster: Option<&str>,
+    ) -> Result<Vec<hypersaga_bus::sweep::Made>, StepError>
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+    {
+        let mut found = Vec::new();
+        for (name, client) in self.all() {
+            found.extend(labelled::<K>(client, name, tenant, cluster).await?);
+        }
+        Ok(found)
+    }
+
+    /// The client of the management cluster `made` is on (its `location`).
+    pub fn on(&self, made: &hypersaga_bus::sweep::Made) -> Result<kube::Client, StepError> {
+        self.by_name.get(&made.location).cloned().ok_or_else(|| {
+            StepError::terminal(
+                "UnknownManagementCluster",
+                format!(
+                    "management cluster {:?} is not configured for this service (kube.management_clusters)",
+                    made.location
+                ),
+            )
+            .with_target("kube.management_clusters")
+        })
     }
 
     /// The client of the management cluster `cmd`'s cluster lives on. One this service does
@@ -374,6 +399,7 @@ where
                 api_version: K::api_version(&()).into_owned(),
                 location: on.to_owned(),
                 operation: label(LABEL_SAGA).unwrap_or_default(),
+                of: String::new(),
             })
         })
         .collect())

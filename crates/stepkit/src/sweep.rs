@@ -109,21 +109,69 @@ fn made_of(
         api_version: (*api_version).to_owned(),
         location: r["location"].as_str().unwrap_or_default().to_owned(),
         operation: tag(SAGA_TAG).unwrap_or_default().to_owned(),
+        of: String::new(),
     })
 }
 
-/// A `<service>.sweep` step's run: what the service made for the command's cluster, of the
-/// `owned` types, found by its tags and deleted in that order. Idempotent: each attempt lists
-/// again, and what is gone is neither listed nor deleted twice.
+/// A `<service>._sweep` step's run: what the service made for the command's cluster (its own
+/// infra id's, see [`Made::is_of`]), of the `owned` types, found by its tags and deleted in
+/// that order; a resource in a group that is deleted too goes with its group. Idempotent:
+/// each attempt lists again, and what is gone is neither listed nor deleted twice.
 pub async fn sweep_step(
     arm: &TenantArm,
     cmd: &hypersaga_bus::StepCommand,
     ops: &Ops,
     owned: &[(&str, &str)],
 ) -> Result<hypersaga_bus::Outputs, Halt> {
-    let found = tagged(arm, &cmd.tenant, Some(&cmd.cluster), owned).await?;
+    let found = of_the_cluster(
+        tagged(arm, &cmd.tenant, Some(&cmd.cluster), owned).await?,
+        cmd,
+    );
+    let mut found = outside_groups_deleted(found);
+    groups_last_managed_first(&mut found, &cmd.context.names);
     delete_in_order(arm, ops, &found).await?;
     Ok(hypersaga_bus::Outputs::new())
+}
+
+/// Resource groups after everything else, the managed group (the VMs and NICs CAPZ made, on
+/// the VNet's subnet) before the VNet's, and that before the NSG's (attached to the subnet).
+fn groups_last_managed_first(found: &mut [Made], names: &hypersaga_model::Names) {
+    let order = [&names.managed_rg, &names.vnet_rg, &names.nsg_rg];
+    found.sort_by_key(|m| {
+        if !m.kind.eq_ignore_ascii_case(RESOURCE_GROUP_TYPE) {
+            return 0;
+        }
+        1 + order
+            .iter()
+            .position(|g| g.eq_ignore_ascii_case(&m.name))
+            .unwrap_or(order.len())
+    });
+}
+
+/// What of `found` the command's cluster made (not an earlier cluster's of its name).
+pub fn of_the_cluster(found: Vec<Made>, cmd: &hypersaga_bus::StepCommand) -> Vec<Made> {
+    found
+        .into_iter()
+        .filter(|m| m.is_of(&cmd.context.names))
+        .collect()
+}
+
+/// `found` without what lies in a resource group `found` deletes too: ARM deletes a group with
+/// everything in it, in its own order, so a VNet whose subnet a VM still uses is not deleted
+/// ahead of that VM.
+fn outside_groups_deleted(found: Vec<Made>) -> Vec<Made> {
+    let groups: Vec<String> = found
+        .iter()
+        .filter(|m| m.kind.eq_ignore_ascii_case(RESOURCE_GROUP_TYPE))
+        .map(|m| format!("{}/", m.id.to_ascii_lowercase()))
+        .collect();
+    found
+        .into_iter()
+        .filter(|m| {
+            let id = m.id.to_ascii_lowercase();
+            !groups.iter().any(|g| id.starts_with(g.as_str()))
+        })
+        .collect()
 }
 
 /// Deletes each of `found`, in order, each once the one before is gone: [`Halt::Wait`] while
@@ -140,6 +188,40 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn what_is_in_a_group_deleted_goes_with_it() {
+        let made = |kind: &str, id: &str| Made {
+            kind: kind.into(),
+            id: id.into(),
+            ..Made::default()
+        };
+        let found = vec![
+            made(
+                "Microsoft.Network/virtualNetworks",
+                "/subscriptions/s/resourceGroups/demo-vnet-x/providers/Microsoft.Network/virtualNetworks/v",
+            ),
+            made(
+                "Microsoft.Network/networkSecurityGroups",
+                "/subscriptions/s/resourceGroups/elsewhere/providers/Microsoft.Network/networkSecurityGroups/n",
+            ),
+            made(
+                RESOURCE_GROUP_TYPE,
+                "/subscriptions/s/resourceGroups/demo-vnet-x",
+            ),
+        ];
+        let ids: Vec<String> = outside_groups_deleted(found)
+            .into_iter()
+            .map(|m| m.id)
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "/subscriptions/s/resourceGroups/elsewhere/providers/Microsoft.Network/networkSecurityGroups/n",
+                "/subscriptions/s/resourceGroups/demo-vnet-x"
+            ]
+        );
+    }
 
     #[test]
     fn only_the_tenants_resources_of_the_type_and_cluster_asked_are_kept() {

@@ -1,9 +1,7 @@
 //! `controlplane.sweep`: what the control plane of a cluster no live record owns left on any
 //! management cluster, found by its labels and deleted in order: the HostedCluster first
-//! (HyperShift tears down its control plane and the add-ons' objects there), then the
-//! secrets it was given, then its namespace.
-
-use std::fmt::Debug;
+//! (HyperShift tears down its control plane and the add-ons' objects there), then its
+//! namespace, with the secrets it was given.
 
 use hypersaga_bus::sweep::Made;
 use hypersaga_bus::{Outputs, StepCommand, StepError};
@@ -11,100 +9,57 @@ use hypersaga_hypershift::HostedCluster;
 use hypersaga_model::TenantId;
 use hypersaga_stepkit::kube::{self as kube_ops, Check};
 use hypersaga_worker::StepResult;
-use k8s_openapi::api::core::v1::{Namespace, Secret};
-use kube::Resource;
-use serde::de::DeserializeOwned;
+use k8s_openapi::api::core::v1::Namespace;
 use serde_json::Value;
 use tracing::info;
 
 use crate::handler::ControlPlaneHandler;
 
 impl ControlPlaneHandler {
-    /// Every `K` labelled for `tenant` (and `cluster`), on every management cluster.
-    async fn labelled<K>(
-        &self,
-        tenant: &TenantId,
-        cluster: Option<&str>,
-    ) -> Result<Vec<Made>, StepError>
-    where
-        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
-    {
-        let mut found = Vec::new();
-        for (name, client) in self.clients.all() {
-            found.extend(kube_ops::labelled::<K>(client, name, tenant, cluster).await?);
-        }
-        Ok(found)
-    }
-
-    /// HostedClusters, secrets and namespaces labelled for `tenant` (and `cluster`), in the
-    /// order a sweep deletes them.
+    /// HostedClusters and namespaces labelled for `tenant` (and `cluster`), on every
+    /// management cluster, in the order a sweep deletes them. The secrets hypersaga gives a
+    /// HostedCluster go with its namespace (and listing secrets would mean reading every
+    /// secret of the management cluster).
     pub(crate) async fn labelled_all(
         &self,
         tenant: &TenantId,
         cluster: Option<&str>,
     ) -> Result<Vec<Made>, StepError> {
-        let mut found = self.labelled::<HostedCluster>(tenant, cluster).await?;
-        found.extend(self.labelled::<Secret>(tenant, cluster).await?);
-        found.extend(self.labelled::<Namespace>(tenant, cluster).await?);
+        let mut found = self
+            .clients
+            .labelled::<HostedCluster>(tenant, cluster)
+            .await?;
+        found.extend(self.clients.labelled::<Namespace>(tenant, cluster).await?);
         Ok(found)
     }
 
-    /// Runs `controlplane.sweep`. Idempotent: each attempt lists again; an object already
-    /// going is only waited for.
+    /// Runs `controlplane._sweep`: what the command's cluster made (in its namespace), on any
+    /// management cluster, deleted one after another. Idempotent: each attempt lists again; an
+    /// object already going is only waited for.
     pub(crate) async fn sweep(&self, cmd: &StepCommand) -> Result<StepResult, StepError> {
-        let (tenant, cluster) = (&cmd.tenant, Some(cmd.cluster.as_str()));
-        for made in self.labelled::<HostedCluster>(tenant, cluster).await? {
-            let check = kube_ops::delete_made::<HostedCluster>(self.client_on(&made)?, &made);
-            if let Some(wait) = self.swept(cmd, &made, check.await?)? {
-                return Ok(wait);
-            }
-        }
-        for made in self.labelled::<Secret>(tenant, cluster).await? {
-            let check = kube_ops::delete_made::<Secret>(self.client_on(&made)?, &made);
-            if let Some(wait) = self.swept(cmd, &made, check.await?)? {
-                return Ok(wait);
-            }
-        }
-        for made in self.labelled::<Namespace>(tenant, cluster).await? {
-            let check =
-                kube_ops::delete_made_cluster_scoped::<Namespace>(self.client_on(&made)?, &made);
-            if let Some(wait) = self.swept(cmd, &made, check.await?)? {
-                return Ok(wait);
+        // Its own management cluster must be one this service knows, or what is there would
+        // be left while the sweep says it is done.
+        self.clients.of(cmd)?;
+        let found = self.labelled_all(&cmd.tenant, Some(&cmd.cluster)).await?;
+        for made in found.iter().filter(|m| m.is_of(&cmd.context.names)) {
+            let client = self.clients.on(made)?;
+            let check = if made.kind.ends_with("/Namespace") {
+                kube_ops::delete_made_cluster_scoped::<Namespace>(client, made).await?
+            } else {
+                kube_ops::delete_made::<HostedCluster>(client, made).await?
+            };
+            match check {
+                Check::Done(()) => {
+                    info!(object = %made.id, kind = %made.kind, on = %made.location, "swept");
+                }
+                Check::Fail(e) => return Err(e),
+                Check::Wait(why) => {
+                    return self
+                        .waits
+                        .wait(cmd, "SweepPending", &made.id, why, Value::Null);
+                }
             }
         }
         Ok(StepResult::Done(Outputs::new()))
-    }
-
-    /// The client of the management cluster `made` is on.
-    fn client_on(&self, made: &Made) -> Result<kube::Client, StepError> {
-        self.clients.named(&made.location).ok_or_else(|| {
-            StepError::terminal(
-                "UnknownManagementCluster",
-                format!(
-                    "management cluster {:?} is gone from this service's configuration",
-                    made.location
-                ),
-            )
-        })
-    }
-
-    /// `None` once `made` is gone; the wait for it while it is not.
-    fn swept(
-        &self,
-        cmd: &StepCommand,
-        made: &Made,
-        check: Check<()>,
-    ) -> Result<Option<StepResult>, StepError> {
-        match check {
-            Check::Done(()) => {
-                info!(object = %made.id, kind = %made.kind, on = %made.location, "swept");
-                Ok(None)
-            }
-            Check::Fail(e) => Err(e),
-            Check::Wait(why) => self
-                .waits
-                .wait(cmd, "SweepPending", &made.id, why, Value::Null)
-                .map(Some),
-        }
     }
 }

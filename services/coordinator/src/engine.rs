@@ -3,7 +3,7 @@
 use async_nats::jetstream::kv;
 use futures::{StreamExt, TryStreamExt};
 use hypersaga_bus::{AuditEvent, Bus, ENVELOPE_VERSION, OperatorCall, SagaWake, StepEvent};
-use hypersaga_model::record::{OperationKind, OperationState};
+use hypersaga_model::record::OperationState;
 use hypersaga_saga::{Applied, Effect, Saga};
 use hypersaga_telemetry::TraceParent;
 use time::OffsetDateTime;
@@ -953,10 +953,12 @@ fn record_end(saga: &Saga) {
     });
 }
 
-/// Whether `saga` is a delete that has removed its cluster: nothing of it will be read again
-/// but as history.
+/// Whether `saga` has removed its cluster (a delete, a sweep): nothing of it will be read
+/// again but as history.
 fn cluster_gone(saga: &Saga) -> bool {
-    saga.kind == OperationKind::Delete && saga.state == OperationState::Succeeded
+    saga.state == OperationState::Succeeded
+        && hypersaga_saga::kinds::behaviour(saga.kind).succeeded_phase
+            == hypersaga_model::ClusterPhase::Deleted
 }
 
 /// What one input did to a saga.

@@ -16,48 +16,55 @@ use crate::workload::{MSI_API, MSI_TYPE};
 /// ARM type of role assignments.
 const ROLE_ASSIGNMENT_TYPE: &str = "Microsoft.Authorization/roleAssignments";
 
-/// The identities tagged for `tenant` (and `cluster`), each after its role assignments.
+/// The identities tagged for `tenant` (and `cluster`), each after its role assignments. The
+/// subscription's assignments are listed once, and each identity read for its principal.
 pub(crate) async fn made(
     arm: &TenantArm,
     tenant: &TenantId,
     cluster: Option<&str>,
 ) -> Result<Vec<Made>, StepError> {
     let identities = sweep::tagged(arm, tenant, cluster, &[(MSI_TYPE, MSI_API)]).await?;
+    if identities.is_empty() {
+        return Ok(identities);
+    }
+    let path = format!(
+        "/subscriptions/{}/providers/Microsoft.Authorization/roleAssignments",
+        arm.subscription_id
+    );
+    let assignments = arm
+        .client
+        .list(&path, AUTHORIZATION_API)
+        .await
+        .map_err(step_error)?;
     let mut found = Vec::new();
     for identity in &identities {
-        found.extend(assignments_of(arm, identity).await?);
+        if let Some(principal) = principal_of(arm, identity).await? {
+            found.extend(assignments_of(&assignments, &principal, identity));
+        }
     }
     found.extend(identities);
     Ok(found)
 }
 
-/// The role assignments of `identity`'s principal, anywhere in the subscription.
-async fn assignments_of(arm: &TenantArm, identity: &Made) -> Result<Vec<Made>, StepError> {
-    let Some(shown) = arm
+/// `identity`'s principal (object) id, if it still exists.
+async fn principal_of(arm: &TenantArm, identity: &Made) -> Result<Option<String>, StepError> {
+    let shown = arm
         .client
         .get(&identity.id, MSI_API)
         .await
-        .map_err(step_error)?
-    else {
-        return Ok(Vec::new());
-    };
-    let Some(principal) = shown
-        .pointer("/properties/principalId")
-        .and_then(Value::as_str)
-    else {
-        return Ok(Vec::new());
-    };
-    let path = format!(
-        "/subscriptions/{}/providers/Microsoft.Authorization/roleAssignments?$filter=principalId%20eq%20%27{principal}%27",
-        arm.subscription_id
-    );
-    let listed = arm
-        .client
-        .list(&path, AUTHORIZATION_API)
-        .await
         .map_err(step_error)?;
-    Ok(listed
+    Ok(shown.and_then(|s| {
+        s.pointer("/properties/principalId")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }))
+}
+
+/// The role assignments of `principal` among `assignments`, as found through `identity`.
+fn assignments_of(assignments: &[Value], principal: &str, identity: &Made) -> Vec<Made> {
+    assignments
         .iter()
+        .filter(|a| a.pointer("/properties/principalId").and_then(Value::as_str) == Some(principal))
         .filter_map(|a| {
             Some(Made {
                 cluster: identity.cluster.clone(),
@@ -68,15 +75,16 @@ async fn assignments_of(arm: &TenantArm, identity: &Made) -> Result<Vec<Made>, S
                 api_version: AUTHORIZATION_API.to_owned(),
                 location: String::new(),
                 operation: identity.operation.clone(),
+                of: identity.id.clone(),
             })
         })
-        .collect())
+        .collect()
 }
 
-/// Runs `identity.sweep`: lists again and deletes, in order. Idempotent: what is gone is
-/// neither listed nor deleted twice.
+/// Runs `identity._sweep`: lists again, keeps what the command's cluster made, and deletes it
+/// in order. Idempotent: what is gone is neither listed nor deleted twice.
 pub(crate) async fn run(arm: &TenantArm, cmd: &StepCommand, ops: &Ops) -> Result<Outputs, Halt> {
-    let found = made(arm, &cmd.tenant, Some(&cmd.cluster)).await?;
+    let found = sweep::of_the_cluster(made(arm, &cmd.tenant, Some(&cmd.cluster)).await?, cmd);
     sweep::delete_in_order(arm, ops, &found).await?;
     Ok(Outputs::new())
 }

@@ -266,34 +266,19 @@ impl NodePoolHandler {
         self.waits.wait(cmd, code, what, why, memo)
     }
 
-    /// Every NodePool labelled for `tenant` (and `cluster`), on every management cluster.
-    async fn labelled(
-        &self,
-        tenant: &hypersaga_model::TenantId,
-        cluster: Option<&str>,
-    ) -> Result<Vec<Made>, StepError> {
-        let mut found = Vec::new();
-        for (name, client) in self.clients.all() {
-            found.extend(kube_ops::labelled::<NodePool>(client, name, tenant, cluster).await?);
-        }
-        Ok(found)
-    }
-
-    /// Runs `nodepool.sweep`: deletes the cluster's NodePools one after another, on whichever
-    /// management cluster each is, waiting while HyperShift drains and deletes its machines.
-    /// Idempotent: each attempt lists again, and a pool already going is only waited for.
+    /// Runs `nodepool._sweep`: deletes the NodePools the command's cluster made (in its
+    /// namespace) one after another, on whichever management cluster each is, waiting while
+    /// HyperShift drains and deletes its machines. Idempotent: each attempt lists again, and a
+    /// pool already going is only waited for.
     async fn sweep(&self, cmd: &StepCommand) -> Result<StepResult, StepError> {
-        for made in self.labelled(&cmd.tenant, Some(&cmd.cluster)).await? {
-            let client = self.clients.named(&made.location).ok_or_else(|| {
-                StepError::terminal(
-                    "UnknownManagementCluster",
-                    format!(
-                        "management cluster {:?} is gone from this service's configuration",
-                        made.location
-                    ),
-                )
-            })?;
-            match kube_ops::delete_made::<NodePool>(client, &made).await? {
+        // Its own management cluster must be one this service knows (see controlplane's).
+        self.clients.of(cmd)?;
+        let found = self
+            .clients
+            .labelled::<NodePool>(&cmd.tenant, Some(&cmd.cluster))
+            .await?;
+        for made in found.iter().filter(|m| m.is_of(&cmd.context.names)) {
+            match kube_ops::delete_made::<NodePool>(self.clients.on(made)?, made).await? {
                 Check::Done(()) => info!(object = %made.id, on = %made.location, "swept"),
                 Check::Fail(e) => return Err(e),
                 Check::Wait(why) => {
@@ -317,7 +302,7 @@ impl StepHandler for NodePoolHandler {
         tenant: &hypersaga_model::TenantId,
         cluster: Option<&str>,
     ) -> Result<Vec<Made>, StepError> {
-        self.labelled(tenant, cluster).await
+        self.clients.labelled::<NodePool>(tenant, cluster).await
     }
 
     /// The NodePool the step would apply, and its quota check: a VM size the region does not

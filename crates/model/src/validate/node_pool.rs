@@ -18,8 +18,6 @@ pub const MAX_POOL_NODES: i32 = 200;
 pub const MAX_CLUSTER_NODES: i32 = 500;
 /// Longest node pool name (ARO-HCP's node pool name pattern allows 15).
 pub const MAX_NODE_POOL_NAME: usize = 15;
-/// The name no pool may have: `nodepool.sweep` is the node-pool service's sweep step.
-pub const RESERVED_POOL_NAME: &str = "sweep";
 /// Longest drain timeout (ARO-HCP's `nodeDrainTimeoutMinutes`: a week).
 pub const MAX_DRAIN_MINUTES: u32 = 10_080;
 /// OS disk sizes ARO-HCP accepts.
@@ -163,13 +161,6 @@ pub fn check_pool_name(v: &mut Vec<FieldViolation>, field: &str, name: &str) {
             format!(
                 "{} must start with a lower-case letter, then lower-case letters, digits and '-', ending with a letter or digit",
                 clip(name)
-            ),
-        ));
-    } else if name == RESERVED_POOL_NAME {
-        v.push(FieldViolation::new(
-            field,
-            format!(
-                "{name:?} is reserved (the sweeper's step is named after it): choose another name"
             ),
         ));
     }

@@ -28,8 +28,9 @@
 //! will go to cannot be granted on beforehand) does not show, and one made only on the zone's
 //! group shows as if it held everywhere; deny assignments and conditions are not evaluated.
 //! Without the zone (its own finding refuses the create, and every other finding is wanted in
-//! the same answer) the list is read at another resource group of the subscription, the first
-//! ARM lists: it shows the grants made at the subscription just as well.
+//! the same answer) the list is read at another resource group of the subscription (the one
+//! of the lowest id, listed anew each time: a rare path): it shows the grants made at the
+//! subscription just as well, and, like the zone's, those made on that group alone.
 //!
 //! **Cost.** The list of a scope is read once per tenant and kept 30 s ([`CACHE_FOR`]), shared
 //! by every plan the service answers meanwhile: the ~15 step plans of one create cost one GET
@@ -244,7 +245,7 @@ pub async fn missing_actions(
             message: format!(
                 "hypersaga's application (client id {}) in the tenant's directory may not \
                  perform '{action}' (ARM's permissions at {scope} and above do not grant it), \
-                 which the create needs",
+                 which the operation needs",
                 arm.client_id
             ),
             remedy: format!(
@@ -287,7 +288,7 @@ pub async fn permitted(
     }
     let scope = match scope {
         Some(scope) => Some(scope),
-        None => any_group(arm).await?,
+        None => any_group(arm).await,
     };
     if let Some(scope) = scope {
         let missing = missing_actions(arm, &scope, &needs).await?;
@@ -297,9 +298,10 @@ pub async fn permitted(
 }
 
 /// A resource group of the tenant's subscription, where grants made at the subscription show
-/// as well as at the zone's: the first ARM lists, by id. `None` in a subscription with none
-/// (then nothing can be checked before the create makes its own).
-async fn any_group(arm: &TenantArm) -> Result<Option<String>, StepError> {
+/// as well as at the zone's: the one of the lowest id, so every plan reads the same one.
+/// `None` when there is none, or the list cannot be read (a plan then checks nothing rather
+/// than fail: the step itself meets a missing permission).
+async fn any_group(arm: &TenantArm) -> Option<String> {
     let groups = arm
         .client
         .list(
@@ -307,12 +309,12 @@ async fn any_group(arm: &TenantArm) -> Result<Option<String>, StepError> {
             crate::sweep::RESOURCES_API,
         )
         .await
-        .map_err(step_error)?;
-    Ok(groups
+        .ok()?;
+    groups
         .iter()
         .filter_map(|g| g["id"].as_str())
         .min()
-        .map(str::to_owned))
+        .map(str::to_owned)
 }
 
 #[cfg(test)]

@@ -82,7 +82,10 @@ impl Gateway {
             if rec.phase == ClusterPhase::Deleted {
                 return Err(not_found(change.cluster));
             }
-            if let Some(retry) = self.retried(tenant, &rec, &change).await? {
+            // A dry run plans the change as asked, whatever ran under its request id.
+            if !change.validate_only
+                && let Some(retry) = self.retried(tenant, &rec, &change).await?
+            {
                 return Ok(retry);
             }
             if !rec.operation.state.is_terminal() {

@@ -242,7 +242,7 @@ impl Gateway {
     /// One service's answer to `req`, or why there is none.
     async fn ask(&self, service: &str, req: &PlanRequest) -> Result<PlanReply, ErrorInfo> {
         let subject = self.bus.subjects().plan(&req.tenant, service);
-        self.ask_service(service, subject, req).await
+        self.ask_service(service, subject, req, PLAN_TIMEOUT).await
     }
 
     /// One service's answer to a request (a plan, a sweep's listing), or why there is none.
@@ -251,6 +251,7 @@ impl Gateway {
         service: &str,
         subject: String,
         req: &Q,
+        within: Duration,
     ) -> Result<A, ErrorInfo> {
         let body = serde_json::to_vec(req)
             .map_err(|e| not_planned(&format!("cannot encode the request: {e}")))?;
@@ -267,7 +268,7 @@ impl Gateway {
         // No replica listening (a service down or starting) is answered at once ("no
         // responders"): its steps are not planned, and a create goes on without them.
         let answer = tokio::time::timeout(
-            PLAN_TIMEOUT,
+            within,
             self.bus
                 .client()
                 .request_with_headers(subject, headers, body.into()),
@@ -279,7 +280,7 @@ impl Gateway {
             code: TIMED_OUT.into(),
             ..not_planned(&format!(
                 "the {service} service did not answer within {} s",
-                PLAN_TIMEOUT.as_secs()
+                within.as_secs()
             ))
         };
         let msg = match answer {

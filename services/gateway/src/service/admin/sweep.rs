@@ -6,6 +6,7 @@
 //! coordinator's, as any operation: paced, traced, audited, paused on a failure, resumable.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use async_nats::jetstream::kv;
 use hypersaga_api::v1 as pb;
@@ -14,7 +15,7 @@ use hypersaga_bus::subjects::cluster_key;
 use hypersaga_bus::sweep::{Made, SweepReply, SweepRequest};
 use hypersaga_config::AdminConfig;
 use hypersaga_model::record::{ClusterRecord, OperationIntent, OperationKind};
-use hypersaga_model::{ClusterPhase, TenantId};
+use hypersaga_model::{ClusterPhase, Names, TenantId};
 use time::OffsetDateTime;
 use tonic::Status;
 use tracing::info;
@@ -23,6 +24,10 @@ use super::{Admin, actor_of, tenant_id};
 use crate::convert::operation_to_pb;
 use crate::service::plan::target_name;
 use crate::service::{internal, new_operation_id, tenant_kv};
+
+/// How long a service may take to list what it made for one tenant (a whole subscription's
+/// tagged resources, and every management cluster's labelled objects).
+const LIST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Why no live cluster owns a leftover.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +38,9 @@ enum Orphaned {
     Failed,
     /// This installation has no record of its cluster: it may be another installation's.
     NoRecord,
+    /// A cluster of that name has a record, but another infra id: an earlier cluster of the
+    /// name made it, or another installation's.
+    OtherCluster,
 }
 
 impl Orphaned {
@@ -41,7 +49,13 @@ impl Orphaned {
             Self::Deleted => "CLUSTER_DELETED",
             Self::Failed => "CLUSTER_FAILED",
             Self::NoRecord => "NO_RECORD",
+            Self::OtherCluster => "OTHER_CLUSTER",
         }
+    }
+
+    /// Whether a sweep of the record's cluster removes it: only what that cluster made.
+    fn removable(self) -> bool {
+        matches!(self, Self::Deleted | Self::Failed)
     }
 }
 
@@ -61,15 +75,29 @@ fn orphaned_by(record: Option<&ClusterRecord>) -> Option<Orphaned> {
     }
 }
 
-/// Whether `record`'s last delete kept its identities on purpose: they are no leftovers.
+/// Whether `record`'s last operation (a delete, or a sweep after one) keeps its identities on
+/// purpose: they are no leftovers, however it ended.
 fn kept_identities(record: Option<&ClusterRecord>) -> bool {
     record.is_some_and(|r| {
-        r.phase == ClusterPhase::Deleted
-            && r.operation.kind == OperationKind::Delete
-            && r.intent
-                .as_ref()
-                .is_some_and(|i| i.operation == r.operation.id && i.keep_identities)
+        matches!(
+            r.operation.kind,
+            OperationKind::Delete | OperationKind::Sweep
+        ) && r
+            .intent
+            .as_ref()
+            .is_some_and(|i| i.operation == r.operation.id && i.keep_identities)
     })
+}
+
+/// Why `made` is a leftover, or `None` while its cluster owns it.
+fn leftover_because(made: &Made, record: Option<&ClusterRecord>) -> Option<Orphaned> {
+    if let Some(r) = record {
+        let names = Names::new(&r.tenant, &r.name, &r.infra_id, &r.spec.base_domain);
+        if !made.is_of(&names) {
+            return Some(Orphaned::OtherCluster);
+        }
+    }
+    orphaned_by(record)
 }
 
 impl Admin {
@@ -96,29 +124,29 @@ impl Admin {
             let mut to_sweep = BTreeSet::new();
             for (service, made) in found {
                 let record = records.get(&made.cluster);
-                let Some(why) = orphaned_by(record) else {
+                let Some(why) = leftover_because(&made, record) else {
                     continue;
                 };
-                if service == Service::Identity && kept_identities(record) {
+                if why.removable() && service == Service::Identity && kept_identities(record) {
                     continue;
                 }
-                let removable = why != Orphaned::NoRecord;
-                if removable {
+                if why.removable() {
                     to_sweep.insert(made.cluster.clone());
                 }
-                answer
-                    .leftovers
-                    .push(leftover(&tenant, made, why, record, removable));
+                answer.leftovers.push(leftover(&tenant, made, why, record));
             }
             if req.dry_run {
                 continue;
             }
+            // One cluster's sweep that cannot start does not keep the others from starting.
             for cluster in to_sweep {
-                if let Some(op) = self
-                    .start_sweep(admin, &tenant, &cluster, &trace_id)
-                    .await?
-                {
-                    answer.operations.push(op);
+                match self.start_sweep(admin, &tenant, &cluster, &trace_id).await {
+                    Ok(Some(op)) => answer.operations.push(op),
+                    Ok(None) => {}
+                    Err(e) => answer.unlisted.push(format!(
+                        "{tenant}/{cluster}: the sweep could not start: {}",
+                        e.message()
+                    )),
                 }
             }
         }
@@ -132,7 +160,7 @@ impl Admin {
             let req = SweepRequest::new(tenant.clone(), None);
             let reply: Result<SweepReply, _> = self
                 .gateway
-                .ask_service(service.as_str(), subject, &req)
+                .ask_service(service.as_str(), subject, &req, LIST_TIMEOUT)
                 .await;
             (service, reply)
         });
@@ -189,6 +217,7 @@ impl Admin {
                 return Ok(None);
             }
             let op_id = new_operation_id();
+            let keep_identities = kept_identities(Some(&rec));
             let previous = std::mem::take(&mut rec.operation.id);
             rec.intent = Some(OperationIntent {
                 operation: op_id.clone(),
@@ -196,7 +225,7 @@ impl Admin {
                 trace_id: trace_id.to_owned(),
                 previous_operation: Some(previous),
                 supersedes: None,
-                keep_identities: kept_identities(Some(&rec)),
+                keep_identities,
             });
             rec.operation = gateway.new_operation(
                 &op_id,
@@ -234,7 +263,6 @@ fn leftover(
     made: Made,
     why: Orphaned,
     record: Option<&ClusterRecord>,
-    removable: bool,
 ) -> pb::Leftover {
     let detail = record
         .and_then(|r| r.error.as_ref().or(r.operation.error.as_ref()))
@@ -251,7 +279,7 @@ fn leftover(
         id: made.id,
         location: made.location,
         made_by: made.operation,
-        removable,
+        removable: why.removable(),
     }
 }
 
@@ -317,6 +345,8 @@ mod tests {
             keep_identities: true,
         });
         assert!(kept_identities(Some(&r)));
+        r.operation.kind = OperationKind::Sweep;
+        assert!(kept_identities(Some(&r)), "a sweep after it keeps them too");
         if let Some(i) = r.intent.as_mut() {
             i.operation = "op-older".into();
         }
