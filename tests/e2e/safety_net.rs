@@ -312,34 +312,9 @@ async fn a_dry_run_lists_what_the_create_then_makes_and_the_preflight_refuses_be
     // Four misconfigurations at once, all refused in one answer before any ARM write: a
     // subnet outside the VNet the user brings, a base domain without a public zone, a release
     // the management cluster's HyperShift does not support, no vCPU quota left for the pool.
-    let sub = system.subscription("acme");
-    let user = UserNetwork::make(&system, "acme").await;
-    let corp = user.vnet("corp-vnet", "172.16").await;
-    let lab = user.vnet("lab-vnet", "172.17").await;
-    let nsg = user.nsg.clone();
     // The one worker of `planned` uses the region's Dsv5 vCPUs up.
-    system
-        .arm_admin()
-        .set_quota_limit(&hypersaga_emulator_arm::QuotaLimit {
-            subscription: sub.clone(),
-            location: "eastus".into(),
-            name: "standardDSv5Family".into(),
-            limit: 4,
-        })
-        .await
-        .expect("quota");
+    let req = misconfigured(&system, "misfit", 2, 4).await;
     let before = arm_writes(&system).await;
-    let mut req = create_request("misfit", 2);
-    if let Some(spec) = req.spec.as_mut() {
-        spec.base_domain = "nozone.example.org".into();
-        spec.release_image = "quay.io/openshift-release-dev/ocp-release:4.23.0-multi".into();
-        spec.network = Some(pb::NetworkSpec {
-            vnet_id: corp.clone(),
-            subnet_id: format!("{lab}/subnets/clusters"),
-            nsg_id: nsg.clone(),
-            ..Default::default()
-        });
-    }
     let violations = preflight_refusal(client.create_cluster(req).await);
     let found: BTreeSet<(&str, &str)> = violations
         .iter()
@@ -543,31 +518,8 @@ async fn a_create_the_tenants_principal_may_not_make_is_refused_before_any_write
     // before any ARM write, each with its field: no public zone (the permissions are then
     // read at another group of the subscription), a subnet outside the VNet the user brings,
     // a release HyperShift does not support, and no vCPU quota for the pool.
-    let user = UserNetwork::make(&system, "acme").await;
-    let corp = user.vnet("corp-vnet", "172.16").await;
-    let lab = user.vnet("lab-vnet", "172.17").await;
-    system
-        .arm_admin()
-        .set_quota_limit(&hypersaga_emulator_arm::QuotaLimit {
-            subscription: sub.clone(),
-            location: "eastus".into(),
-            name: "standardDSv5Family".into(),
-            limit: 0,
-        })
-        .await
-        .expect("quota");
+    let req = misconfigured(&system, "misfit", 1, 0).await;
     let before = arm_writes(&system).await;
-    let mut req = create_request("misfit", 1);
-    if let Some(spec) = req.spec.as_mut() {
-        spec.base_domain = "nozone.example.org".into();
-        spec.release_image = "quay.io/openshift-release-dev/ocp-release:4.23.0-multi".into();
-        spec.network = Some(pb::NetworkSpec {
-            vnet_id: corp,
-            subnet_id: format!("{lab}/subnets/clusters"),
-            nsg_id: user.nsg.clone(),
-            ..Default::default()
-        });
-    }
     let violations = preflight_refusal(client.create_cluster(req).await);
     let kinds: BTreeSet<&str> = violations.iter().map(|v| v.r#type.as_str()).collect();
     assert_eq!(
@@ -671,21 +623,7 @@ async fn leave_half_a_cluster(
         "Microsoft.Network/privateDnsZones/A",
         "Microsoft.Network/privateDnsZones/CNAME",
     ] {
-        system
-            .arm_admin()
-            .add_fault(&hypersaga_emulator_arm::FaultSpec {
-                method: "PUT".into(),
-                resource_type: record.into(),
-                name_contains: None,
-                path_contains: Some(name.into()),
-                status: 503,
-                code: "ServiceUnavailable".into(),
-                message: None,
-                retry_after_secs: None,
-                count: None,
-            })
-            .await
-            .expect("hold the record");
+        system.hold_puts(record, Some(name)).await;
     }
     let op = client
         .create_cluster(create_request(name, 1))
@@ -755,4 +693,41 @@ async fn wait_for_operation(client: &mut hypersaga::client::Client, id: &str) {
         );
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
+}
+
+/// A create of acme's cluster `name` with four misconfigurations: a base domain without a
+/// public zone, a release the management cluster's HyperShift does not support, a subnet
+/// outside the VNet the user brings (made here), and `replicas` workers with the region's
+/// Dsv5 vCPU quota set to `quota`.
+async fn misconfigured(
+    system: &System,
+    name: &str,
+    replicas: i32,
+    quota: u64,
+) -> pb::CreateClusterRequest {
+    let user = UserNetwork::make(system, "acme").await;
+    let corp = user.vnet("corp-vnet", "172.16").await;
+    let lab = user.vnet("lab-vnet", "172.17").await;
+    system
+        .arm_admin()
+        .set_quota_limit(&hypersaga_emulator_arm::QuotaLimit {
+            subscription: system.subscription("acme"),
+            location: "eastus".into(),
+            name: "standardDSv5Family".into(),
+            limit: quota,
+        })
+        .await
+        .expect("quota");
+    let mut req = create_request(name, replicas);
+    if let Some(spec) = req.spec.as_mut() {
+        spec.base_domain = "nozone.example.org".into();
+        spec.release_image = "quay.io/openshift-release-dev/ocp-release:4.23.0-multi".into();
+        spec.network = Some(pb::NetworkSpec {
+            vnet_id: corp,
+            subnet_id: format!("{lab}/subnets/clusters"),
+            nsg_id: user.nsg.clone(),
+            ..Default::default()
+        });
+    }
+    req
 }

@@ -213,12 +213,19 @@ impl System {
     /// Holds every create in the middle: the load balancer's PUT fails retryably (503) until
     /// the faults are cleared (`arm_admin().clear_faults()`).
     pub async fn hold_at_the_load_balancer(&self) {
+        self.hold_puts("Microsoft.Network/loadBalancers", None)
+            .await;
+    }
+
+    /// Every PUT of `resource_type` (whose path contains `path_contains`, if given) fails
+    /// retryably (503) until the faults are cleared (`arm_admin().clear_faults()`).
+    pub async fn hold_puts(&self, resource_type: &str, path_contains: Option<&str>) {
         self.arm_admin()
             .add_fault(&hypersaga_emulator_arm::FaultSpec {
                 method: "PUT".into(),
-                resource_type: "Microsoft.Network/loadBalancers".into(),
+                resource_type: resource_type.into(),
                 name_contains: None,
-                path_contains: None,
+                path_contains: path_contains.map(str::to_owned),
                 status: 503,
                 code: "ServiceUnavailable".into(),
                 message: None,
@@ -226,7 +233,7 @@ impl System {
                 count: None,
             })
             .await
-            .expect("add the load balancer fault");
+            .expect("add the fault");
     }
 
     pub fn arm_admin(&self) -> hypersaga_emulator_arm::admin_client::AdminClient {

@@ -3,6 +3,7 @@
 use hypersaga_azure::ids::ResourceId;
 use hypersaga_bus::plan::{Change, Finding, Verb};
 use hypersaga_bus::{StepCommand, StepError};
+use hypersaga_model::ClusterSpec;
 use hypersaga_stepkit::plan::{azure, finding_of};
 use hypersaga_stepkit::{TenantArm, step_error};
 use serde_json::Value;
@@ -115,6 +116,68 @@ pub(crate) fn check_fit(
     }
 }
 
+/// Addresses Azure keeps in every subnet (the network's, the gateway's, two for DNS, the
+/// broadcast).
+const AZURE_KEEPS: u64 = 5;
+
+/// A finding when the brought subnet has fewer free addresses than the cluster's pools may
+/// take (one per node, at their largest: replicas, or the autoscaler's maximum), from its
+/// prefix and the IP configurations ARM lists in it. Pools that bring a subnet of their own
+/// are not counted.
+pub(crate) fn check_room(
+    findings: &mut Vec<Finding>,
+    subnet_id: &str,
+    subnet: Option<&Value>,
+    spec: &ClusterSpec,
+) {
+    let Some(subnet) = subnet else {
+        return;
+    };
+    let prefix = subnet
+        .pointer("/properties/addressPrefix")
+        .and_then(Value::as_str)
+        .or_else(|| {
+            subnet
+                .pointer("/properties/addressPrefixes/0")
+                .and_then(Value::as_str)
+        });
+    let Some(len) = prefix
+        .filter(|p| !p.contains(':'))
+        .and_then(|p| p.split_once('/'))
+        .and_then(|(_, l)| l.parse::<u32>().ok())
+        .filter(|l| *l <= 32)
+    else {
+        return;
+    };
+    let size = 1u64 << (32 - len);
+    let taken = subnet
+        .pointer("/properties/ipConfigurations")
+        .and_then(Value::as_array)
+        .map_or(0, |c| c.len() as u64);
+    let free = size.saturating_sub(AZURE_KEEPS).saturating_sub(taken);
+    let needed: u64 = spec
+        .node_pools
+        .iter()
+        .filter(|p| {
+            p.subnet_id
+                .as_deref()
+                .is_none_or(|s| s.eq_ignore_ascii_case(subnet_id))
+        })
+        .map(|p| u64::try_from(p.autoscaling.map_or(p.replicas, |a| a.max)).unwrap_or(0))
+        .sum();
+    if needed > free {
+        findings.push(network_finding(
+            "subnet_id",
+            format!(
+                "{subnet_id} ({}) has {free} free addresses ({size} in all, {taken} taken, \
+                 {AZURE_KEEPS} kept by Azure); the node pools need up to {needed}",
+                prefix.unwrap_or_default()
+            ),
+            "bring a larger subnet, or one with more free addresses, or ask for fewer nodes",
+        ));
+    }
+}
+
 fn network_finding(field: &str, message: String, remedy: &str) -> Finding {
     Finding {
         field: format!("spec.network.{field}"),
@@ -201,5 +264,36 @@ mod tests {
             findings[0].message
         );
         assert!(findings[2].message.contains("networkSecurityGroups/other"));
+    }
+
+    #[test]
+    fn a_brought_subnet_must_have_room_for_every_node_its_pools_may_have() {
+        let subnet_id = format!("{NET}/virtualNetworks/v/subnets/a");
+        let mut spec = hypersaga_testkit::spec();
+        spec.node_pools = vec![hypersaga_model::NodePoolSpec::new(
+            "a",
+            3,
+            "Standard_D4s_v5",
+        )];
+        // A /29: 8 addresses, 5 kept by Azure, 1 taken: 2 free.
+        let subnet = json!({"properties": {"addressPrefix": "10.0.0.0/29",
+            "ipConfigurations": [{"id": "/subscriptions/s/x/networkInterfaces/n/ipConfigurations/c"}]}});
+        let mut findings = Vec::new();
+        check_room(&mut findings, &subnet_id, Some(&subnet), &spec);
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].field, "spec.network.subnet_id");
+        assert!(
+            findings[0].message.contains("has 2 free addresses")
+                && findings[0].message.contains("need up to 3"),
+            "{findings:?}"
+        );
+        // Two nodes fit; a pool on a subnet of its own does not count.
+        spec.node_pools[0].replicas = 2;
+        let mut other = hypersaga_model::NodePoolSpec::new("b", 9, "Standard_D4s_v5");
+        other.subnet_id = Some(format!("{NET}/virtualNetworks/v/subnets/b"));
+        spec.node_pools.push(other);
+        let mut findings = Vec::new();
+        check_room(&mut findings, &subnet_id, Some(&subnet), &spec);
+        assert!(findings.is_empty(), "{findings:?}");
     }
 }

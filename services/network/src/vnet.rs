@@ -11,7 +11,7 @@ use hypersaga_stepkit::{Halt, Ops, TenantArm, ensure, remove, tags};
 use serde_json::{Value, json};
 
 use crate::NETWORK_API;
-use crate::user_network::{check_fit, check_location, given, look_up, plan_look_up};
+use crate::user_network::{check_fit, check_location, check_room, given, look_up, plan_look_up};
 
 /// ARM type of virtual networks.
 pub(crate) const TYPE: &str = "Microsoft.Network/virtualNetworks";
@@ -124,6 +124,7 @@ pub(crate) async fn plan(arm: &TenantArm, cmd: &StepCommand) -> Result<StepPlan,
         }
         let nsg_id = network.nsg_id.as_deref().unwrap_or_default();
         check_fit(&mut findings, vnet_id, subnet_id, nsg_id, subnet.as_ref());
+        check_room(&mut findings, subnet_id, subnet.as_ref(), &cmd.context.spec);
         let changes = vec![vnet_read, subnet_read];
         let outputs = VnetOutputs {
             vnet_id: vnet_id.to_owned(),

@@ -287,6 +287,47 @@ async fn user_brought_network_is_read_never_written_or_deleted() {
     .await
     .expect("user vnet");
 
+    // A subnet's room is what ARM says of it: its prefix, less Azure's five addresses and the
+    // IP configurations placed in it (a NIC of the user's here).
+    use hypersaga_worker::StepHandler;
+    let base = format!(
+        "/subscriptions/{SUBSCRIPTION}/resourceGroups/user-net/providers/Microsoft.Network"
+    );
+    c.put(
+        &format!("{base}/networkInterfaces/jumpbox"),
+        NETWORK_API,
+        &json!({"location": "eastus", "properties": {"ipConfigurations": [
+            {"name": "ipconfig1", "properties": {"subnet": {"id": net.subnet_id}}}
+        ]}}),
+    )
+    .await
+    .expect("a NIC in the subnet");
+    let mut crowded = spec.clone();
+    crowded.node_pools = vec![hypersaga_model::NodePoolSpec::new(
+        "workers",
+        251,
+        "Standard_D4s_v5",
+    )];
+    let plan = h
+        .plan(&command("byo", crowded, StepId::Vnet, Action::Do, []))
+        .await
+        .expect("plan");
+    let room: Vec<_> = plan
+        .findings
+        .iter()
+        .filter(|f| f.field == "spec.network.subnet_id")
+        .collect();
+    assert!(
+        room.len() == 1 && room[0].message.contains("has 250 free addresses"),
+        "{:?}",
+        plan.findings
+    );
+    let plan = h
+        .plan(&command("byo", spec.clone(), StepId::Vnet, Action::Do, []))
+        .await
+        .expect("plan");
+    assert!(plan.findings.is_empty(), "{:?}", plan.findings);
+
     let done = create_all(&h, "byo", &spec).await;
     let o = |step: StepId| {
         done.iter()

@@ -39,8 +39,8 @@ use hooks::{
 };
 use in_use::{Use, disk_in_use, nic_in_use, nsg_in_use, public_ip_in_use, vnet_in_use};
 use network::{
-    allocate_nic_addresses, decorate_nic, decorate_nsg, fill_nic, lb_references, nic_references,
-    references_valid, subnet_references, vnet_put_valid, vnet_references,
+    allocate_nic_addresses, decorate_nic, decorate_nsg, decorate_vnet, fill_nic, lb_references,
+    nic_references, references_valid, subnet_references, vnet_put_valid, vnet_references,
 };
 use references::Reference;
 pub use regions::REGIONS;
@@ -417,6 +417,7 @@ pub static TYPES: &[ResourceType] = &[
         references: Some(vnet_references),
         check_put: Some(vnet_put_valid),
         in_use: Some(vnet_in_use),
+        decorate: Some(decorate_vnet),
         ..NET
     },
     ResourceType {

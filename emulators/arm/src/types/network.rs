@@ -348,3 +348,33 @@ pub(super) fn decorate_nsg(store: &Store, nsg: &StoredResource, obj: &mut Map<St
         }
     }
 }
+
+/// Each subnet of a VNet lists the IP configurations placed in it (NICs' and load balancers'
+/// frontends), as NRP returns them (`Subnet.properties.ipConfigurations`, read-only): how many
+/// of its addresses are taken.
+pub(super) fn decorate_vnet(store: &Store, vnet: &StoredResource, obj: &mut Map<String, Value>) {
+    let Some(subnets) = obj
+        .get_mut("properties")
+        .and_then(|p| p.get_mut("subnets"))
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    for subnet in subnets.iter_mut() {
+        let Some(name) = subnet["name"].as_str().map(str::to_owned) else {
+            continue;
+        };
+        let id = format!("{}/subnets/{name}", vnet.id);
+        let configs: Vec<Value> = super::in_use::users_of(store, &id.to_ascii_lowercase())
+            .into_iter()
+            .filter(|u| u.holder.to_ascii_lowercase().contains("/ipconfigurations/"))
+            .map(|u| json!({ "id": u.holder }))
+            .collect();
+        if configs.is_empty() {
+            continue;
+        }
+        if let Some(props) = subnet.get_mut("properties").and_then(Value::as_object_mut) {
+            props.insert("ipConfigurations".into(), Value::Array(configs));
+        }
+    }
+}
