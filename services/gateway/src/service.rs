@@ -806,6 +806,16 @@ impl ClusterService for Gateway {
                 // A retry of the delete that finished answers with that delete.
                 if request_id.is_some() && rec.delete_request_id == request_id {
                     same_delete(&rec, request_id.as_deref(), req.keep_identities)?;
+                    // A sweep since then names itself; the delete is the operation before it.
+                    if rec.operation.kind != OperationKind::Delete
+                        && let Some(previous) = rec
+                            .intent
+                            .as_ref()
+                            .and_then(|i| i.previous_operation.as_deref())
+                        && let Some(delete) = self.load_operation(&tenant, previous).await?
+                    {
+                        return Ok(Response::new(operation_to_pb(&delete.view)));
+                    }
                     return Ok(Response::new(operation_to_pb(&rec.operation)));
                 }
                 return Err(not_found(&req.name));
