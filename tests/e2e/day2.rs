@@ -925,6 +925,27 @@ async fn the_command_line_adds_scales_lists_upgrades_and_removes_as_a_user_would
         "--wait",
     ]);
     assert_eq!(code, Some(0), "{out}");
+    // A dry run prints the change's plan and changes nothing.
+    let (code, out) = run(&[
+        "nodepool",
+        "scale",
+        "cli",
+        "gpu",
+        "--replicas",
+        "2",
+        "--dry-run",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    let plan: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(plan["steps"][0]["step"], "nodepool.gpu", "{plan:#}");
+    assert_eq!(plan["findings"], serde_json::json!([]), "{plan:#}");
+    assert_eq!(
+        vms(&system, "cli", "gpu").await.len(),
+        1,
+        "a dry run changes nothing"
+    );
     let (code, out) = run(&[
         "nodepool",
         "scale",
