@@ -520,7 +520,7 @@ async fn a_scale_over_the_vcpu_quota_is_refused_with_the_arithmetic_and_a_failed
     assert_eq!(refused.len(), 1, "{refused:#?}");
     assert_eq!(
         (refused[0].r#type.as_str(), refused[0].subject.as_str()),
-        ("QUOTA", "spec.node_pools.workers.replicas")
+        ("QUOTA", "node_pool.spec.replicas")
     );
     assert!(
         refused[0]

@@ -372,7 +372,7 @@ async fn a_dry_run_lists_what_the_create_then_makes_and_the_preflight_refuses_be
             .iter()
             .map(|f| (f.field.as_str(), f.kind.as_str()))
             .collect::<Vec<_>>(),
-        [("spec.node_pools.more.replicas", "QUOTA")],
+        [("node_pool.replicas", "QUOTA")],
         "{plan:#?}"
     );
     let refused = preflight_refusal(client.create_node_pool(more()).await);

@@ -64,6 +64,24 @@ pub(super) struct Change<'a> {
     pub apply: &'a (dyn Fn(&ClusterRecord) -> Result<ClusterSpec, Status> + Send + Sync),
 }
 
+/// What the request of `change` calls the spec's `field` (a plan's findings name the cluster's
+/// spec): a node pool's fields are under `node_pool` (`node_pool.spec` in an update), the
+/// cluster's under `cluster.spec`. `None`: the same.
+fn request_field(change: &Change<'_>, field: &str) -> Option<String> {
+    let pool_field = || {
+        let pool = change.node_pool.as_deref()?;
+        field.strip_prefix(&format!("spec.node_pools.{pool}."))
+    };
+    match change.kind {
+        OperationKind::CreateNodePool => pool_field().map(|rest| format!("node_pool.{rest}")),
+        OperationKind::UpdateNodePool => pool_field().map(|rest| format!("node_pool.spec.{rest}")),
+        OperationKind::UpdateCluster => field
+            .strip_prefix("spec.")
+            .map(|rest| format!("cluster.spec.{rest}")),
+        _ => None,
+    }
+}
+
 impl Gateway {
     /// Accepts `change`: one compare-and-set of the cluster record naming the new operation
     /// and the spec it leads to, then the coordinator's wake-up. A retry with the same
@@ -104,7 +122,8 @@ impl Gateway {
             }
             // The preflight, as a create's: the services plan the change with the code its
             // steps run; a dry run stops here with the plan.
-            let planned = self.plan_change(&rec, &spec, &change).await?;
+            let mut planned = self.plan_change(&rec, &spec, &change).await?;
+            planned.rename_fields(|field| request_field(&change, field));
             if change.validate_only {
                 return Ok(pb::Operation {
                     cluster: change.cluster.to_owned(),
@@ -562,6 +581,45 @@ pub(super) fn node_pool_of(rec: &ClusterRecord, name: &str) -> Result<pb::NodePo
 mod tests {
     use super::*;
     use hypersaga_model::NodePoolSpec;
+
+    #[test]
+    fn a_day_two_calls_findings_name_the_requests_fields() {
+        let apply = |_: &ClusterRecord| Err(Status::internal("not applied here"));
+        let change = |kind, node_pool: Option<&str>| Change {
+            cluster: "demo",
+            kind,
+            node_pool: node_pool.map(str::to_owned),
+            addon: None,
+            request_id: None,
+            etag: None,
+            trace_id: String::new(),
+            validate_only: true,
+            apply: &apply,
+        };
+        let create = change(OperationKind::CreateNodePool, Some("gpu"));
+        assert_eq!(
+            request_field(&create, "spec.node_pools.gpu.replicas").as_deref(),
+            Some("node_pool.replicas")
+        );
+        assert_eq!(
+            request_field(&create, "spec.node_pools.workers.replicas"),
+            None
+        );
+        let scale = change(OperationKind::UpdateNodePool, Some("gpu"));
+        assert_eq!(
+            request_field(&scale, "spec.node_pools.gpu.replicas").as_deref(),
+            Some("node_pool.spec.replicas")
+        );
+        let upgrade = change(OperationKind::UpdateCluster, None);
+        assert_eq!(
+            request_field(&upgrade, "spec.release_image").as_deref(),
+            Some("cluster.spec.release_image")
+        );
+        assert_eq!(
+            request_field(&upgrade, "/subscriptions/s/resourceGroups/dns"),
+            None
+        );
+    }
 
     fn record(release: &str, pools: &[(&str, &str)]) -> ClusterRecord {
         let json = serde_json::json!({

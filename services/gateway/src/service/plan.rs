@@ -32,6 +32,17 @@ pub(super) struct Planned {
 }
 
 impl Planned {
+    /// Names each finding's field as the request that asked for the change does (`rename`
+    /// gives the new name, or `None` to keep it): a day-2 call's fields are not the spec's.
+    pub fn rename_fields(&mut self, rename: impl Fn(&str) -> Option<String>) {
+        let plans = self.steps.iter_mut().filter_map(|(_, p)| p.as_mut().ok());
+        for finding in plans.flat_map(|p| p.findings.iter_mut()) {
+            if let Some(named) = rename(&finding.field) {
+                finding.field = named;
+            }
+        }
+    }
+
     /// Every finding, with the step that found it.
     pub fn findings(&self) -> Vec<(&str, &Finding)> {
         self.steps
