@@ -170,8 +170,11 @@ impl Admin {
         }
     }
 
-    /// The tenant's clusters that still exist (anything not deleted).
-    async fn live_clusters(&self, tenant: &TenantId) -> Result<Vec<String>, Status> {
+    /// Every cluster record of `tenant`, deleted ones too, by name.
+    async fn records(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<std::collections::BTreeMap<String, ClusterRecord>, Status> {
         let records = tenant_kv::read::<ClusterRecord>(
             &self.gateway.bus,
             &self.gateway.clusters,
@@ -179,9 +182,16 @@ impl Admin {
             "list clusters",
         )
         .await?;
-        Ok(records
+        Ok(records.into_iter().map(|(k, r)| (k, r.value)).collect())
+    }
+
+    /// The tenant's clusters that still exist (anything not deleted).
+    async fn live_clusters(&self, tenant: &TenantId) -> Result<Vec<String>, Status> {
+        Ok(self
+            .records(tenant)
+            .await?
             .into_iter()
-            .filter(|(_, r)| r.value.phase != ClusterPhase::Deleted)
+            .filter(|(_, r)| r.phase != ClusterPhase::Deleted)
             .map(|(name, _)| name)
             .collect())
     }

@@ -5,7 +5,7 @@
 //! everything ([`hypersaga_bus::sweep`]); the cluster records say who owns it. Removing is the
 //! coordinator's, as any operation: paced, traced, audited, paused on a failure, resumable.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use async_nats::jetstream::kv;
@@ -23,7 +23,7 @@ use tracing::info;
 use super::{Admin, actor_of, tenant_id};
 use crate::convert::operation_to_pb;
 use crate::service::plan::target_name;
-use crate::service::{internal, new_operation_id, tenant_kv};
+use crate::service::{internal, new_operation_id};
 
 /// How long a service may take to list what it made for one tenant (a whole subscription's
 /// tagged resources, and every management cluster's labelled objects).
@@ -181,18 +181,6 @@ impl Admin {
             }
         }
         (found, unlisted)
-    }
-
-    /// Every cluster record of `tenant`, deleted ones too, by name.
-    async fn records(&self, tenant: &TenantId) -> Result<BTreeMap<String, ClusterRecord>, Status> {
-        let records = tenant_kv::read::<ClusterRecord>(
-            &self.gateway.bus,
-            &self.gateway.clusters,
-            tenant,
-            "list clusters",
-        )
-        .await?;
-        Ok(records.into_iter().map(|(k, r)| (k, r.value)).collect())
     }
 
     /// Starts a `sweep` of `cluster` (compare-and-set on its record, as every operation
