@@ -33,6 +33,8 @@ echo; echo "==> hypersaga tenant list (the platform's admin: tenants onboarded w
 "$hs" tenant list
 echo; echo "==> hypersaga addon put --file examples/addons/logging.yaml (an add-on in Package Operator's phases)"
 "$hs" addon put --file examples/addons/logging.yaml
+echo; echo "==> hypersaga cluster create demo --label env=demo --addon logging --dry-run (what it would make and what is in its way: the plan's last lines)"
+"$hs" cluster create demo --node-pool-replicas 2 --label env=demo --addon logging --dry-run | tail -n 8
 echo; echo "==> hypersaga cluster create demo --label env=demo --addon logging --wait"
 "$hs" cluster create demo --node-pool-replicas 2 --label env=demo --addon logging --wait
 echo; echo "==> hypersaga cluster list"
@@ -54,6 +56,8 @@ echo; echo "==> hypersaga emulator requests (what was asked of Azure)"
 "$hs" emulator requests
 echo; echo "==> hypersaga cluster delete demo --wait"
 "$hs" cluster delete demo --wait
+echo; echo "==> hypersaga sweep --dry-run (the platform's admin: anything hypersaga made that no live cluster owns)"
+"$hs" sweep --dry-run
 echo; echo "==> hypersaga audit tail --cluster demo --from-start (first 12 of the public audit events)"
 "$hs" audit tail --cluster demo --from-start --count 12
-echo; echo "demo finished: the cluster was created with its add-on, became ready, got a second node pool, was upgraded, and was deleted."
+echo; echo "demo finished: the cluster was planned, created with its add-on, became ready, got a second node pool, was upgraded, and was deleted, leaving nothing behind."
