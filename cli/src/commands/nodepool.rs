@@ -402,7 +402,7 @@ pub fn create_request(
 }
 
 /// An `UpdateNodePool` request for pool `name` of `cluster`: `spec` (its name set here)
-/// under `paths`.
+/// under `paths`; only planned when `validate_only`.
 fn update_pool(
     cluster: &str,
     name: &str,
@@ -410,6 +410,7 @@ fn update_pool(
     paths: Vec<&str>,
     etag: Option<&str>,
     request_id: String,
+    validate_only: bool,
 ) -> pb::UpdateNodePoolRequest {
     pb::UpdateNodePoolRequest {
         cluster: cluster.to_owned(),
@@ -426,7 +427,7 @@ fn update_pool(
             paths: paths.into_iter().map(str::to_owned).collect(),
         }),
         request_id,
-        validate_only: false,
+        validate_only,
     }
 }
 
@@ -450,6 +451,7 @@ pub fn scale_request(a: &ScaleArgs, request_id: String) -> pb::UpdateNodePoolReq
         vec![path],
         a.etag.as_deref(),
         request_id,
+        a.dry_run,
     )
 }
 
@@ -491,6 +493,7 @@ pub fn update_request(
         paths,
         a.etag.as_deref(),
         request_id,
+        a.dry_run,
     ))
 }
 
@@ -565,8 +568,7 @@ pub async fn run(cmd: NodePoolCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         NodePoolCommand::Scale(a) => {
-            let mut req = scale_request(&a, request_id_or_new(a.request_id.clone()));
-            req.validate_only = a.dry_run;
+            let req = scale_request(&a, request_id_or_new(a.request_id.clone()));
             let said = format!(
                 "Scaling node pool {} of cluster {} to {}",
                 a.name,
@@ -586,8 +588,7 @@ pub async fn run(cmd: NodePoolCommand) -> anyhow::Result<ExitCode> {
             .await
         }
         NodePoolCommand::Update(a) => {
-            let mut req = update_request(&a, request_id_or_new(a.request_id.clone()))?;
-            req.validate_only = a.dry_run;
+            let req = update_request(&a, request_id_or_new(a.request_id.clone()))?;
             let paths = req
                 .update_mask
                 .as_ref()

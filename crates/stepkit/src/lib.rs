@@ -55,6 +55,10 @@ pub use tags::{CLUSTER_TAG, SAGA_TAG, TENANT_TAG, tags};
 
 pub use hypersaga_bus::{Action, Outputs, StepCommand, StepError, StepId, StepOutputs};
 
+/// `Microsoft.Resources` api-version HyperShift uses for resource groups, and hypersaga for
+/// every ARM-level call (resource groups, the tagged-resource listings).
+pub const RESOURCES_API: &str = "2021-04-01";
+
 /// Why a service could not start or stopped.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -13,11 +13,9 @@ use hypersaga_model::TenantId;
 use serde_json::Value;
 
 use crate::{
-    CLUSTER_TAG, Halt, Ops, SAGA_TAG, StepError, TENANT_TAG, TenantArm, remove, step_error,
+    CLUSTER_TAG, Halt, Ops, RESOURCES_API, SAGA_TAG, StepError, TENANT_TAG, TenantArm, remove,
+    step_error,
 };
-
-/// `Microsoft.Resources` api-version the listings use.
-pub const RESOURCES_API: &str = "2021-04-01";
 
 /// ARM type of resource groups.
 pub const RESOURCE_GROUP_TYPE: &str = "Microsoft.Resources/resourceGroups";

@@ -17,8 +17,7 @@ use hypersaga_stepkit::{
 };
 use serde_json::{Value, json};
 
-/// `Microsoft.Resources` api-version HyperShift uses for the identity RG.
-pub const RESOURCES_API: &str = "2021-04-01";
+pub use hypersaga_stepkit::RESOURCES_API;
 /// `Microsoft.ManagedIdentity/userAssignedIdentities` api-version HyperShift uses.
 pub const MSI_API: &str = "2024-11-30";
 /// Federated identity credentials: same provider and api-version as the identities.

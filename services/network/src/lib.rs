@@ -32,8 +32,7 @@ use hypersaga_stepkit::{ArmClients, ArmStep, Halt, Notes, Ops, sweep, unknown_st
 use hypersaga_worker::{Progress, StepHandler, StepResult};
 use tokio_util::sync::CancellationToken;
 
-/// `Microsoft.Resources` api-version HyperShift uses for resource groups.
-pub const RESOURCES_API: &str = "2021-04-01";
+pub use hypersaga_stepkit::RESOURCES_API;
 /// `Microsoft.Network` api-version HyperShift uses for NSG, VNet, public IP and LB.
 pub const NETWORK_API: &str = "2023-11-01";
 

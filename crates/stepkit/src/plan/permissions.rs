@@ -306,7 +306,7 @@ async fn any_group(arm: &TenantArm) -> Option<String> {
         .client
         .list(
             &format!("/subscriptions/{}/resourcegroups", arm.subscription_id),
-            crate::sweep::RESOURCES_API,
+            crate::RESOURCES_API,
         )
         .await
         .ok()?;
