@@ -33,7 +33,7 @@
 //! and `node_modules`. A test fails if anything of the compose network is left untranslated.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -222,13 +222,10 @@ fn strs(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// A free loopback port (bound, then released for the process that will listen on it).
+/// A free loopback port (bound, then released for the process that will listen on it), never
+/// one handed out before in this test.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    hypersaga_procs::free_port().expect("a free loopback port")
 }
 
 /// What a container sees, as this machine sees it: each service's mounts under a directory

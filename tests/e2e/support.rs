@@ -81,7 +81,7 @@ impl System {
         let dir = tempfile::tempdir().expect("tempdir");
         let state = dir.path().join("state");
         let log = std::fs::File::create(dir.path().join("dev.log")).expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_hypersaga"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hypersaga"))
             .args([
                 "dev",
                 "--profile",
@@ -106,6 +106,12 @@ impl System {
         let endpoints = loop {
             if let Ok(e) = Endpoints::load(&path) {
                 break e;
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!(
+                    "hypersaga dev exited ({status}) before it started; the end of its log:\n{}",
+                    tail(&dir.path().join("dev.log"), 60)
+                );
             }
             if Instant::now() >= deadline {
                 // The temporary directory goes with the test: say here what dev said.

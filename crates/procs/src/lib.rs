@@ -64,9 +64,48 @@ pub fn find_binary(env: &str, name: &str, fallbacks: &[&str]) -> Option<PathBuf>
         .find(|p| p.is_file())
 }
 
-/// A free TCP port on 127.0.0.1 (for servers that cannot report the port they chose).
+/// A free TCP port on 127.0.0.1 (for servers that cannot report the port they chose), never
+/// one this process handed out before.
+///
+/// The port is chosen at random below the kernel's ephemeral range, so that no outgoing
+/// connection takes it between now and the server's bind, and checked by binding it. Asking
+/// the kernel for port 0 twice can give the same port twice once the first listener is
+/// closed (two settings of one configuration then name one port); a machine whose ephemeral
+/// range leaves no room below falls back to the kernel's choice.
 pub fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port())
+    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let below = ephemeral_low().unwrap_or(32768);
+    for _ in 0..1000 {
+        let port = if below > FIRST_CHOSEN_PORT + 1000 {
+            rand::random_range(FIRST_CHOSEN_PORT..below)
+        } else {
+            TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port()
+        };
+        if given.contains(&port) || TcpListener::bind(("127.0.0.1", port)).is_err() {
+            continue;
+        }
+        given.insert(port);
+        return Ok(port);
+    }
+    Err(Error::Io(std::io::Error::new(
+        std::io::ErrorKind::AddrInUse,
+        "no free loopback port found in 1000 tries",
+    )))
+}
+
+/// The lowest port [`free_port`] chooses: above the registered ports most servers use.
+const FIRST_CHOSEN_PORT: u16 = 20000;
+
+/// The first port of the kernel's ephemeral range (Linux), which outgoing connections use.
+fn ephemeral_low() -> Option<u16> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// A running `nats-server` with JetStream.
@@ -421,4 +460,26 @@ fn random_account_key() -> String {
     use base64::Engine as _;
     let bytes: [u8; 64] = rand::random();
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_ports_are_never_handed_out_twice_and_can_be_bound() {
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..300 {
+            let port = free_port().expect("a free port");
+            assert!(seen.insert(port), "port {port} was handed out twice");
+            // Free until someone binds it, as a server given it would.
+            drop(TcpListener::bind(("127.0.0.1", port)).expect("the port can be bound"));
+        }
+        if let Some(low) = ephemeral_low().filter(|low| *low > FIRST_CHOSEN_PORT + 1000) {
+            assert!(
+                seen.iter().all(|p| *p < low),
+                "every port is below the ephemeral range ({low}): {seen:?}"
+            );
+        }
+    }
 }
