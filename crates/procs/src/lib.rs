@@ -75,7 +75,9 @@ pub fn find_binary(env: &str, name: &str, fallbacks: &[&str]) -> Option<PathBuf>
 pub fn free_port() -> Result<u16> {
     static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
         std::sync::Mutex::new(std::collections::BTreeSet::new());
-    let mut given = GIVEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut given = GIVEN
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let below = ephemeral_low().unwrap_or(32768);
     for _ in 0..1000 {
         let port = if below > FIRST_CHOSEN_PORT + 1000 {

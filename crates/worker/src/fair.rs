@@ -6,7 +6,9 @@
 //! subscription on the service's command subjects: every command published rings it) and from
 //! a sweep every second (a retry held back with NAK-delay comes due without a new publish). A
 //! fetch that finds nothing clears the tenant until the next ring or sweep, so idle tenants
-//! cost nothing.
+//! cost nothing. A command this replica held back tells its tenant's queue when it comes due
+//! ([`Due`]), so a re-check asked for in 50 ms is not left to the sweep (up to a second later,
+//! on every wait of an operation).
 //!
 //! Tenants are live data, and most of them are idle most of the time, so what a replica holds
 //! follows the work, not the number of tenants: it opens at start the queues of the tenants
@@ -15,7 +17,8 @@
 //! nats-server deletes a consumer nobody has pulled from for [`CONSUMER_INACTIVE`]. A tenant's
 //! next command opens its queue again.
 
-use std::collections::{HashMap, HashSet};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::time::Duration;
 
 use async_nats::jetstream::Message;
@@ -23,6 +26,7 @@ use async_nats::jetstream::consumer::{AckPolicy, Consumer, pull};
 use futures::{FutureExt as _, StreamExt};
 use hypersaga_bus::{Bus, CMD_STREAM};
 use hypersaga_model::TenantId;
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
@@ -54,6 +58,9 @@ const CONSUMER_INACTIVE: Duration = Duration::from_secs(3600);
 /// disconnect, a consumer leader failing over) and would otherwise be waited on for ever.
 /// Commands it may still bring later go unacknowledged and are redelivered.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(2);
+/// A command handed back with a NAK delay is redelivered that long after the server took the
+/// NAK, a moment after it was sent: it is looked for this much later.
+const REDELIVERY_MARGIN: Duration = Duration::from_millis(5);
 /// The doorbell rings as a command is published, which can be a moment before its stream has
 /// stored it: a fetch that finds nothing right after a ring looks again after these pauses.
 const AFTER_RING: [Duration; 3] = [
@@ -61,6 +68,18 @@ const AFTER_RING: [Duration; 3] = [
     Duration::from_millis(10),
     Duration::from_millis(40),
 ];
+
+/// Tells the tenants' queues when a command handed back with a NAK delay is due again.
+#[derive(Clone)]
+pub(crate) struct Due(mpsc::UnboundedSender<(TenantId, Instant)>);
+
+impl Due {
+    /// `tenant` has a command coming back after `wait` (a NAK with that delay, just sent).
+    pub(crate) fn after(&self, tenant: &TenantId, wait: Duration) {
+        // The queues outlive every task that holds this; once they are gone nobody fetches.
+        let _ = self.0.send((tenant.clone(), Instant::now() + wait));
+    }
+}
 
 pub(crate) struct TenantQueues {
     stream: async_nats::jetstream::stream::Stream,
@@ -82,6 +101,10 @@ pub(crate) struct TenantQueues {
     next: usize,
     doorbell: async_nats::Subscriber,
     swept: Instant,
+    /// When commands held back by this replica's tasks come due (see [`Due`]): told through
+    /// the channel, kept in the heap until then.
+    due: (Due, mpsc::UnboundedReceiver<(TenantId, Instant)>),
+    coming: BinaryHeap<Reverse<(Instant, TenantId)>>,
 }
 
 impl TenantQueues {
@@ -118,6 +141,11 @@ impl TenantQueues {
             next: 0,
             doorbell,
             swept: Instant::now(),
+            due: {
+                let (tx, rx) = mpsc::unbounded_channel();
+                (Due(tx), rx)
+            },
+            coming: BinaryHeap::new(),
         };
         let stored = queues.with_stored_commands().await;
         for tenant in tenants.iter().chain(&stored) {
@@ -189,6 +217,34 @@ impl TenantQueues {
         tenants
     }
 
+    /// What the tasks that hold commands back tell the queues through.
+    pub(crate) fn due(&self) -> Due {
+        self.due.0.clone()
+    }
+
+    /// Marks the tenants whose held-back commands are due by `now` as having work. The server
+    /// redelivers a moment after the NAK reached it, so a look taken just before finds nothing:
+    /// one more look follows ([`AFTER_RING`]'s last), not the sweep's second. A tenant whose
+    /// queue was let go meanwhile is opened again.
+    fn due_by(&mut self, now: Instant) {
+        while let Some(Reverse((at, _))) = self.coming.peek()
+            && *at <= now
+        {
+            let Some(Reverse((_, tenant))) = self.coming.pop() else {
+                break;
+            };
+            match self.index.get(tenant.as_str()) {
+                Some(&i) => {
+                    self.ready[i] = true;
+                    self.misses[i] = self.misses[i].max(AFTER_RING.len() - 1);
+                }
+                None => {
+                    self.unopened.insert(tenant.to_string());
+                }
+            }
+        }
+    }
+
     /// Lets go of the queues that had no work for [`RETIRE_AFTER`]: they are swept no more.
     fn retire_idle(&mut self) {
         let now = Instant::now();
@@ -245,6 +301,10 @@ impl TenantQueues {
             while let Some(Some(msg)) = self.doorbell.next().now_or_never() {
                 self.ring(&msg.subject);
             }
+            while let Ok((tenant, at)) = self.due.1.try_recv() {
+                self.coming.push(Reverse((at + REDELIVERY_MARGIN, tenant)));
+            }
+            self.due_by(Instant::now());
             if !self.unopened.is_empty() {
                 self.open_rung().await;
             }
@@ -296,6 +356,7 @@ impl TenantQueues {
                 .again_at
                 .iter()
                 .flatten()
+                .chain(self.coming.peek().map(|Reverse((at, _))| at))
                 .copied()
                 .fold(self.swept + SWEEP, Instant::min);
             tokio::select! {
@@ -311,6 +372,9 @@ impl TenantQueues {
                     None => tokio::time::sleep_until(wake).await,
                 },
                 () = tokio::time::sleep_until(wake) => {}
+                Some((tenant, at)) = self.due.1.recv() => {
+                    self.coming.push(Reverse((at + REDELIVERY_MARGIN, tenant)));
+                }
             }
         }
     }

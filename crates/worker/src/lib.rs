@@ -264,11 +264,16 @@ pub async fn run(
                     }
                 },
             };
-            let (bus, sagas, handler, ack_wait) =
-                (bus.clone(), sagas.clone(), handler.clone(), opts.ack_wait);
+            let (bus, sagas, handler, ack_wait, due) = (
+                bus.clone(),
+                sagas.clone(),
+                handler.clone(),
+                opts.ack_wait,
+                queues.due(),
+            );
             let counted = InFlight::start(&in_flight);
             tasks.spawn(async move {
-                handle(bus, sagas, handler, msg, ack_wait).await;
+                handle(bus, sagas, handler, msg, ack_wait, due).await;
                 drop(counted);
                 drop(permit);
             });
@@ -312,12 +317,13 @@ async fn handle(
     handler: Arc<dyn StepHandler>,
     msg: async_nats::jetstream::Message,
     ack_wait: Duration,
+    due: fair::Due,
 ) {
     let trace = trace_of(msg.headers.as_ref());
     let Some(cmd) = read_command(&bus, &msg, &trace).await else {
         return;
     };
-    if hold_back(&msg, &cmd).await {
+    if hold_back(&msg, &cmd, &due).await {
         return;
     }
     // A first delivery is checked at its first mutating call (see `guard`). A redelivery is
@@ -329,11 +335,11 @@ async fn handle(
     if delivered.is_none_or(|d| d > 1)
         && let Err(refused) = guard.check().await
     {
-        hand_back(&msg, &cmd, &refused).await;
+        hand_back(&msg, &cmd, &refused, &due).await;
         return;
     }
     let progress = Progress::new(bus.clone(), cmd.clone(), trace);
-    if defer_for_budget(handler.as_ref(), &msg, &cmd, &progress).await {
+    if defer_for_budget(handler.as_ref(), &msg, &cmd, &progress, &due).await {
         return;
     }
     let span = step_span(&cmd, &trace, delivered);
@@ -354,7 +360,7 @@ async fn handle(
         // A refused mutation means the handler's answer is not the saga's to hear.
         if let Some(refused) = guard.refusal() {
             tracing::Span::current().record("outcome", "fenced");
-            hand_back(&msg, &cmd, &refused).await;
+            hand_back(&msg, &cmd, &refused, &due).await;
             return;
         }
         let outcome = outcome_of(result);
@@ -417,7 +423,11 @@ async fn read_command(
 
 /// Whether the command is held back until its `not_before` (a retry's backoff, a re-check's
 /// spacing): JetStream keeps the timer, by a NAK with that delay.
-async fn hold_back(msg: &async_nats::jetstream::Message, cmd: &StepCommand) -> bool {
+async fn hold_back(
+    msg: &async_nats::jetstream::Message,
+    cmd: &StepCommand,
+    due: &fair::Due,
+) -> bool {
     let now = OffsetDateTime::now_utc();
     let Some(not_before) = cmd.not_before.filter(|t| *t > now) else {
         return false;
@@ -425,8 +435,20 @@ async fn hold_back(msg: &async_nats::jetstream::Message, cmd: &StepCommand) -> b
     let wait = (not_before - now)
         .try_into()
         .unwrap_or(Duration::from_secs(1));
-    let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
+    nak_for(msg, cmd, wait, due).await;
     true
+}
+
+/// Hands `cmd` back to be delivered again after `wait`, and tells this replica's queues when
+/// it comes due, so it is fetched then.
+async fn nak_for(
+    msg: &async_nats::jetstream::Message,
+    cmd: &StepCommand,
+    wait: Duration,
+    due: &fair::Due,
+) {
+    let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
+    due.after(&cmd.tenant, wait);
 }
 
 /// Whether the subscription's ARM request budget defers the command: it comes back well
@@ -436,6 +458,7 @@ async fn defer_for_budget(
     msg: &async_nats::jetstream::Message,
     cmd: &StepCommand,
     progress: &Progress,
+    due: &fair::Due,
 ) -> bool {
     let Some(wait) = handler.defer(cmd).await else {
         return false;
@@ -451,7 +474,7 @@ async fn defer_for_budget(
             wait.as_secs().max(1)
         ))
         .await;
-    let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
+    nak_for(msg, cmd, wait, due).await;
     true
 }
 
@@ -570,7 +593,12 @@ async fn report(
 
 /// A command the fence refused, before it ran or at one of its changes: dropped when the saga
 /// has moved on from it, else handed back to come again shortly. Nothing is reported.
-async fn hand_back(msg: &async_nats::jetstream::Message, cmd: &StepCommand, refused: &Fenced) {
+async fn hand_back(
+    msg: &async_nats::jetstream::Message,
+    cmd: &StepCommand,
+    refused: &Fenced,
+    due: &fair::Due,
+) {
     match refused.retry_after() {
         None => {
             info!(operation = %cmd.saga_id, step = %cmd.step, fence = cmd.fence, reason = %refused, "command fenced off; dropping it");
@@ -582,7 +610,7 @@ async fn hand_back(msg: &async_nats::jetstream::Message, cmd: &StepCommand, refu
             } else {
                 info!(operation = %cmd.saga_id, step = %cmd.step, fence = cmd.fence, reason = %refused, "command fenced for now; retrying shortly");
             }
-            let _ = msg.ack_with(AckKind::Nak(Some(wait))).await;
+            nak_for(msg, cmd, wait, due).await;
         }
     }
 }
