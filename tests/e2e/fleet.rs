@@ -123,11 +123,12 @@ async fn wait_all(sys: &System, tenant: &str, names: &[String], done: &str, limi
 }
 
 #[tokio::test]
-async fn sixty_four_clusters_at_once_stay_within_the_budget_and_all_get_ready_then_deleted() {
-    // Budgets ×4 and near-zero latencies: the write budget still binds (some 1,900 writes
-    // against a burst of 800), so pacing is what is tested.
-    let sys = System::start_with(&["--arm-budget-scale", "4"]).await;
-    let names: Vec<String> = (0..64).map(|i| format!("fleet-{i:02}")).collect();
+async fn thirty_two_clusters_at_once_stay_within_the_budget_and_all_get_ready_then_deleted() {
+    // Budgets ×3 and near-zero latencies: the write budget still binds (some 950 writes
+    // against a burst of 600), so pacing is what is tested. `hypersaga bench fleet` runs
+    // more at Azure's real budgets.
+    let sys = System::start_with(&["--arm-budget-scale", "3"]).await;
+    let names: Vec<String> = (0..32).map(|i| format!("fleet-{i:02}")).collect();
     let started = Instant::now();
     create_all(&sys, "acme", &names).await;
     wait_all(&sys, "acme", &names, "ready", Duration::from_secs(240)).await;
@@ -135,13 +136,14 @@ async fn sixty_four_clusters_at_once_stay_within_the_budget_and_all_get_ready_th
     let stats = sys.arm_admin().requests().await.expect("request stats");
     let sub = stats.subscription(&sys.subscription("acme"));
     println!(
-        "64 creates: all ready after {created_in:?}; ARM requests {}, throttled {} ({:.2} %)",
+        "{} creates: all ready after {created_in:?}; ARM requests {}, throttled {} ({:.2} %)",
+        names.len(),
         sub.requests,
         sub.throttled,
         100.0 * sub.throttled_share()
     );
     assert!(
-        sub.requests > 64 * 20,
+        sub.requests > names.len() as u64 * 20,
         "the creates went through ARM: {sub:?}"
     );
     assert!(
@@ -201,7 +203,7 @@ async fn sixty_four_clusters_at_once_stay_within_the_budget_and_all_get_ready_th
 #[tokio::test]
 async fn one_tenants_burst_does_not_queue_ahead_of_another_tenants_cluster() {
     let sys = System::start_with(&["--arm-budget-scale", "4"]).await;
-    let burst: Vec<String> = (0..40).map(|i| format!("burst-{i:02}")).collect();
+    let burst: Vec<String> = (0..24).map(|i| format!("burst-{i:02}")).collect();
     create_all(&sys, "acme", &burst).await;
     // The other tenant asks once the burst is queued everywhere.
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -250,7 +252,7 @@ async fn killing_replicas_during_a_fleet_run_loses_nothing_and_makes_nothing_twi
         .filter(|r| outlives_clusters(r))
         .count();
 
-    let names: Vec<String> = (0..24).map(|i| format!("chaos-{i:02}")).collect();
+    let names: Vec<String> = (0..16).map(|i| format!("chaos-{i:02}")).collect();
     // Every replica of every role may die at any moment — except the gateway this test's
     // client talks to (its callers would see their own connection drop, not the system's).
     let victims: Vec<String> = sys

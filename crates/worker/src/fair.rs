@@ -81,6 +81,33 @@ impl Due {
     }
 }
 
+/// When the held-back commands of each tenant come due, earliest first.
+#[derive(Default)]
+struct Coming(BinaryHeap<Reverse<(Instant, TenantId)>>);
+
+impl Coming {
+    /// A command of `tenant` handed back to come again at `at` (by this replica's clock).
+    fn push(&mut self, tenant: TenantId, at: Instant) {
+        self.0.push(Reverse((at + REDELIVERY_MARGIN, tenant)));
+    }
+
+    /// When the next one is due.
+    fn next(&self) -> Option<Instant> {
+        self.0.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// The tenants with a command due by `now`, each once, forgotten here.
+    fn due_by(&mut self, now: Instant) -> HashSet<TenantId> {
+        let mut due = HashSet::new();
+        while self.next().is_some_and(|at| at <= now) {
+            if let Some(Reverse((_, tenant))) = self.0.pop() {
+                due.insert(tenant);
+            }
+        }
+        due
+    }
+}
+
 pub(crate) struct TenantQueues {
     stream: async_nats::jetstream::stream::Stream,
     bus: Bus,
@@ -104,7 +131,7 @@ pub(crate) struct TenantQueues {
     /// When commands held back by this replica's tasks come due (see [`Due`]): told through
     /// the channel, kept in the heap until then.
     due: (Due, mpsc::UnboundedReceiver<(TenantId, Instant)>),
-    coming: BinaryHeap<Reverse<(Instant, TenantId)>>,
+    coming: Coming,
 }
 
 impl TenantQueues {
@@ -145,7 +172,7 @@ impl TenantQueues {
                 let (tx, rx) = mpsc::unbounded_channel();
                 (Due(tx), rx)
             },
-            coming: BinaryHeap::new(),
+            coming: Coming::default(),
         };
         let stored = queues.with_stored_commands().await;
         for tenant in tenants.iter().chain(&stored) {
@@ -227,12 +254,7 @@ impl TenantQueues {
     /// one more look follows ([`AFTER_RING`]'s last), not the sweep's second. A tenant whose
     /// queue was let go meanwhile is opened again.
     fn due_by(&mut self, now: Instant) {
-        while let Some(Reverse((at, _))) = self.coming.peek()
-            && *at <= now
-        {
-            let Some(Reverse((_, tenant))) = self.coming.pop() else {
-                break;
-            };
+        for tenant in self.coming.due_by(now) {
             match self.index.get(tenant.as_str()) {
                 Some(&i) => {
                     self.ready[i] = true;
@@ -302,7 +324,7 @@ impl TenantQueues {
                 self.ring(&msg.subject);
             }
             while let Ok((tenant, at)) = self.due.1.try_recv() {
-                self.coming.push(Reverse((at + REDELIVERY_MARGIN, tenant)));
+                self.coming.push(tenant, at);
             }
             self.due_by(Instant::now());
             if !self.unopened.is_empty() {
@@ -356,8 +378,8 @@ impl TenantQueues {
                 .again_at
                 .iter()
                 .flatten()
-                .chain(self.coming.peek().map(|Reverse((at, _))| at))
                 .copied()
+                .chain(self.coming.next())
                 .fold(self.swept + SWEEP, Instant::min);
             tokio::select! {
                 () = shutdown.cancelled() => return Vec::new(),
@@ -373,7 +395,7 @@ impl TenantQueues {
                 },
                 () = tokio::time::sleep_until(wake) => {}
                 Some((tenant, at)) = self.due.1.recv() => {
-                    self.coming.push(Reverse((at + REDELIVERY_MARGIN, tenant)));
+                    self.coming.push(tenant, at);
                 }
             }
         }
@@ -426,5 +448,38 @@ impl TenantQueues {
             );
         }
         got
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tenant(name: &str) -> TenantId {
+        TenantId::new(name).expect("tenant id")
+    }
+
+    #[test]
+    fn held_back_commands_come_due_in_time_order_each_tenant_once() {
+        let start = Instant::now();
+        let ms = |n: u64| start + Duration::from_millis(n);
+        let mut coming = Coming::default();
+        assert_eq!(coming.next(), None);
+        coming.push(tenant("acme"), ms(300));
+        coming.push(tenant("acme"), ms(50));
+        coming.push(tenant("globex"), ms(60));
+        coming.push(tenant("initech"), ms(2_000));
+        // Looked for a moment after the delay, when the server has redelivered.
+        assert_eq!(coming.next(), Some(ms(50) + REDELIVERY_MARGIN));
+        assert!(coming.due_by(ms(50)).is_empty());
+        assert_eq!(
+            coming.due_by(ms(100)),
+            HashSet::from([tenant("acme"), tenant("globex")])
+        );
+        // acme's second command is still to come, and initech's after it.
+        assert_eq!(coming.next(), Some(ms(300) + REDELIVERY_MARGIN));
+        assert_eq!(coming.due_by(ms(400)), HashSet::from([tenant("acme")]));
+        assert_eq!(coming.due_by(ms(3_000)), HashSet::from([tenant("initech")]));
+        assert_eq!(coming.next(), None);
     }
 }
