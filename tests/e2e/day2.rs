@@ -496,16 +496,7 @@ async fn a_scale_over_the_vcpu_quota_is_refused_with_the_arithmetic_and_a_failed
     let first = vms(&system, "tight", "workers").await;
 
     // 4 Dsv5 vCPUs left beside the worker: a scale to 3 × Standard_D4s_v5 needs 8.
-    system
-        .arm_admin()
-        .set_quota_limit(&hypersaga_emulator_arm::QuotaLimit {
-            subscription: system.subscription("acme"),
-            location: "eastus".into(),
-            name: "standardDSv5Family".into(),
-            limit: 8,
-        })
-        .await
-        .expect("quota");
+    system.set_dsv5_quota("acme", 8).await;
     // The scale's preflight refuses it before anything is applied.
     let refused = preflight_refusal(
         c.update_node_pool(update(

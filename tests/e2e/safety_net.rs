@@ -708,16 +708,7 @@ async fn misconfigured(
     let user = UserNetwork::make(system, "acme").await;
     let corp = user.vnet("corp-vnet", "172.16").await;
     let lab = user.vnet("lab-vnet", "172.17").await;
-    system
-        .arm_admin()
-        .set_quota_limit(&hypersaga_emulator_arm::QuotaLimit {
-            subscription: system.subscription("acme"),
-            location: "eastus".into(),
-            name: "standardDSv5Family".into(),
-            limit: quota,
-        })
-        .await
-        .expect("quota");
+    system.set_dsv5_quota("acme", quota).await;
     let mut req = create_request(name, replicas);
     if let Some(spec) = req.spec.as_mut() {
         spec.base_domain = "nozone.example.org".into();

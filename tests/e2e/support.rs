@@ -248,6 +248,20 @@ impl System {
         )
     }
 
+    /// Sets the tenant's Dsv5-family vCPU quota in eastus (the family of the pools' default
+    /// size) to `limit`, as the subscription's owner would ask Azure to.
+    pub async fn set_dsv5_quota(&self, tenant: &str, limit: u64) {
+        self.arm_admin()
+            .set_quota_limit(&hypersaga_emulator_arm::QuotaLimit {
+                subscription: self.subscription(tenant),
+                location: "eastus".into(),
+                name: "standardDSv5Family".into(),
+                limit,
+            })
+            .await
+            .expect("quota");
+    }
+
     pub fn mgmt_admin(&self) -> hypersaga_emulator_mgmt::admin_client::AdminClient {
         hypersaga_emulator_mgmt::admin_client::AdminClient::new(
             self.endpoints.mgmt_admin_url.clone(),

@@ -78,12 +78,11 @@ pub fn free_port() -> Result<u16> {
     let mut given = GIVEN
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let below = ephemeral_low().unwrap_or(32768);
+    let below = chosen_below();
     for _ in 0..1000 {
-        let port = if below > FIRST_CHOSEN_PORT + 1000 {
-            rand::random_range(FIRST_CHOSEN_PORT..below)
-        } else {
-            TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port()
+        let port = match below {
+            Some(below) => rand::random_range(FIRST_CHOSEN_PORT..below),
+            None => TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port(),
         };
         if given.contains(&port) || TcpListener::bind(("127.0.0.1", port)).is_err() {
             continue;
@@ -99,6 +98,12 @@ pub fn free_port() -> Result<u16> {
 
 /// The lowest port [`free_port`] chooses: above the registered ports most servers use.
 const FIRST_CHOSEN_PORT: u16 = 20000;
+
+/// The port [`free_port`] chooses below: the first of the kernel's ephemeral range (32768 where
+/// it cannot be read), or `None` when that leaves no room above [`FIRST_CHOSEN_PORT`].
+fn chosen_below() -> Option<u16> {
+    Some(ephemeral_low().unwrap_or(32768)).filter(|low| *low > FIRST_CHOSEN_PORT + 1000)
+}
 
 /// The first port of the kernel's ephemeral range (Linux), which outgoing connections use.
 fn ephemeral_low() -> Option<u16> {
@@ -477,7 +482,7 @@ mod tests {
             // Free until someone binds it, as a server given it would.
             drop(TcpListener::bind(("127.0.0.1", port)).expect("the port can be bound"));
         }
-        if let Some(low) = ephemeral_low().filter(|low| *low > FIRST_CHOSEN_PORT + 1000) {
+        if let Some(low) = chosen_below() {
             assert!(
                 seen.iter().all(|p| *p < low),
                 "every port is below the ephemeral range ({low}): {seen:?}"

@@ -129,8 +129,9 @@ pub(crate) struct TenantQueues {
     doorbell: async_nats::Subscriber,
     swept: Instant,
     /// When commands held back by this replica's tasks come due (see [`Due`]): told through
-    /// the channel, kept in the heap until then.
-    due: (Due, mpsc::UnboundedReceiver<(TenantId, Instant)>),
+    /// `due` and `told`, kept in `coming` until then.
+    due: Due,
+    told: mpsc::UnboundedReceiver<(TenantId, Instant)>,
     coming: Coming,
 }
 
@@ -153,6 +154,7 @@ impl TenantQueues {
             .subscribe(bus.subjects().cmd_filter(service))
             .await
             .map_err(|e| consumer_error(service, &e))?;
+        let (due, told) = mpsc::unbounded_channel();
         let mut queues = Self {
             stream,
             bus: bus.clone(),
@@ -168,10 +170,8 @@ impl TenantQueues {
             next: 0,
             doorbell,
             swept: Instant::now(),
-            due: {
-                let (tx, rx) = mpsc::unbounded_channel();
-                (Due(tx), rx)
-            },
+            due: Due(due),
+            told,
             coming: Coming::default(),
         };
         let stored = queues.with_stored_commands().await;
@@ -246,7 +246,7 @@ impl TenantQueues {
 
     /// What the tasks that hold commands back tell the queues through.
     pub(crate) fn due(&self) -> Due {
-        self.due.0.clone()
+        self.due.clone()
     }
 
     /// Marks the tenants whose held-back commands are due by `now` as having work. The server
@@ -323,7 +323,7 @@ impl TenantQueues {
             while let Some(Some(msg)) = self.doorbell.next().now_or_never() {
                 self.ring(&msg.subject);
             }
-            while let Ok((tenant, at)) = self.due.1.try_recv() {
+            while let Ok((tenant, at)) = self.told.try_recv() {
                 self.coming.push(tenant, at);
             }
             self.due_by(Instant::now());
@@ -394,7 +394,7 @@ impl TenantQueues {
                     None => tokio::time::sleep_until(wake).await,
                 },
                 () = tokio::time::sleep_until(wake) => {}
-                Some((tenant, at)) = self.due.1.recv() => {
+                Some((tenant, at)) = self.told.recv() => {
                     self.coming.push(tenant, at);
                 }
             }

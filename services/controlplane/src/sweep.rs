@@ -1,4 +1,4 @@
-//! `controlplane.sweep`: what the control plane of a cluster no live record owns left on any
+//! `controlplane._sweep`: what the control plane of a cluster no live record owns left on any
 //! management cluster, found by its labels and deleted in order: the HostedCluster first
 //! (HyperShift tears down its control plane and the add-ons' objects there), then its
 //! namespace, with the secrets it was given.
@@ -41,7 +41,7 @@ impl ControlPlaneHandler {
         // be left while the sweep says it is done.
         self.clients.of(cmd)?;
         let found = self.labelled_all(&cmd.tenant, Some(&cmd.cluster)).await?;
-        for made in found.iter().filter(|m| m.is_of(&cmd.context.names)) {
+        for made in &hypersaga_stepkit::sweep::of_the_cluster(found, cmd) {
             let client = self.clients.on(made)?;
             let check = if made.kind.ends_with("/Namespace") {
                 kube_ops::delete_made_cluster_scoped::<Namespace>(client, made).await?

@@ -277,7 +277,7 @@ impl NodePoolHandler {
             .clients
             .labelled::<NodePool>(&cmd.tenant, Some(&cmd.cluster))
             .await?;
-        for made in found.iter().filter(|m| m.is_of(&cmd.context.names)) {
+        for made in &hypersaga_stepkit::sweep::of_the_cluster(found, cmd) {
             match kube_ops::delete_made::<NodePool>(self.clients.on(made)?, made).await? {
                 Check::Done(()) => info!(object = %made.id, on = %made.location, "swept"),
                 Check::Fail(e) => return Err(e),
